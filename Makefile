@@ -1,0 +1,64 @@
+# A thin wrapper over CMake. `make run` and `make test` work on a fresh Debian 12
+# machine: scripts/deps.sh installs what is missing first.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+CONFIG     ?= conf/mqr.yaml
+
+.PHONY: all deps configure build run test test-asan bench format clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DMQR_WERROR=ON $(CMAKE_ARGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: deps configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Until mqrd exists (issue 5): the default config's routing table and a dry run of sends.
+run: build
+	@echo "== mqr config check $(CONFIG)"
+	@$(BUILD)/client/mqr config check $(CONFIG)
+	@echo
+	@echo "== mqr config show $(CONFIG)"
+	@$(BUILD)/client/mqr config show $(CONFIG)
+	@echo
+	@echo "== mqr route --config $(CONFIG) --count 4 jobs              (ANYCAST, round-robin)"
+	@$(BUILD)/client/mqr route --config $(CONFIG) --count 4 jobs
+	@echo "== mqr route --config $(CONFIG) news.europe                 (MULTICAST + wildcard news.#)"
+	@$(BUILD)/client/mqr route --config $(CONFIG) news.europe
+	@echo "== mqr route --config $(CONFIG) --count 2 --dup-id order-42 orders"
+	@$(BUILD)/client/mqr route --config $(CONFIG) --count 2 --dup-id order-42 orders
+	@echo "== mqr route --config $(CONFIG) --routing-type MULTICAST orders.eu  (no route -> DLQ)"
+	@$(BUILD)/client/mqr route --config $(CONFIG) --routing-type MULTICAST orders.eu
+	@echo "== mqr route --config $(CONFIG) --json multicast://news"
+	@$(BUILD)/client/mqr route --config $(CONFIG) --json multicast://news
+	@echo "== mqr route --config $(CONFIG) 'news.#'                    (refused: wildcard)"
+	@$(BUILD)/client/mqr route --config $(CONFIG) 'news.#' || true
+
+$(BUILD_ASAN)/CMakeCache.txt: | deps
+	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
+
+test-asan: deps $(BUILD_ASAN)/CMakeCache.txt
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -L unit
+
+test: build test-asan
+	ctest --test-dir $(BUILD) --output-on-failure
+
+bench:
+	@echo "make bench: the benchmark suite arrives with issue 3 (jmh-like-bench)." >&2
+	@exit 1
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,319 @@
+/* mqr: the command-line tool. This issue's commands work on routing configs:
+ *   mqr config check [FILE]         validate, print a summary or the errors
+ *   mqr config show [FILE]          print the routing table
+ *   mqr route [options] ADDRESS     dry-run sends through the config's router
+ * Without FILE (or --config) the embedded default config is used. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mqr/mqr.h"
+
+#define MAX_DIAGS 64
+
+static const char usage_text[] =
+    "usage: mqr config check [FILE]\n"
+    "       mqr config show [FILE]\n"
+    "       mqr route [--config FILE] [--listener NAME] [--routing-type T] [--dup-id ID]\n"
+    "                 [--count N] [--json] ADDRESS\n"
+    "       mqr --version | --help\n"
+    "\n"
+    "FILE defaults to the embedded conf/mqr.yaml. `mqr route` prints one line per send:\n"
+    "the status (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID) then the queues that got\n"
+    "it; --json prints one JSON object per line instead. A refused send exits 1.\n";
+
+static int usage(FILE *f, int rc) {
+  fputs(usage_text, f);
+  return rc;
+}
+
+static void print_diags(const mqr_diags_t *d) {
+  char line[1024];
+  for (uint32_t i = 0; i < d->count; i++) {
+    const mqr_error_t *e = &d->items[i];
+    mqr_error_format(e, line, sizeof line);
+    fprintf(stderr, "%s: %s\n", e->code ? "error" : "warning", line);
+  }
+  if (d->dropped) fprintf(stderr, "... and %u more\n", d->dropped);
+}
+
+/* Loads FILE, or the embedded default when path is NULL; prints problems. */
+static mqr_config_t *load(const char *path) {
+  mqr_error_t items[MAX_DIAGS];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, MAX_DIAGS);
+  mqr_config_t *cfg = NULL;
+  int rc = path ? mqr_config_load_file(path, &cfg, &d) : mqr_config_load_default(&cfg, &d);
+  print_diags(&d);
+  if (rc != 0) {
+    const char *name = path ? path : mqr_config_default_name();
+    if (rc == MQR_ECONFIG)
+      fprintf(stderr, "%s: %u error%s\n", name, d.errors, d.errors == 1 ? "" : "s");
+    else if (d.count == 0)
+      fprintf(stderr, "%s: %s\n", name, mqr_strerror(rc));
+    return NULL;
+  }
+  return cfg;
+}
+
+static int build_router(const mqr_config_t *cfg, mqr_router_t *r) {
+  mqr_error_t e;
+  int rc = mqr_config_build_router(cfg, r, &e);
+  if (rc) {
+    char line[1024];
+    fprintf(stderr, "error: %s\n", mqr_error_format(&e, line, sizeof line));
+  }
+  return rc;
+}
+
+static int count_wild(mqr_address_t *a, void *p) {
+  if (mqr_address_flags(a) & MQR_ADDRESS_WILDCARD) ++*(uint32_t *)p;
+  return 0;
+}
+
+static int cmd_check(const char *path) {
+  mqr_config_t *cfg = load(path);
+  if (cfg == NULL) return 1;
+  uint32_t wild = 0, nl = mqr_config_listener_count(cfg);
+  mqr_router_t r;
+  if (build_router(cfg, &r) != 0) {
+    mqr_config_destroy(cfg);
+    return 1;
+  }
+  mqr_wildcard_t wc = mqr_config_wildcard(cfg);
+  mqr_router_foreach_address(&r, count_wild, &wild);
+  printf("%s: OK: %u listener%s, %u address%s (%u wildcard), %u queue%s, %u address-settings; wildcards '%c' '%c' '%c' "
+         "escape '%c'\n",
+         mqr_config_file(cfg), nl, nl == 1 ? "" : "s", mqr_router_address_count(&r),
+         mqr_router_address_count(&r) == 1 ? "" : "es", wild, mqr_router_queue_count(&r),
+         mqr_router_queue_count(&r) == 1 ? "" : "s", mqr_config_settings_count(cfg), wc.delimiter, wc.any_words,
+         wc.single_word, wc.escape);
+  for (uint32_t i = 0; i < nl; i++) {
+    const mqr_listener_config_t *l = mqr_config_listener(cfg, i);
+    printf("  listener %s: %s:%u", l->name, l->host, l->port);
+    for (uint32_t k = 0; k < l->prefixes.count; k++)
+      printf(" %s-prefix '%.*s'", l->prefixes.items[k].type == MQR_ANYCAST ? "anycast" : "multicast",
+             (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);
+    printf("\n");
+  }
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+  return 0;
+}
+
+static void print_queue_names(FILE *f, const mqr_address_t *a, mqr_routing_type_t t) {
+  uint32_t n = mqr_address_binding_count(a, t);
+  if (n == 0) fputs(" -", f);
+  for (uint32_t i = 0; i < n; i++) {
+    mqr_str_t q = mqr_queue_name(mqr_address_binding(a, t, i));
+    fprintf(f, " %.*s", (int)q.len, q.ptr);
+  }
+}
+
+static int show_address(mqr_address_t *a, void *arg) {
+  FILE *f = arg;
+  mqr_str_t name = mqr_address_name(a);
+  char types[64];
+  mqr_routing_set_format(mqr_address_routing_types(a), types, sizeof types);
+  int def = mqr_address_default_routing_type(a);
+  uint32_t flags = mqr_address_flags(a);
+  fprintf(f, "address %.*s  types=[%s] default=%s%s%s\n", (int)name.len, name.ptr, types,
+          def >= 0 ? mqr_routing_type_name(def) : "none", flags & MQR_ADDRESS_WILDCARD ? "  wildcard" : "",
+          flags & MQR_ADDRESS_AUTO_CREATED ? "  auto-created" : "");
+  for (uint32_t i = 0; i < mqr_address_queue_count(a); i++) {
+    const mqr_queue_t *q = mqr_address_queue(a, i);
+    mqr_str_t qn = mqr_queue_name(q), ft = mqr_queue_filter(q);
+    fprintf(f, "  queue %.*s  %s%s%s%s", (int)qn.len, qn.ptr, mqr_routing_type_name(mqr_queue_routing_type(q)),
+            mqr_queue_durable(q) ? " durable" : " non-durable", mqr_queue_enabled(q) ? "" : " disabled",
+            mqr_queue_purge_on_no_consumers(q) ? " purge-on-no-consumers" : "");
+    if (mqr_queue_max_consumers(q) >= 0) fprintf(f, " max-consumers=%d", mqr_queue_max_consumers(q));
+    if (ft.len) fprintf(f, " filter=\"%.*s\"", (int)ft.len, ft.ptr);
+    fputc('\n', f);
+  }
+  if (!(flags & MQR_ADDRESS_WILDCARD)) {
+    fputs("  routes ANYCAST:", f);
+    print_queue_names(f, a, MQR_ANYCAST);
+    fputs("  MULTICAST:", f);
+    print_queue_names(f, a, MQR_MULTICAST);
+    fputc('\n', f);
+  }
+  const mqr_address_settings_t *s = mqr_address_settings(a);
+  fprintf(f, "  settings auto-create-addresses=%s auto-create-queues=%s", s->auto_create_addresses ? "true" : "false",
+          s->auto_create_queues ? "true" : "false");
+  if (s->dead_letter_address.len)
+    fprintf(f, " dead-letter-address=%.*s send-to-dla-on-no-route=%s", (int)s->dead_letter_address.len,
+            s->dead_letter_address.ptr, s->send_to_dla_on_no_route ? "true" : "false");
+  fprintf(f, " id-cache-size=%d\n", s->id_cache_size);
+  return 0;
+}
+
+static int cmd_show(const char *path) {
+  mqr_config_t *cfg = load(path);
+  if (cfg == NULL) return 1;
+  mqr_router_t r;
+  if (build_router(cfg, &r) != 0) {
+    mqr_config_destroy(cfg);
+    return 1;
+  }
+  printf("routing table of %s: %u addresses, %u queues\n", mqr_config_file(cfg), mqr_router_address_count(&r),
+         mqr_router_queue_count(&r));
+  int rc = mqr_router_foreach_address(&r, show_address, stdout);
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+  return rc ? 1 : 0;
+}
+
+static void print_send_json(uint32_t i, const mqr_route_result_t *res) {
+  json_t *o = json_object();
+  json_object_set_new(o, "send", json_integer(i));
+  json_object_set_new(o, "status", json_string(mqr_route_status_name(res->status)));
+  if (res->address) {
+    mqr_str_t an = mqr_address_name(res->address);
+    json_object_set_new(o, "address", json_stringn(an.ptr, an.len));
+  }
+  json_t *qs = json_array();
+  for (uint32_t k = 0; k < res->count; k++) {
+    mqr_str_t qn = mqr_queue_name(res->queues[k]);
+    json_array_append_new(qs, json_stringn(qn.ptr, qn.len));
+  }
+  json_object_set_new(o, "queues", qs);
+  json_object_set_new(o, "created_address", json_boolean(res->flags & MQR_ROUTE_CREATED_ADDRESS));
+  json_object_set_new(o, "created_queue", json_boolean(res->flags & MQR_ROUTE_CREATED_QUEUE));
+  json_object_set_new(o, "added_routing_type", json_boolean(res->flags & MQR_ROUTE_ADDED_TYPE));
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  if (text) puts(text);
+  free(text);
+  json_decref(o);
+}
+
+static int cmd_route(int argc, char **argv) {
+  static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                       {"listener", required_argument, NULL, 'l'},
+                                       {"routing-type", required_argument, NULL, 't'},
+                                       {"dup-id", required_argument, NULL, 'd'},
+                                       {"count", required_argument, NULL, 'n'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *path = NULL, *listener = NULL, *dup = NULL;
+  int type = MQR_ROUTING_NONE, json = 0;
+  long count = 1;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "c:l:t:d:n:jh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'c': path = optarg; break;
+    case 'l': listener = optarg; break;
+    case 'd': dup = optarg; break;
+    case 'j': json = 1; break;
+    case 't': {
+      mqr_routing_type_t t;
+      if (mqr_routing_type_parse(mqr_str(optarg), &t) != 0) {
+        fprintf(stderr, "mqr route: unknown routing type '%s' (expected ANYCAST or MULTICAST)\n", optarg);
+        return 2;
+      }
+      type = t;
+      break;
+    }
+    case 'n': {
+      char *end;
+      count = strtol(optarg, &end, 10);
+      if (*end || count < 1 || count > 100000000) {
+        fprintf(stderr, "mqr route: --count must be between 1 and 100000000, not '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    }
+    case 'h': return usage(stdout, 0);
+    default: return usage(stderr, 2);
+    }
+  }
+  if (optind + 1 != argc) {
+    fprintf(stderr, "mqr route: give exactly one ADDRESS\n");
+    return usage(stderr, 2);
+  }
+  const char *address = argv[optind];
+  mqr_config_t *cfg = load(path);
+  if (cfg == NULL) return 1;
+  const mqr_listener_config_t *l = NULL;
+  if (listener) {
+    if ((l = mqr_config_find_listener(cfg, listener)) == NULL) {
+      fprintf(stderr, "mqr route: %s has no listener '%s'\n", mqr_config_file(cfg), listener);
+      mqr_config_destroy(cfg);
+      return 1;
+    }
+  } else {
+    l = mqr_config_listener(cfg, 0);
+  }
+  mqr_router_t r;
+  if (build_router(cfg, &r) != 0) {
+    mqr_config_destroy(cfg);
+    return 1;
+  }
+  /* Room for every queue the router could reach, plus one an ANYCAST send may create. */
+  uint32_t cap = mqr_router_queue_count(&r) + 1;
+  mqr_queue_t **targets = malloc(cap * sizeof *targets);
+  int rc = 0;
+  if (targets == NULL) {
+    fprintf(stderr, "mqr route: out of memory\n");
+    rc = 1;
+  }
+  for (long i = 0; targets && i < count; i++) {
+    mqr_route_request_t req = {mqr_str(address), type, mqr_str(dup), l ? &l->prefixes : NULL, NULL};
+    mqr_route_result_t res = {targets, cap, 0, 0, 0, 0, NULL};
+    mqr_error_t e;
+    int err = mqr_router_route(&r, &req, &res, &e);
+    if (err == MQR_ENOSPC) { /* an auto-created queue grew the router: make room, retry */
+      mqr_queue_t **t = realloc(targets, res.needed * sizeof *t);
+      if (t == NULL) break;
+      targets = t;
+      cap = res.needed;
+      i--;
+      continue;
+    }
+    if (err) {
+      fprintf(stderr, "mqr route: send %ld refused: %s [%s]\n", i + 1, e.message, mqr_err_name(err));
+      rc = 1;
+      break;
+    }
+    if (json) {
+      print_send_json((uint32_t)i + 1, &res);
+      continue;
+    }
+    fputs(mqr_route_status_name(res.status), stdout);
+    if (res.status == MQR_ROUTE_NO_BINDINGS_DLA) {
+      mqr_str_t an = mqr_address_name(res.address);
+      printf(" (to %.*s)", (int)an.len, an.ptr);
+    }
+    for (uint32_t k = 0; k < res.count; k++) {
+      mqr_str_t qn = mqr_queue_name(res.queues[k]);
+      printf(" %.*s", (int)qn.len, qn.ptr);
+    }
+    putchar('\n');
+  }
+  free(targets);
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage(stderr, 2);
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return usage(stdout, 0);
+  if (!strcmp(cmd, "--version")) {
+    printf("mqr %s\n", mqr_version());
+    return 0;
+  }
+  if (!strcmp(cmd, "config")) {
+    if (argc < 3 || argc > 4) return usage(stderr, 2);
+    const char *path = argc == 4 ? argv[3] : NULL;
+    if (!strcmp(argv[2], "check")) return cmd_check(path);
+    if (!strcmp(argv[2], "show")) return cmd_show(path);
+    return usage(stderr, 2);
+  }
+  if (!strcmp(cmd, "route")) return cmd_route(argc - 1, argv + 1);
+  fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
+  return usage(stderr, 2);
+}

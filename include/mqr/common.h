@@ -1,0 +1,142 @@
+/* mqr common ground: export macro, error codes, error details, string views and the
+ * allocator hook that every allocation in the library goes through. */
+#ifndef MQR_COMMON_H
+#define MQR_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MQR_EXTERN __attribute__((visibility("default")))
+#else
+#define MQR_EXTERN
+#endif
+
+/* Every error is a negative int. The table is the one place codes are defined, so the
+ * enum, mqr_strerror() and mqr_err_name() cannot drift apart. Codes are stable: new ones
+ * go at the end. */
+#define MQR_ERRNO_MAP(XX)                                                                                              \
+  XX(EINVAL, -1, "invalid argument")                                                                                   \
+  XX(ENOMEM, -2, "out of memory")                                                                                      \
+  XX(ENOSPC, -3, "not enough room in the caller's buffer")                                                             \
+  XX(EIO, -4, "input/output error")                                                                                    \
+  XX(ENOADDR, -5, "address does not exist")                                                                            \
+  XX(EADDREXISTS, -6, "address already exists")                                                                        \
+  XX(ENOQUEUE, -7, "queue does not exist")                                                                             \
+  XX(EQUEUEEXISTS, -8, "queue name already in use")                                                                    \
+  XX(EEMPTYADDR, -9, "empty address name")                                                                             \
+  XX(EEMPTYQUEUE, -10, "empty queue name")                                                                             \
+  XX(ETYPENOTSUPPORTED, -11, "routing type not supported by the address")                                              \
+  XX(ETYPEINUSE, -12, "routing type still has queues on the address")                                                  \
+  XX(EADDRHASQUEUES, -13, "address still has queues")                                                                  \
+  XX(EWILDCARDSEND, -14, "cannot send to a wildcard address")                                                          \
+  XX(EBADPATTERN, -15, "bad match pattern")                                                                            \
+  XX(EBADROUTINGTYPE, -16, "unknown routing type")                                                                     \
+  XX(EMAXCONSUMERS, -17, "invalid max-consumers")                                                                      \
+  XX(ECONSUMERLIMIT, -18, "queue has reached max-consumers")                                                           \
+  XX(ECONFIG, -19, "invalid configuration")                                                                            \
+  XX(ESYNTAX, -20, "syntax error")                                                                                     \
+  XX(ENAMETOOLONG, -21, "name too long")                                                                               \
+  XX(EQUEUEADDR, -22, "queue belongs to another address")                                                              \
+  XX(ERANGE, -23, "value out of range")
+
+typedef enum {
+#define MQR__ERR_ENUM(name, value, text) MQR_##name = (value),
+  MQR_ERRNO_MAP(MQR__ERR_ENUM)
+#undef MQR__ERR_ENUM
+      MQR_ERRNO_LAST = -24
+} mqr_errno_t;
+
+/* Returns a static, human-readable description of err ("unknown error" for a code
+ * outside the table, "success" for 0). Never NULL. */
+MQR_EXTERN const char *mqr_strerror(int err);
+
+/* Returns the static name of err without the MQR_ prefix ("ENOMEM"), "UNKNOWN" for a
+ * code outside the table and "OK" for 0. Never NULL. */
+MQR_EXTERN const char *mqr_err_name(int err);
+
+/* Details of a failure, filled by calls that take an optional mqr_error_t *. Fixed-size
+ * storage so that reporting an error never allocates. line and column are 1-based and 0
+ * when the error has no position; file is empty when it has no file. */
+typedef struct {
+  int code;
+  uint32_t line;
+  uint32_t column;
+  char file[256];
+  char message[512];
+} mqr_error_t;
+
+/* Resets e (may be NULL) to "no error". */
+MQR_EXTERN void mqr_error_clear(mqr_error_t *e);
+
+/* Fills e (may be NULL) with code and a printf-formatted message; returns code, so that
+ * a failing path reads `return mqr_error_set(err, MQR_EINVAL, "...")`. */
+MQR_EXTERN int mqr_error_set(mqr_error_t *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* As mqr_error_set, with a source position. file may be NULL. */
+MQR_EXTERN int mqr_error_set_at(mqr_error_t *e, int code, const char *file, uint32_t line, uint32_t column,
+                                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Writes "file:line:column: message" (omitting what is absent) into buf, always NUL
+ * terminated; returns buf. */
+MQR_EXTERN const char *mqr_error_format(const mqr_error_t *e, char *buf, size_t cap);
+
+/* A borrowed string: a pointer and a length, not NUL terminated in general. Whoever
+ * hands one out says how long the bytes stay valid. */
+typedef struct {
+  const char *ptr;
+  size_t len;
+} mqr_str_t;
+
+/* A view of a string literal, its length taken at compile time. */
+#define MQR_STR(lit) ((mqr_str_t){(lit), sizeof(lit) - 1})
+
+/* A view of a NUL-terminated string (NULL gives the empty view). Not for the hot path. */
+static inline mqr_str_t mqr_str(const char *s) {
+  mqr_str_t v = {s, s ? strlen(s) : 0};
+  return v;
+}
+
+static inline mqr_str_t mqr_str_n(const char *s, size_t n) {
+  mqr_str_t v = {s, n};
+  return v;
+}
+
+static inline bool mqr_str_eq(mqr_str_t a, mqr_str_t b) {
+  return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+/* The allocator hook, in the manner of uv_replace_allocator: every allocation mqr makes
+ * goes through these four functions. */
+typedef void *(*mqr_malloc_func)(size_t size);
+typedef void *(*mqr_realloc_func)(void *ptr, size_t size);
+typedef void *(*mqr_calloc_func)(size_t count, size_t size);
+typedef void (*mqr_free_func)(void *ptr);
+
+/* Replaces the allocator. Call it before any other mqr function, or only while nothing
+ * allocated by the previous allocator is alive: memory is freed through the allocator
+ * in force at the time. Passing all four NULL restores the C library's. Returns 0, or
+ * MQR_EINVAL if only some are NULL. */
+MQR_EXTERN int mqr_set_allocator(mqr_malloc_func malloc_func, mqr_realloc_func realloc_func,
+                                 mqr_calloc_func calloc_func, mqr_free_func free_func);
+
+/* The library's allocation entry points, exported for mqr's own layers and for
+ * embedders that want their allocations counted with mqr's. */
+MQR_EXTERN void *mqr_malloc(size_t size);
+MQR_EXTERN void *mqr_realloc(void *ptr, size_t size);
+MQR_EXTERN void *mqr_calloc(size_t count, size_t size);
+MQR_EXTERN void mqr_free(void *ptr);
+
+/* Version of the library, "MAJOR.MINOR.PATCH". */
+MQR_EXTERN const char *mqr_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_COMMON_H */

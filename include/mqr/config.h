@@ -1,0 +1,83 @@
+/* mqr routing-config files (YAML): listeners, wildcard syntax, address settings,
+ * addresses and their queues. docs/config.md documents every key.
+ *
+ * Loading parses and fully validates a file (a trial router is built), so a loaded
+ * config is known to build; every problem is reported with file, line and column. */
+#ifndef MQR_CONFIG_H
+#define MQR_CONFIG_H
+
+#include "mqr/routing.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where a loader reports problems: caller storage for up to cap items. An item whose
+ * code is 0 is a warning; any other is an error. Problems past cap are counted in
+ * dropped. */
+typedef struct {
+  mqr_error_t *items;
+  uint32_t cap;
+  uint32_t count;
+  uint32_t errors;
+  uint32_t warnings;
+  uint32_t dropped;
+} mqr_diags_t;
+
+/* Prepares d over items[0..cap). */
+MQR_EXTERN void mqr_diags_init(mqr_diags_t *d, mqr_error_t *items, uint32_t cap);
+
+/* A parsed, validated config. Opaque; create with a load, free with destroy. */
+typedef struct mqr_config_s mqr_config_t;
+
+/* A listener as configured (mqrd binds them). Strings live as long as the config. */
+typedef struct {
+  const char *name;
+  const char *host; /* an IPv4 or IPv6 literal */
+  uint16_t port;    /* 0: an ephemeral port */
+  mqr_prefixes_t prefixes;
+  uint32_t line, column;
+} mqr_listener_config_t;
+
+/* Loads the file at path. On success writes *out (free with mqr_config_destroy) and
+ * returns 0; warnings may still be in diags. Otherwise returns MQR_ECONFIG (problems
+ * in diags, which may be NULL), MQR_EIO (cannot read the file) or MQR_ENOMEM; *out is
+ * left alone. */
+MQR_EXTERN int mqr_config_load_file(const char *path, mqr_config_t **out, mqr_diags_t *diags);
+
+/* Loads YAML text; `name` is what errors call the file. */
+MQR_EXTERN int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_config_t **out,
+                                      mqr_diags_t *diags);
+
+/* Loads the default config compiled into the library (conf/mqr.yaml). */
+MQR_EXTERN int mqr_config_load_default(mqr_config_t **out, mqr_diags_t *diags);
+
+/* The text of the embedded default config, and what errors call it. */
+MQR_EXTERN mqr_str_t mqr_config_default_text(void);
+MQR_EXTERN const char *mqr_config_default_name(void);
+
+/* Frees a config; NULL is allowed. */
+MQR_EXTERN void mqr_config_destroy(mqr_config_t *cfg);
+
+/* What the config holds. */
+MQR_EXTERN const char *mqr_config_file(const mqr_config_t *cfg);
+MQR_EXTERN mqr_wildcard_t mqr_config_wildcard(const mqr_config_t *cfg);
+MQR_EXTERN uint32_t mqr_config_listener_count(const mqr_config_t *cfg);
+/* The i-th listener, NULL past the end; valid as long as cfg. */
+MQR_EXTERN const mqr_listener_config_t *mqr_config_listener(const mqr_config_t *cfg, uint32_t i);
+/* The listener named name, NULL if none. */
+MQR_EXTERN const mqr_listener_config_t *mqr_config_find_listener(const mqr_config_t *cfg, const char *name);
+MQR_EXTERN uint32_t mqr_config_address_count(const mqr_config_t *cfg);
+MQR_EXTERN uint32_t mqr_config_queue_count(const mqr_config_t *cfg);
+MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
+
+/* Initialises r (mqr_router_init) with the config's wildcard syntax and fills it with
+ * its address settings, addresses and queues. 0, or MQR_ENOMEM (r is closed again and
+ * err says what), or the router's error for a config it refuses (with the position in
+ * err). */
+MQR_EXTERN int mqr_config_build_router(const mqr_config_t *cfg, mqr_router_t *r, mqr_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_CONFIG_H */

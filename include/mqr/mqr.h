@@ -1,0 +1,9 @@
+/* mqr: every public header. */
+#ifndef MQR_H
+#define MQR_H
+
+#include "mqr/common.h"
+#include "mqr/config.h"
+#include "mqr/routing.h"
+
+#endif /* MQR_H */

@@ -1,0 +1,482 @@
+/* mqr routing: routing types and their bitmask set, address info, wildcard syntax,
+ * address settings, and the router that holds addresses and queues and routes sends.
+ *
+ * The model is ActiveMQ Artemis's (docs/routing.md says where mqr differs). A router is
+ * owned by one thread (one event loop); nothing here locks. */
+#ifndef MQR_ROUTING_H
+#define MQR_ROUTING_H
+
+#include "mqr/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------- */
+/* Routing types and the routing-type set                                              */
+/* ---------------------------------------------------------------------------------- */
+
+/* The byte values of Artemis's RoutingType (its code, not its manual). */
+typedef enum {
+  MQR_MULTICAST = 0,
+  MQR_ANYCAST = 1,
+} mqr_routing_type_t;
+
+/* "No routing type": a send that names none, an address info with an empty set. */
+#define MQR_ROUTING_NONE (-1)
+/* Number of routing types mqr knows by name. */
+#define MQR_ROUTING_TYPE_COUNT 2
+/* Room in a set: types 0..7. */
+#define MQR_ROUTING_TYPE_MAX 8
+
+/* A set of routing types: one bit per type (1u << type). Constant size, passed by
+ * value, never allocates; membership is one AND. */
+typedef struct {
+  uint8_t bits;
+} mqr_routing_set_t;
+
+static inline mqr_routing_set_t mqr_routing_set_empty(void) {
+  mqr_routing_set_t s = {0};
+  return s;
+}
+
+static inline bool mqr_routing_type_valid(int t) { return t >= 0 && t < MQR_ROUTING_TYPE_MAX; }
+
+/* The set holding type t alone; t outside 0..7 gives the empty set. */
+static inline mqr_routing_set_t mqr_routing_set_of(int t) {
+  mqr_routing_set_t s = {(uint8_t)(mqr_routing_type_valid(t) ? 1u << t : 0u)};
+  return s;
+}
+
+static inline mqr_routing_set_t mqr_routing_set_add(mqr_routing_set_t s, int t) {
+  s.bits |= mqr_routing_set_of(t).bits;
+  return s;
+}
+
+static inline mqr_routing_set_t mqr_routing_set_remove(mqr_routing_set_t s, int t) {
+  s.bits &= (uint8_t)~mqr_routing_set_of(t).bits;
+  return s;
+}
+
+static inline bool mqr_routing_set_contains(mqr_routing_set_t s, int t) {
+  return (s.bits & mqr_routing_set_of(t).bits) != 0;
+}
+
+static inline mqr_routing_set_t mqr_routing_set_union(mqr_routing_set_t a, mqr_routing_set_t b) {
+  a.bits |= b.bits;
+  return a;
+}
+
+static inline mqr_routing_set_t mqr_routing_set_intersection(mqr_routing_set_t a, mqr_routing_set_t b) {
+  a.bits &= b.bits;
+  return a;
+}
+
+static inline bool mqr_routing_set_is_empty(mqr_routing_set_t s) { return s.bits == 0; }
+
+static inline bool mqr_routing_set_equal(mqr_routing_set_t a, mqr_routing_set_t b) { return a.bits == b.bits; }
+
+static inline int mqr_routing_set_count(mqr_routing_set_t s) { return __builtin_popcount(s.bits); }
+
+/* The lowest type in s, or MQR_ROUTING_NONE when s is empty. */
+static inline int mqr_routing_set_lowest(mqr_routing_set_t s) {
+  return s.bits ? __builtin_ctz(s.bits) : MQR_ROUTING_NONE;
+}
+
+/* The lowest type in s above prev, or MQR_ROUTING_NONE: one bit scan. */
+static inline int mqr_routing_set_next(mqr_routing_set_t s, int prev) {
+  unsigned rest = prev < 0 ? s.bits : (unsigned)s.bits & ~((2u << prev) - 1u);
+  return rest ? __builtin_ctz(rest) : MQR_ROUTING_NONE;
+}
+
+/* for (each type t in s), lowest first: `MQR_ROUTING_SET_FOREACH(t, s) { ... }`. */
+#define MQR_ROUTING_SET_FOREACH(t, s)                                                                                  \
+  for (int t = mqr_routing_set_lowest(s); t != MQR_ROUTING_NONE; t = mqr_routing_set_next((s), t))
+
+/* The upper-case name of type t ("MULTICAST", "ANYCAST"), or NULL for a type with no
+ * name. */
+MQR_EXTERN const char *mqr_routing_type_name(int t);
+
+/* Parses one routing type name, case-insensitive ("anycast", "ANYCAST"). Returns 0 and
+ * writes *out, or MQR_EBADROUTINGTYPE. */
+MQR_EXTERN int mqr_routing_type_parse(mqr_str_t text, mqr_routing_type_t *out);
+
+/* Parses a comma-separated list of names ("ANYCAST,MULTICAST"; spaces around names are
+ * ignored; the empty text is the empty set; TYPEn names an unnamed type n). Returns 0
+ * and writes *out, or MQR_EBADROUTINGTYPE with err (may be NULL) naming the word and its
+ * 1-based column. */
+MQR_EXTERN int mqr_routing_set_parse(mqr_str_t text, mqr_routing_set_t *out, mqr_error_t *err);
+
+/* Formats s as names joined by commas, lowest type first ("MULTICAST,ANYCAST"; the
+ * empty set is ""; a type without a name is TYPEn). Returns the length written (buf is
+ * NUL terminated), or MQR_ENOSPC when cap is too small (64 bytes always suffice). */
+MQR_EXTERN int mqr_routing_set_format(mqr_routing_set_t s, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------------- */
+/* Address info: a routing-type set and its default type (Artemis AddressInfo)          */
+/* ---------------------------------------------------------------------------------- */
+
+/* The default routing type follows Artemis's getRoutingType(): after a set is assigned
+ * it is the set's lowest type; adding a type to an empty set makes that type the
+ * default and later additions leave it alone; removing the default type makes the
+ * lowest remaining type the default; an empty set has none. Two bytes, no allocation. */
+typedef struct {
+  mqr_routing_set_t types;
+  int8_t default_type; /* MQR_ROUTING_NONE when types is empty */
+} mqr_address_info_t;
+
+static inline void mqr_address_info_init(mqr_address_info_t *ai) {
+  ai->types = mqr_routing_set_empty();
+  ai->default_type = MQR_ROUTING_NONE;
+}
+
+static inline void mqr_address_info_set_types(mqr_address_info_t *ai, mqr_routing_set_t s) {
+  ai->types = s;
+  ai->default_type = (int8_t)mqr_routing_set_lowest(s);
+}
+
+static inline void mqr_address_info_add_type(mqr_address_info_t *ai, int t) {
+  if (!mqr_routing_type_valid(t)) return;
+  if (mqr_routing_set_is_empty(ai->types)) ai->default_type = (int8_t)t;
+  ai->types = mqr_routing_set_add(ai->types, t);
+}
+
+static inline void mqr_address_info_remove_type(mqr_address_info_t *ai, int t) {
+  ai->types = mqr_routing_set_remove(ai->types, t);
+  if (ai->default_type == t) ai->default_type = (int8_t)mqr_routing_set_lowest(ai->types);
+}
+
+/* The default routing type, or MQR_ROUTING_NONE. */
+static inline int mqr_address_info_routing_type(const mqr_address_info_t *ai) { return ai->default_type; }
+
+/* ---------------------------------------------------------------------------------- */
+/* Wildcard syntax and matching                                                         */
+/* ---------------------------------------------------------------------------------- */
+
+/* The four characters of the wildcard syntax (Artemis's wildcard-addresses). They must
+ * be four different printable ASCII characters. */
+typedef struct {
+  char delimiter;   /* '.' : separates words */
+  char any_words;   /* '#' : zero or more words, as a whole word */
+  char single_word; /* '*' : exactly one word, as a whole word */
+  char escape;      /* '\\': the next character is literal */
+} mqr_wildcard_t;
+
+/* The default syntax: '.', '#', '*', '\\'. */
+MQR_EXTERN mqr_wildcard_t mqr_wildcard_default(void);
+
+/* Returns 0 when wc is usable, MQR_EINVAL (with err naming the fault) otherwise. */
+MQR_EXTERN int mqr_wildcard_validate(const mqr_wildcard_t *wc, mqr_error_t *err);
+
+/* True when name contains an unescaped any-words or single-word word. */
+MQR_EXTERN bool mqr_wildcard_is_pattern(const mqr_wildcard_t *wc, mqr_str_t name);
+
+/* True when pattern matches the concrete name. Words compare after unescaping, so
+ * `a\.b` is one word "a.b" and `\*` is a literal star; `#` matches zero or more words
+ * anywhere in the pattern and `*` exactly one; a wildcard character that is not a whole
+ * word is literal (`a.b#` matches only "a.b#"). Linear in the words of both, no
+ * allocation. */
+MQR_EXTERN bool mqr_wildcard_match(const mqr_wildcard_t *wc, mqr_str_t pattern, mqr_str_t name);
+
+/* ---------------------------------------------------------------------------------- */
+/* Address settings                                                                     */
+/* ---------------------------------------------------------------------------------- */
+
+typedef enum {
+  MQR_FULL_BLOCK = 0, /* stop reading from producers to the address until it drains */
+  MQR_FULL_FAIL = 1,  /* refuse the send with an error */
+  MQR_FULL_DROP = 2,  /* drop the message and count it */
+} mqr_full_policy_t;
+
+/* Which fields of an mqr_address_settings_t are set; unset fields are inherited from
+ * less specific matches, then from the defaults. */
+#define MQR_SET_AUTO_CREATE_ADDRESSES 0x001u        /* auto_create_addresses */
+#define MQR_SET_AUTO_CREATE_QUEUES 0x002u           /* auto_create_queues */
+#define MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE 0x004u /* default_address_routing_type */
+#define MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE 0x008u   /* default_queue_routing_type */
+#define MQR_SET_DEAD_LETTER_ADDRESS 0x010u          /* dead_letter_address */
+#define MQR_SET_SEND_TO_DLA_ON_NO_ROUTE 0x020u      /* send_to_dla_on_no_route */
+#define MQR_SET_ID_CACHE_SIZE 0x040u                /* id_cache_size */
+#define MQR_SET_MAX_SIZE_BYTES 0x080u               /* max_size_bytes */
+#define MQR_SET_ADDRESS_FULL_POLICY 0x100u          /* address_full_policy */
+#define MQR_SET_ALL 0x1ffu
+
+/* Address settings (Artemis address-settings). Defaults: auto-create addresses and
+ * queues on, default routing types MULTICAST, no dead-letter address,
+ * send-to-dla-on-no-route off, id-cache-size 20000, max-size-bytes -1 (unbounded),
+ * policy BLOCK. */
+typedef struct {
+  uint32_t set; /* MQR_SET_* bits */
+  bool auto_create_addresses;
+  bool auto_create_queues;
+  bool send_to_dla_on_no_route;
+  mqr_routing_type_t default_address_routing_type;
+  mqr_routing_type_t default_queue_routing_type;
+  mqr_full_policy_t address_full_policy;
+  mqr_str_t dead_letter_address; /* empty: none. Copied by the router. */
+  int32_t id_cache_size;         /* 0 disables duplicate detection */
+  int64_t max_size_bytes;        /* -1: unbounded */
+} mqr_address_settings_t;
+
+/* Writes the built-in defaults, with every field marked set. */
+MQR_EXTERN void mqr_address_settings_defaults(mqr_address_settings_t *s);
+
+/* Name of a policy ("BLOCK", "FAIL", "DROP"), NULL if unknown. */
+MQR_EXTERN const char *mqr_full_policy_name(int policy);
+/* Parses a policy name, case-insensitive. 0 or MQR_EINVAL. */
+MQR_EXTERN int mqr_full_policy_parse(mqr_str_t text, mqr_full_policy_t *out);
+
+/* Validates an address-settings match pattern: not empty, any-words only as the last
+ * word. Returns 0 or MQR_EBADPATTERN with err saying why. */
+MQR_EXTERN int mqr_settings_match_validate(const mqr_wildcard_t *wc, mqr_str_t match, mqr_error_t *err);
+
+/* Orders two match patterns by precedence: < 0 when a is more specific than b, > 0 when
+ * less, 0 only when equal. Most specific first: no any-words before any-words; among
+ * any-words patterns the longer first; no single-word before single-word; among
+ * single-word patterns a literal word beats single-word at the first word where they
+ * differ; then the shorter; then bytewise. So "a.b" < "a.*" < "a.#" < "#". */
+MQR_EXTERN int mqr_settings_match_compare(const mqr_wildcard_t *wc, mqr_str_t a, mqr_str_t b);
+
+/* ---------------------------------------------------------------------------------- */
+/* Addresses and queues                                                                 */
+/* ---------------------------------------------------------------------------------- */
+
+/* Opaque: owned by their router, valid until removed or the router is closed. */
+typedef struct mqr_address_s mqr_address_t;
+typedef struct mqr_queue_s mqr_queue_t;
+/* A compiled queue filter; filters arrive with their own module. NULL matches all. */
+typedef struct mqr_filter_s mqr_filter_t;
+
+/* Address flags. */
+#define MQR_ADDRESS_AUTO_CREATED 0x01u /* created by a send or a subscribe */
+#define MQR_ADDRESS_TEMPORARY 0x02u    /* goes with the session that made it */
+#define MQR_ADDRESS_INTERNAL 0x04u     /* the broker's own; hidden from listings */
+#define MQR_ADDRESS_PAUSED 0x08u       /* deliveries held */
+#define MQR_ADDRESS_WILDCARD 0x10u     /* read-only: the name is a wildcard pattern */
+
+/* What a queue is made from. Strings are copied. */
+typedef struct {
+  mqr_str_t name;
+  mqr_str_t address;
+  mqr_routing_type_t routing_type;
+  mqr_str_t filter; /* filter text, empty for none (kept; not evaluated yet) */
+  bool durable;
+  bool purge_on_no_consumers; /* skip the queue while it has no consumer */
+  bool enabled;               /* a disabled queue is skipped by routing */
+  bool auto_created;
+  /* When the address is missing, or lacks routing_type, create it or add the type if
+   * the address settings allow auto-create-addresses; otherwise the add is refused. */
+  bool auto_create_address;
+  int32_t max_consumers; /* -1 unlimited; below -1 is MQR_EMAXCONSUMERS */
+} mqr_queue_config_t;
+
+/* Fills cfg with defaults: durable, enabled, max-consumers -1, MULTICAST, the rest off. */
+MQR_EXTERN void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address,
+                                      mqr_routing_type_t type);
+
+/* Address accessors. Views stay valid while the address exists. */
+MQR_EXTERN mqr_str_t mqr_address_name(const mqr_address_t *a);
+MQR_EXTERN mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a);
+/* The default routing type (Artemis getRoutingType), MQR_ROUTING_NONE if none. */
+MQR_EXTERN int mqr_address_default_routing_type(const mqr_address_t *a);
+MQR_EXTERN uint32_t mqr_address_flags(const mqr_address_t *a);
+MQR_EXTERN uint64_t mqr_address_routed(const mqr_address_t *a);
+MQR_EXTERN uint64_t mqr_address_unrouted(const mqr_address_t *a);
+/* Number of the address's own queues, and the i-th in creation order. */
+MQR_EXTERN uint32_t mqr_address_queue_count(const mqr_address_t *a);
+MQR_EXTERN mqr_queue_t *mqr_address_queue(const mqr_address_t *a, uint32_t i);
+/* The binding array of type t that a send walks: own queues of that type then those of
+ * every wildcard address matching this one. Empty for a wildcard address. */
+MQR_EXTERN uint32_t mqr_address_binding_count(const mqr_address_t *a, mqr_routing_type_t t);
+MQR_EXTERN mqr_queue_t *mqr_address_binding(const mqr_address_t *a, mqr_routing_type_t t, uint32_t i);
+/* The address's merged settings (most specific match first, then defaults). */
+MQR_EXTERN const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a);
+
+/* Queue accessors. */
+MQR_EXTERN mqr_str_t mqr_queue_name(const mqr_queue_t *q);
+MQR_EXTERN mqr_address_t *mqr_queue_address(const mqr_queue_t *q);
+MQR_EXTERN mqr_routing_type_t mqr_queue_routing_type(const mqr_queue_t *q);
+MQR_EXTERN mqr_str_t mqr_queue_filter(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_durable(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_enabled(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_auto_created(const mqr_queue_t *q);
+MQR_EXTERN int32_t mqr_queue_max_consumers(const mqr_queue_t *q);
+MQR_EXTERN uint32_t mqr_queue_consumer_count(const mqr_queue_t *q);
+/* Messages routed to this queue. */
+MQR_EXTERN uint64_t mqr_queue_routed(const mqr_queue_t *q);
+
+/* Enables or disables a queue; takes effect on the next send. */
+MQR_EXTERN void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled);
+/* Counts a consumer in: 0, or MQR_ECONSUMERLIMIT when max-consumers is reached. */
+MQR_EXTERN int mqr_queue_add_consumer(mqr_queue_t *q);
+/* Counts a consumer out (no-op at zero). */
+MQR_EXTERN void mqr_queue_remove_consumer(mqr_queue_t *q);
+
+/* An opaque pointer for the layer above (the broker's queue storage). */
+MQR_EXTERN void mqr_queue_set_data(mqr_queue_t *q, void *data);
+MQR_EXTERN void *mqr_queue_data(const mqr_queue_t *q);
+
+/* ---------------------------------------------------------------------------------- */
+/* Prefixes                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+#define MQR_PREFIX_MAX 4
+
+/* Address prefixes of a listener (Artemis anycastPrefix / multicastPrefix): a send to
+ * "<prefix><address>" goes to <address> with the prefix's routing type, overriding the
+ * message's. Prefixes are tried in order; the first that matches wins. */
+typedef struct {
+  uint32_t count;
+  struct {
+    mqr_str_t text;
+    mqr_routing_type_t type;
+  } items[MQR_PREFIX_MAX];
+} mqr_prefixes_t;
+
+/* ---------------------------------------------------------------------------------- */
+/* The router                                                                           */
+/* ---------------------------------------------------------------------------------- */
+
+/* Private: an open-addressed table of name -> object. */
+typedef struct {
+  void *slots;
+  uint32_t mask;
+  uint32_t count;
+} mqr__table_t;
+
+/* A router: addresses, queues, wildcard bindings and address settings. Initialise on
+ * caller storage; every field is private. */
+typedef struct {
+  mqr_wildcard_t wildcard;
+  mqr__table_t addresses;
+  mqr__table_t queues;
+  mqr_address_t **wildcards; /* wildcard addresses, in creation order */
+  uint32_t n_wildcards, cap_wildcards;
+  struct mqr__settings_entry_s **settings; /* sorted most specific first */
+  uint32_t n_settings, cap_settings;
+  uint64_t next_seq; /* creation order of addresses and queues */
+} mqr_router_t;
+
+/* Initialises r with wildcard syntax wc (NULL: the default). Allocates nothing.
+ * Returns 0 or MQR_EINVAL for a bad syntax. */
+MQR_EXTERN int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc);
+
+/* Frees everything r holds; every address, queue and view from it becomes invalid. */
+MQR_EXTERN void mqr_router_close(mqr_router_t *r);
+
+/* Adds an address with routing types `types` and flags (MQR_ADDRESS_TEMPORARY,
+ * _INTERNAL, _PAUSED, _AUTO_CREATED). A name that is a wildcard pattern makes a wildcard
+ * address: queues bound to it receive what is sent to every concrete address it matches.
+ * Writes *out (may be NULL) on success.
+ * Errors: MQR_EEMPTYADDR, MQR_EADDREXISTS, MQR_ENAMETOOLONG (over 65535 bytes),
+ * MQR_ENOMEM; the router is unchanged on any error. */
+MQR_EXTERN int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t types, uint32_t flags,
+                                      mqr_address_t **out, mqr_error_t *err);
+
+/* Removes an address. With queues it is refused (MQR_EADDRHASQUEUES) unless force,
+ * which removes them too. MQR_ENOADDR when missing; MQR_ENOMEM leaves it unchanged. */
+MQR_EXTERN int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_error_t *err);
+
+/* The address named name, or NULL. */
+MQR_EXTERN mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name);
+
+/* Adds routing type t to an address (0 if already there). MQR_ENOADDR, MQR_EINVAL. */
+MQR_EXTERN int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err);
+
+/* Removes routing type t from an address; refused with MQR_ETYPEINUSE while the address
+ * has queues of that type. MQR_ENOADDR, MQR_EINVAL. */
+MQR_EXTERN int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err);
+
+/* Adds a queue. Errors: MQR_EEMPTYQUEUE, MQR_EEMPTYADDR, MQR_EQUEUEEXISTS (the name is
+ * unique across the router), MQR_ENOADDR, MQR_ETYPENOTSUPPORTED (see
+ * cfg->auto_create_address), MQR_EMAXCONSUMERS, MQR_EINVAL (bad type), MQR_ENOMEM.
+ * The router is unchanged on any error. Writes *out (may be NULL) on success. */
+MQR_EXTERN int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_queue_t **out,
+                                    mqr_error_t *err);
+
+/* Removes a queue. MQR_ENOQUEUE when missing; MQR_ENOMEM leaves it in place. */
+MQR_EXTERN int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_error_t *err);
+
+/* The queue named name, or NULL. */
+MQR_EXTERN mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name);
+
+/* Adds (or replaces) the address settings for match pattern `match`, marked fields only
+ * (s->set). Every address's merged settings are recomputed. Errors: MQR_EBADPATTERN,
+ * MQR_EINVAL (a bad value), MQR_ENOMEM (router unchanged). */
+MQR_EXTERN int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_address_settings_t *s,
+                                               mqr_error_t *err);
+
+/* Removes the settings for exactly `match`. MQR_EINVAL when there are none. */
+MQR_EXTERN int mqr_router_remove_address_settings(mqr_router_t *r, mqr_str_t match);
+
+/* Merges the settings that apply to a name (which need not exist) into *out. */
+MQR_EXTERN void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out);
+
+/* Counts. */
+MQR_EXTERN uint32_t mqr_router_address_count(const mqr_router_t *r);
+MQR_EXTERN uint32_t mqr_router_queue_count(const mqr_router_t *r);
+
+/* Calls cb for every address, in creation order; stops at the first non-zero return
+ * and returns it. May allocate (the order is sorted): MQR_ENOMEM. */
+typedef int (*mqr_address_cb)(mqr_address_t *a, void *arg);
+MQR_EXTERN int mqr_router_foreach_address(const mqr_router_t *r, mqr_address_cb cb, void *arg);
+
+/* ---------------------------------------------------------------------------------- */
+/* Routing a send                                                                       */
+/* ---------------------------------------------------------------------------------- */
+
+typedef enum {
+  MQR_ROUTE_OK = 0,              /* delivered to the queues in the result */
+  MQR_ROUTE_NO_BINDINGS = 1,     /* nothing matched; the address's unrouted count grew */
+  MQR_ROUTE_NO_BINDINGS_DLA = 2, /* nothing matched; sent to the dead-letter address */
+  MQR_ROUTE_DUPLICATE_ID = 3,    /* the duplicate id was seen; not routed */
+} mqr_route_status_t;
+
+/* "OK", "NO_BINDINGS", "NO_BINDINGS_DLA", "DUPLICATE_ID". */
+MQR_EXTERN const char *mqr_route_status_name(int status);
+
+/* What a send asks for. Views are read during the call only. */
+typedef struct {
+  mqr_str_t address;              /* may carry a prefix and be address::queue */
+  int routing_type;               /* a type, or MQR_ROUTING_NONE */
+  mqr_str_t duplicate_id;         /* _AMQ_DUPL_ID; empty for none */
+  const mqr_prefixes_t *prefixes; /* the listener's prefixes; NULL for none */
+  const void *message;            /* for queue filters; may be NULL */
+} mqr_route_request_t;
+
+/* Result flags. */
+#define MQR_ROUTE_CREATED_ADDRESS 0x01u /* the send auto-created the address */
+#define MQR_ROUTE_CREATED_QUEUE 0x02u   /* the send auto-created an ANYCAST queue */
+#define MQR_ROUTE_ADDED_TYPE 0x04u      /* the send added its routing type to the address */
+
+/* Where a route writes its targets: queues[0..count) on return. capacity must be at
+ * least the address's MULTICAST bindings plus one (and the dead-letter address's, where
+ * one applies); mqr_router_queue_count(r) always suffices. */
+typedef struct {
+  mqr_queue_t **queues; /* caller storage */
+  uint32_t capacity;
+  uint32_t count;
+  uint32_t needed; /* on MQR_ENOSPC: the capacity the send needs */
+  uint32_t flags;  /* MQR_ROUTE_* result flags */
+  mqr_route_status_t status;
+  mqr_address_t *address; /* the address routed (the dead-letter address for _DLA) */
+} mqr_route_result_t;
+
+/* Routes one send: strips a prefix, resolves address::queue, finds (or, as the settings
+ * allow, auto-creates) the address and its routing type, checks the duplicate id, then
+ * picks one ANYCAST queue round-robin (one with a consumer preferred) and every
+ * MULTICAST queue; disabled queues and purge-on-no-consumers queues without consumers
+ * are skipped. With no match it sends to the dead-letter address when the settings say
+ * so. Counters are updated. A send to an existing concrete address allocates nothing.
+ * Returns 0 with res->status, or: MQR_ENOADDR (missing and not auto-creatable, or
+ * lacking the routing type), MQR_EWILDCARDSEND, MQR_ENOQUEUE / MQR_EQUEUEADDR (for
+ * address::queue), MQR_EEMPTYADDR, MQR_ENOSPC (res->needed set; nothing changed),
+ * MQR_ENOMEM. err (may be NULL) says which address and why. */
+MQR_EXTERN int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res,
+                                mqr_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_ROUTING_H */

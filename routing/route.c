@@ -1,0 +1,257 @@
+/* Routing one send. The path for an existing concrete address: one pass over the name
+ * (hash and `::` search together), one table probe, one AND against the routing-type
+ * set, a walk over a precomputed array. No allocation, no strlen. The rarer paths
+ * (auto-create, address::queue, dead-letter) live in their own functions below. */
+#include <stdio.h>
+
+#include "router_int.h"
+
+const char *mqr_route_status_name(int status) {
+  switch (status) {
+  case MQR_ROUTE_OK: return "OK";
+  case MQR_ROUTE_NO_BINDINGS: return "NO_BINDINGS";
+  case MQR_ROUTE_NO_BINDINGS_DLA: return "NO_BINDINGS_DLA";
+  case MQR_ROUTE_DUPLICATE_ID: return "DUPLICATE_ID";
+  default: return "UNKNOWN";
+  }
+}
+
+/* Filters arrive with their own module; until then only "no filter" exists. */
+static inline bool filter_matches(const mqr_filter_t *f, const void *message) {
+  (void)message;
+  return f == NULL;
+}
+
+static inline bool eligible(const mqr_queue_t *q, const void *message) {
+  return q->enabled && !(q->purge_on_no_consumers && q->consumers == 0) && filter_matches(q->filter, message);
+}
+
+/* The most queues a send to a can reach: its MULTICAST array and one ANYCAST queue. */
+static inline uint32_t max_targets(const mqr_address_t *a) { return a->hot.n_multicast + (a->hot.n_anycast ? 1u : 0u); }
+
+/* One ANYCAST queue, round-robin from the cursor: the first eligible queue that has a
+ * consumer, else the first eligible one (Artemis BindingsImpl.getNextBinding). */
+static inline mqr_queue_t *pick_anycast(mqr__address_hot_t *h, const void *message) {
+  uint32_t n = h->n_anycast;
+  if (n == 0) return NULL;
+  uint32_t start = h->cursor < n ? h->cursor : 0, chosen = UINT32_MAX, fallback = UINT32_MAX;
+  for (uint32_t k = 0, i = start; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
+    const mqr_queue_t *q = h->anycast[i];
+    if (!eligible(q, message)) continue;
+    if (n == 1 || q->consumers > 0) {
+      chosen = i;
+      break;
+    }
+    if (fallback == UINT32_MAX) fallback = i;
+  }
+  if (chosen == UINT32_MAX) chosen = fallback;
+  if (chosen == UINT32_MAX) return NULL;
+  h->cursor = chosen + 1 == n ? 0 : chosen + 1;
+  return h->anycast[chosen];
+}
+
+/* Fills res->queues with the targets of a send of type t (or NONE: both) to a. */
+static inline uint32_t select_targets(mqr_address_t *a, int t, const void *message, mqr_queue_t **out) {
+  mqr__address_hot_t *h = &a->hot;
+  uint32_t n = 0;
+  if (t != MQR_ANYCAST) {
+    for (uint32_t i = 0; i < h->n_multicast; i++)
+      if (eligible(h->multicast[i], message)) out[n++] = h->multicast[i];
+  }
+  if (t != MQR_MULTICAST) {
+    mqr_queue_t *q = pick_anycast(h, message);
+    if (q) out[n++] = q;
+  }
+  return n;
+}
+
+static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *why) {
+  return mqr_error_set(err, code, "address '%.*s' %s", (int)name.len, name.ptr, why);
+}
+
+/* The address is missing: create it if the settings allow. */
+static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, int t, mqr_address_t **out,
+                               mqr_route_result_t *res, mqr_error_t *err) {
+  if (mqr_wildcard_is_pattern(&r->wildcard, name))
+    return addr_error(err, MQR_EWILDCARDSEND, name, "is a wildcard: sends must name a concrete address");
+  if (name.len > 65535) return mqr_error_set(err, MQR_ENAMETOOLONG, "address name of %zu bytes is too long", name.len);
+  mqr_address_settings_t s;
+  mqr__router_resolve_into(r, name, &s);
+  if (!s.auto_create_addresses)
+    return addr_error(err, MQR_ENOADDR, name, "does not exist (auto-create-addresses is off)");
+  int type = t != MQR_ROUTING_NONE ? t : (int)s.default_address_routing_type;
+  int rc = mqr__router_create_address(r, name, hash, mqr_routing_set_of(type), MQR_ADDRESS_AUTO_CREATED, out, err);
+  if (rc == 0) res->flags |= MQR_ROUTE_CREATED_ADDRESS;
+  return rc;
+}
+
+/* The address lacks routing type t: add it if the settings allow (ARTEMIS-4212: never
+ * drop silently). */
+static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_error_t *err) {
+  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
+  if (!a->settings.auto_create_addresses) {
+    char what[96];
+    snprintf(what, sizeof what, "does not exist for routing type %s (auto-create-addresses is off)",
+             mqr_routing_type_name(t));
+    return addr_error(err, MQR_ENOADDR, name, what);
+  }
+  mqr_address_info_add_type(&a->hot.info, t);
+  res->flags |= MQR_ROUTE_ADDED_TYPE;
+  return 0;
+}
+
+/* An ANYCAST send to an address with no ANYCAST queue: make one named after the address
+ * when auto-create-queues allows and the name is free. */
+static int auto_create_anycast_queue(mqr_router_t *r, mqr_address_t *a, mqr_route_result_t *res, mqr_error_t *err) {
+  if (!a->settings.auto_create_queues || mqr__is_wildcard(a)) return 0;
+  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
+  if (mqr_router_find_queue(r, name)) return 0;
+  mqr_queue_config_t cfg;
+  mqr_queue_config_init(&cfg, name, name, MQR_ANYCAST);
+  cfg.auto_created = true;
+  int rc = mqr__router_create_queue(r, &cfg, a, NULL, err);
+  if (rc == 0) res->flags |= MQR_ROUTE_CREATED_QUEUE;
+  return rc;
+}
+
+/* address::queue: the named queue of that address, auto-created if allowed. */
+static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int t, mqr_queue_t **out,
+                        mqr_route_result_t *res, mqr_error_t *err) {
+  if (qname.len == 0) return mqr_error_set(err, MQR_EEMPTYQUEUE, "empty queue name after '::'");
+  mqr_queue_t *q = mqr_router_find_queue(r, qname);
+  if (q && q->address != a)
+    return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' belongs to address '%.*s', not '%.*s'", (int)qname.len,
+                         qname.ptr, (int)q->address->name_len, q->address->hot.name, (int)a->name_len, a->hot.name);
+  if (q == NULL) {
+    if (!a->settings.auto_create_queues)
+      return mqr_error_set(err, MQR_ENOQUEUE,
+                           "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)", (int)qname.len,
+                           qname.ptr, (int)a->name_len, a->hot.name);
+    int type = t;
+    if (type == MQR_ROUTING_NONE)
+      type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
+                                                           : (int)a->settings.default_queue_routing_type;
+    if (!mqr_routing_set_contains(a->hot.info.types, type)) {
+      int rc = auto_add_type(a, type, res, err);
+      if (rc) return rc;
+    }
+    mqr_queue_config_t cfg;
+    mqr_queue_config_init(&cfg, qname, mqr_str_n(a->hot.name, a->name_len), (mqr_routing_type_t)type);
+    cfg.auto_created = true;
+    int rc = mqr__router_create_queue(r, &cfg, a, &q, err);
+    if (rc) return rc;
+    res->flags |= MQR_ROUTE_CREATED_QUEUE;
+  }
+  *out = q;
+  return 0;
+}
+
+static void count_routed(mqr_queue_t **qs, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) qs[i]->routed++;
+}
+
+int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res, mqr_error_t *err) {
+  const char *p = req->address.ptr;
+  size_t len = req->address.len;
+  int t = req->routing_type;
+  res->count = 0;
+  res->needed = 0;
+  res->flags = 0;
+  res->address = NULL;
+  res->status = MQR_ROUTE_NO_BINDINGS;
+  if (t != MQR_ROUTING_NONE && mqr_routing_type_name(t) == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
+
+  if (req->prefixes) {
+    for (uint32_t i = 0; i < req->prefixes->count; i++) {
+      mqr_str_t px = req->prefixes->items[i].text;
+      if (px.len && px.len <= len && memcmp(p, px.ptr, px.len) == 0) {
+        p += px.len;
+        len -= px.len;
+        t = req->prefixes->items[i].type;
+        break;
+      }
+    }
+  }
+
+  /* One pass: the FNV state at "::" is the hash of the address part. */
+  uint64_t h = 0xcbf29ce484222325ull;
+  size_t sep = len;
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] == ':' && i + 1 < len && p[i + 1] == ':') {
+      sep = i;
+      break;
+    }
+    h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+  }
+  mqr_str_t name = mqr_str_n(p, sep);
+  if (name.len == 0) return mqr_error_set(err, MQR_EEMPTYADDR, "empty address name");
+
+  int rc;
+  mqr_address_t *a = mqr__table_find(&r->addresses, h, name.ptr, name.len);
+  if (a == NULL) {
+    if ((rc = auto_create_address(r, name, h, t, &a, res, err)) != 0) return rc;
+  } else if (mqr__is_wildcard(a)) {
+    return addr_error(err, MQR_EWILDCARDSEND, name, "is a wildcard: sends must name a concrete address");
+  }
+  if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, t)) {
+    if ((rc = auto_add_type(a, t, res, err)) != 0) return rc;
+  }
+
+  mqr_queue_t *fqqn = NULL;
+  if (sep < len) {
+    if ((rc = resolve_fqqn(r, a, mqr_str_n(p + sep + 2, len - sep - 2), t, &fqqn, res, err)) != 0) return rc;
+  } else if (t == MQR_ANYCAST && a->hot.n_anycast == 0) {
+    if ((rc = auto_create_anycast_queue(r, a, res, err)) != 0) return rc;
+  }
+
+  /* Room first, so that a refused send changes nothing. */
+  mqr_address_t *dla = NULL;
+  uint32_t needed = fqqn ? 1 : max_targets(a);
+  if (a->settings.send_to_dla_on_no_route && a->settings.dead_letter_address.len) {
+    mqr_str_t d = a->settings.dead_letter_address;
+    dla = mqr_router_find_address(r, d);
+    if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
+    if (dla && max_targets(dla) > needed) needed = max_targets(dla);
+  }
+  if (res->capacity < needed) {
+    res->needed = needed;
+    return mqr_error_set(err, MQR_ENOSPC, "send to '%.*s' needs room for %u queues, the result has %u", (int)name.len,
+                         name.ptr, needed, res->capacity);
+  }
+
+  res->address = a;
+  if (req->duplicate_id.len && a->settings.id_cache_size > 0) {
+    if (a->hot.dups == NULL && (a->hot.dups = mqr__dupcache_create((uint32_t)a->settings.id_cache_size)) == NULL)
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory creating the duplicate-id cache of '%.*s'", (int)name.len,
+                           name.ptr);
+    if (mqr__dupcache_check_add(a->hot.dups, req->duplicate_id)) {
+      res->status = MQR_ROUTE_DUPLICATE_ID;
+      return 0;
+    }
+  }
+
+  uint32_t n;
+  if (fqqn)
+    n = eligible(fqqn, req->message) ? (res->queues[0] = fqqn, 1u) : 0u;
+  else
+    n = select_targets(a, t, req->message, res->queues);
+  if (n) {
+    a->hot.routed++;
+    count_routed(res->queues, n);
+    res->count = n;
+    res->status = MQR_ROUTE_OK;
+    return 0;
+  }
+  a->hot.unrouted++;
+  if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, req->message, res->queues)) != 0) {
+    dla->hot.routed++;
+    count_routed(res->queues, n);
+    res->count = n;
+    res->address = dla;
+    res->status = MQR_ROUTE_NO_BINDINGS_DLA;
+    return 0;
+  }
+  res->status = MQR_ROUTE_NO_BINDINGS;
+  return 0;
+}

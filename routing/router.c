@@ -1,0 +1,505 @@
+/* The router's topology: addresses, queues and the binding arrays that sends walk.
+ *
+ * Every change that alters what a send reaches is done in two phases: first every
+ * allocation it needs (new binding arrays for each affected address, table room, list
+ * room), then, only if all succeeded, the commit, which cannot fail. So an MQR_ENOMEM
+ * leaves the router exactly as it was. */
+#include <stdlib.h>
+
+#include "router_int.h"
+
+#define NAME_MAX_LEN 65535u
+
+int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
+  mqr_wildcard_t w = wc ? *wc : mqr_wildcard_default();
+  int rc = mqr_wildcard_validate(&w, NULL);
+  if (rc) return rc;
+  memset(r, 0, sizeof *r);
+  r->wildcard = w;
+  mqr__table_init(&r->addresses);
+  mqr__table_init(&r->queues);
+  return 0;
+}
+
+static void free_queue(mqr_queue_t *q) { mqr_free(q); }
+
+static void free_address(mqr_address_t *a) {
+  mqr_free(a->hot.anycast);
+  mqr_free(a->hot.multicast);
+  mqr_free(a->own);
+  mqr__dupcache_destroy(a->hot.dups);
+  mqr_free(a->block);
+}
+
+void mqr_router_close(mqr_router_t *r) {
+  mqr__slot_t *s = r->addresses.slots;
+  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+    mqr_address_t *a = s[i].val;
+    if (a == NULL) continue;
+    for (uint32_t k = 0; k < a->n_own; k++) free_queue(a->own[k]);
+    free_address(a);
+  }
+  mqr__table_free(&r->addresses);
+  mqr__table_free(&r->queues);
+  mqr_free(r->wildcards);
+  for (uint32_t i = 0; i < r->n_settings; i++) mqr_free(r->settings[i]);
+  mqr_free(r->settings);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- accessors ---------------------------------------------------------------- */
+
+mqr_str_t mqr_address_name(const mqr_address_t *a) { return mqr_str_n(a->hot.name, a->name_len); }
+mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a) { return a->hot.info.types; }
+int mqr_address_default_routing_type(const mqr_address_t *a) { return a->hot.info.default_type; }
+uint32_t mqr_address_flags(const mqr_address_t *a) { return a->hot.flags; }
+uint64_t mqr_address_routed(const mqr_address_t *a) { return a->hot.routed; }
+uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->hot.unrouted; }
+uint32_t mqr_address_queue_count(const mqr_address_t *a) { return a->n_own; }
+mqr_queue_t *mqr_address_queue(const mqr_address_t *a, uint32_t i) { return i < a->n_own ? a->own[i] : NULL; }
+const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a) { return &a->settings; }
+
+uint32_t mqr_address_binding_count(const mqr_address_t *a, mqr_routing_type_t t) {
+  return t == MQR_ANYCAST ? a->hot.n_anycast : t == MQR_MULTICAST ? a->hot.n_multicast : 0;
+}
+
+mqr_queue_t *mqr_address_binding(const mqr_address_t *a, mqr_routing_type_t t, uint32_t i) {
+  if (i >= mqr_address_binding_count(a, t)) return NULL;
+  return t == MQR_ANYCAST ? a->hot.anycast[i] : a->hot.multicast[i];
+}
+
+mqr_str_t mqr_queue_name(const mqr_queue_t *q) { return q->name; }
+mqr_address_t *mqr_queue_address(const mqr_queue_t *q) { return q->address; }
+mqr_routing_type_t mqr_queue_routing_type(const mqr_queue_t *q) { return (mqr_routing_type_t)q->type; }
+mqr_str_t mqr_queue_filter(const mqr_queue_t *q) { return q->filter_text; }
+bool mqr_queue_durable(const mqr_queue_t *q) { return q->durable; }
+bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q) { return q->purge_on_no_consumers; }
+bool mqr_queue_enabled(const mqr_queue_t *q) { return q->enabled; }
+bool mqr_queue_auto_created(const mqr_queue_t *q) { return q->auto_created; }
+int32_t mqr_queue_max_consumers(const mqr_queue_t *q) { return q->max_consumers; }
+uint32_t mqr_queue_consumer_count(const mqr_queue_t *q) { return q->consumers; }
+uint64_t mqr_queue_routed(const mqr_queue_t *q) { return q->routed; }
+void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled) { q->enabled = enabled; }
+void mqr_queue_set_data(mqr_queue_t *q, void *data) { q->data = data; }
+void *mqr_queue_data(const mqr_queue_t *q) { return q->data; }
+
+int mqr_queue_add_consumer(mqr_queue_t *q) {
+  if (q->max_consumers >= 0 && q->consumers >= (uint32_t)q->max_consumers) return MQR_ECONSUMERLIMIT;
+  q->consumers++;
+  return 0;
+}
+
+void mqr_queue_remove_consumer(mqr_queue_t *q) {
+  if (q->consumers) q->consumers--;
+}
+
+uint32_t mqr_router_address_count(const mqr_router_t *r) { return r->addresses.count; }
+uint32_t mqr_router_queue_count(const mqr_router_t *r) { return r->queues.count; }
+
+void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address, mqr_routing_type_t type) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->name = name;
+  cfg->address = address;
+  cfg->routing_type = type;
+  cfg->durable = true;
+  cfg->enabled = true;
+  cfg->max_consumers = -1;
+}
+
+mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
+  return mqr__table_find(&r->addresses, mqr__hash(name.ptr, name.len), name.ptr, name.len);
+}
+
+mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name) {
+  return mqr__table_find(&r->queues, mqr__hash(name.ptr, name.len), name.ptr, name.len);
+}
+
+/* ---- binding arrays, staged ----------------------------------------------------- */
+
+typedef struct {
+  mqr_address_t *a;
+  mqr_queue_t **any, **multi;
+  uint32_t n_any, n_multi;
+} stage_t;
+
+typedef struct {
+  stage_t *items;
+  uint32_t n;
+  stage_t one; /* storage when a single address is affected */
+} plan_t;
+
+/* Appends q's of `from` (skipping those being removed) plus `adding` if it belongs to
+ * `from`, to the arrays (or only counts them when the arrays are NULL). */
+static void collect(const mqr_address_t *from, const mqr_queue_t *adding, stage_t *st) {
+  for (uint32_t i = 0; i <= from->n_own; i++) {
+    mqr_queue_t *q =
+        i < from->n_own ? from->own[i] : (adding && adding->address == from ? (mqr_queue_t *)adding : NULL);
+    if (q == NULL || q->removing) continue;
+    if (q->type == MQR_ANYCAST) {
+      if (st->any) st->any[st->n_any] = q;
+      st->n_any++;
+    } else {
+      if (st->multi) st->multi[st->n_multi] = q;
+      st->n_multi++;
+    }
+  }
+}
+
+static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
+  st->n_any = st->n_multi = 0;
+  collect(a, adding, st);
+  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
+  for (uint32_t w = 0; w < r->n_wildcards; w++) {
+    const mqr_address_t *wa = r->wildcards[w];
+    if (wa->n_own == 0 && !(adding && adding->address == wa)) continue;
+    if (mqr_wildcard_match(&r->wildcard, mqr_str_n(wa->hot.name, wa->name_len), name)) collect(wa, adding, st);
+  }
+}
+
+/* Builds the new binding arrays of concrete address a into st. 0 or MQR_ENOMEM. */
+static int stage_build(const mqr_router_t *r, mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
+  st->a = a;
+  st->any = st->multi = NULL;
+  collect_all(r, a, adding, st);
+  uint32_t n_any = st->n_any, n_multi = st->n_multi;
+  if (n_any && (st->any = mqr_malloc(n_any * sizeof *st->any)) == NULL) return MQR_ENOMEM;
+  if (n_multi && (st->multi = mqr_malloc(n_multi * sizeof *st->multi)) == NULL) {
+    mqr_free(st->any);
+    st->any = NULL;
+    return MQR_ENOMEM;
+  }
+  if (n_any == 0 && n_multi == 0) return 0;
+  collect_all(r, a, adding, st);
+  return 0;
+}
+
+static void plan_abort(plan_t *p) {
+  for (uint32_t i = 0; i < p->n; i++) {
+    mqr_free(p->items[i].any);
+    mqr_free(p->items[i].multi);
+  }
+  if (p->items != &p->one) mqr_free(p->items);
+  p->items = NULL;
+  p->n = 0;
+}
+
+static void plan_commit(plan_t *p) {
+  for (uint32_t i = 0; i < p->n; i++) {
+    stage_t *st = &p->items[i];
+    mqr__address_hot_t *h = &st->a->hot;
+    mqr_free(h->anycast);
+    mqr_free(h->multicast);
+    h->anycast = st->any;
+    h->multicast = st->multi;
+    h->n_anycast = st->n_any;
+    h->n_multicast = st->n_multi;
+    if (h->cursor >= st->n_any) h->cursor = 0;
+  }
+  if (p->items != &p->one) mqr_free(p->items);
+  p->items = NULL;
+  p->n = 0;
+}
+
+/* Stages new arrays for every concrete address whose bindings change when `changed`
+ * gains `adding` (or loses its queues marked removing). */
+static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_queue_t *adding, plan_t *p) {
+  p->n = 0;
+  p->items = &p->one;
+  if (!mqr__is_wildcard(changed)) {
+    if (stage_build(r, changed, adding, &p->one) != 0) return MQR_ENOMEM;
+    p->n = 1;
+    return 0;
+  }
+  mqr_str_t pattern = mqr_str_n(changed->hot.name, changed->name_len);
+  mqr__slot_t *s = r->addresses.slots;
+  uint32_t n = 0;
+  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+    mqr_address_t *a = s[i].val;
+    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, mqr_str_n(a->hot.name, a->name_len)))
+      n++;
+  }
+  if (n == 0) return 0;
+  if ((p->items = mqr_malloc(n * sizeof *p->items)) == NULL) {
+    p->items = NULL;
+    return MQR_ENOMEM;
+  }
+  for (uint32_t i = 0; i <= r->addresses.mask; i++) {
+    mqr_address_t *a = s[i].val;
+    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, mqr_str_n(a->hot.name, a->name_len)))
+      continue;
+    if (stage_build(r, a, adding, &p->items[p->n]) != 0) {
+      plan_abort(p);
+      return MQR_ENOMEM;
+    }
+    p->n++;
+  }
+  return 0;
+}
+
+/* ---- addresses ------------------------------------------------------------------ */
+
+static int check_name(mqr_str_t name, int empty_code, const char *what, mqr_error_t *err) {
+  if (name.len == 0) return mqr_error_set(err, empty_code, "empty %s name", what);
+  if (name.len > NAME_MAX_LEN)
+    return mqr_error_set(err, MQR_ENAMETOOLONG, "%s name of %zu bytes is longer than %u", what, name.len, NAME_MAX_LEN);
+  return 0;
+}
+
+int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, mqr_routing_set_t types, uint32_t flags,
+                               mqr_address_t **out, mqr_error_t *err) {
+  bool wildcard = mqr_wildcard_is_pattern(&r->wildcard, name);
+  if (mqr__table_reserve(&r->addresses) != 0) goto nomem;
+  if (wildcard && r->n_wildcards == r->cap_wildcards) {
+    uint32_t ncap = r->cap_wildcards ? r->cap_wildcards * 2 : 8;
+    void *p = mqr_realloc(r->wildcards, ncap * sizeof *r->wildcards);
+    if (p == NULL) goto nomem;
+    r->wildcards = p;
+    r->cap_wildcards = ncap;
+  }
+  void *block = mqr_malloc(sizeof(mqr_address_t) + 63 + name.len + 1);
+  if (block == NULL) goto nomem;
+  mqr_address_t *a = (mqr_address_t *)(((uintptr_t)block + 63) & ~(uintptr_t)63);
+  memset(a, 0, sizeof *a);
+  a->block = block;
+  char *nm = (char *)(a + 1);
+  memcpy(nm, name.ptr, name.len);
+  nm[name.len] = '\0';
+  a->hot.name = nm;
+  a->name_len = (uint32_t)name.len;
+  a->hash = hash;
+  a->hot.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
+  mqr_address_info_set_types(&a->hot.info, types);
+  if (!wildcard) {
+    /* A new concrete address picks up the queues of every wildcard address it matches. */
+    plan_t p;
+    if (plan_for(r, a, NULL, &p) != 0) {
+      mqr_free(block);
+      goto nomem;
+    }
+    plan_commit(&p);
+  }
+  a->seq = r->next_seq++;
+  mqr__router_resolve_into(r, name, &a->settings);
+  mqr__table_insert(&r->addresses, hash, a->hot.name, a->name_len, a);
+  if (wildcard) r->wildcards[r->n_wildcards++] = a;
+  if (out) *out = a;
+  return 0;
+nomem:
+  return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address '%.*s'", (int)name.len, name.ptr);
+}
+
+int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t types, uint32_t flags,
+                           mqr_address_t **out, mqr_error_t *err) {
+  int rc = check_name(name, MQR_EEMPTYADDR, "address", err);
+  if (rc) return rc;
+  uint64_t h = mqr__hash(name.ptr, name.len);
+  if (mqr__table_find(&r->addresses, h, name.ptr, name.len))
+    return mqr_error_set(err, MQR_EADDREXISTS, "address '%.*s' already exists", (int)name.len, name.ptr);
+  return mqr__router_create_address(r, name, h, types, flags, out, err);
+}
+
+/* Unlinks a queue from the queue table and from its address's own list (no allocation). */
+static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
+  mqr__table_remove(&r->queues, q->hash, q->name.ptr, q->name.len);
+  mqr_address_t *a = q->address;
+  for (uint32_t i = 0; i < a->n_own; i++) {
+    if (a->own[i] != q) continue;
+    memmove(a->own + i, a->own + i + 1, (a->n_own - i - 1) * sizeof *a->own);
+    a->n_own--;
+    break;
+  }
+}
+
+static void drop_address(mqr_router_t *r, mqr_address_t *a) {
+  if (mqr__is_wildcard(a)) {
+    for (uint32_t i = 0; i < r->n_wildcards; i++) {
+      if (r->wildcards[i] != a) continue;
+      memmove(r->wildcards + i, r->wildcards + i + 1, (r->n_wildcards - i - 1) * sizeof *r->wildcards);
+      r->n_wildcards--;
+      break;
+    }
+  }
+  mqr__table_remove(&r->addresses, a->hash, a->hot.name, a->name_len);
+  free_address(a);
+}
+
+int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_error_t *err) {
+  mqr_address_t *a = mqr_router_find_address(r, name);
+  if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)name.len, name.ptr);
+  if (a->n_own && !force)
+    return mqr_error_set(err, MQR_EADDRHASQUEUES, "address '%.*s' still has %u queue(s)", (int)name.len, name.ptr,
+                         a->n_own);
+  if (a->n_own && mqr__is_wildcard(a)) {
+    for (uint32_t i = 0; i < a->n_own; i++) a->own[i]->removing = true;
+    plan_t p;
+    if (plan_for(r, a, NULL, &p) != 0) {
+      for (uint32_t i = 0; i < a->n_own; i++) a->own[i]->removing = false;
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory removing address '%.*s'", (int)name.len, name.ptr);
+    }
+    plan_commit(&p);
+  }
+  while (a->n_own) {
+    mqr_queue_t *q = a->own[a->n_own - 1];
+    unlink_queue(r, q);
+    free_queue(q);
+  }
+  drop_address(r, a);
+  return 0;
+}
+
+int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err) {
+  if (mqr_routing_type_name(t) == NULL) return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
+  mqr_address_t *a = mqr_router_find_address(r, address);
+  if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)address.len, address.ptr);
+  if (!mqr_routing_set_contains(a->hot.info.types, t)) mqr_address_info_add_type(&a->hot.info, t);
+  return 0;
+}
+
+int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err) {
+  if (mqr_routing_type_name(t) == NULL) return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
+  mqr_address_t *a = mqr_router_find_address(r, address);
+  if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)address.len, address.ptr);
+  for (uint32_t i = 0; i < a->n_own; i++)
+    if (a->own[i]->type == t)
+      return mqr_error_set(err, MQR_ETYPEINUSE, "address '%.*s' still has %s queue '%.*s'", (int)address.len,
+                           address.ptr, mqr_routing_type_name(t), (int)a->own[i]->name.len, a->own[i]->name.ptr);
+  mqr_address_info_remove_type(&a->hot.info, t);
+  return 0;
+}
+
+/* ---- queues --------------------------------------------------------------------- */
+
+/* Creates a queue on address a (which supports the type). Validation is the caller's. */
+int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
+                             mqr_error_t *err) {
+  if (mqr__table_reserve(&r->queues) != 0) goto nomem;
+  if (a->n_own == a->cap_own) {
+    uint32_t ncap = a->cap_own ? a->cap_own * 2 : 4;
+    void *p = mqr_realloc(a->own, ncap * sizeof *a->own);
+    if (p == NULL) goto nomem;
+    a->own = p;
+    a->cap_own = ncap;
+  }
+  mqr_queue_t *q = mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + 2);
+  if (q == NULL) goto nomem;
+  memset(q, 0, sizeof *q);
+  char *nm = (char *)(q + 1);
+  memcpy(nm, cfg->name.ptr, cfg->name.len);
+  nm[cfg->name.len] = '\0';
+  char *ft = nm + cfg->name.len + 1;
+  if (cfg->filter.len) memcpy(ft, cfg->filter.ptr, cfg->filter.len);
+  ft[cfg->filter.len] = '\0';
+  q->name = mqr_str_n(nm, cfg->name.len);
+  q->filter_text = mqr_str_n(ft, cfg->filter.len);
+  q->hash = mqr__hash(nm, cfg->name.len);
+  q->address = a;
+  q->type = (uint8_t)cfg->routing_type;
+  q->durable = cfg->durable;
+  q->enabled = cfg->enabled;
+  q->purge_on_no_consumers = cfg->purge_on_no_consumers;
+  q->auto_created = cfg->auto_created;
+  q->max_consumers = cfg->max_consumers;
+  plan_t p;
+  if (plan_for(r, a, q, &p) != 0) {
+    mqr_free(q);
+    goto nomem;
+  }
+  plan_commit(&p);
+  q->seq = r->next_seq++;
+  a->own[a->n_own++] = q;
+  mqr__table_insert(&r->queues, q->hash, q->name.ptr, q->name.len, q);
+  if (out) *out = q;
+  return 0;
+nomem:
+  return mqr_error_set(err, MQR_ENOMEM, "out of memory adding queue '%.*s'", (int)cfg->name.len, cfg->name.ptr);
+}
+
+int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_queue_t **out, mqr_error_t *err) {
+  int rc;
+  if ((rc = check_name(cfg->name, MQR_EEMPTYQUEUE, "queue", err)) != 0) return rc;
+  if ((rc = check_name(cfg->address, MQR_EEMPTYADDR, "address", err)) != 0) return rc;
+  if (mqr_routing_type_name(cfg->routing_type) == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "queue '%.*s': bad routing type %d", (int)cfg->name.len, cfg->name.ptr,
+                         (int)cfg->routing_type);
+  if (cfg->max_consumers < -1)
+    return mqr_error_set(err, MQR_EMAXCONSUMERS, "queue '%.*s': max-consumers %d is below -1 (unlimited)",
+                         (int)cfg->name.len, cfg->name.ptr, cfg->max_consumers);
+  mqr_queue_t *other = mqr_router_find_queue(r, cfg->name);
+  if (other)
+    return mqr_error_set(err, MQR_EQUEUEEXISTS, "queue '%.*s' already exists on address '%.*s'", (int)cfg->name.len,
+                         cfg->name.ptr, (int)other->address->name_len, other->address->hot.name);
+  mqr_address_t *a = mqr_router_find_address(r, cfg->address);
+  mqr_address_settings_t s;
+  if (a == NULL || !mqr_routing_set_contains(a->hot.info.types, cfg->routing_type)) {
+    if (a)
+      s = a->settings;
+    else
+      mqr__router_resolve_into(r, cfg->address, &s);
+    if (!cfg->auto_create_address || !s.auto_create_addresses) {
+      if (a == NULL)
+        return mqr_error_set(err, MQR_ENOADDR, "queue '%.*s': address '%.*s' does not exist", (int)cfg->name.len,
+                             cfg->name.ptr, (int)cfg->address.len, cfg->address.ptr);
+      return mqr_error_set(err, MQR_ETYPENOTSUPPORTED, "queue '%.*s': address '%.*s' does not support %s",
+                           (int)cfg->name.len, cfg->name.ptr, (int)cfg->address.len, cfg->address.ptr,
+                           mqr_routing_type_name(cfg->routing_type));
+    }
+  }
+  bool created = false;
+  mqr_address_info_t saved = {0};
+  if (a == NULL) {
+    rc = mqr__router_create_address(r, cfg->address, mqr__hash(cfg->address.ptr, cfg->address.len),
+                                    mqr_routing_set_of(cfg->routing_type), MQR_ADDRESS_AUTO_CREATED, &a, err);
+    if (rc) return rc;
+    created = true;
+  } else {
+    saved = a->hot.info;
+    if (!mqr_routing_set_contains(a->hot.info.types, cfg->routing_type))
+      mqr_address_info_add_type(&a->hot.info, cfg->routing_type);
+  }
+  rc = mqr__router_create_queue(r, cfg, a, out, err);
+  if (rc) {
+    if (created)
+      drop_address(r, a);
+    else
+      a->hot.info = saved;
+  }
+  return rc;
+}
+
+int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_error_t *err) {
+  mqr_queue_t *q = mqr_router_find_queue(r, name);
+  if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)name.len, name.ptr);
+  q->removing = true;
+  plan_t p;
+  if (plan_for(r, q->address, NULL, &p) != 0) {
+    q->removing = false;
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory removing queue '%.*s'", (int)name.len, name.ptr);
+  }
+  plan_commit(&p);
+  unlink_queue(r, q);
+  free_queue(q);
+  return 0;
+}
+
+/* ---- listing -------------------------------------------------------------------- */
+
+static int by_seq(const void *x, const void *y) {
+  const mqr_address_t *a = *(mqr_address_t *const *)x, *b = *(mqr_address_t *const *)y;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int mqr_router_foreach_address(const mqr_router_t *r, mqr_address_cb cb, void *arg) {
+  uint32_t n = r->addresses.count;
+  if (n == 0) return 0;
+  mqr_address_t **list = mqr_malloc(n * sizeof *list);
+  if (list == NULL) return MQR_ENOMEM;
+  uint32_t k = 0;
+  mqr__slot_t *s = r->addresses.slots;
+  for (uint32_t i = 0; i <= r->addresses.mask; i++)
+    if (s[i].val) list[k++] = s[i].val;
+  qsort(list, n, sizeof *list, by_seq);
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++) rc = cb(list[i], arg);
+  mqr_free(list);
+  return rc;
+}

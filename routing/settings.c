@@ -1,0 +1,140 @@
+/* Address settings: defaults, the sorted list by match precedence, merging. */
+#include <strings.h>
+
+#include "router_int.h"
+
+static const char *const policy_names[] = {"BLOCK", "FAIL", "DROP"};
+
+const char *mqr_full_policy_name(int p) { return p >= 0 && p <= 2 ? policy_names[p] : NULL; }
+
+int mqr_full_policy_parse(mqr_str_t text, mqr_full_policy_t *out) {
+  for (int p = 0; p <= 2; p++) {
+    if (text.len == strlen(policy_names[p]) && strncasecmp(text.ptr, policy_names[p], text.len) == 0) {
+      *out = (mqr_full_policy_t)p;
+      return 0;
+    }
+  }
+  return MQR_EINVAL;
+}
+
+void mqr_address_settings_defaults(mqr_address_settings_t *s) {
+  s->set = MQR_SET_ALL;
+  s->auto_create_addresses = true;
+  s->auto_create_queues = true;
+  s->send_to_dla_on_no_route = false;
+  s->default_address_routing_type = MQR_MULTICAST;
+  s->default_queue_routing_type = MQR_MULTICAST;
+  s->address_full_policy = MQR_FULL_BLOCK;
+  s->dead_letter_address = mqr_str_n(NULL, 0);
+  s->id_cache_size = 20000;
+  s->max_size_bytes = -1;
+}
+
+/* Copies into out the fields that src sets and out does not have yet. */
+static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src) {
+  uint32_t take = src->set & ~out->set;
+  if (take & MQR_SET_AUTO_CREATE_ADDRESSES) out->auto_create_addresses = src->auto_create_addresses;
+  if (take & MQR_SET_AUTO_CREATE_QUEUES) out->auto_create_queues = src->auto_create_queues;
+  if (take & MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE)
+    out->default_address_routing_type = src->default_address_routing_type;
+  if (take & MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE) out->default_queue_routing_type = src->default_queue_routing_type;
+  if (take & MQR_SET_DEAD_LETTER_ADDRESS) out->dead_letter_address = src->dead_letter_address;
+  if (take & MQR_SET_SEND_TO_DLA_ON_NO_ROUTE) out->send_to_dla_on_no_route = src->send_to_dla_on_no_route;
+  if (take & MQR_SET_ID_CACHE_SIZE) out->id_cache_size = src->id_cache_size;
+  if (take & MQR_SET_MAX_SIZE_BYTES) out->max_size_bytes = src->max_size_bytes;
+  if (take & MQR_SET_ADDRESS_FULL_POLICY) out->address_full_policy = src->address_full_policy;
+  out->set |= take;
+}
+
+void mqr__router_resolve_into(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
+  memset(out, 0, sizeof *out);
+  for (uint32_t i = 0; i < r->n_settings && out->set != MQR_SET_ALL; i++) {
+    const mqr__settings_entry_t *e = r->settings[i];
+    if (mqr_wildcard_match(&r->wildcard, e->match, name)) merge(out, &e->s);
+  }
+  uint32_t from_entries = out->set;
+  mqr_address_settings_t d;
+  mqr_address_settings_defaults(&d);
+  merge(out, &d);
+  out->set = from_entries;
+}
+
+void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
+  mqr__router_resolve_into(r, name, out);
+}
+
+static void resolve_all(mqr_router_t *r) {
+  mqr__slot_t *s = r->addresses.slots;
+  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+    mqr_address_t *a = s[i].val;
+    if (a) mqr__router_resolve_into(r, mqr_str_n(a->hot.name, a->name_len), &a->settings);
+  }
+}
+
+static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
+  if ((s->set & MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE) && mqr_routing_type_name(s->default_address_routing_type) == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "bad default-address-routing-type");
+  if ((s->set & MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE) && mqr_routing_type_name(s->default_queue_routing_type) == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "bad default-queue-routing-type");
+  if ((s->set & MQR_SET_ADDRESS_FULL_POLICY) && mqr_full_policy_name(s->address_full_policy) == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "bad address-full-policy");
+  if ((s->set & MQR_SET_ID_CACHE_SIZE) && (s->id_cache_size < 0 || s->id_cache_size > (1 << 24)))
+    return mqr_error_set(err, MQR_EINVAL, "id-cache-size must be between 0 and 16777216");
+  if ((s->set & MQR_SET_MAX_SIZE_BYTES) && s->max_size_bytes < -1)
+    return mqr_error_set(err, MQR_EINVAL, "max-size-bytes must be -1 (unbounded) or at least 0");
+  if ((s->set & ~MQR_SET_ALL) != 0) return mqr_error_set(err, MQR_EINVAL, "unknown settings bits");
+  return 0;
+}
+
+int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_address_settings_t *s,
+                                    mqr_error_t *err) {
+  int rc = mqr_settings_match_validate(&r->wildcard, match, err);
+  if (rc) return rc;
+  if ((rc = check_values(s, err)) != 0) return rc;
+  size_t dla_len = (s->set & MQR_SET_DEAD_LETTER_ADDRESS) ? s->dead_letter_address.len : 0;
+  int64_t found = -1;
+  for (uint32_t i = 0; i < r->n_settings; i++)
+    if (mqr_str_eq(r->settings[i]->match, match)) found = i;
+  if (found < 0 && r->n_settings == r->cap_settings) {
+    uint32_t ncap = r->cap_settings ? r->cap_settings * 2 : 8;
+    void *p = mqr_realloc(r->settings, ncap * sizeof *r->settings);
+    if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
+    r->settings = p;
+    r->cap_settings = ncap;
+  }
+  mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + 2);
+  if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
+  char *m = (char *)(e + 1);
+  memcpy(m, match.ptr, match.len);
+  m[match.len] = '\0';
+  e->match = mqr_str_n(m, match.len);
+  e->s = *s;
+  char *d = m + match.len + 1;
+  if (dla_len) memcpy(d, s->dead_letter_address.ptr, dla_len);
+  d[dla_len] = '\0';
+  e->s.dead_letter_address = mqr_str_n(dla_len ? d : NULL, dla_len);
+  if (found >= 0) {
+    mqr_free(r->settings[found]);
+    r->settings[found] = e;
+  } else {
+    uint32_t at = 0;
+    while (at < r->n_settings && mqr_settings_match_compare(&r->wildcard, r->settings[at]->match, match) < 0) at++;
+    memmove(r->settings + at + 1, r->settings + at, (r->n_settings - at) * sizeof *r->settings);
+    r->settings[at] = e;
+    r->n_settings++;
+  }
+  resolve_all(r);
+  return 0;
+}
+
+int mqr_router_remove_address_settings(mqr_router_t *r, mqr_str_t match) {
+  for (uint32_t i = 0; i < r->n_settings; i++) {
+    if (!mqr_str_eq(r->settings[i]->match, match)) continue;
+    mqr_free(r->settings[i]);
+    memmove(r->settings + i, r->settings + i + 1, (r->n_settings - i - 1) * sizeof *r->settings);
+    r->n_settings--;
+    resolve_all(r);
+    return 0;
+  }
+  return MQR_EINVAL;
+}
