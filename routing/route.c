@@ -100,49 +100,26 @@ static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_e
   return 0;
 }
 
-/* An ANYCAST send to an address with no ANYCAST queue: make one named after the address
- * when auto-create-queues allows and the name is free. */
-static int auto_create_anycast_queue(mqr_router_t *r, mqr_address_t *a, mqr_route_result_t *res, mqr_error_t *err) {
-  if (!a->settings.auto_create_queues || mqr__is_wildcard(a)) return 0;
-  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
-  if (mqr_router_find_queue(r, name)) return 0;
-  mqr_queue_config_t cfg;
-  mqr_queue_config_init(&cfg, name, name, MQR_ANYCAST);
-  cfg.auto_created = true;
-  int rc = mqr__router_create_queue(r, &cfg, a, NULL, err);
-  if (rc == 0) res->flags |= MQR_ROUTE_CREATED_QUEUE;
-  return rc;
-}
-
-/* address::queue: the named queue of that address, auto-created if allowed. */
-static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int t, mqr_queue_t **out,
-                        mqr_route_result_t *res, mqr_error_t *err) {
+/* address::queue: finds the named queue of a, or says which queue to create (*make_type
+ * set, *out NULL) when auto-create-queues allows. */
+static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int t, mqr_queue_t **out, int *make_type,
+                        mqr_error_t *err) {
   if (qname.len == 0) return mqr_error_set(err, MQR_EEMPTYQUEUE, "empty queue name after '::'");
   mqr_queue_t *q = mqr_router_find_queue(r, qname);
   if (q && q->address != a)
     return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' belongs to address '%.*s', not '%.*s'", (int)qname.len,
                          qname.ptr, (int)q->address->name_len, q->address->hot.name, (int)a->name_len, a->hot.name);
-  if (q == NULL) {
-    if (!a->settings.auto_create_queues)
-      return mqr_error_set(err, MQR_ENOQUEUE,
-                           "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)", (int)qname.len,
-                           qname.ptr, (int)a->name_len, a->hot.name);
-    int type = t;
-    if (type == MQR_ROUTING_NONE)
-      type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
-                                                           : (int)a->settings.default_queue_routing_type;
-    if (!mqr_routing_set_contains(a->hot.info.types, type)) {
-      int rc = auto_add_type(a, type, res, err);
-      if (rc) return rc;
-    }
-    mqr_queue_config_t cfg;
-    mqr_queue_config_init(&cfg, qname, mqr_str_n(a->hot.name, a->name_len), (mqr_routing_type_t)type);
-    cfg.auto_created = true;
-    int rc = mqr__router_create_queue(r, &cfg, a, &q, err);
-    if (rc) return rc;
-    res->flags |= MQR_ROUTE_CREATED_QUEUE;
-  }
   *out = q;
+  if (q) return 0;
+  if (!a->settings.auto_create_queues)
+    return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)",
+                         (int)qname.len, qname.ptr, (int)a->name_len, a->hot.name);
+  if (qname.len > 65535) return mqr_error_set(err, MQR_ENAMETOOLONG, "queue name of %zu bytes is too long", qname.len);
+  int type = t;
+  if (type == MQR_ROUTING_NONE)
+    type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
+                                                         : (int)a->settings.default_queue_routing_type;
+  *make_type = type;
   return 0;
 }
 
@@ -150,6 +127,9 @@ static void count_routed(mqr_queue_t **qs, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) qs[i]->routed++;
 }
 
+/* Every step that can fail comes before the one that cannot be undone without
+ * allocating (creating a queue); a failure undoes an address or routing type the send
+ * created, so a refused send leaves the router as it was. */
 int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res, mqr_error_t *err) {
   const char *p = req->address.ptr;
   size_t len = req->address.len;
@@ -188,51 +168,70 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   if (name.len == 0) return mqr_error_set(err, MQR_EEMPTYADDR, "empty address name");
 
   int rc;
-  mqr_address_t *a = mqr__table_find(&r->addresses, h, name.ptr, name.len);
+  mqr_address_t *a = mqr__table_find(&r->addresses, h, name.ptr, name.len), *created = NULL;
   if (a == NULL) {
     if ((rc = auto_create_address(r, name, h, t, &a, res, err)) != 0) return rc;
+    created = a;
   } else if (mqr__is_wildcard(a)) {
     return addr_error(err, MQR_EWILDCARDSEND, name, "is a wildcard: sends must name a concrete address");
   }
+  mqr_address_info_t saved = a->hot.info;
   if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, t)) {
-    if ((rc = auto_add_type(a, t, res, err)) != 0) return rc;
+    if ((rc = auto_add_type(a, t, res, err)) != 0) goto undo;
   }
 
+  /* Which queue, if any, this send creates: the named one of address::queue, or for an
+   * ANYCAST send to an address without ANYCAST queues, one named after the address. */
   mqr_queue_t *fqqn = NULL;
+  int make_type = MQR_ROUTING_NONE;
+  mqr_str_t make_name = name;
   if (sep < len) {
-    if ((rc = resolve_fqqn(r, a, mqr_str_n(p + sep + 2, len - sep - 2), t, &fqqn, res, err)) != 0) return rc;
-  } else if (t == MQR_ANYCAST && a->hot.n_anycast == 0) {
-    if ((rc = auto_create_anycast_queue(r, a, res, err)) != 0) return rc;
+    make_name = mqr_str_n(p + sep + 2, len - sep - 2);
+    if ((rc = resolve_fqqn(r, a, make_name, t, &fqqn, &make_type, err)) != 0) goto undo;
+    if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, make_type) &&
+        (rc = auto_add_type(a, make_type, res, err)) != 0)
+      goto undo;
+  } else if (t == MQR_ANYCAST && a->hot.n_anycast == 0 && a->settings.auto_create_queues &&
+             mqr_router_find_queue(r, name) == NULL) {
+    make_type = MQR_ANYCAST;
   }
 
   /* Room first, so that a refused send changes nothing. */
   mqr_address_t *dla = NULL;
-  uint32_t needed = fqqn ? 1 : max_targets(a);
+  uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST && a->hot.n_anycast == 0 ? 1 : 0);
   if (a->settings.send_to_dla_on_no_route && a->settings.dead_letter_address.len) {
-    mqr_str_t d = a->settings.dead_letter_address;
-    dla = mqr_router_find_address(r, d);
+    dla = mqr_router_find_address(r, a->settings.dead_letter_address);
     if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
     if (dla && max_targets(dla) > needed) needed = max_targets(dla);
   }
   if (res->capacity < needed) {
     res->needed = needed;
-    return mqr_error_set(err, MQR_ENOSPC, "send to '%.*s' needs room for %u queues, the result has %u", (int)name.len,
-                         name.ptr, needed, res->capacity);
+    rc = mqr_error_set(err, MQR_ENOSPC, "send to '%.*s' needs room for %u queues, the result has %u", (int)name.len,
+                       name.ptr, needed, res->capacity);
+    goto undo;
+  }
+  bool check_dup = req->duplicate_id.len && a->settings.id_cache_size > 0;
+  if (check_dup && a->hot.dups == NULL &&
+      (a->hot.dups = mqr__dupcache_create((uint32_t)a->settings.id_cache_size)) == NULL) {
+    rc = mqr_error_set(err, MQR_ENOMEM, "out of memory creating the duplicate-id cache of '%.*s'", (int)name.len,
+                       name.ptr);
+    goto undo;
+  }
+  if (make_type != MQR_ROUTING_NONE) {
+    mqr_queue_config_t cfg;
+    mqr_queue_config_init(&cfg, make_name, name, (mqr_routing_type_t)make_type);
+    cfg.auto_created = true;
+    if ((rc = mqr__router_create_queue(r, &cfg, a, sep < len ? &fqqn : NULL, err)) != 0) goto undo;
+    res->flags |= MQR_ROUTE_CREATED_QUEUE;
   }
 
   res->address = a;
-  if (req->duplicate_id.len && a->settings.id_cache_size > 0) {
-    if (a->hot.dups == NULL && (a->hot.dups = mqr__dupcache_create((uint32_t)a->settings.id_cache_size)) == NULL)
-      return mqr_error_set(err, MQR_ENOMEM, "out of memory creating the duplicate-id cache of '%.*s'", (int)name.len,
-                           name.ptr);
-    if (mqr__dupcache_check_add(a->hot.dups, req->duplicate_id)) {
-      res->status = MQR_ROUTE_DUPLICATE_ID;
-      return 0;
-    }
+  if (check_dup && mqr__dupcache_check_add(a->hot.dups, req->duplicate_id)) {
+    res->status = MQR_ROUTE_DUPLICATE_ID;
+    return 0;
   }
-
   uint32_t n;
-  if (fqqn)
+  if (sep < len)
     n = eligible(fqqn, req->message) ? (res->queues[0] = fqqn, 1u) : 0u;
   else
     n = select_targets(a, t, req->message, res->queues);
@@ -254,4 +253,12 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
   res->status = MQR_ROUTE_NO_BINDINGS;
   return 0;
+
+undo:
+  if (created)
+    mqr__router_drop_address(r, created);
+  else
+    a->hot.info = saved;
+  res->flags = 0;
+  return rc;
 }

@@ -310,7 +310,7 @@ static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
   }
 }
 
-static void drop_address(mqr_router_t *r, mqr_address_t *a) {
+void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
   if (mqr__is_wildcard(a)) {
     for (uint32_t i = 0; i < r->n_wildcards; i++) {
       if (r->wildcards[i] != a) continue;
@@ -343,7 +343,7 @@ int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_e
     unlink_queue(r, q);
     free_queue(q);
   }
-  drop_address(r, a);
+  mqr__router_drop_address(r, a);
   return 0;
 }
 
@@ -459,7 +459,7 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
   rc = mqr__router_create_queue(r, cfg, a, out, err);
   if (rc) {
     if (created)
-      drop_address(r, a);
+      mqr__router_drop_address(r, a);
     else
       a->hot.info = saved;
   }

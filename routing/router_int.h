@@ -73,6 +73,8 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
                                mqr_address_t **out, mqr_error_t *err);
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err);
+/* Unlinks and frees an address that has no queues (no allocation). */
+void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a);
 void mqr__router_resolve_into(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out);
 
 #endif

@@ -452,7 +452,7 @@ typedef struct {
 
 /* Where a route writes its targets: queues[0..count) on return. capacity must be at
  * least the address's MULTICAST bindings plus one (and the dead-letter address's, where
- * one applies); mqr_router_queue_count(r) always suffices. */
+ * one applies); mqr_router_queue_count(r) + 1 always suffices. */
 typedef struct {
   mqr_queue_t **queues; /* caller storage */
   uint32_t capacity;
@@ -471,8 +471,9 @@ typedef struct {
  * so. Counters are updated. A send to an existing concrete address allocates nothing.
  * Returns 0 with res->status, or: MQR_ENOADDR (missing and not auto-creatable, or
  * lacking the routing type), MQR_EWILDCARDSEND, MQR_ENOQUEUE / MQR_EQUEUEADDR (for
- * address::queue), MQR_EEMPTYADDR, MQR_ENOSPC (res->needed set; nothing changed),
- * MQR_ENOMEM. err (may be NULL) says which address and why. */
+ * address::queue), MQR_EEMPTYADDR, MQR_ENOSPC (res->needed set), MQR_ENOMEM. A refused
+ * send changes nothing: an address or routing type it would have auto-created is not
+ * left behind. err (may be NULL) says which address and why. */
 MQR_EXTERN int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res,
                                 mqr_error_t *err);
 

@@ -1,0 +1,88 @@
+/* The router's small data structures against naive twins: the name table against a flat
+ * array, the duplicate-id cache against a FIFO list, under long random operation mixes. */
+#include "dupcache.h"
+#include "table.h"
+#include "testutil.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(uint32_t n) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng % n);
+}
+
+#define KEYS 600
+
+static void test_table_against_array(void **state) {
+  (void)state;
+  static char names[KEYS][16];
+  static bool present[KEYS];
+  memset(present, 0, sizeof present);
+  for (int i = 0; i < KEYS; i++) snprintf(names[i], sizeof names[i], "k%d", i);
+  mqr__table_t t;
+  mqr__table_init(&t);
+  uint32_t count = 0;
+  for (int step = 0; step < 200000; step++) {
+    int k = (int)rnd(KEYS);
+    size_t len = strlen(names[k]);
+    /* a weak hash for some keys forces long probe runs and wrap-around */
+    uint64_t h = k % 3 == 0 ? (uint64_t)(k % 7) : mqr__hash(names[k], len);
+    void *found = mqr__table_find(&t, h, names[k], len);
+    assert_true((found != NULL) == present[k]);
+    if (found) assert_ptr_equal(found, names[k]);
+    if (rnd(2) && !present[k]) {
+      assert_int_equal(mqr__table_reserve(&t), 0);
+      mqr__table_insert(&t, h, names[k], len, names[k]);
+      present[k] = true;
+      count++;
+    } else if (present[k]) {
+      assert_ptr_equal(mqr__table_remove(&t, h, names[k], len), names[k]);
+      present[k] = false;
+      count--;
+    } else {
+      assert_null(mqr__table_remove(&t, h, names[k], len));
+    }
+    assert_int_equal(t.count, count);
+    if (step % 5000 == 0) /* full check */
+      for (int i = 0; i < KEYS; i++) {
+        size_t l = strlen(names[i]);
+        uint64_t hi = i % 3 == 0 ? (uint64_t)(i % 7) : mqr__hash(names[i], l);
+        assert_true((mqr__table_find(&t, hi, names[i], l) != NULL) == present[i]);
+      }
+  }
+  mqr__table_free(&t);
+}
+
+static void test_dupcache_against_fifo(void **state) {
+  (void)state;
+  for (uint32_t cap = 1; cap <= 65; cap += 16) {
+    mqr__dupcache_t *c = mqr__dupcache_create(cap);
+    assert_non_null(c);
+    int fifo[128], n = 0; /* the last cap ids, oldest first */
+    for (int step = 0; step < 20000; step++) {
+      int id = (int)rnd(cap * 3 + 2);
+      char buf[100];
+      /* some ids longer than the inline bytes, differing only at the end */
+      int len = id % 5 == 0 ? snprintf(buf, sizeof buf, "%080d", id) : snprintf(buf, sizeof buf, "id%d", id);
+      bool want = false;
+      for (int i = 0; i < n; i++) want |= fifo[i] == id;
+      bool got = mqr__dupcache_check_add(c, mqr_str_n(buf, (size_t)len));
+      assert_int_equal(got, want);
+      if (!want) {
+        if ((uint32_t)n == cap) memmove(fifo, fifo + 1, (size_t)--n * sizeof *fifo);
+        fifo[n++] = id;
+      }
+    }
+    mqr__dupcache_destroy(c);
+  }
+  assert_null(mqr__dupcache_create(0));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_table_against_array),
+      cmocka_unit_test(test_dupcache_against_fifo),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
