@@ -826,11 +826,11 @@ int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_c
       mqr_config_destroy(cfg);
       return MQR_ENOMEM;
     }
-    const yaml_mark_t *m =
-        parser.problem_mark.line || parser.problem_mark.column ? &parser.problem_mark : &parser.context_mark;
+    const yaml_mark_t *m = &parser.problem_mark;
     if (parser.context)
-      diags_add(diags, MQR_ESYNTAX, c.file, (uint32_t)m->line + 1, (uint32_t)m->column + 1, "YAML syntax: %s %s",
-                parser.problem ? parser.problem : "error", parser.context);
+      diags_add(diags, MQR_ESYNTAX, c.file, (uint32_t)m->line + 1, (uint32_t)m->column + 1,
+                "YAML syntax: %s %s that starts at line %u, column %u", parser.problem ? parser.problem : "error",
+                parser.context, (unsigned)parser.context_mark.line + 1, (unsigned)parser.context_mark.column + 1);
     else
       diags_add(diags, MQR_ESYNTAX, c.file, (uint32_t)m->line + 1, (uint32_t)m->column + 1, "YAML syntax: %s",
                 parser.problem ? parser.problem : "error");

@@ -1,0 +1,297 @@
+/* Routing-config files: the shipped ones load and build; every file under
+ * tests/data/config/bad gives the error its first line announces
+ * (`# expect: LINE:COLUMN message`) at that line and column; values parse to what they
+ * say; hostile input is an error, never a crash. */
+#include <dirent.h>
+
+#include "testutil.h"
+
+static const char *src_dir(void) {
+  const char *d = getenv("MQR_SOURCE_DIR");
+  return d ? d : ".";
+}
+
+static mqr_config_t *load_ok(const char *path, mqr_diags_t *d) {
+  mqr_config_t *cfg = NULL;
+  int rc = mqr_config_load_file(path, &cfg, d);
+  if (rc) {
+    char line[1024];
+    fail_msg("%s: %s: %s", path, mqr_err_name(rc), d->count ? mqr_error_format(&d->items[0], line, sizeof line) : "");
+  }
+  return cfg;
+}
+
+static int names_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The *.yaml files of dir, sorted; returns the count. */
+static int list_yaml(const char *dir, char **out, int cap) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < cap) {
+    size_t l = strlen(e->d_name);
+    if (l > 5 && strcmp(e->d_name + l - 5, ".yaml") == 0) out[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(out, (size_t)n, sizeof *out, names_cmp);
+  return n;
+}
+
+static void test_shipped_files_load_and_build(void **state) {
+  (void)state;
+  char path[2100], dir[1024], *names[64];
+  snprintf(dir, sizeof dir, "%s/conf/examples", src_dir());
+  int n = list_yaml(dir, names, 64);
+  assert_true(n >= 2);
+  for (int i = -1; i < n; i++) {
+    if (i < 0)
+      snprintf(path, sizeof path, "%s/conf/mqr.yaml", src_dir());
+    else
+      snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    mqr_error_t items[16];
+    mqr_diags_t d;
+    mqr_diags_init(&d, items, 16);
+    mqr_config_t *cfg = load_ok(path, &d);
+    assert_int_equal(d.errors, 0);
+    mqr_router_t r;
+    mqr_error_t e;
+    assert_int_equal(mqr_config_build_router(cfg, &r, &e), 0);
+    assert_int_equal(mqr_router_address_count(&r), mqr_config_address_count(cfg));
+    assert_int_equal(mqr_router_queue_count(&r), mqr_config_queue_count(cfg));
+    assert_true(mqr_router_address_count(&r) > 0);
+    mqr_router_close(&r);
+    mqr_config_destroy(cfg);
+    if (i >= 0) free(names[i]);
+  }
+}
+
+static void test_embedded_default_is_conf_mqr_yaml(void **state) {
+  (void)state;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/conf/mqr.yaml", src_dir());
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  mqr_str_t t = mqr_config_default_text();
+  assert_int_equal(t.len, n);
+  assert_memory_equal(t.ptr, buf, n);
+  mqr_config_t *cfg;
+  assert_int_equal(mqr_config_load_default(&cfg, NULL), 0);
+  assert_string_equal(mqr_config_file(cfg), mqr_config_default_name());
+  const mqr_listener_config_t *l = mqr_config_listener(cfg, 0);
+  assert_non_null(l);
+  assert_string_equal(l->host, "127.0.0.1");
+  assert_string_equal(l->name, "main");
+  assert_ptr_equal(mqr_config_find_listener(cfg, "main"), l);
+  assert_null(mqr_config_find_listener(cfg, "nope"));
+  assert_null(mqr_config_listener(cfg, 1));
+  /* it shows ANYCAST, MULTICAST and a wildcard */
+  mqr_router_t r;
+  assert_int_equal(mqr_config_build_router(cfg, &r, NULL), 0);
+  char got[256];
+  assert_int_equal(route_names(&r, "jobs", MQR_ANYCAST, NULL, got, sizeof got), MQR_ROUTE_OK);
+  assert_string_equal(got, "jobs.worker-1");
+  assert_int_equal(route_names(&r, "news.europe", MQR_ROUTING_NONE, NULL, got, sizeof got), MQR_ROUTE_OK);
+  assert_string_equal(got, "news.europe.reader news.all");
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+}
+
+static void test_bad_files_report_file_line_and_column(void **state) {
+  (void)state;
+  char dir[1024], path[1200], *names[128];
+  snprintf(dir, sizeof dir, "%s/tests/data/config/bad", src_dir());
+  int n = list_yaml(dir, names, 128);
+  assert_true(n >= 15);
+  for (int i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char head[512];
+    assert_non_null(fgets(head, sizeof head, f));
+    fclose(f);
+    unsigned line, col;
+    int off = 0;
+    if (sscanf(head, "# expect: %u:%u %n", &line, &col, &off) != 2 || off == 0)
+      fail_msg("%s: no expect line", names[i]);
+    char *want = head + off;
+    want[strcspn(want, "\n")] = '\0';
+    mqr_error_t items[8];
+    mqr_diags_t d;
+    mqr_diags_init(&d, items, 8);
+    mqr_config_t *cfg = NULL;
+    int rc = mqr_config_load_file(path, &cfg, &d);
+    if (rc != MQR_ECONFIG) fail_msg("%s: loaded (rc %d), expected an error", names[i], rc);
+    assert_null(cfg);
+    assert_true(d.errors >= 1);
+    const mqr_error_t *e = &d.items[0];
+    if (e->code == 0) e = &d.items[1]; /* a warning first */
+    if (e->line != line || e->column != col || strstr(e->message, want) == NULL || strcmp(e->file, path) != 0)
+      fail_msg("%s: expected %u:%u '%s', got %s:%u:%u '%s'", names[i], line, col, want, e->file, e->line, e->column,
+               e->message);
+    free(names[i]);
+  }
+}
+
+static const char every_key[] =
+    "listeners:\n"
+    "  - name: a\n"
+    "    host: \"::1\"\n"
+    "    port: 0\n"
+    "    anycast-prefix: q/\n"
+    "    multicast-prefix: t/\n"
+    "wildcard-addresses: {delimiter: '/', any-words: '>', single-word: '+', escape: '%'}\n"
+    "address-settings:\n"
+    "  '>':\n"
+    "    auto-create-addresses: false\n"
+    "    auto-create-queues: false\n"
+    "    default-address-routing-type: anycast\n"
+    "    default-queue-routing-type: ANYCAST\n"
+    "    dead-letter-address: dead\n"
+    "    send-to-dla-on-no-route: true\n"
+    "    id-cache-size: 7\n"
+    "    max-size-bytes: 10MB\n"
+    "    address-full-policy: drop\n"
+    "addresses:\n"
+    "  a/b:\n"
+    "    routing-types: ANYCAST,MULTICAST\n"
+    "    anycast:\n"
+    "      q1: {durable: false, max-consumers: 3, purge-on-no-consumers: true, enabled: false}\n"
+    "    multicast: [m1, m2]\n"
+    "  dead: ~\n";
+
+static void test_every_key_is_read(void **state) {
+  (void)state;
+  mqr_config_t *cfg;
+  mqr_error_t items[4];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, 4);
+  int rc = mqr_config_load_string("every.yaml", every_key, sizeof every_key - 1, &cfg, &d);
+  if (rc) fail_msg("%s", d.count ? d.items[0].message : mqr_err_name(rc));
+  const mqr_listener_config_t *l = mqr_config_listener(cfg, 0);
+  assert_string_equal(l->host, "::1");
+  assert_int_equal(l->port, 0);
+  assert_int_equal(l->prefixes.count, 2);
+  assert_true(mqr_str_eq(l->prefixes.items[0].text, MQR_STR("q/")));
+  assert_int_equal(l->prefixes.items[0].type, MQR_ANYCAST);
+  assert_int_equal(l->prefixes.items[1].type, MQR_MULTICAST);
+  mqr_wildcard_t wc = mqr_config_wildcard(cfg);
+  assert_int_equal(wc.delimiter, '/');
+  assert_int_equal(wc.any_words, '>');
+  mqr_router_t r;
+  assert_int_equal(mqr_config_build_router(cfg, &r, NULL), 0);
+  mqr_address_t *a = mqr_router_find_address(&r, MQR_STR("a/b"));
+  assert_non_null(a);
+  const mqr_address_settings_t *s = mqr_address_settings(a);
+  assert_false(s->auto_create_addresses);
+  assert_false(s->auto_create_queues);
+  assert_int_equal(s->default_address_routing_type, MQR_ANYCAST);
+  assert_int_equal(s->default_queue_routing_type, MQR_ANYCAST);
+  assert_true(mqr_str_eq(s->dead_letter_address, MQR_STR("dead")));
+  assert_true(s->send_to_dla_on_no_route);
+  assert_int_equal(s->id_cache_size, 7);
+  assert_int_equal(s->max_size_bytes, 10 * 1024 * 1024);
+  assert_int_equal(s->address_full_policy, MQR_FULL_DROP);
+  assert_int_equal(mqr_address_routing_types(a).bits, 3);
+  mqr_queue_t *q = mqr_router_find_queue(&r, MQR_STR("q1"));
+  assert_false(mqr_queue_durable(q));
+  assert_int_equal(mqr_queue_max_consumers(q), 3);
+  assert_true(mqr_queue_purge_on_no_consumers(q));
+  assert_false(mqr_queue_enabled(q));
+  assert_non_null(mqr_router_find_queue(&r, MQR_STR("m2")));
+  assert_non_null(mqr_router_find_address(&r, MQR_STR("dead")));
+  /* the prefix from the config routes */
+  mqr_queue_t *t[8];
+  mqr_route_request_t req = {MQR_STR("t/a/b"), MQR_ROUTING_NONE, {0}, &l->prefixes, NULL};
+  mqr_route_result_t res = {t, 8, 0, 0, 0, 0, NULL};
+  assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
+  assert_int_equal(res.count, 2);
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+}
+
+static void test_filters_warn_and_several_errors_are_all_reported(void **state) {
+  (void)state;
+  static const char warn[] = "addresses:\n  a:\n    anycast:\n      q:\n        filter: \"x > 1\"\n";
+  mqr_error_t items[8];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, 8);
+  mqr_config_t *cfg;
+  assert_int_equal(mqr_config_load_string("w.yaml", warn, sizeof warn - 1, &cfg, &d), 0);
+  assert_int_equal(d.warnings, 1);
+  assert_int_equal(d.errors, 0);
+  assert_int_equal(items[0].code, 0);
+  assert_int_equal(items[0].line, 4);
+  assert_non_null(strstr(items[0].message, "not evaluated yet"));
+  mqr_router_t r;
+  assert_int_equal(mqr_config_build_router(cfg, &r, NULL), 0);
+  assert_true(mqr_str_eq(mqr_queue_filter(mqr_router_find_queue(&r, MQR_STR("q"))), MQR_STR("x > 1")));
+  mqr_router_close(&r);
+  mqr_config_destroy(cfg);
+
+  static const char three[] = "bogus: 1\naddresses:\n  a:\n    anycast: {q: {durable: 3}}\n    nope: 1\n";
+  mqr_diags_init(&d, items, 2);
+  cfg = NULL;
+  assert_int_equal(mqr_config_load_string("e.yaml", three, sizeof three - 1, &cfg, &d), MQR_ECONFIG);
+  assert_null(cfg);
+  assert_int_equal(d.errors, 3);
+  assert_int_equal(d.count, 2);
+  assert_int_equal(d.dropped, 1);
+  assert_int_equal(items[0].line, 1);
+  assert_int_equal(items[1].line, 4);
+}
+
+static void test_empty_and_missing_files(void **state) {
+  (void)state;
+  mqr_config_t *cfg;
+  assert_int_equal(mqr_config_load_string("empty.yaml", "", 0, &cfg, NULL), 0);
+  assert_int_equal(mqr_config_address_count(cfg), 0);
+  mqr_config_destroy(cfg);
+  assert_int_equal(mqr_config_load_string("c.yaml", "# only a comment\n", 17, &cfg, NULL), 0);
+  mqr_config_destroy(cfg);
+  mqr_error_t items[2];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, 2);
+  assert_int_equal(mqr_config_load_file("/nonexistent/mqr.yaml", &cfg, &d), MQR_EIO);
+  assert_non_null(strstr(items[0].message, "cannot open"));
+  mqr_config_destroy(NULL);
+}
+
+static void test_hostile_input_is_an_error_not_a_crash(void **state) {
+  (void)state;
+  uint64_t x = 42;
+  static const char alphabet[] = "ab:-[]{}#*.\n  \"'&*!|>%@`,?0123\t\\";
+  char buf[512];
+  for (int round = 0; round < 3000; round++) {
+    size_t n = 1 + round % 500;
+    for (size_t i = 0; i < n; i++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      buf[i] = round % 2 ? (char)(x >> 56) : alphabet[(x >> 33) % (sizeof alphabet - 1)];
+    }
+    mqr_config_t *cfg = NULL;
+    int rc = mqr_config_load_string("fuzz.yaml", buf, n, &cfg, NULL);
+    assert_true(rc == 0 || rc == MQR_ECONFIG);
+    assert_true((rc == 0) == (cfg != NULL));
+    mqr_config_destroy(cfg);
+  }
+  /* deep nesting and an anchor bomb stay bounded */
+  char deep[4096];
+  memset(deep, '[', 2000);
+  assert_int_equal(mqr_config_load_string("deep.yaml", deep, 2000, NULL, NULL), MQR_ECONFIG);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shipped_files_load_and_build),
+      cmocka_unit_test(test_embedded_default_is_conf_mqr_yaml),
+      cmocka_unit_test(test_bad_files_report_file_line_and_column),
+      cmocka_unit_test(test_every_key_is_read),
+      cmocka_unit_test(test_filters_warn_and_several_errors_are_all_reported),
+      cmocka_unit_test(test_empty_and_missing_files),
+      cmocka_unit_test(test_hostile_input_is_an_error_not_a_crash),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
