@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The mqr tool, driven as a person would: exact stdout, the error on stderr, exit codes.
+# usage: test_cli.sh MQR_BINARY SOURCE_DIR
+set -u
+mqr=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect NAME EXIT STDOUT STDERR_SUBSTRING -- COMMAND...
+expect() {
+  local name=$1 want_rc=$2 want_out=$3 want_err=$4
+  shift 5
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local out
+  out=$(cat "$tmp/out")
+  if [ "$rc" != "$want_rc" ]; then
+    echo "FAIL $name: exit $rc, expected $want_rc"; cat "$tmp/err"; failed=$((failed + 1)); return
+  fi
+  if [ "$want_out" != "*" ] && [ "$out" != "$want_out" ]; then
+    echo "FAIL $name: stdout"; echo "--- expected"; echo "$want_out"; echo "--- got"; echo "$out"
+    failed=$((failed + 1)); return
+  fi
+  if [ -n "$want_err" ] && ! grep -qF -- "$want_err" "$tmp/err"; then
+    echo "FAIL $name: stderr lacks '$want_err'"; cat "$tmp/err"; failed=$((failed + 1)); return
+  fi
+  echo "ok   $name"
+  passed=$((passed + 1))
+}
+
+conf=$src/conf/mqr.yaml
+cat >"$tmp/closed.yaml" <<'YAML'
+address-settings:
+  "#":
+    auto-create-addresses: false
+addresses:
+  orders:
+    anycast: [orders]
+YAML
+
+expect version 0 "mqr 0.1.0" "" -- "$mqr" --version
+expect check-default 0 "*" "" -- "$mqr" config check "$conf"
+grep -q "^$conf: OK: 1 listener, 6 addresses (1 wildcard), 8 queues, 2 address-settings" "$tmp/out" \
+  && { echo "ok   check-summary"; passed=$((passed + 1)); } \
+  || { echo "FAIL check-summary: $(head -1 "$tmp/out")"; failed=$((failed + 1)); }
+expect check-embedded 0 "*" "" -- "$mqr" config check
+expect check-bad 1 "" "01-unknown-top-key.yaml:3:1: unknown key 'adresses' in the config" -- \
+  "$mqr" config check "$src/tests/data/config/bad/01-unknown-top-key.yaml"
+expect check-missing 1 "" "cannot open" -- "$mqr" config check "$tmp/nope.yaml"
+expect route-anycast-round-robin 0 "OK jobs.worker-1
+OK jobs.worker-2
+OK jobs.worker-1" "" -- "$mqr" route --config "$conf" --count 3 jobs
+expect route-multicast-wildcard 0 "OK news.audit news.archive news.all" "" -- "$mqr" route --config "$conf" news
+expect route-prefix 0 "OK news.europe.reader news.all" "" -- "$mqr" route --config "$conf" multicast://news.europe
+expect route-dup-id 0 "OK orders
+DUPLICATE_ID
+DUPLICATE_ID" "" -- "$mqr" route --config "$conf" --count 3 --dup-id x-1 orders
+expect route-dla 0 "NO_BINDINGS_DLA (to DLQ) DLQ" "" -- "$mqr" route --config "$conf" --routing-type multicast orders.eu
+expect route-no-bindings 0 "NO_BINDINGS" "" -- "$mqr" route --config "$conf" --routing-type MULTICAST weather
+expect route-auto-create-queue 0 "OK tasks
+OK tasks" "" -- "$mqr" route --config "$conf" --count 2 --routing-type ANYCAST tasks
+expect route-fqqn 0 "OK news.archive" "" -- "$mqr" route --config "$conf" news::news.archive
+expect route-json 0 '{"send":1,"status":"OK","address":"jobs","queues":["jobs.worker-1"],"created_address":false,"created_queue":false,"added_routing_type":false}
+{"send":2,"status":"OK","address":"jobs","queues":["jobs.worker-2"],"created_address":false,"created_queue":false,"added_routing_type":false}' \
+  "" -- "$mqr" route --config "$conf" --json --count 2 jobs
+expect route-wildcard-refused 1 "" "address 'news.#' is a wildcard" -- "$mqr" route --config "$conf" 'news.#'
+expect route-missing-refused 1 "" "address 'ghost' does not exist (auto-create-addresses is off) [ENOADDR]" -- \
+  "$mqr" route --config "$tmp/closed.yaml" ghost
+expect route-type-refused 1 "" "does not exist for routing type MULTICAST" -- \
+  "$mqr" route --config "$tmp/closed.yaml" --routing-type MULTICAST orders
+expect route-bad-type 2 "" "unknown routing type 'BROADCAST'" -- "$mqr" route --routing-type BROADCAST orders
+expect route-bad-count 2 "" "--count must be" -- "$mqr" route --count 0 orders
+expect route-no-address 2 "" "give exactly one ADDRESS" -- "$mqr" route
+expect route-bad-listener 1 "" "has no listener 'nope'" -- "$mqr" route --listener nope orders
+expect show 0 "*" "" -- "$mqr" config show "$conf"
+grep -q "^address news.europe  types=\[MULTICAST\] default=MULTICAST$" "$tmp/out" \
+  && grep -q "^  routes ANYCAST: -  MULTICAST: news.europe.reader news.all$" "$tmp/out" \
+  && { echo "ok   show-bindings"; passed=$((passed + 1)); } \
+  || { echo "FAIL show-bindings"; cat "$tmp/out"; failed=$((failed + 1)); }
+expect unknown-command 2 "" "unknown command 'frobnicate'" -- "$mqr" frobnicate
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
