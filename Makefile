@@ -4,7 +4,10 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
-CONFIG     ?= conf/mqr.yaml
+# Empty: the default config embedded in the library (conf/mqr.yaml); or CONFIG=FILE.
+CONFIG     ?=
+CFG_FILE    = $(CONFIG)
+CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
 
 .PHONY: all deps configure build run test test-asan bench format clean
 
@@ -23,24 +26,24 @@ build: deps configure
 
 # Until mqrd exists (issue 5): the default config's routing table and a dry run of sends.
 run: build
-	@echo "== mqr config check $(CONFIG)"
-	@$(BUILD)/client/mqr config check $(CONFIG)
+	@echo "== mqr config check $(CFG_FILE)"
+	@$(BUILD)/client/mqr config check $(CFG_FILE)
 	@echo
-	@echo "== mqr config show $(CONFIG)"
-	@$(BUILD)/client/mqr config show $(CONFIG)
+	@echo "== mqr config show $(CFG_FILE)"
+	@$(BUILD)/client/mqr config show $(CFG_FILE)
 	@echo
-	@echo "== mqr route --config $(CONFIG) --count 4 jobs              (ANYCAST, round-robin)"
-	@$(BUILD)/client/mqr route --config $(CONFIG) --count 4 jobs
-	@echo "== mqr route --config $(CONFIG) news.europe                 (MULTICAST + wildcard news.#)"
-	@$(BUILD)/client/mqr route --config $(CONFIG) news.europe
-	@echo "== mqr route --config $(CONFIG) --count 2 --dup-id order-42 orders"
-	@$(BUILD)/client/mqr route --config $(CONFIG) --count 2 --dup-id order-42 orders
-	@echo "== mqr route --config $(CONFIG) --routing-type MULTICAST orders.eu  (no route -> DLQ)"
-	@$(BUILD)/client/mqr route --config $(CONFIG) --routing-type MULTICAST orders.eu
-	@echo "== mqr route --config $(CONFIG) --json multicast://news"
-	@$(BUILD)/client/mqr route --config $(CONFIG) --json multicast://news
-	@echo "== mqr route --config $(CONFIG) 'news.#'                    (refused: wildcard)"
-	@$(BUILD)/client/mqr route --config $(CONFIG) 'news.#' || true
+	@echo "== mqr route $(CFG_ARG) --count 4 jobs              (ANYCAST, round-robin)"
+	@$(BUILD)/client/mqr route $(CFG_ARG) --count 4 jobs
+	@echo "== mqr route $(CFG_ARG) news.europe                 (MULTICAST + wildcard news.#)"
+	@$(BUILD)/client/mqr route $(CFG_ARG) news.europe
+	@echo "== mqr route $(CFG_ARG) --count 2 --dup-id order-42 orders"
+	@$(BUILD)/client/mqr route $(CFG_ARG) --count 2 --dup-id order-42 orders
+	@echo "== mqr route $(CFG_ARG) --routing-type MULTICAST orders.eu  (no route -> DLQ)"
+	@$(BUILD)/client/mqr route $(CFG_ARG) --routing-type MULTICAST orders.eu
+	@echo "== mqr route $(CFG_ARG) --json multicast://news"
+	@$(BUILD)/client/mqr route $(CFG_ARG) --json multicast://news
+	@echo "== mqr route $(CFG_ARG) 'news.#'                    (refused: wildcard)"
+	@$(BUILD)/client/mqr route $(CFG_ARG) 'news.#' || true
 
 $(BUILD_ASAN)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)

@@ -47,7 +47,7 @@ typedef struct {
   const char *name;
 } mqr__address_hot_t;
 
-static_assert(sizeof(mqr__address_hot_t) <= 64, "the hot part of an address must fit in one cache line");
+static_assert(sizeof(mqr__address_hot_t) == 64, "the hot part of an address must fit in one cache line");
 
 struct mqr_address_s {
   alignas(64) mqr__address_hot_t hot;
