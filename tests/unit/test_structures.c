@@ -4,14 +4,6 @@
 #include "table.h"
 #include "testutil.h"
 
-static uint64_t rng = 88172645463325252ull;
-static uint32_t rnd(uint32_t n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng % n);
-}
-
 #define KEYS 600
 
 static void test_table_against_array(void **state) {

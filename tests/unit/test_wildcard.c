@@ -101,14 +101,6 @@ static bool brute(const bword_t *p, int np, const bword_t *n, int nn) {
   return false;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(uint32_t n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng % n);
-}
-
 /* A random literal word in syntax wc: plain letters, the empty word, escaped specials. */
 static void literal_word(const mqr_wildcard_t *wc, char *out) {
   static const char *plain[] = {"a", "b", "ab", "", "ba"};

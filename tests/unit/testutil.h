@@ -67,6 +67,18 @@ static inline void talloc_install(void) {
 
 static inline void talloc_uninstall(void) { assert_int_equal(mqr_set_allocator(NULL, NULL, NULL, NULL), 0); }
 
+/* ---- a small deterministic PRNG (xorshift64) ------------------------------------- */
+
+static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
+
+/* A pseudo-random number in [0, n). */
+__attribute__((unused)) static uint32_t rnd(uint32_t n) {
+  test_rng_state ^= test_rng_state << 13;
+  test_rng_state ^= test_rng_state >> 7;
+  test_rng_state ^= test_rng_state << 17;
+  return (uint32_t)(test_rng_state % n);
+}
+
 /* ---- router dump ------------------------------------------------------------------- */
 
 static int dump_address(mqr_address_t *a, void *arg) {
