@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libuv1-dev libcmocka-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev
   clang libclang-rt-14-dev clang-format valgrind
+  python3 gnuplot-nox
 )
 
 missing=()
