@@ -88,7 +88,7 @@ static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, i
 /* The address lacks routing type t: add it if the settings allow (ARTEMIS-4212: never
  * drop silently). */
 static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_error_t *err) {
-  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
+  mqr_str_t name = a->hot.name;
   if (!a->settings.auto_create_addresses) {
     char what[96];
     snprintf(what, sizeof what, "does not exist for routing type %s (auto-create-addresses is off)",
@@ -108,12 +108,13 @@ static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int 
   mqr_queue_t *q = mqr_router_find_queue(r, qname);
   if (q && q->address != a)
     return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' belongs to address '%.*s', not '%.*s'", (int)qname.len,
-                         qname.ptr, (int)q->address->name_len, q->address->hot.name, (int)a->name_len, a->hot.name);
+                         qname.ptr, (int)q->address->hot.name.len, q->address->hot.name.ptr, (int)a->hot.name.len,
+                         a->hot.name.ptr);
   *out = q;
   if (q) return 0;
   if (!a->settings.auto_create_queues)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)",
-                         (int)qname.len, qname.ptr, (int)a->name_len, a->hot.name);
+                         (int)qname.len, qname.ptr, (int)a->hot.name.len, a->hot.name.ptr);
   if (qname.len > 65535) return mqr_error_set(err, MQR_ENAMETOOLONG, "queue name of %zu bytes is too long", qname.len);
   int type = t;
   if (type == MQR_ROUTING_NONE)
@@ -154,15 +155,18 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     }
   }
 
-  /* One pass: the FNV state at "::" is the hash of the address part. */
-  uint64_t h = 0xcbf29ce484222325ull;
+  /* One pass: the reads that hash the name also say whether it holds a ':'; only then
+   * is "::" looked for, and the address part hashed again. */
+  bool colon;
+  uint64_t h = mqr__hash_scan(p, len, &colon);
   size_t sep = len;
-  for (size_t i = 0; i < len; i++) {
-    if (p[i] == ':' && i + 1 < len && p[i + 1] == ':') {
-      sep = i;
-      break;
-    }
-    h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+  if (colon) {
+    for (size_t i = 0; i + 1 < len; i++)
+      if (p[i] == ':' && p[i + 1] == ':') {
+        sep = i;
+        h = mqr__hash(p, sep);
+        break;
+      }
   }
   mqr_str_t name = mqr_str_n(p, sep);
   if (name.len == 0) return mqr_error_set(err, MQR_EEMPTYADDR, "empty address name");
@@ -242,7 +246,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     res->status = MQR_ROUTE_OK;
     return 0;
   }
-  a->hot.unrouted++;
+  a->unrouted++;
   if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, req->message, res->queues)) != 0) {
     dla->hot.routed++;
     count_routed(res->queues, n);

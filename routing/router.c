@@ -16,8 +16,9 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   if (rc) return rc;
   memset(r, 0, sizeof *r);
   r->wildcard = w;
-  mqr__table_init(&r->addresses);
-  mqr__table_init(&r->queues);
+  /* Both kinds of object keep their name's bytes right after the struct. */
+  mqr__table_init(&r->addresses, offsetof(mqr_address_t, hot.name), sizeof(mqr_address_t));
+  mqr__table_init(&r->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
   return 0;
 }
 
@@ -49,12 +50,12 @@ void mqr_router_close(mqr_router_t *r) {
 
 /* ---- accessors ---------------------------------------------------------------- */
 
-mqr_str_t mqr_address_name(const mqr_address_t *a) { return mqr_str_n(a->hot.name, a->name_len); }
+mqr_str_t mqr_address_name(const mqr_address_t *a) { return a->hot.name; }
 mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a) { return a->hot.info.types; }
 int mqr_address_default_routing_type(const mqr_address_t *a) { return a->hot.info.default_type; }
 uint32_t mqr_address_flags(const mqr_address_t *a) { return a->hot.flags; }
 uint64_t mqr_address_routed(const mqr_address_t *a) { return a->hot.routed; }
-uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->hot.unrouted; }
+uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->unrouted; }
 uint32_t mqr_address_queue_count(const mqr_address_t *a) { return a->n_own; }
 mqr_queue_t *mqr_address_queue(const mqr_address_t *a, uint32_t i) { return i < a->n_own ? a->own[i] : NULL; }
 const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a) { return &a->settings; }
@@ -148,11 +149,11 @@ static void collect(const mqr_address_t *from, const mqr_queue_t *adding, stage_
 static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
   st->n_any = st->n_multi = 0;
   collect(a, adding, st);
-  mqr_str_t name = mqr_str_n(a->hot.name, a->name_len);
+  mqr_str_t name = a->hot.name;
   for (uint32_t w = 0; w < r->n_wildcards; w++) {
     const mqr_address_t *wa = r->wildcards[w];
     if (wa->n_own == 0 && !(adding && adding->address == wa)) continue;
-    if (mqr_wildcard_match(&r->wildcard, mqr_str_n(wa->hot.name, wa->name_len), name)) collect(wa, adding, st);
+    if (mqr_wildcard_match(&r->wildcard, wa->hot.name, name)) collect(wa, adding, st);
   }
 }
 
@@ -210,13 +211,12 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
     p->n = 1;
     return 0;
   }
-  mqr_str_t pattern = mqr_str_n(changed->hot.name, changed->name_len);
+  mqr_str_t pattern = changed->hot.name;
   mqr__slot_t *s = r->addresses.slots;
   uint32_t n = 0;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, mqr_str_n(a->hot.name, a->name_len)))
-      n++;
+    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, a->hot.name)) n++;
   }
   if (n == 0) return 0;
   if ((p->items = mqr_malloc(n * sizeof *p->items)) == NULL) {
@@ -225,8 +225,7 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
   }
   for (uint32_t i = 0; i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, mqr_str_n(a->hot.name, a->name_len)))
-      continue;
+    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, a->hot.name)) continue;
     if (stage_build(r, a, adding, &p->items[p->n]) != 0) {
       plan_abort(p);
       return MQR_ENOMEM;
@@ -256,16 +255,17 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
     r->wildcards = p;
     r->cap_wildcards = ncap;
   }
-  void *block = mqr_malloc(sizeof(mqr_address_t) + 63 + name.len + 1);
+  /* The hot line at a 128-byte boundary, so that it and the name's line are one pair. */
+  const size_t hot_off = offsetof(mqr_address_t, hot);
+  void *block = mqr_malloc(sizeof(mqr_address_t) + 127 + name.len + 1);
   if (block == NULL) goto nomem;
-  mqr_address_t *a = (mqr_address_t *)(((uintptr_t)block + 63) & ~(uintptr_t)63);
+  mqr_address_t *a = (mqr_address_t *)((((uintptr_t)block + hot_off + 127) & ~(uintptr_t)127) - hot_off);
   memset(a, 0, sizeof *a);
   a->block = block;
   char *nm = (char *)(a + 1);
   memcpy(nm, name.ptr, name.len);
   nm[name.len] = '\0';
-  a->hot.name = nm;
-  a->name_len = (uint32_t)name.len;
+  a->hot.name = mqr_str_n(nm, name.len);
   a->hash = hash;
   a->hot.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
   mqr_address_info_set_types(&a->hot.info, types);
@@ -280,7 +280,7 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
   }
   a->seq = r->next_seq++;
   mqr__router_resolve_into(r, name, &a->settings);
-  mqr__table_insert(&r->addresses, hash, a->hot.name, a->name_len, a);
+  mqr__table_insert(&r->addresses, hash, a);
   if (wildcard) r->wildcards[r->n_wildcards++] = a;
   if (out) *out = a;
   return 0;
@@ -319,7 +319,7 @@ void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
       break;
     }
   }
-  mqr__table_remove(&r->addresses, a->hash, a->hot.name, a->name_len);
+  mqr__table_remove(&r->addresses, a->hash, a->hot.name.ptr, a->hot.name.len);
   free_address(a);
 }
 
@@ -407,7 +407,7 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   plan_commit(&p);
   q->seq = r->next_seq++;
   a->own[a->n_own++] = q;
-  mqr__table_insert(&r->queues, q->hash, q->name.ptr, q->name.len, q);
+  mqr__table_insert(&r->queues, q->hash, q);
   if (out) *out = q;
   return 0;
 nomem:
@@ -427,7 +427,7 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
   mqr_queue_t *other = mqr_router_find_queue(r, cfg->name);
   if (other)
     return mqr_error_set(err, MQR_EQUEUEEXISTS, "queue '%.*s' already exists on address '%.*s'", (int)cfg->name.len,
-                         cfg->name.ptr, (int)other->address->name_len, other->address->hot.name);
+                         cfg->name.ptr, (int)other->address->hot.name.len, other->address->hot.name.ptr);
   mqr_address_t *a = mqr_router_find_address(r, cfg->address);
   mqr_address_settings_t s;
   if (a == NULL || !mqr_routing_set_contains(a->hot.info.types, cfg->routing_type)) {

@@ -12,6 +12,7 @@
 
 struct mqr_queue_s {
   /* What routing reads, first. */
+  mqr_str_t name;       /* the table key; bytes follow the struct */
   mqr_filter_t *filter; /* compiled filter; NULL matches every message */
   uint32_t consumers;
   bool enabled;
@@ -27,12 +28,14 @@ struct mqr_queue_s {
   uint64_t seq;
   uint64_t hash;
   void *data;
-  mqr_str_t name; /* bytes follow the struct */
   mqr_str_t filter_text;
 };
 
-/* The part of an address that a send reads, in one cache line. */
+/* The part of an address that a send reads, in one cache line. The name (the table key)
+ * comes first, so that a lookup's key check and the send that follows touch this line
+ * and the name bytes, which follow it in the next line of the same 128-byte pair. */
 typedef struct {
+  mqr_str_t name;
   mqr_queue_t **anycast;   /* ANYCAST binding array: own queues, then wildcard ones */
   mqr_queue_t **multicast; /* MULTICAST binding array, same order */
   uint32_t n_anycast;
@@ -42,24 +45,27 @@ typedef struct {
   uint8_t flags;
   uint8_t spare;
   uint64_t routed;
-  uint64_t unrouted;
   mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
-  const char *name;
 } mqr__address_hot_t;
 
-static_assert(sizeof(mqr__address_hot_t) == 64, "the hot part of an address must fit in one cache line");
+static_assert(sizeof(mqr__address_hot_t) == 64, "the hot part of an address is one cache line");
 
+/* Layout of an address block: [cold][hot line][name bytes]. The block is aligned so that
+ * the hot line starts a 128-byte pair, the name bytes filling its second line. */
 struct mqr_address_s {
-  alignas(64) mqr__address_hot_t hot;
   /* Cold: topology and settings. */
-  uint32_t name_len;
   uint64_t hash;
   uint64_t seq;
+  uint64_t unrouted;
   void *block;       /* what the allocator returned; the struct is aligned inside it */
   mqr_queue_t **own; /* this address's queues, in creation order */
   uint32_t n_own, cap_own;
   mqr_address_settings_t settings; /* merged; dead_letter_address borrows a settings entry */
+  alignas(64) mqr__address_hot_t hot;
 };
+
+static_assert(offsetof(struct mqr_address_s, hot) + sizeof(mqr__address_hot_t) == sizeof(struct mqr_address_s),
+              "the name bytes follow the hot line");
 
 typedef struct mqr__settings_entry_s {
   mqr_str_t match; /* bytes follow the struct, then the dead-letter address */

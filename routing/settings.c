@@ -67,7 +67,7 @@ static void resolve_all(mqr_router_t *r) {
   mqr__slot_t *s = r->addresses.slots;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a) mqr__router_resolve_into(r, mqr_str_n(a->hot.name, a->name_len), &a->settings);
+    if (a) mqr__router_resolve_into(r, a->hot.name, &a->settings);
   }
 }
 

@@ -1,14 +1,16 @@
 #include "table.h"
 
-void mqr__table_init(mqr__table_t *t) {
+void mqr__table_init(mqr__table_t *t, uint32_t key_off, uint32_t bytes_off) {
   t->slots = NULL;
   t->mask = 0;
   t->count = 0;
+  t->key_off = key_off;
+  t->bytes_off = bytes_off;
 }
 
 void mqr__table_free(mqr__table_t *t) {
   mqr_free(t->slots);
-  mqr__table_init(t);
+  mqr__table_init(t, t->key_off, t->bytes_off);
 }
 
 static void place(mqr__slot_t *slots, uint32_t mask, const mqr__slot_t *e) {
@@ -33,31 +35,20 @@ int mqr__table_reserve(mqr__table_t *t) {
   return 0;
 }
 
-void mqr__table_insert(mqr__table_t *t, uint64_t hash, const char *key, size_t len, void *val) {
-  mqr__slot_t e = {hash, key, len, val};
+void mqr__table_insert(mqr__table_t *t, uint64_t hash, void *val) {
+  mqr__slot_t e = {hash, val};
   place(t->slots, t->mask, &e);
   t->count++;
 }
 
-static int64_t locate(const mqr__table_t *t, uint64_t hash, const char *key, size_t len) {
-  if (t->count == 0) return -1;
-  const mqr__slot_t *s = t->slots;
-  for (uint32_t i = (uint32_t)hash & t->mask;; i = (i + 1) & t->mask) {
-    if (s[i].val == NULL) return -1;
-    if (s[i].hash == hash && s[i].len == len && memcmp(s[i].key, key, len) == 0) return i;
-  }
-}
-
-void *mqr__table_find(const mqr__table_t *t, uint64_t hash, const char *key, size_t len) {
-  int64_t i = locate(t, hash, key, len);
-  return i < 0 ? NULL : ((mqr__slot_t *)t->slots)[i].val;
-}
-
 void *mqr__table_remove(mqr__table_t *t, uint64_t hash, const char *key, size_t len) {
-  int64_t found = locate(t, hash, key, len);
-  if (found < 0) return NULL;
+  if (t->count == 0) return NULL;
   mqr__slot_t *s = t->slots;
-  uint32_t mask = t->mask, hole = (uint32_t)found;
+  uint32_t mask = t->mask, hole = (uint32_t)hash & mask;
+  for (;; hole = (hole + 1) & mask) {
+    if (s[hole].val == NULL) return NULL;
+    if (s[hole].hash == hash && mqr__table_key_is(t, s[hole].val, key, len)) break;
+  }
   void *val = s[hole].val;
   /* Backward shift: pull later entries of the run into the hole when the hole lies
    * between their home slot and where they sit. */

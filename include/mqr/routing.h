@@ -343,6 +343,7 @@ typedef struct {
   void *slots;
   uint32_t mask;
   uint32_t count;
+  uint32_t key_off, bytes_off;
 } mqr__table_t;
 
 /* A router: addresses, queues, wildcard bindings and address settings. Initialise on

@@ -65,7 +65,7 @@ typedef struct {
 
 static inline uint32_t hs_hash(int key) {
   uint32_t h = (uint32_t)key * 0x9E3779B9u; /* an identity-style hash of the enum constant */
-  return h ^ (h >> 16);                       /* HashMap.hash()'s spread */
+  return h ^ (h >> 16);                     /* HashMap.hash()'s spread */
 }
 
 static hashset_t *hs_create(void) {

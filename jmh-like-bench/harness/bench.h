@@ -75,19 +75,19 @@ static inline void mqr_bench_sink_ptr(const void *p) { __asm__ volatile("" : : "
 /* ---- the runner ------------------------------------------------------------------ */
 
 typedef struct {
-  const char *filter;     /* regex on names, NULL: all */
-  int modes;              /* bit mask of 1 << mode; 0: each benchmark's defaults */
-  int warmup_iterations;  /* -wi */
-  int iterations;         /* -i */
-  double warmup_time_s;   /* -w */
-  double iteration_time_s; /* -r */
-  int forks;              /* -f; 0 runs in this process */
-  int time_unit;          /* -tu: 0 default (ns for time modes, s for thrpt), else 1 ns, 2 us, 3 ms, 4 s */
+  const char *filter;              /* regex on names, NULL: all */
+  int modes;                       /* bit mask of 1 << mode; 0: each benchmark's defaults */
+  int warmup_iterations;           /* -wi */
+  int iterations;                  /* -i */
+  double warmup_time_s;            /* -w */
+  double iteration_time_s;         /* -r */
+  int forks;                       /* -f; 0 runs in this process */
+  int time_unit;                   /* -tu: 0 default (ns for time modes, s for thrpt), else 1 ns, 2 us, 3 ms, 4 s */
   const char *param_overrides[16]; /* -p key=v1,v2 */
   int n_param_overrides;
-  const char *json_path;  /* --json FILE */
-  bool quiet;             /* no progress on stderr */
-  const char *command;    /* the command line, for the reports */
+  const char *json_path; /* --json FILE */
+  bool quiet;            /* no progress on stderr */
+  const char *command;   /* the command line, for the reports */
 } mqr_bench_options_t;
 
 void mqr_bench_options_defaults(mqr_bench_options_t *o);

@@ -73,8 +73,8 @@ void mqr__bench_print_table(FILE *f, const mqr_bench_result_t *res, size_t n) {
     } else {
       row_figure(&rows[nr++], "", r, r->stats.n, r->stats.mean, r->stats.error, r->unit);
       if (r->mode == MQR_BM_SAMPLE) {
-        static const char *pn[MQR__N_PCT] = {":p0.00", ":p0.50", ":p0.90", ":p0.95", ":p0.99",
-                                            ":p0.999", ":p0.9999", ":p0.99999", ":p1.00"};
+        static const char *pn[MQR__N_PCT] = {":p0.00",  ":p0.50",   ":p0.90",    ":p0.95", ":p0.99",
+                                             ":p0.999", ":p0.9999", ":p0.99999", ":p1.00"};
         for (int p = 0; p < MQR__N_PCT; p++) row_figure(&rows[nr++], pn[p], r, r->stats.n, r->pct[p], NAN, r->unit);
       }
       if (r->alloc_unavailable) {
@@ -109,7 +109,8 @@ void mqr__bench_print_table(FILE *f, const mqr_bench_result_t *res, size_t n) {
   for (int k = 0; k < nk; k++) w_p[k] = (int)strlen(keys[k]) + 2;
   for (size_t j = 0; j < nr; j++) {
     row_t *row = &rows[j];
-#define W(w, s) if ((int)strlen(s) > w) w = (int)strlen(s)
+#define W(w, s)                                                                                                        \
+  if ((int)strlen(s) > w) w = (int)strlen(s)
     W(w_name, row->name);
     for (int k = 0; k < nk; k++) W(w_p[k], row->params[k]);
     W(w_cnt, row->cnt);

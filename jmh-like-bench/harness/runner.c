@@ -166,8 +166,8 @@ void mqr__bench_unit(int mode, int tu, char *out, size_t cap) {
 /* ---- where a trial's figures go: the parent's result, directly or through a pipe --- */
 
 typedef struct {
-  FILE *pipe;               /* in a fork */
-  mqr_bench_result_t *res;  /* in process */
+  FILE *pipe;              /* in a fork */
+  mqr_bench_result_t *res; /* in process */
   int fork;
 } out_t;
 
@@ -445,7 +445,9 @@ static void finish(mqr_bench_result_t *r) {
     qsort(sorted, r->n_samples, sizeof *sorted, mqr__bench_cmp_double);
     static const double ps[MQR__N_PCT] = {0, 50, 90, 95, 99, 99.9, 99.99, 99.999, 100};
     for (int i = 0; i < MQR__N_PCT; i++)
-      r->pct[i] = ps[i] == 0 ? sorted[0] : ps[i] == 100 ? sorted[r->n_samples - 1] : mqr_bench_percentile(sorted, r->n_samples, ps[i]);
+      r->pct[i] = ps[i] == 0     ? sorted[0]
+                  : ps[i] == 100 ? sorted[r->n_samples - 1]
+                                 : mqr_bench_percentile(sorted, r->n_samples, ps[i]);
     free(sorted);
   }
   mqr_bench_stats(r->alloc, r->n_alloc, &r->alloc_stats);
@@ -458,8 +460,8 @@ int mqr__bench_cmp_double(const void *a, const void *b) {
 
 /* Runs one definition in every selected mode and parameter combination, appending
  * results to *arr. progress: print to stderr. */
-size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt, mqr_bench_result_t **arr,
-                      size_t n, bool progress) {
+size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt, mqr_bench_result_t **arr, size_t n,
+                      bool progress) {
   param_space_t ps;
   memset(&ps, 0, sizeof ps);
   if (def->params) parse_param_list(&ps, def->params, false);

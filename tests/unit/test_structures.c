@@ -6,44 +6,77 @@
 
 #define KEYS 600
 
+typedef struct {
+  int pad; /* the key is not at offset 0, as in a queue */
+  mqr_str_t key;
+  char text[16];
+} item_t;
+
 static void test_table_against_array(void **state) {
   (void)state;
-  static char names[KEYS][16];
+  static item_t items[KEYS];
   static bool present[KEYS];
   memset(present, 0, sizeof present);
-  for (int i = 0; i < KEYS; i++) snprintf(names[i], sizeof names[i], "k%d", i);
+  for (int i = 0; i < KEYS; i++) {
+    int n = snprintf(items[i].text, sizeof items[i].text, "k%d", i);
+    items[i].key = mqr_str_n(items[i].text, (size_t)n);
+  }
   mqr__table_t t;
-  mqr__table_init(&t);
+  mqr__table_init(&t, offsetof(item_t, key), offsetof(item_t, text));
   uint32_t count = 0;
   for (int step = 0; step < 200000; step++) {
     int k = (int)rnd(KEYS);
-    size_t len = strlen(names[k]);
+    mqr_str_t key = items[k].key;
     /* a weak hash for some keys forces long probe runs and wrap-around */
-    uint64_t h = k % 3 == 0 ? (uint64_t)(k % 7) : mqr__hash(names[k], len);
-    void *found = mqr__table_find(&t, h, names[k], len);
+    uint64_t h = k % 3 == 0 ? (uint64_t)(k % 7) : mqr__hash(key.ptr, key.len);
+    void *found = mqr__table_find(&t, h, key.ptr, key.len);
     assert_true((found != NULL) == present[k]);
-    if (found) assert_ptr_equal(found, names[k]);
+    if (found) assert_ptr_equal(found, &items[k]);
     if (rnd(2) && !present[k]) {
       assert_int_equal(mqr__table_reserve(&t), 0);
-      mqr__table_insert(&t, h, names[k], len, names[k]);
+      mqr__table_insert(&t, h, &items[k]);
       present[k] = true;
       count++;
     } else if (present[k]) {
-      assert_ptr_equal(mqr__table_remove(&t, h, names[k], len), names[k]);
+      assert_ptr_equal(mqr__table_remove(&t, h, key.ptr, key.len), &items[k]);
       present[k] = false;
       count--;
     } else {
-      assert_null(mqr__table_remove(&t, h, names[k], len));
+      assert_null(mqr__table_remove(&t, h, key.ptr, key.len));
     }
     assert_int_equal(t.count, count);
     if (step % 5000 == 0) /* full check */
       for (int i = 0; i < KEYS; i++) {
-        size_t l = strlen(names[i]);
-        uint64_t hi = i % 3 == 0 ? (uint64_t)(i % 7) : mqr__hash(names[i], l);
-        assert_true((mqr__table_find(&t, hi, names[i], l) != NULL) == present[i]);
+        mqr_str_t ki = items[i].key;
+        uint64_t hi = i % 3 == 0 ? (uint64_t)(i % 7) : mqr__hash(ki.ptr, ki.len);
+        assert_true((mqr__table_find(&t, hi, ki.ptr, ki.len) != NULL) == present[i]);
       }
   }
   mqr__table_free(&t);
+}
+
+/* The hash reads every byte: names that differ in one byte, at any position and for
+ * every length up to 40, hash apart; and its ':' detection is exact. */
+static void test_hash_sees_every_byte(void **state) {
+  (void)state;
+  char a[48], b[48];
+  for (size_t n = 1; n <= 40; n++) {
+    for (size_t i = 0; i < n; i++) {
+      memset(a, 'x', n);
+      memcpy(b, a, n);
+      b[i] = 'y';
+      assert_true(mqr__hash(a, n) != mqr__hash(b, n));
+      bool ca, cb;
+      mqr__hash_scan(a, n, &ca);
+      b[i] = ':';
+      mqr__hash_scan(b, n, &cb);
+      assert_false(ca);
+      assert_true(cb);
+      assert_true(mqr__key_eq(a, a, n));
+      assert_false(mqr__key_eq(a, b, n));
+    }
+    assert_true(mqr__hash(a, n) != mqr__hash(a, n - 1)); /* length matters */
+  }
 }
 
 static void test_dupcache_against_fifo(void **state) {
@@ -74,6 +107,7 @@ static void test_dupcache_against_fifo(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_against_array),
+      cmocka_unit_test(test_hash_sees_every_byte),
       cmocka_unit_test(test_dupcache_against_fifo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
