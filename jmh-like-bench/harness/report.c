@@ -24,11 +24,11 @@ typedef struct {
   char failure[600];
 } row_t;
 
-/* JMH's style: three decimals; whole numbers past ten million; tiny values in %g. */
+/* JMH's style: three decimals; whole numbers from a million; tiny values in %g. */
 static void fmt_num(char *out, size_t cap, double v) {
   if (isnan(v))
     out[0] = '\0';
-  else if (fabs(v) >= 1e7)
+  else if (fabs(v) >= 1e6)
     snprintf(out, cap, "%.0f", v);
   else if (v != 0 && fabs(v) < 0.001)
     snprintf(out, cap, "%.3g", v);
