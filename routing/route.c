@@ -65,6 +65,8 @@ static inline uint32_t select_targets(mqr_address_t *a, int t, const void *messa
   return n;
 }
 
+static const char wildcard_send[] = "is a wildcard: sends must name a concrete address";
+
 static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *why) {
   return mqr_error_set(err, code, "address '%.*s' %s", (int)name.len, name.ptr, why);
 }
@@ -72,11 +74,11 @@ static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *wh
 /* The address is missing: create it if the settings allow. */
 static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, int t, mqr_address_t **out,
                                mqr_route_result_t *res, mqr_error_t *err) {
-  if (mqr_wildcard_is_pattern(&r->wildcard, name))
-    return addr_error(err, MQR_EWILDCARDSEND, name, "is a wildcard: sends must name a concrete address");
-  if (name.len > 65535) return mqr_error_set(err, MQR_ENAMETOOLONG, "address name of %zu bytes is too long", name.len);
+  if (mqr_wildcard_is_pattern(&r->wildcard, name)) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
+  if (name.len > MQR__NAME_MAX)
+    return mqr_error_set(err, MQR_ENAMETOOLONG, "address name of %zu bytes is too long", name.len);
   mqr_address_settings_t s;
-  mqr__router_resolve_into(r, name, &s);
+  mqr_router_resolve_settings(r, name, &s);
   if (!s.auto_create_addresses)
     return addr_error(err, MQR_ENOADDR, name, "does not exist (auto-create-addresses is off)");
   int type = t != MQR_ROUTING_NONE ? t : (int)s.default_address_routing_type;
@@ -115,7 +117,8 @@ static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int 
   if (!a->settings.auto_create_queues)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)",
                          (int)qname.len, qname.ptr, (int)a->hot.name.len, a->hot.name.ptr);
-  if (qname.len > 65535) return mqr_error_set(err, MQR_ENAMETOOLONG, "queue name of %zu bytes is too long", qname.len);
+  if (qname.len > MQR__NAME_MAX)
+    return mqr_error_set(err, MQR_ENAMETOOLONG, "queue name of %zu bytes is too long", qname.len);
   int type = t;
   if (type == MQR_ROUTING_NONE)
     type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
@@ -140,7 +143,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   res->flags = 0;
   res->address = NULL;
   res->status = MQR_ROUTE_NO_BINDINGS;
-  if (t != MQR_ROUTING_NONE && mqr_routing_type_name(t) == NULL)
+  if (t != MQR_ROUTING_NONE && (t < 0 || t >= MQR_ROUTING_TYPE_COUNT))
     return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
 
   if (req->prefixes) {
@@ -177,7 +180,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     if ((rc = auto_create_address(r, name, h, t, &a, res, err)) != 0) return rc;
     created = a;
   } else if (mqr__is_wildcard(a)) {
-    return addr_error(err, MQR_EWILDCARDSEND, name, "is a wildcard: sends must name a concrete address");
+    return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
   }
   mqr_address_info_t saved = a->hot.info;
   if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, t)) {

@@ -8,8 +8,6 @@
 
 #include "router_int.h"
 
-#define NAME_MAX_LEN 65535u
-
 int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   mqr_wildcard_t w = wc ? *wc : mqr_wildcard_default();
   int rc = mqr_wildcard_validate(&w, NULL);
@@ -239,8 +237,9 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
 
 static int check_name(mqr_str_t name, int empty_code, const char *what, mqr_error_t *err) {
   if (name.len == 0) return mqr_error_set(err, empty_code, "empty %s name", what);
-  if (name.len > NAME_MAX_LEN)
-    return mqr_error_set(err, MQR_ENAMETOOLONG, "%s name of %zu bytes is longer than %u", what, name.len, NAME_MAX_LEN);
+  if (name.len > MQR__NAME_MAX)
+    return mqr_error_set(err, MQR_ENAMETOOLONG, "%s name of %zu bytes is longer than %u", what, name.len,
+                         MQR__NAME_MAX);
   return 0;
 }
 
@@ -279,7 +278,7 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
     plan_commit(&p);
   }
   a->seq = r->next_seq++;
-  mqr__router_resolve_into(r, name, &a->settings);
+  mqr_router_resolve_settings(r, name, &a->settings);
   mqr__table_insert(&r->addresses, hash, a);
   if (wildcard) r->wildcards[r->n_wildcards++] = a;
   if (out) *out = a;
@@ -434,7 +433,7 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
     if (a)
       s = a->settings;
     else
-      mqr__router_resolve_into(r, cfg->address, &s);
+      mqr_router_resolve_settings(r, cfg->address, &s);
     if (!cfg->auto_create_address || !s.auto_create_addresses) {
       if (a == NULL)
         return mqr_error_set(err, MQR_ENOADDR, "queue '%.*s': address '%.*s' does not exist", (int)cfg->name.len,

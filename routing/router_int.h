@@ -74,6 +74,9 @@ typedef struct mqr__settings_entry_s {
 
 static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->hot.flags & MQR_ADDRESS_WILDCARD) != 0; }
 
+/* The longest address or queue name, in bytes. */
+#define MQR__NAME_MAX 65535u
+
 /* Internal topology steps shared by router.c and route.c. */
 int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, mqr_routing_set_t types, uint32_t flags,
                                mqr_address_t **out, mqr_error_t *err);
@@ -81,6 +84,5 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
                              mqr_error_t *err);
 /* Unlinks and frees an address that has no queues (no allocation). */
 void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a);
-void mqr__router_resolve_into(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out);
 
 #endif

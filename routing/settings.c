@@ -46,7 +46,7 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   out->set |= take;
 }
 
-void mqr__router_resolve_into(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
+void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
   memset(out, 0, sizeof *out);
   for (uint32_t i = 0; i < r->n_settings && out->set != MQR_SET_ALL; i++) {
     const mqr__settings_entry_t *e = r->settings[i];
@@ -59,15 +59,11 @@ void mqr__router_resolve_into(const mqr_router_t *r, mqr_str_t name, mqr_address
   out->set = from_entries;
 }
 
-void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
-  mqr__router_resolve_into(r, name, out);
-}
-
 static void resolve_all(mqr_router_t *r) {
   mqr__slot_t *s = r->addresses.slots;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a) mqr__router_resolve_into(r, a->hot.name, &a->settings);
+    if (a) mqr_router_resolve_settings(r, a->hot.name, &a->settings);
   }
 }
 

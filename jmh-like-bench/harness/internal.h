@@ -38,7 +38,7 @@ struct mqr_bench_result_s {
   char unit[16];
   double *samples; /* measurement iterations (per-call times in sample mode), all forks */
   int *fork_of;    /* the fork of each sample */
-  size_t n_samples, cap_samples, n_fork_of;
+  size_t n_samples, cap_samples;
   double *alloc; /* B/op per measurement iteration */
   size_t n_alloc, cap_alloc;
   bool alloc_unavailable;

@@ -180,12 +180,13 @@ static void push_double(double **arr, size_t *n, size_t *cap, double v) {
 }
 
 void mqr__bench_add_sample(mqr_bench_result_t *r, int fork, double v) {
-  push_double(&r->samples, &r->n_samples, &r->cap_samples, v);
-  if (r->n_fork_of < r->n_samples) {
+  if (r->n_samples == r->cap_samples) {
+    r->cap_samples = r->cap_samples ? r->cap_samples * 2 : 64;
+    r->samples = realloc(r->samples, r->cap_samples * sizeof *r->samples);
     r->fork_of = realloc(r->fork_of, r->cap_samples * sizeof *r->fork_of);
-    r->n_fork_of = r->cap_samples;
   }
-  r->fork_of[r->n_samples - 1] = fork;
+  r->fork_of[r->n_samples] = fork;
+  r->samples[r->n_samples++] = v;
 }
 
 void mqr__bench_add_alloc(mqr_bench_result_t *r, double bytes_per_op) {
