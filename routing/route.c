@@ -27,11 +27,13 @@ static inline bool eligible(const mqr_queue_t *q, const void *message) {
 }
 
 /* The most queues a send to a can reach: its MULTICAST array and one ANYCAST queue. */
-static inline uint32_t max_targets(const mqr_address_t *a) { return a->hot.n_multicast + (a->hot.n_anycast ? 1u : 0u); }
+static inline uint32_t max_targets(const mqr_address_t *a) {
+  return a->bind.n_multicast + (a->bind.n_anycast ? 1u : 0u);
+}
 
 /* One ANYCAST queue, round-robin from the cursor: the first eligible queue that has a
  * consumer, else the first eligible one (Artemis BindingsImpl.getNextBinding). */
-static inline mqr_queue_t *pick_anycast(mqr__address_hot_t *h, const void *message) {
+static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, const void *message) {
   uint32_t n = h->n_anycast;
   if (n == 0) return NULL;
   uint32_t start = h->cursor < n ? h->cursor : 0, chosen = UINT32_MAX, fallback = UINT32_MAX;
@@ -52,7 +54,7 @@ static inline mqr_queue_t *pick_anycast(mqr__address_hot_t *h, const void *messa
 
 /* Fills res->queues with the targets of a send of type t (or NONE: both) to a. */
 static inline uint32_t select_targets(mqr_address_t *a, int t, const void *message, mqr_queue_t **out) {
-  mqr__address_hot_t *h = &a->hot;
+  mqr__address_bind_t *h = &a->bind;
   uint32_t n = 0;
   if (t != MQR_ANYCAST) {
     for (uint32_t i = 0; i < h->n_multicast; i++)
@@ -91,7 +93,7 @@ static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, i
  * drop silently). */
 static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_error_t *err) {
   mqr_str_t name = a->hot.name;
-  if (!a->settings.auto_create_addresses) {
+  if (!a->bind.cold->settings.auto_create_addresses) {
     char what[96];
     snprintf(what, sizeof what, "does not exist for routing type %s (auto-create-addresses is off)",
              mqr_routing_type_name(t));
@@ -114,7 +116,7 @@ static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int 
                          a->hot.name.ptr);
   *out = q;
   if (q) return 0;
-  if (!a->settings.auto_create_queues)
+  if (!a->bind.cold->settings.auto_create_queues)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)",
                          (int)qname.len, qname.ptr, (int)a->hot.name.len, a->hot.name.ptr);
   if (qname.len > MQR__NAME_MAX)
@@ -122,7 +124,7 @@ static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int 
   int type = t;
   if (type == MQR_ROUTING_NONE)
     type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
-                                                         : (int)a->settings.default_queue_routing_type;
+                                                         : (int)a->bind.cold->settings.default_queue_routing_type;
   *make_type = type;
   return 0;
 }
@@ -198,16 +200,16 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, make_type) &&
         (rc = auto_add_type(a, make_type, res, err)) != 0)
       goto undo;
-  } else if (t == MQR_ANYCAST && a->hot.n_anycast == 0 && a->settings.auto_create_queues &&
+  } else if (t == MQR_ANYCAST && a->bind.n_anycast == 0 && a->bind.cold->settings.auto_create_queues &&
              mqr_router_find_queue(r, name) == NULL) {
     make_type = MQR_ANYCAST;
   }
 
   /* Room first, so that a refused send changes nothing. */
   mqr_address_t *dla = NULL;
-  uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST && a->hot.n_anycast == 0 ? 1 : 0);
-  if (a->settings.send_to_dla_on_no_route && a->settings.dead_letter_address.len) {
-    dla = mqr_router_find_address(r, a->settings.dead_letter_address);
+  uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST && a->bind.n_anycast == 0 ? 1 : 0);
+  if (a->bind.cold->settings.send_to_dla_on_no_route && a->bind.cold->settings.dead_letter_address.len) {
+    dla = mqr_router_find_address(r, a->bind.cold->settings.dead_letter_address);
     if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
     if (dla && max_targets(dla) > needed) needed = max_targets(dla);
   }
@@ -217,9 +219,9 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
                        name.ptr, needed, res->capacity);
     goto undo;
   }
-  bool check_dup = req->duplicate_id.len && a->settings.id_cache_size > 0;
-  if (check_dup && a->hot.dups == NULL &&
-      (a->hot.dups = mqr__dupcache_create((uint32_t)a->settings.id_cache_size)) == NULL) {
+  bool check_dup = req->duplicate_id.len && a->bind.cold->settings.id_cache_size > 0;
+  if (check_dup && a->bind.dups == NULL &&
+      (a->bind.dups = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size)) == NULL) {
     rc = mqr_error_set(err, MQR_ENOMEM, "out of memory creating the duplicate-id cache of '%.*s'", (int)name.len,
                        name.ptr);
     goto undo;
@@ -233,7 +235,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
 
   res->address = a;
-  if (check_dup && mqr__dupcache_check_add(a->hot.dups, req->duplicate_id)) {
+  if (check_dup && mqr__dupcache_check_add(a->bind.dups, req->duplicate_id)) {
     res->status = MQR_ROUTE_DUPLICATE_ID;
     return 0;
   }
@@ -243,15 +245,15 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   else
     n = select_targets(a, t, req->message, res->queues);
   if (n) {
-    a->hot.routed++;
+    a->bind.routed++;
     count_routed(res->queues, n);
     res->count = n;
     res->status = MQR_ROUTE_OK;
     return 0;
   }
-  a->unrouted++;
+  a->bind.cold->unrouted++;
   if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, req->message, res->queues)) != 0) {
-    dla->hot.routed++;
+    dla->bind.routed++;
     count_routed(res->queues, n);
     res->count = n;
     res->address = dla;

@@ -15,19 +15,24 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   memset(r, 0, sizeof *r);
   r->wildcard = w;
   /* Both kinds of object keep their name's bytes right after the struct. */
-  mqr__table_init(&r->addresses, offsetof(mqr_address_t, hot.name), sizeof(mqr_address_t));
+  mqr__table_init(&r->addresses, offsetof(mqr_address_t, hot.name), MQR__ADDRESS_NAME_OFF);
+  mqr__cellpool_init(&r->cells);
   mqr__table_init(&r->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
   return 0;
 }
 
 static void free_queue(mqr_queue_t *q) { mqr_free(q); }
 
-static void free_address(mqr_address_t *a) {
-  mqr_free(a->hot.anycast);
-  mqr_free(a->hot.multicast);
-  mqr_free(a->own);
-  mqr__dupcache_destroy(a->hot.dups);
-  mqr_free(a->block);
+static void free_address(mqr_router_t *r, mqr_address_t *a) {
+  mqr_free(a->bind.anycast);
+  mqr_free(a->bind.multicast);
+  mqr_free(a->bind.cold->own);
+  mqr__dupcache_destroy(a->bind.dups);
+  if (a->bind.cold->block)
+    mqr_free(a->bind.cold->block);
+  else
+    mqr__cellpool_put(&r->cells, a);
+  mqr_free(a->bind.cold);
 }
 
 void mqr_router_close(mqr_router_t *r) {
@@ -35,11 +40,12 @@ void mqr_router_close(mqr_router_t *r) {
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
     if (a == NULL) continue;
-    for (uint32_t k = 0; k < a->n_own; k++) free_queue(a->own[k]);
-    free_address(a);
+    for (uint32_t k = 0; k < a->bind.cold->n_own; k++) free_queue(a->bind.cold->own[k]);
+    free_address(r, a);
   }
   mqr__table_free(&r->addresses);
   mqr__table_free(&r->queues);
+  mqr__cellpool_free(&r->cells);
   mqr_free(r->wildcards);
   for (uint32_t i = 0; i < r->n_settings; i++) mqr_free(r->settings[i]);
   mqr_free(r->settings);
@@ -52,19 +58,21 @@ mqr_str_t mqr_address_name(const mqr_address_t *a) { return a->hot.name; }
 mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a) { return a->hot.info.types; }
 int mqr_address_default_routing_type(const mqr_address_t *a) { return a->hot.info.default_type; }
 uint32_t mqr_address_flags(const mqr_address_t *a) { return a->hot.flags; }
-uint64_t mqr_address_routed(const mqr_address_t *a) { return a->hot.routed; }
-uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->unrouted; }
-uint32_t mqr_address_queue_count(const mqr_address_t *a) { return a->n_own; }
-mqr_queue_t *mqr_address_queue(const mqr_address_t *a, uint32_t i) { return i < a->n_own ? a->own[i] : NULL; }
-const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a) { return &a->settings; }
+uint64_t mqr_address_routed(const mqr_address_t *a) { return a->bind.routed; }
+uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->bind.cold->unrouted; }
+uint32_t mqr_address_queue_count(const mqr_address_t *a) { return a->bind.cold->n_own; }
+mqr_queue_t *mqr_address_queue(const mqr_address_t *a, uint32_t i) {
+  return i < a->bind.cold->n_own ? a->bind.cold->own[i] : NULL;
+}
+const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a) { return &a->bind.cold->settings; }
 
 uint32_t mqr_address_binding_count(const mqr_address_t *a, mqr_routing_type_t t) {
-  return t == MQR_ANYCAST ? a->hot.n_anycast : t == MQR_MULTICAST ? a->hot.n_multicast : 0;
+  return t == MQR_ANYCAST ? a->bind.n_anycast : t == MQR_MULTICAST ? a->bind.n_multicast : 0;
 }
 
 mqr_queue_t *mqr_address_binding(const mqr_address_t *a, mqr_routing_type_t t, uint32_t i) {
   if (i >= mqr_address_binding_count(a, t)) return NULL;
-  return t == MQR_ANYCAST ? a->hot.anycast[i] : a->hot.multicast[i];
+  return t == MQR_ANYCAST ? a->bind.anycast[i] : a->bind.multicast[i];
 }
 
 mqr_str_t mqr_queue_name(const mqr_queue_t *q) { return q->name; }
@@ -130,9 +138,9 @@ typedef struct {
 /* Appends q's of `from` (skipping those being removed) plus `adding` if it belongs to
  * `from`, to the arrays (or only counts them when the arrays are NULL). */
 static void collect(const mqr_address_t *from, const mqr_queue_t *adding, stage_t *st) {
-  for (uint32_t i = 0; i <= from->n_own; i++) {
-    mqr_queue_t *q =
-        i < from->n_own ? from->own[i] : (adding && adding->address == from ? (mqr_queue_t *)adding : NULL);
+  for (uint32_t i = 0; i <= from->bind.cold->n_own; i++) {
+    mqr_queue_t *q = i < from->bind.cold->n_own ? from->bind.cold->own[i]
+                                                : (adding && adding->address == from ? (mqr_queue_t *)adding : NULL);
     if (q == NULL || q->removing) continue;
     if (q->type == MQR_ANYCAST) {
       if (st->any) st->any[st->n_any] = q;
@@ -150,7 +158,7 @@ static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr
   mqr_str_t name = a->hot.name;
   for (uint32_t w = 0; w < r->n_wildcards; w++) {
     const mqr_address_t *wa = r->wildcards[w];
-    if (wa->n_own == 0 && !(adding && adding->address == wa)) continue;
+    if (wa->bind.cold->n_own == 0 && !(adding && adding->address == wa)) continue;
     if (mqr_wildcard_match(&r->wildcard, wa->hot.name, name)) collect(wa, adding, st);
   }
 }
@@ -185,7 +193,7 @@ static void plan_abort(plan_t *p) {
 static void plan_commit(plan_t *p) {
   for (uint32_t i = 0; i < p->n; i++) {
     stage_t *st = &p->items[i];
-    mqr__address_hot_t *h = &st->a->hot;
+    mqr__address_bind_t *h = &st->a->bind;
     mqr_free(h->anycast);
     mqr_free(h->multicast);
     h->anycast = st->any;
@@ -254,31 +262,48 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
     r->wildcards = p;
     r->cap_wildcards = ncap;
   }
-  /* The hot line at a 128-byte boundary, so that it and the name's line are one pair. */
-  const size_t hot_off = offsetof(mqr_address_t, hot);
-  void *block = mqr_malloc(sizeof(mqr_address_t) + 127 + name.len + 1);
-  if (block == NULL) goto nomem;
-  mqr_address_t *a = (mqr_address_t *)((((uintptr_t)block + hot_off + 127) & ~(uintptr_t)127) - hot_off);
-  memset(a, 0, sizeof *a);
-  a->block = block;
-  char *nm = (char *)(a + 1);
+  /* The hot block at a 128-byte boundary: a pool cell when the name fits in it. */
+  bool pooled = name.len <= MQR__POOLED_NAME_MAX;
+  if (pooled && mqr__cellpool_reserve(&r->cells) != 0) goto nomem;
+  mqr__address_cold_t *cold = mqr_calloc(1, sizeof *cold);
+  if (cold == NULL) goto nomem;
+  void *block = NULL;
+  mqr_address_t *a;
+  if (pooled) {
+    a = mqr__cellpool_get(&r->cells);
+  } else {
+    block = mqr_malloc(MQR__ADDRESS_NAME_OFF + name.len + 1 + MQR__CELL_SIZE - 1);
+    if (block == NULL) {
+      mqr_free(cold);
+      goto nomem;
+    }
+    a = (mqr_address_t *)(((uintptr_t)block + MQR__CELL_SIZE - 1) & ~(uintptr_t)(MQR__CELL_SIZE - 1));
+  }
+  memset(a, 0, MQR__ADDRESS_NAME_OFF); /* the padding too: the router dump compares blocks */
+  a->bind.cold = cold;
+  cold->block = block;
+  char *nm = (char *)a + MQR__ADDRESS_NAME_OFF;
   memcpy(nm, name.ptr, name.len);
   nm[name.len] = '\0';
   a->hot.name = mqr_str_n(nm, name.len);
-  a->hash = hash;
+  a->bind.cold->hash = hash;
   a->hot.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
   mqr_address_info_set_types(&a->hot.info, types);
   if (!wildcard) {
     /* A new concrete address picks up the queues of every wildcard address it matches. */
     plan_t p;
     if (plan_for(r, a, NULL, &p) != 0) {
-      mqr_free(block);
+      if (block)
+        mqr_free(block);
+      else
+        mqr__cellpool_put(&r->cells, a);
+      mqr_free(cold);
       goto nomem;
     }
     plan_commit(&p);
   }
-  a->seq = r->next_seq++;
-  mqr_router_resolve_settings(r, name, &a->settings);
+  a->bind.cold->seq = r->next_seq++;
+  mqr_router_resolve_settings(r, name, &a->bind.cold->settings);
   mqr__table_insert(&r->addresses, hash, a);
   if (wildcard) r->wildcards[r->n_wildcards++] = a;
   if (out) *out = a;
@@ -301,10 +326,11 @@ int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t ty
 static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
   mqr__table_remove(&r->queues, q->hash, q->name.ptr, q->name.len);
   mqr_address_t *a = q->address;
-  for (uint32_t i = 0; i < a->n_own; i++) {
-    if (a->own[i] != q) continue;
-    memmove(a->own + i, a->own + i + 1, (a->n_own - i - 1) * sizeof *a->own);
-    a->n_own--;
+  for (uint32_t i = 0; i < a->bind.cold->n_own; i++) {
+    if (a->bind.cold->own[i] != q) continue;
+    memmove(a->bind.cold->own + i, a->bind.cold->own + i + 1,
+            (a->bind.cold->n_own - i - 1) * sizeof *a->bind.cold->own);
+    a->bind.cold->n_own--;
     break;
   }
 }
@@ -318,27 +344,27 @@ void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
       break;
     }
   }
-  mqr__table_remove(&r->addresses, a->hash, a->hot.name.ptr, a->hot.name.len);
-  free_address(a);
+  mqr__table_remove(&r->addresses, a->bind.cold->hash, a->hot.name.ptr, a->hot.name.len);
+  free_address(r, a);
 }
 
 int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_error_t *err) {
   mqr_address_t *a = mqr_router_find_address(r, name);
   if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)name.len, name.ptr);
-  if (a->n_own && !force)
+  if (a->bind.cold->n_own && !force)
     return mqr_error_set(err, MQR_EADDRHASQUEUES, "address '%.*s' still has %u queue(s)", (int)name.len, name.ptr,
-                         a->n_own);
-  if (a->n_own && mqr__is_wildcard(a)) {
-    for (uint32_t i = 0; i < a->n_own; i++) a->own[i]->removing = true;
+                         a->bind.cold->n_own);
+  if (a->bind.cold->n_own && mqr__is_wildcard(a)) {
+    for (uint32_t i = 0; i < a->bind.cold->n_own; i++) a->bind.cold->own[i]->removing = true;
     plan_t p;
     if (plan_for(r, a, NULL, &p) != 0) {
-      for (uint32_t i = 0; i < a->n_own; i++) a->own[i]->removing = false;
+      for (uint32_t i = 0; i < a->bind.cold->n_own; i++) a->bind.cold->own[i]->removing = false;
       return mqr_error_set(err, MQR_ENOMEM, "out of memory removing address '%.*s'", (int)name.len, name.ptr);
     }
     plan_commit(&p);
   }
-  while (a->n_own) {
-    mqr_queue_t *q = a->own[a->n_own - 1];
+  while (a->bind.cold->n_own) {
+    mqr_queue_t *q = a->bind.cold->own[a->bind.cold->n_own - 1];
     unlink_queue(r, q);
     free_queue(q);
   }
@@ -358,10 +384,11 @@ int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mq
   if (mqr_routing_type_name(t) == NULL) return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
   mqr_address_t *a = mqr_router_find_address(r, address);
   if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)address.len, address.ptr);
-  for (uint32_t i = 0; i < a->n_own; i++)
-    if (a->own[i]->type == t)
+  for (uint32_t i = 0; i < a->bind.cold->n_own; i++)
+    if (a->bind.cold->own[i]->type == t)
       return mqr_error_set(err, MQR_ETYPEINUSE, "address '%.*s' still has %s queue '%.*s'", (int)address.len,
-                           address.ptr, mqr_routing_type_name(t), (int)a->own[i]->name.len, a->own[i]->name.ptr);
+                           address.ptr, mqr_routing_type_name(t), (int)a->bind.cold->own[i]->name.len,
+                           a->bind.cold->own[i]->name.ptr);
   mqr_address_info_remove_type(&a->hot.info, t);
   return 0;
 }
@@ -372,12 +399,12 @@ int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mq
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err) {
   if (mqr__table_reserve(&r->queues) != 0) goto nomem;
-  if (a->n_own == a->cap_own) {
-    uint32_t ncap = a->cap_own ? a->cap_own * 2 : 4;
-    void *p = mqr_realloc(a->own, ncap * sizeof *a->own);
+  if (a->bind.cold->n_own == a->bind.cold->cap_own) {
+    uint32_t ncap = a->bind.cold->cap_own ? a->bind.cold->cap_own * 2 : 4;
+    void *p = mqr_realloc(a->bind.cold->own, ncap * sizeof *a->bind.cold->own);
     if (p == NULL) goto nomem;
-    a->own = p;
-    a->cap_own = ncap;
+    a->bind.cold->own = p;
+    a->bind.cold->cap_own = ncap;
   }
   mqr_queue_t *q = mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + 2);
   if (q == NULL) goto nomem;
@@ -405,7 +432,7 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   }
   plan_commit(&p);
   q->seq = r->next_seq++;
-  a->own[a->n_own++] = q;
+  a->bind.cold->own[a->bind.cold->n_own++] = q;
   mqr__table_insert(&r->queues, q->hash, q);
   if (out) *out = q;
   return 0;
@@ -431,7 +458,7 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
   mqr_address_settings_t s;
   if (a == NULL || !mqr_routing_set_contains(a->hot.info.types, cfg->routing_type)) {
     if (a)
-      s = a->settings;
+      s = a->bind.cold->settings;
     else
       mqr_router_resolve_settings(r, cfg->address, &s);
     if (!cfg->auto_create_address || !s.auto_create_addresses) {
@@ -484,7 +511,7 @@ int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_error_t *err) {
 
 static int by_seq(const void *x, const void *y) {
   const mqr_address_t *a = *(mqr_address_t *const *)x, *b = *(mqr_address_t *const *)y;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
+  return a->bind.cold->seq < b->bind.cold->seq ? -1 : a->bind.cold->seq > b->bind.cold->seq;
 }
 
 int mqr_router_foreach_address(const mqr_router_t *r, mqr_address_cb cb, void *arg) {

@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stdalign.h>
 
+#include "cellpool.h"
 #include "dupcache.h"
 #include "mqr/routing.h"
 #include "table.h"
@@ -31,41 +32,58 @@ struct mqr_queue_s {
   mqr_str_t filter_text;
 };
 
-/* The part of an address that a send reads, in one cache line. The name (the table key)
- * comes first, so that a lookup's key check and the send that follows touch this line
- * and the name bytes, which follow it in the next line of the same 128-byte pair. */
+/* An address is one 128-byte block, two cache lines that the L2 spatial prefetcher
+ * fetches as a pair:
+ *
+ *   bind line  what a send walks once it has the address: the binding arrays, the
+ *              round-robin cursor, the counters, the cold pointer
+ *   key line   what a lookup reads: the name's view, the routing-type set and flags,
+ *              then the name's bytes; a name of up to MQR__POOLED_NAME_MAX bytes lies
+ *              wholly in this line, so finding an address and testing its routing type
+ *              reads one line of it
+ *
+ * Blocks with such names are cells of the router's pool (routing/cellpool.h), side by
+ * side in 64 KiB chunks; an address with a longer name has a block of its own, its bytes
+ * running on past the key line. The cold part is a separate allocation that only
+ * topology changes and the rare send paths (no route, auto-create, duplicate ids) read. */
 typedef struct {
-  mqr_str_t name;
   mqr_queue_t **anycast;   /* ANYCAST binding array: own queues, then wildcard ones */
   mqr_queue_t **multicast; /* MULTICAST binding array, same order */
   uint32_t n_anycast;
   uint32_t n_multicast;
   uint32_t cursor; /* round-robin position in anycast[] */
+  uint64_t routed;
+  mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
+  struct mqr__address_cold_s *cold;
+} mqr__address_bind_t;
+
+typedef struct {
+  mqr_str_t name; /* the table key; its bytes follow this struct */
   mqr_address_info_t info;
   uint8_t flags;
   uint8_t spare;
-  uint64_t routed;
-  mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
-} mqr__address_hot_t;
+} mqr__address_key_t;
 
-static_assert(sizeof(mqr__address_hot_t) == 64, "the hot part of an address is one cache line");
-
-/* Layout of an address block: [cold][hot line][name bytes]. The block is aligned so that
- * the hot line starts a 128-byte pair, the name bytes filling its second line. */
-struct mqr_address_s {
-  /* Cold: topology and settings. */
+/* What a send does not read: topology, counters of the exceptional paths, settings. */
+typedef struct mqr__address_cold_s {
   uint64_t hash;
   uint64_t seq;
   uint64_t unrouted;
-  void *block;       /* what the allocator returned; the struct is aligned inside it */
+  void *block;       /* the block's own allocation; NULL when it is a pool cell */
   mqr_queue_t **own; /* this address's queues, in creation order */
   uint32_t n_own, cap_own;
   mqr_address_settings_t settings; /* merged; dead_letter_address borrows a settings entry */
-  alignas(64) mqr__address_hot_t hot;
+} mqr__address_cold_t;
+
+struct mqr_address_s {
+  alignas(64) mqr__address_bind_t bind;
+  alignas(64) mqr__address_key_t hot;
 };
 
-static_assert(offsetof(struct mqr_address_s, hot) + sizeof(mqr__address_hot_t) == sizeof(struct mqr_address_s),
-              "the name bytes follow the hot line");
+static_assert(sizeof(mqr__address_bind_t) <= 64, "the bind part of an address is one cache line");
+static_assert(offsetof(struct mqr_address_s, hot) == 64, "the key line is the block's second line");
+#define MQR__ADDRESS_NAME_OFF (offsetof(struct mqr_address_s, hot) + sizeof(mqr__address_key_t))
+#define MQR__POOLED_NAME_MAX (MQR__CELL_SIZE - MQR__ADDRESS_NAME_OFF - 1)
 
 typedef struct mqr__settings_entry_s {
   mqr_str_t match; /* bytes follow the struct, then the dead-letter address */

@@ -346,6 +346,13 @@ typedef struct {
   uint32_t key_off, bytes_off;
 } mqr__table_t;
 
+/* Private: a pool of 128-byte cells (routing/cellpool.h). */
+typedef struct {
+  void *free_list;
+  void **chunks;
+  uint32_t n_chunks, cap_chunks;
+} mqr__cellpool_t;
+
 /* A router: addresses, queues, wildcard bindings and address settings. Initialise on
  * caller storage; every field is private. */
 typedef struct {
@@ -356,7 +363,8 @@ typedef struct {
   uint32_t n_wildcards, cap_wildcards;
   struct mqr__settings_entry_s **settings; /* sorted most specific first */
   uint32_t n_settings, cap_settings;
-  uint64_t next_seq; /* creation order of addresses and queues */
+  uint64_t next_seq;     /* creation order of addresses and queues */
+  mqr__cellpool_t cells; /* the addresses' hot blocks */
 } mqr_router_t;
 
 /* Initialises r with wildcard syntax wc (NULL: the default). Allocates nothing.
