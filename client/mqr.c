@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "commands.h"
 #include "mqr/mqr.h"
 
 #define MAX_DIAGS 64
@@ -17,6 +18,9 @@ static const char usage_text[] =
     "       mqr config show [FILE]\n"
     "       mqr route [--config FILE] [--listener NAME] [--routing-type T] [--dup-id ID]\n"
     "                 [--count N] [--json] ADDRESS\n"
+    "       mqr schema canonical FILE | mqr schema fingerprint FILE\n"
+    "       mqr avro encode --schema FILE [--single-object]   (JSON lines on stdin)\n"
+    "       mqr avro decode --schema FILE [--single-object]   (binary on stdin)\n"
     "       mqr --version | --help\n"
     "\n"
     "FILE defaults to the embedded conf/mqr.yaml. `mqr route` prints one line per send:\n"
@@ -314,6 +318,8 @@ int main(int argc, char **argv) {
     return usage(stderr, 2);
   }
   if (!strcmp(cmd, "route")) return cmd_route(argc - 1, argv + 1);
+  if (!strcmp(cmd, "schema")) return mqr_cmd_schema(argc - 1, argv + 1);
+  if (!strcmp(cmd, "avro")) return mqr_cmd_avro(argc - 1, argv + 1);
   fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
   return usage(stderr, 2);
 }

@@ -8,6 +8,7 @@ packages=(
   libuv1-dev libcmocka-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev
   clang libclang-rt-14-dev clang-format valgrind
   python3 gnuplot-nox
+  libavro-dev python3-avro
 )
 
 missing=()

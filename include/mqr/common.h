@@ -44,13 +44,19 @@ extern "C" {
   XX(ESYNTAX, -20, "syntax error")                                                                                     \
   XX(ENAMETOOLONG, -21, "name too long")                                                                               \
   XX(EQUEUEADDR, -22, "queue belongs to another address")                                                              \
-  XX(ERANGE, -23, "value out of range")
+  XX(ERANGE, -23, "value out of range")                                                                                \
+  XX(ESCHEMA, -24, "invalid Avro schema")                                                                              \
+  XX(EBADDATA, -25, "malformed encoded data")                                                                          \
+  XX(ETRUNCATED, -26, "input ends too soon")                                                                           \
+  XX(EINCOMPATIBLE, -27, "writer and reader schemas are incompatible")                                                 \
+  XX(ELIMIT, -28, "input exceeds a limit")                                                                             \
+  XX(ENOTFOUND, -29, "not found")
 
 typedef enum {
 #define MQR__ERR_ENUM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR__ERR_ENUM)
 #undef MQR__ERR_ENUM
-      MQR_ERRNO_LAST = -24
+      MQR_ERRNO_LAST = -30
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

@@ -2,6 +2,7 @@
 #ifndef MQR_H
 #define MQR_H
 
+#include "mqr/codec.h"
 #include "mqr/common.h"
 #include "mqr/config.h"
 #include "mqr/routing.h"
