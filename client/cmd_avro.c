@@ -87,9 +87,12 @@ typedef struct {
 
 static int parse_opts(int argc, char **argv, avro_opts_t *o) {
   for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--schema") && i + 1 < argc) o->schema = argv[++i];
-    else if (!strcmp(argv[i], "--single-object")) o->single_object = true;
-    else return -1;
+    if (!strcmp(argv[i], "--schema") && i + 1 < argc)
+      o->schema = argv[++i];
+    else if (!strcmp(argv[i], "--single-object"))
+      o->single_object = true;
+    else
+      return -1;
   }
   return o->schema ? 0 : -1;
 }
@@ -161,8 +164,8 @@ static int decode_stream(const mqr_avro_schema_t *s, bool single) {
       uint64_t got = 0;
       for (int i = 0; i < 8; i++) got |= (uint64_t)in[pos + 2 + i] << (8 * i);
       if (got != fp) {
-        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: fingerprint %016llx is not the schema's %016llx\n", k,
-                pos, (unsigned long long)got, (unsigned long long)fp);
+        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: fingerprint %016llx is not the schema's %016llx\n", k, pos,
+                (unsigned long long)got, (unsigned long long)fp);
         rc = 1;
         break;
       }

@@ -155,10 +155,14 @@ static bool utf8_ok(const uint8_t *p, size_t n) {
     }
     size_t k;
     uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) k = 1, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) k = 2, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) k = 3, cp = c & 0x07, min = 0x10000;
-    else return false;
+    if (c >= 0xC2 && c <= 0xDF)
+      k = 1, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+      k = 2, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+      k = 3, cp = c & 0x07, min = 0x10000;
+    else
+      return false;
     if (n - i <= k) return false;
     for (size_t j = 1; j <= k; j++) {
       if ((p[i + j] & 0xC0) != 0x80) return false;
@@ -374,10 +378,14 @@ static int encode_number(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t 
   default: {
     double d = v->d;
     if (v->kind == MQR__JSON_STRING) { /* "NaN", "Infinity", "-Infinity" as strings */
-      if (mqr__json_is_str(v, "NaN")) d = NAN;
-      else if (mqr__json_is_str(v, "Infinity")) d = INFINITY;
-      else if (mqr__json_is_str(v, "-Infinity")) d = -INFINITY;
-      else return mismatch(e, v, "expected a number, found a string");
+      if (mqr__json_is_str(v, "NaN"))
+        d = NAN;
+      else if (mqr__json_is_str(v, "Infinity"))
+        d = INFINITY;
+      else if (mqr__json_is_str(v, "-Infinity"))
+        d = -INFINITY;
+      else
+        return mismatch(e, v, "expected a number, found a string");
     } else if (v->is_int) {
       d = (double)v->i; /* exact for the integers a double holds */
     }
@@ -432,7 +440,8 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
     if (v->kind != MQR__JSON_NULL) return mismatch(e, v, "expected null, found %s", mqr__json_kind_name(v->kind));
     return 0;
   case MQR_AVRO_BOOLEAN:
-    if (v->kind != MQR__JSON_BOOL) return mismatch(e, v, "expected true or false, found %s", mqr__json_kind_name(v->kind));
+    if (v->kind != MQR__JSON_BOOL)
+      return mismatch(e, v, "expected true or false, found %s", mqr__json_kind_name(v->kind));
     if ((rc = mqr_avro_buf_reserve(e->o, 1)) != 0) return rc;
     e->o->data[e->o->len++] = v->boolean;
     return 0;
@@ -463,7 +472,8 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
     return 0;
   }
   case MQR_AVRO_ENUM: {
-    if (v->kind != MQR__JSON_STRING) return mismatch(e, v, "expected an enum symbol, found %s", mqr__json_kind_name(v->kind));
+    if (v->kind != MQR__JSON_STRING)
+      return mismatch(e, v, "expected an enum symbol, found %s", mqr__json_kind_name(v->kind));
     int32_t ord = mqr__avro_enum_ordinal(n, v->str.ptr, v->str.len);
     if (ord < 0)
       return mismatch(e, v, "'%.*s' is not a symbol of %.*s", (int)v->str.len, v->str.ptr, (int)n->fullname.len,
@@ -471,14 +481,16 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
     return put_varint(e, mqr__zigzag32(ord));
   }
   case MQR_AVRO_RECORD: {
-    if (v->kind != MQR__JSON_OBJECT) return mismatch(e, v, "expected an object, found %s", mqr__json_kind_name(v->kind));
+    if (v->kind != MQR__JSON_OBJECT)
+      return mismatch(e, v, "expected an object, found %s", mqr__json_kind_name(v->kind));
     uint32_t matched = 0;
     for (uint32_t i = 0; i < n->n; i++) {
       const mqr__avro_field_t *f = &n->fields[i];
       const mqr__json_t *fv = NULL;
       for (uint32_t k = 0; k < v->n; k++)
         if (mqr_str_eq(v->members[k].key, f->name)) fv = v->members[k].value;
-      if (fv) matched++;
+      if (fv)
+        matched++;
       else if ((fv = f->def) == NULL)
         return mismatch(e, v, "field '%.*s' is missing and has no default", (int)f->name.len, f->name.ptr);
       size_t mark = epush(e, e->plen ? ".%.*s" : "%.*s", f->name.ptr, f->name.len, 0);

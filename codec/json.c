@@ -13,7 +13,8 @@ typedef struct {
 static uint32_t column_of(const parser_t *ps, const char *at) { return (uint32_t)(at - ps->line_start) + 1; }
 
 static int fail(parser_t *ps, const char *at, const char *what) {
-  if (at >= ps->end) return mqr_error_set_at(ps->err, MQR_ESYNTAX, NULL, ps->line, column_of(ps, at), "JSON: %s at end of input", what);
+  if (at >= ps->end)
+    return mqr_error_set_at(ps->err, MQR_ESYNTAX, NULL, ps->line, column_of(ps, at), "JSON: %s at end of input", what);
   return mqr_error_set_at(ps->err, MQR_ESYNTAX, NULL, ps->line, column_of(ps, at), "JSON: %s", what);
 }
 
@@ -48,10 +49,14 @@ static int hex4(const char *p, uint32_t *out) {
   for (int i = 0; i < 4; i++) {
     char c = p[i];
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
-    else return -1;
+    if (c >= '0' && c <= '9')
+      v |= (uint32_t)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= (uint32_t)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= (uint32_t)(c - 'A' + 10);
+    else
+      return -1;
   }
   *out = v;
   return 0;
@@ -334,8 +339,8 @@ out:
 static int parse_value(parser_t *ps, mqr__json_t **out, int depth) {
   skip_ws(ps);
   if (depth > MQR__JSON_DEPTH)
-    return mqr_error_set_at(ps->err, MQR_ELIMIT, NULL, ps->line, column_of(ps, ps->p),
-                            "JSON: nesting deeper than %d", MQR__JSON_DEPTH);
+    return mqr_error_set_at(ps->err, MQR_ELIMIT, NULL, ps->line, column_of(ps, ps->p), "JSON: nesting deeper than %d",
+                            MQR__JSON_DEPTH);
   if (ps->p >= ps->end) return fail(ps, ps->p, "expected a value");
   const char *at = ps->p;
   char c = *at;

@@ -36,9 +36,9 @@ struct mqr__json_s {
   uint32_t line, column;
   int64_t i;
   double d;
-  mqr_str_t str;         /* string value, or a number's text */
-  uint32_t n;            /* items or members */
-  mqr__json_t **items;   /* array */
+  mqr_str_t str;               /* string value, or a number's text */
+  uint32_t n;                  /* items or members */
+  mqr__json_t **items;         /* array */
   mqr__json_member_t *members; /* object */
 };
 

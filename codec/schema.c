@@ -159,7 +159,8 @@ static int get_string(ctx_t *c, const mqr__json_t *obj, const char *key, bool re
     *out = mqr_str_n("", 0);
     return 0;
   }
-  if (v->kind != MQR__JSON_STRING) return bad(c, v, "\"%s\" must be a string, not %s", key, mqr__json_kind_name(v->kind));
+  if (v->kind != MQR__JSON_STRING)
+    return bad(c, v, "\"%s\" must be a string, not %s", key, mqr__json_kind_name(v->kind));
   *out = v->str;
   return 0;
 }
@@ -462,7 +463,9 @@ static bool default_ok(const mqr__avro_node_t *n, const mqr__json_t *v, int dept
   case MQR_AVRO_INT:
     *why = "expected a whole number in the int range";
     return v->kind == MQR__JSON_NUMBER && v->is_int && v->i >= INT32_MIN && v->i <= INT32_MAX;
-  case MQR_AVRO_LONG: *why = "expected a whole number in the long range"; return v->kind == MQR__JSON_NUMBER && v->is_int;
+  case MQR_AVRO_LONG:
+    *why = "expected a whole number in the long range";
+    return v->kind == MQR__JSON_NUMBER && v->is_int;
   case MQR_AVRO_FLOAT:
   case MQR_AVRO_DOUBLE: *why = "expected a number"; return v->kind == MQR__JSON_NUMBER;
   case MQR_AVRO_STRING: *why = "expected a string"; return v->kind == MQR__JSON_STRING;
@@ -534,8 +537,8 @@ static int check_defaults(ctx_t *c) {
       if (f->def && !default_ok(f->type, f->def, 0, &why)) {
         c->plen = 0;
         c->path[0] = '\0';
-        return bad(c, f->def, "%.*s.%.*s: invalid default: %s", (int)n->fullname.len, n->fullname.ptr,
-                   (int)f->name.len, f->name.ptr, why);
+        return bad(c, f->def, "%.*s.%.*s: invalid default: %s", (int)n->fullname.len, n->fullname.ptr, (int)f->name.len,
+                   f->name.ptr, why);
       }
     }
   }
@@ -772,8 +775,8 @@ uint64_t mqr_avro_crc64(const void *p, size_t n) {
 /* ---- entry points ------------------------------------------------------------------ */
 
 mqr_str_t mqr__avro_branch_name(const mqr__avro_node_t *n) {
-  static const char *const names[] = {"null",   "boolean", "int",  "long", "float", "double", "bytes",
-                                      "string", "record",  "enum", "array", "map",  "union", "fixed"};
+  static const char *const names[] = {"null",   "boolean", "int",  "long",  "float", "double", "bytes",
+                                      "string", "record",  "enum", "array", "map",   "union",  "fixed"};
   if (n->type == MQR_AVRO_RECORD || n->type == MQR_AVRO_ENUM || n->type == MQR_AVRO_FIXED) return n->fullname;
   return mqr_str(names[n->type]);
 }

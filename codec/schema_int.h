@@ -34,7 +34,7 @@ struct mqr__avro_node_s {
   mqr_str_t *symbols;
   uint32_t *symtab; /* ordinal + 1 per slot, 0 empty; symmask + 1 slots */
   uint32_t symmask;
-  int32_t enum_default; /* ordinal, or -1 */
+  int32_t enum_default;    /* ordinal, or -1 */
   mqr__avro_node_t *items; /* array items, map values */
   mqr__avro_node_t **branches;
   int32_t precision, scale; /* decimal */

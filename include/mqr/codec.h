@@ -128,9 +128,9 @@ MQR_EXTERN int mqr_avro_binary_to_json(const mqr_avro_schema_t *s, const uint8_t
                                        mqr_avro_buf_t *out, mqr_error_t *err);
 
 /* Checks that in[0..len) starts with one valid datum and says how many bytes it took.
- * Errors as mqr_avro_binary_to_json's. */
-MQR_EXTERN int mqr_avro_skip(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used,
-                             mqr_error_t *err);
+ * Errors as mqr_avro_binary_to_json's, but strings are not checked for UTF-8 (as Avro C
+ * and Java's decoders do not): skipping reads no string's bytes. */
+MQR_EXTERN int mqr_avro_skip(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used, mqr_error_t *err);
 
 #ifdef __cplusplus
 }
