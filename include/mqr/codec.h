@@ -132,6 +132,100 @@ MQR_EXTERN int mqr_avro_binary_to_json(const mqr_avro_schema_t *s, const uint8_t
  * and Java's decoders do not): skipping reads no string's bytes. */
 MQR_EXTERN int mqr_avro_skip(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used, mqr_error_t *err);
 
+/* ---------------------------------------------------------------------------------- */
+/* Compiled codecs over C structs                                                       */
+/* ---------------------------------------------------------------------------------- */
+
+/* How a C value is laid out, for binding a struct to a schema. */
+typedef enum {
+  MQR_AVRO_C_NULL,   /* nothing stored */
+  MQR_AVRO_C_BOOL,   /* bool */
+  MQR_AVRO_C_INT32,  /* int32_t: int, or an enum's ordinal */
+  MQR_AVRO_C_INT64,  /* int64_t: long */
+  MQR_AVRO_C_FLOAT,  /* float */
+  MQR_AVRO_C_DOUBLE, /* double */
+  MQR_AVRO_C_STR,    /* mqr_str_t: string or bytes */
+  MQR_AVRO_C_FIXED,  /* uint8_t[size], inline */
+  MQR_AVRO_C_RECORD, /* a struct, inline, described by fields */
+  MQR_AVRO_C_ARRAY,  /* mqr_avro_array_t of items */
+  MQR_AVRO_C_MAP,    /* mqr_avro_map_t of values */
+  MQR_AVRO_C_UNION,  /* int32_t branch at offset 0, the branch's value at payload_off */
+} mqr_avro_ckind_t;
+
+/* An array in C: count items of the item type's size, back to back. */
+typedef struct {
+  void *items;
+  size_t count;
+} mqr_avro_array_t;
+
+/* A map in C: count keys and count values, in the same order. */
+typedef struct {
+  mqr_str_t *keys;
+  void *values;
+  size_t count;
+} mqr_avro_map_t;
+
+typedef struct mqr_avro_ctype_s mqr_avro_ctype_t;
+
+/* A record field in C: the Avro field it binds by name, where it is, what it is. */
+typedef struct {
+  const char *name;
+  size_t offset;
+  const mqr_avro_ctype_t *type;
+} mqr_avro_cfield_t;
+
+struct mqr_avro_ctype_s {
+  mqr_avro_ckind_t kind;
+  size_t size;                     /* sizeof the C value: the stride of an array of them */
+  const mqr_avro_cfield_t *fields; /* RECORD */
+  size_t n_fields;
+  const mqr_avro_ctype_t *items;           /* ARRAY items, MAP values */
+  const mqr_avro_ctype_t *const *branches; /* UNION, in the schema's branch order; NULL for null */
+  size_t n_branches;
+  size_t payload_off; /* UNION: where the branch's value is */
+};
+
+/* The scalar C types, for use in descriptions. */
+MQR_EXTERN extern const mqr_avro_ctype_t mqr_avro_c_null, mqr_avro_c_bool, mqr_avro_c_int32, mqr_avro_c_int64,
+    mqr_avro_c_float, mqr_avro_c_double, mqr_avro_c_str;
+
+/* Memory that decoding puts arrays and maps in: a bump allocator over caller storage.
+ * Reset it (used = 0) between datums to reuse it. */
+typedef struct {
+  uint8_t *base;
+  size_t cap;
+  size_t used;
+} mqr_avro_arena_t;
+
+typedef struct mqr_avro_codec_s mqr_avro_codec_t;
+
+/* Compiles a codec that encodes C values described by ctype with schema s and decodes
+ * them back. The binding is checked here, once: every C field must name a field of the
+ * record with a compatible type (C_INT32 for int and enum, C_INT64 for long, C_STR for
+ * string and bytes, C_FIXED of the fixed's size, C_UNION with the union's branch count);
+ * a schema field the C struct lacks must have a default, which encoding writes and
+ * decoding skips. The schema must outlive the codec; ctype need not. Errors: MQR_EINVAL
+ * with the path of the mismatch, MQR_ENOMEM. */
+MQR_EXTERN int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *ctype, mqr_avro_codec_t **out,
+                                      mqr_error_t *err);
+
+/* Frees a codec; NULL is accepted. */
+MQR_EXTERN void mqr_avro_codec_destroy(mqr_avro_codec_t *c);
+
+/* Encodes the C value at value, appending to out. No allocation unless out grows.
+ * Errors: MQR_EBADDATA (an enum ordinal or union branch out of range), MQR_ENOSPC (a fixed
+ * buffer: *needed, when not NULL, gets the total size out would need), MQR_ENOMEM. On
+ * error out->len is unchanged. */
+MQR_EXTERN int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                               mqr_error_t *err);
+
+/* Decodes one datum from in[0..len) into the C value at value. Strings and bytes become
+ * views into in (valid while in is); arrays and maps are placed in arena. *used (may be
+ * NULL) gets the bytes read. No heap allocation. Errors: those of mqr_avro_skip, and
+ * MQR_ENOSPC when the arena is full. */
+MQR_EXTERN int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                               mqr_avro_arena_t *arena, mqr_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,371 @@
+/* The compiled codec's encoder and decoder: a walk over a plan with no name lookup, no
+ * allocation (but the output buffer growing, or arrays placed in the caller's arena). */
+#include "plan.h"
+
+#define LD(type, base, off) (*(const type *)((const uint8_t *)(base) + (off)))
+#define ST(type, base, off) (*(type *)((uint8_t *)(base) + (off)))
+
+/* ---- encode ------------------------------------------------------------------------- */
+
+/* Room for n more bytes at *p: the buffer grows (or fails) only on the slow path. */
+#define ROOM(n)                                                                                                        \
+  do {                                                                                                                 \
+    if ((size_t)(end - p) < (size_t)(n)) {                                                                             \
+      o->len = (size_t)(p - o->data);                                                                                  \
+      int rc_ = mqr_avro_buf_reserve(o, (n));                                                                          \
+      if (rc_) return rc_;                                                                                             \
+      p = o->data + o->len;                                                                                            \
+      end = o->data + o->cap;                                                                                          \
+    }                                                                                                                  \
+  } while (0)
+
+static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err, int depth);
+
+static int enc_scalar_array(const mqr__op_t *op, const mqr_avro_array_t *a, mqr_avro_buf_t *o, mqr_error_t *err) {
+  uint8_t *p = o->data + o->len, *end = o->data + o->cap;
+  size_t n = a->count;
+  size_t per = op->code == MQR__OP_FLOAT_ARRAY    ? 4
+               : op->code == MQR__OP_DOUBLE_ARRAY ? 8
+               : op->code == MQR__OP_LONG_ARRAY   ? 10
+                                                  : 5;
+  if (n) {
+    if (n > SIZE_MAX / 16) return mqr_error_set(err, MQR_EINVAL, "array of %zu items", n);
+    ROOM(n * per + 20);
+    p = mqr__put_long(p, (int64_t)n);
+    switch (op->code) {
+    case MQR__OP_INT_ARRAY: {
+      const int32_t *v = a->items;
+      for (size_t i = 0; i < n; i++) p = mqr__put_varint(p, mqr__zigzag32(v[i]));
+      break;
+    }
+    case MQR__OP_ENUM_ARRAY: {
+      const int32_t *v = a->items;
+      uint32_t lim = op->n;
+      if (lim <= 64) { /* every ordinal is one byte */
+        uint32_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+          bad |= (uint32_t)v[i] >= lim;
+          p[i] = (uint8_t)(v[i] << 1);
+        }
+        if (bad) return mqr_error_set(err, MQR_EBADDATA, "an enum ordinal in the array is out of range");
+        p += n;
+      } else {
+        for (size_t i = 0; i < n; i++) {
+          if ((uint32_t)v[i] >= lim) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v[i]);
+          p = mqr__put_varint(p, mqr__zigzag32(v[i]));
+        }
+      }
+      break;
+    }
+    case MQR__OP_LONG_ARRAY: {
+      const int64_t *v = a->items;
+      for (size_t i = 0; i < n; i++) p = mqr__put_varint(p, mqr__zigzag64(v[i]));
+      break;
+    }
+    default: /* little-endian floats: the bytes as they are */
+      memcpy(p, a->items, n * per);
+      p += n * per;
+      break;
+    }
+  } else {
+    ROOM(1);
+  }
+  *p++ = 0;
+  o->len = (size_t)(p - o->data);
+  return 0;
+}
+
+static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err, int depth) {
+  if (depth > MQR_AVRO_MAX_DEPTH)
+    return mqr_error_set(err, MQR_ELIMIT, "value nested deeper than %d", MQR_AVRO_MAX_DEPTH);
+  uint8_t *p = o->data + o->len, *end = o->data + o->cap;
+  const mqr__op_t *op = pl->ops, *last = pl->ops + pl->n;
+  for (; op < last; op++) {
+    switch (op->code) {
+    case MQR__OP_BOOL:
+      ROOM(1);
+      *p++ = LD(bool, base, op->off);
+      break;
+    case MQR__OP_INT:
+      ROOM(5);
+      p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off)));
+      break;
+    case MQR__OP_LONG:
+      ROOM(10);
+      p = mqr__put_varint(p, mqr__zigzag64(LD(int64_t, base, op->off)));
+      break;
+    case MQR__OP_FLOAT:
+      ROOM(4);
+      memcpy(p, base + op->off, 4);
+      p += 4;
+      break;
+    case MQR__OP_DOUBLE:
+      ROOM(8);
+      memcpy(p, base + op->off, 8);
+      p += 8;
+      break;
+    case MQR__OP_STR: {
+      mqr_str_t s = LD(mqr_str_t, base, op->off);
+      ROOM(s.len + 10);
+      if (s.len < 64) {
+        *p++ = (uint8_t)(s.len << 1);
+      } else {
+        p = mqr__put_varint(p, (uint64_t)s.len << 1);
+      }
+      memcpy(p, s.ptr, s.len);
+      p += s.len;
+      break;
+    }
+    case MQR__OP_ENUM: {
+      int32_t v = LD(int32_t, base, op->off);
+      if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
+      ROOM(5);
+      p = mqr__put_varint(p, mqr__zigzag32(v));
+      break;
+    }
+    case MQR__OP_FIXED:
+      ROOM(op->n);
+      memcpy(p, base + op->off, op->n);
+      p += op->n;
+      break;
+    case MQR__OP_DEFAULT:
+      ROOM(op->n);
+      memcpy(p, op->bytes, op->n);
+      p += op->n;
+      break;
+    case MQR__OP_UNION: {
+      int32_t b = LD(int32_t, base, op->off);
+      if ((uint32_t)b >= op->n) return mqr_error_set(err, MQR_EBADDATA, "union branch %d out of range", b);
+      ROOM(5);
+      p = mqr__put_varint(p, mqr__zigzag32(b));
+      if (op->branches[b]) {
+        o->len = (size_t)(p - o->data);
+        int rc = enc(op->branches[b], base, o, err, depth + 1);
+        if (rc) return rc;
+        p = o->data + o->len;
+        end = o->data + o->cap;
+      }
+      break;
+    }
+    case MQR__OP_ARRAY:
+    case MQR__OP_MAP: {
+      bool map = op->code == MQR__OP_MAP;
+      size_t n = map ? LD(mqr_avro_map_t, base, op->off).count : LD(mqr_avro_array_t, base, op->off).count;
+      const uint8_t *items = map ? LD(mqr_avro_map_t, base, op->off).values : LD(mqr_avro_array_t, base, op->off).items;
+      const mqr_str_t *keys = map ? LD(mqr_avro_map_t, base, op->off).keys : NULL;
+      ROOM(10);
+      if (n) p = mqr__put_long(p, (int64_t)n);
+      o->len = (size_t)(p - o->data);
+      for (size_t i = 0; i < n; i++) {
+        if (map) {
+          int rc = mqr_avro_buf_reserve(o, keys[i].len + 10);
+          if (rc) return rc;
+          p = mqr__put_long(o->data + o->len, (int64_t)keys[i].len);
+          memcpy(p, keys[i].ptr, keys[i].len);
+          o->len = (size_t)(p - o->data) + keys[i].len;
+        }
+        int rc = enc(op->sub, items + i * op->size, o, err, depth + 1);
+        if (rc) return rc;
+      }
+      p = o->data + o->len;
+      end = o->data + o->cap;
+      ROOM(1);
+      *p++ = 0;
+      break;
+    }
+    default: {
+      o->len = (size_t)(p - o->data);
+      int rc = enc_scalar_array(op, &LD(mqr_avro_array_t, base, op->off), o, err);
+      if (rc) return rc;
+      p = o->data + o->len;
+      end = o->data + o->cap;
+      break;
+    }
+    }
+  }
+  o->len = (size_t)(p - o->data);
+  return 0;
+}
+
+int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                    mqr_error_t *err) {
+  size_t mark = out->len;
+  int rc = enc(c->root, value, out, err, 0);
+  if (rc == 0) return 0;
+  out->len = mark;
+  if (rc == MQR_ENOSPC) {
+    /* The error path alone: measure by encoding into a scratch buffer. */
+    mqr_avro_buf_t tmp;
+    mqr_avro_buf_init_growable(&tmp);
+    if (enc(c->root, value, &tmp, NULL, 0) == 0 && needed) *needed = mark + tmp.len;
+    mqr_avro_buf_free(&tmp);
+    return mqr_error_set(err, MQR_ENOSPC, "the datum needs %zu bytes, the buffer has %zu", tmp.len, out->cap - mark);
+  }
+  if (rc == MQR_ENOMEM) mqr_error_set(err, rc, "out of memory growing the output");
+  return rc;
+}
+
+/* ---- decode ------------------------------------------------------------------------- */
+
+static void *arena_take(mqr_avro_arena_t *a, size_t n) {
+  size_t at = (a->used + 15) & ~(size_t)15;
+  if (at > a->cap || a->cap - at < n) return NULL;
+  a->used = at + n;
+  return a->base + at;
+}
+
+static int arena_full(mqr__rd_t *r, size_t n) {
+  return mqr__rd_fail(r, MQR_ENOSPC, "the arena has no room for %zu more bytes", n);
+}
+
+static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_arena_t *arena, int depth);
+
+/* Reads blocks of items, each block's items appended to one run in the arena. */
+static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena, int depth, void **items_out,
+                     mqr_str_t **keys_out, size_t *count_out) {
+  bool map = op->code == MQR__OP_MAP;
+  uint8_t *items = NULL;
+  mqr_str_t *keys = NULL;
+  size_t total = 0;
+  for (;;) {
+    uint64_t count = 0;
+    int rc = mqr__get_count(r, op->min, &count);
+    if (rc) return rc;
+    if (count == 0) break;
+    size_t nt = total + (size_t)count;
+    uint8_t *ni = arena_take(arena, nt * op->size);
+    mqr_str_t *nk = map ? arena_take(arena, nt * sizeof *nk) : NULL;
+    if (ni == NULL || (map && nk == NULL)) return arena_full(r, nt * (op->size + (map ? sizeof *nk : 0)));
+    if (total) { /* a later block: move the earlier items next to it (rare: writers use one block) */
+      memcpy(ni, items, total * op->size);
+      if (map) memcpy(nk, keys, total * sizeof *nk);
+    }
+    items = ni;
+    keys = nk;
+    for (size_t i = total; i < nt; i++) {
+      if (map) {
+        size_t len = 0;
+        if ((rc = mqr__get_len(r, &len)) != 0) return rc;
+        keys[i] = mqr_str_n((const char *)r->p, len);
+        r->p += len;
+      }
+      switch (op->code) {
+      case MQR__OP_INT_ARRAY:
+      case MQR__OP_ENUM_ARRAY: {
+        int32_t v = 0;
+        if ((rc = mqr__get_int(r, &v)) != 0) return rc;
+        if (op->code == MQR__OP_ENUM_ARRAY && (uint32_t)v >= op->n)
+          return mqr__rd_fail(r, MQR_EBADDATA, "enum ordinal %d out of range", v);
+        ((int32_t *)items)[i] = v;
+        break;
+      }
+      case MQR__OP_LONG_ARRAY:
+        if ((rc = mqr__get_long(r, &((int64_t *)items)[i])) != 0) return rc;
+        break;
+      case MQR__OP_FLOAT_ARRAY:
+      case MQR__OP_DOUBLE_ARRAY: {
+        size_t bytes = (nt - i) * op->size;
+        if ((rc = mqr__need(r, bytes)) != 0) return rc;
+        memcpy(items + i * op->size, r->p, bytes);
+        r->p += bytes;
+        i = nt;
+        break;
+      }
+      default:
+        memset(items + i * op->size, 0, op->size);
+        if ((rc = dec(op->sub, r, items + i * op->size, arena, depth + 1)) != 0) return rc;
+      }
+    }
+    total = nt;
+  }
+  *items_out = items;
+  if (keys_out) *keys_out = keys;
+  *count_out = total;
+  return 0;
+}
+
+static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_arena_t *arena, int depth) {
+  if (depth > MQR_AVRO_MAX_DEPTH) return mqr__rd_fail(r, MQR_ELIMIT, "datum nested deeper than %d", MQR_AVRO_MAX_DEPTH);
+  int rc = 0;
+  const mqr__op_t *op = pl->ops, *last = pl->ops + pl->n;
+  for (; op < last; op++) {
+    switch (op->code) {
+    case MQR__OP_BOOL:
+      if ((rc = mqr__need(r, 1)) != 0) return rc;
+      if (*r->p > 1) return mqr__rd_fail(r, MQR_EBADDATA, "boolean byte %u is neither 0 nor 1", *r->p);
+      ST(bool, base, op->off) = *r->p++;
+      break;
+    case MQR__OP_INT:
+      if ((rc = mqr__get_int(r, &ST(int32_t, base, op->off))) != 0) return rc;
+      break;
+    case MQR__OP_LONG:
+      if ((rc = mqr__get_long(r, &ST(int64_t, base, op->off))) != 0) return rc;
+      break;
+    case MQR__OP_FLOAT:
+    case MQR__OP_DOUBLE: {
+      size_t n = op->code == MQR__OP_FLOAT ? 4 : 8;
+      if ((rc = mqr__need(r, n)) != 0) return rc;
+      memcpy(base + op->off, r->p, n);
+      r->p += n;
+      break;
+    }
+    case MQR__OP_STR: {
+      size_t len = 0;
+      if (r->p < r->end && *r->p < 0x80 && !(*r->p & 1)) { /* a short length, the common case */
+        len = *r->p >> 1;
+        if ((size_t)(r->end - r->p - 1) < len)
+          return mqr__rd_fail(r, MQR_ETRUNCATED, "length %zu runs past the end of the input", len);
+        r->p++;
+      } else if ((rc = mqr__get_len(r, &len)) != 0) {
+        return rc;
+      }
+      ST(mqr_str_t, base, op->off) = mqr_str_n((const char *)r->p, len);
+      r->p += len;
+      break;
+    }
+    case MQR__OP_ENUM: {
+      int32_t v = 0;
+      if ((rc = mqr__get_int(r, &v)) != 0) return rc;
+      if ((uint32_t)v >= op->n) return mqr__rd_fail(r, MQR_EBADDATA, "enum ordinal %d out of range", v);
+      ST(int32_t, base, op->off) = v;
+      break;
+    }
+    case MQR__OP_FIXED:
+      if ((rc = mqr__need(r, op->n)) != 0) return rc;
+      memcpy(base + op->off, r->p, op->n);
+      r->p += op->n;
+      break;
+    case MQR__OP_DEFAULT:
+      if ((rc = mqr__avro_skip_node(r, op->node)) != 0) return rc;
+      break;
+    case MQR__OP_UNION: {
+      int32_t b = 0;
+      if ((rc = mqr__get_int(r, &b)) != 0) return rc;
+      if ((uint32_t)b >= op->n) return mqr__rd_fail(r, MQR_EBADDATA, "union branch %d out of range", b);
+      ST(int32_t, base, op->off) = b;
+      if (op->branches[b] && (rc = dec(op->branches[b], r, base, arena, depth + 1)) != 0) return rc;
+      break;
+    }
+    case MQR__OP_MAP: {
+      mqr_avro_map_t *m = &ST(mqr_avro_map_t, base, op->off);
+      if ((rc = dec_items(op, r, arena, depth, &m->values, &m->keys, &m->count)) != 0) return rc;
+      break;
+    }
+    default: {
+      mqr_avro_array_t *a = &ST(mqr_avro_array_t, base, op->off);
+      if ((rc = dec_items(op, r, arena, depth, &a->items, NULL, &a->count)) != 0) return rc;
+      break;
+    }
+    }
+  }
+  return 0;
+}
+
+int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                    mqr_avro_arena_t *arena, mqr_error_t *err) {
+  mqr_avro_arena_t none = {NULL, 0, 0};
+  mqr__rd_t r = {in, in + len, in, err};
+  int rc = dec(c->root, &r, value, arena ? arena : &none, 0);
+  if (rc == 0 && used) *used = mqr__rd_offset(&r);
+  return rc;
+}

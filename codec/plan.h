@@ -1,0 +1,58 @@
+/* A compiled codec: a plan of operations over a C value, made once from a schema and a
+ * C type description (compile.c), walked by the encoder and decoder (codec.c).
+ *
+ * Nested records are flattened into their parent's plan (offsets added up), so a record
+ * of records is one straight run of operations. Arrays, maps and unions point at plans of
+ * their own, relative to an item (arrays, maps) or to the enclosing value (unions). */
+#ifndef MQR_CODEC_PLAN_H
+#define MQR_CODEC_PLAN_H
+
+#include "binary.h"
+#include "schema_int.h"
+
+typedef enum {
+  MQR__OP_BOOL,
+  MQR__OP_INT,
+  MQR__OP_LONG,
+  MQR__OP_FLOAT,
+  MQR__OP_DOUBLE,
+  MQR__OP_STR,     /* string or bytes from an mqr_str_t */
+  MQR__OP_ENUM,    /* int32 ordinal, checked against n symbols */
+  MQR__OP_FIXED,   /* n bytes inline */
+  MQR__OP_DEFAULT, /* encode: write the default's bytes; decode: skip the node */
+  MQR__OP_ARRAY,   /* items by the sub-plan */
+  MQR__OP_MAP,
+  MQR__OP_UNION,     /* int32 branch, then branches[branch] */
+  MQR__OP_INT_ARRAY, /* arrays of int32 / enum ordinals / float / double / int64, one loop */
+  MQR__OP_ENUM_ARRAY,
+  MQR__OP_FLOAT_ARRAY,
+  MQR__OP_DOUBLE_ARRAY,
+  MQR__OP_LONG_ARRAY,
+} mqr__opcode_t;
+
+typedef struct mqr__plan_s mqr__plan_t;
+
+typedef struct {
+  uint8_t code;
+  uint32_t off;                 /* of the C value, from the plan's base */
+  uint32_t n;                   /* enum symbols, fixed size, union branches, default length */
+  uint32_t size;                /* array/map item stride */
+  uint32_t min;                 /* least bytes per array item (map: per entry), for counts */
+  const uint8_t *bytes;         /* DEFAULT */
+  const mqr__avro_node_t *node; /* DEFAULT, to skip on decode */
+  mqr__plan_t *sub;             /* ARRAY, MAP items */
+  mqr__plan_t **branches;       /* UNION, NULL for a null branch */
+} mqr__op_t;
+
+struct mqr__plan_s {
+  mqr__op_t *ops;
+  uint32_t n, cap;
+};
+
+struct mqr_avro_codec_s {
+  const mqr_avro_schema_t *schema;
+  mqr__arena_t arena; /* plans, defaults */
+  mqr__plan_t *root;
+};
+
+#endif

@@ -1,0 +1,287 @@
+/* Compiled codecs over C structs: the bytes equal the JSON path's (itself checked
+ * against Python avro and Avro C), decoding gives the values back, bindings are checked
+ * once, and encoding and decoding allocate nothing. */
+#include "testutil.h"
+
+static mqr_avro_schema_t *schema(const char *json) {
+  mqr_avro_schema_t *s = NULL;
+  mqr_error_t err;
+  if (mqr_avro_schema_parse(json, strlen(json), &s, &err) != 0) fail_msg("schema refused: %s", err.message);
+  return s;
+}
+
+/* The Rust benchmark's Big record. */
+typedef struct {
+  mqr_str_t street, city, state_prov, country, zip;
+} address_t;
+typedef struct {
+  mqr_str_t username;
+  int32_t age;
+  mqr_str_t phone, housenum;
+  address_t address;
+} user_t;
+
+static const mqr_avro_cfield_t address_fields[] = {{"street", offsetof(address_t, street), &mqr_avro_c_str},
+                                                   {"city", offsetof(address_t, city), &mqr_avro_c_str},
+                                                   {"state_prov", offsetof(address_t, state_prov), &mqr_avro_c_str},
+                                                   {"country", offsetof(address_t, country), &mqr_avro_c_str},
+                                                   {"zip", offsetof(address_t, zip), &mqr_avro_c_str}};
+static const mqr_avro_ctype_t address_type = {
+    MQR_AVRO_C_RECORD, sizeof(address_t), address_fields, 5, NULL, NULL, 0, 0};
+static const mqr_avro_cfield_t user_fields[] = {{"username", offsetof(user_t, username), &mqr_avro_c_str},
+                                                {"age", offsetof(user_t, age), &mqr_avro_c_int32},
+                                                {"phone", offsetof(user_t, phone), &mqr_avro_c_str},
+                                                {"housenum", offsetof(user_t, housenum), &mqr_avro_c_str},
+                                                {"address", offsetof(user_t, address), &address_type}};
+static const mqr_avro_ctype_t user_type = {MQR_AVRO_C_RECORD, sizeof(user_t), user_fields, 5, NULL, NULL, 0, 0};
+
+static char *read_file(const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", getenv("MQR_SOURCE_DIR"), rel);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void expect_same_as_json(const mqr_avro_schema_t *s, const uint8_t *bin, size_t n, const char *json) {
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  mqr_error_t err;
+  if (mqr_avro_json_to_binary(s, json, strlen(json), &b, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(b.len, n);
+  assert_memory_equal(b.data, bin, n);
+  mqr_avro_buf_free(&b);
+}
+
+static void test_big_record(void **state) {
+  (void)state;
+  mqr_avro_schema_t *s = schema(read_file("tests/data/avro/schemas/big.avsc"));
+  mqr_avro_codec_t *c;
+  mqr_error_t err;
+  if (mqr_avro_codec_compile(s, &user_type, &c, &err) != 0) fail_msg("%s", err.message);
+  user_t u = {MQR_STR("username"),
+              10,
+              MQR_STR("000000000"),
+              MQR_STR("0000"),
+              {MQR_STR("street"), MQR_STR("city"), MQR_STR("state_prov"), MQR_STR("country"), MQR_STR("zip")}};
+  uint8_t storage[256];
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init(&b, storage, sizeof storage);
+  assert_int_equal(mqr_avro_encode(c, &u, &b, NULL, &err), 0);
+  expect_same_as_json(s, b.data, b.len,
+                      "{\"username\":\"username\",\"age\":10,\"phone\":\"000000000\",\"housenum\":\"0000\","
+                      "\"address\":{\"street\":\"street\",\"city\":\"city\",\"state_prov\":\"state_prov\","
+                      "\"country\":\"country\",\"zip\":\"zip\"}}");
+  user_t back;
+  memset(&back, 0xAB, sizeof back);
+  size_t used;
+  assert_int_equal(mqr_avro_decode(c, b.data, b.len, &used, &back, NULL, &err), 0);
+  assert_int_equal(used, b.len);
+  assert_true(mqr_str_eq(back.username, u.username) && back.age == 10 && mqr_str_eq(back.address.zip, u.address.zip));
+  assert_ptr_equal(back.username.ptr, (const char *)b.data + 1); /* a view into the input */
+  /* A buffer too small: ENOSPC with the size it needed, nothing written. */
+  mqr_avro_buf_t small;
+  mqr_avro_buf_init(&small, storage, 10);
+  size_t needed = 0;
+  assert_int_equal(mqr_avro_encode(c, &u, &small, &needed, &err), MQR_ENOSPC);
+  assert_int_equal(needed, b.len);
+  assert_int_equal(small.len, 0);
+  /* Every truncation is refused. */
+  for (size_t n = 0; n < b.len; n++)
+    assert_int_equal(mqr_avro_decode(c, b.data, n, NULL, &back, NULL, NULL), MQR_ETRUNCATED);
+  /* Steady state: no allocation per encode or decode. */
+  mqr_avro_buf_t g;
+  mqr_avro_buf_init_growable(&g);
+  talloc_install();
+  for (int i = 0; i < 3; i++) {
+    g.len = 0;
+    assert_int_equal(mqr_avro_encode(c, &u, &g, NULL, NULL), 0);
+    assert_int_equal(mqr_avro_decode(c, g.data, g.len, NULL, &back, NULL, NULL), 0);
+    if (i == 0) talloc.calls = 0; /* the first encode grew g */
+  }
+  assert_int_equal(talloc.calls, 0);
+  mqr_avro_buf_free(&g);
+  talloc_uninstall();
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
+}
+
+/* Every kind of binding at once. */
+typedef struct {
+  int32_t branch;
+  union {
+    int64_t l;
+    mqr_str_t s;
+  } v;
+} lu_t;
+typedef struct {
+  double x;
+  uint8_t md5[4];
+} pt_t;
+typedef struct {
+  bool flag;
+  float f;
+  int32_t color;
+  mqr_avro_array_t ints;   /* int */
+  mqr_avro_array_t colors; /* enum */
+  mqr_avro_array_t doubles;
+  mqr_avro_array_t longs;
+  mqr_avro_array_t points; /* pt_t */
+  mqr_avro_map_t opt;      /* lu_t */
+  lu_t u;
+  mqr_str_t raw;
+} all_t;
+
+static const char *all_schema =
+    "{\"type\":\"record\",\"name\":\"All\",\"fields\":["
+    "{\"name\":\"flag\",\"type\":\"boolean\"},{\"name\":\"f\",\"type\":\"float\"},"
+    "{\"name\":\"color\",\"type\":{\"type\":\"enum\",\"name\":\"C\",\"symbols\":[\"R\",\"G\",\"B\"]}},"
+    "{\"name\":\"ints\",\"type\":{\"type\":\"array\",\"items\":\"int\"}},"
+    "{\"name\":\"colors\",\"type\":{\"type\":\"array\",\"items\":\"C\"}},"
+    "{\"name\":\"doubles\",\"type\":{\"type\":\"array\",\"items\":\"double\"}},"
+    "{\"name\":\"longs\",\"type\":{\"type\":\"array\",\"items\":\"long\"}},"
+    "{\"name\":\"points\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"P\",\"fields\":["
+    "{\"name\":\"x\",\"type\":\"double\"},{\"name\":\"md5\",\"type\":{\"type\":\"fixed\",\"name\":\"M\",\"size\":4}},"
+    "{\"name\":\"note\",\"type\":\"string\",\"default\":\"n/a\"}]}}},"
+    "{\"name\":\"opt\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"long\",\"string\"]}},"
+    "{\"name\":\"u\",\"type\":[\"null\",\"long\",\"string\"]},"
+    "{\"name\":\"raw\",\"type\":\"bytes\"},"
+    "{\"name\":\"extra\",\"type\":{\"type\":\"map\",\"values\":\"int\"},\"default\":{\"a\":1}}]}";
+
+static const mqr_avro_ctype_t fixed4 = {MQR_AVRO_C_FIXED, 4, NULL, 0, NULL, NULL, 0, 0};
+static const mqr_avro_cfield_t pt_fields[] = {{"x", offsetof(pt_t, x), &mqr_avro_c_double},
+                                              {"md5", offsetof(pt_t, md5), &fixed4}};
+static const mqr_avro_ctype_t pt_type = {MQR_AVRO_C_RECORD, sizeof(pt_t), pt_fields, 2, NULL, NULL, 0, 0};
+static const mqr_avro_ctype_t *const lu_branches[] = {&mqr_avro_c_null, &mqr_avro_c_int64, &mqr_avro_c_str};
+static const mqr_avro_ctype_t lu_type = {MQR_AVRO_C_UNION, sizeof(lu_t), NULL, 0, NULL, lu_branches, 3,
+                                         offsetof(lu_t, v)};
+static const mqr_avro_ctype_t ints_t = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &mqr_avro_c_int32, NULL, 0, 0};
+static const mqr_avro_ctype_t dbl_t = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &mqr_avro_c_double, NULL, 0, 0};
+static const mqr_avro_ctype_t lng_t = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &mqr_avro_c_int64, NULL, 0, 0};
+static const mqr_avro_ctype_t pts_t = {MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &pt_type, NULL, 0, 0};
+static const mqr_avro_ctype_t map_t = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &lu_type, NULL, 0, 0};
+static const mqr_avro_cfield_t all_fields[] = {{"flag", offsetof(all_t, flag), &mqr_avro_c_bool},
+                                               {"f", offsetof(all_t, f), &mqr_avro_c_float},
+                                               {"color", offsetof(all_t, color), &mqr_avro_c_int32},
+                                               {"ints", offsetof(all_t, ints), &ints_t},
+                                               {"colors", offsetof(all_t, colors), &ints_t},
+                                               {"doubles", offsetof(all_t, doubles), &dbl_t},
+                                               {"longs", offsetof(all_t, longs), &lng_t},
+                                               {"points", offsetof(all_t, points), &pts_t},
+                                               {"opt", offsetof(all_t, opt), &map_t},
+                                               {"u", offsetof(all_t, u), &lu_type},
+                                               {"raw", offsetof(all_t, raw), &mqr_avro_c_str}};
+static const mqr_avro_ctype_t all_type = {MQR_AVRO_C_RECORD, sizeof(all_t), all_fields, 11, NULL, NULL, 0, 0};
+
+static void test_every_kind(void **state) {
+  (void)state;
+  mqr_avro_schema_t *s = schema(all_schema);
+  mqr_avro_codec_t *c;
+  mqr_error_t err;
+  if (mqr_avro_codec_compile(s, &all_type, &c, &err) != 0) fail_msg("%s", err.message);
+  int32_t ints[] = {0, -1, 64, INT32_MAX, INT32_MIN}, colors[] = {2, 0, 1};
+  double doubles[] = {0.5, -2};
+  int64_t longs[] = {INT64_MIN, 1};
+  pt_t pts[] = {{1.5, {1, 2, 3, 4}}, {-1, {0, 0, 0, 255}}};
+  mqr_str_t keys[] = {MQR_STR("a"), MQR_STR("b"), MQR_STR("c")};
+  lu_t vals[] = {{0, {0}}, {1, {.l = -7}}, {2, {.s = MQR_STR("hi")}}};
+  all_t v = {true,
+             1.5f,
+             2,
+             {ints, 5},
+             {colors, 3},
+             {doubles, 2},
+             {longs, 2},
+             {pts, 2},
+             {keys, vals, 3},
+             {2, {.s = MQR_STR("u")}},
+             MQR_STR("\x00\xff")};
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  if (mqr_avro_encode(c, &v, &b, NULL, &err) != 0) fail_msg("%s", err.message);
+  expect_same_as_json(s, b.data, b.len,
+                      "{\"flag\":true,\"f\":1.5,\"color\":\"B\",\"ints\":[0,-1,64,2147483647,-2147483648],"
+                      "\"colors\":[\"B\",\"R\",\"G\"],\"doubles\":[0.5,-2],\"longs\":[-9223372036854775808,1],"
+                      "\"points\":[{\"x\":1.5,\"md5\":\"\\u0001\\u0002\\u0003\\u0004\"},"
+                      "{\"x\":-1,\"md5\":\"\\u0000\\u0000\\u0000\\u00ff\"}],"
+                      "\"opt\":{\"a\":null,\"b\":{\"long\":-7},\"c\":{\"string\":\"hi\"}},"
+                      "\"u\":{\"string\":\"u\"},\"raw\":\"\\u0000\\u00ff\"}");
+  uint8_t mem[1024];
+  mqr_avro_arena_t arena = {mem, sizeof mem, 0};
+  all_t back;
+  memset(&back, 0, sizeof back);
+  if (mqr_avro_decode(c, b.data, b.len, NULL, &back, &arena, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(back.ints.count, 5);
+  assert_memory_equal(back.ints.items, ints, sizeof ints);
+  assert_memory_equal(back.colors.items, colors, sizeof colors);
+  assert_memory_equal(back.doubles.items, doubles, sizeof doubles);
+  assert_memory_equal(back.longs.items, longs, sizeof longs);
+  assert_int_equal(back.points.count, 2);
+  assert_memory_equal(((pt_t *)back.points.items)[1].md5, pts[1].md5, 4);
+  assert_int_equal(back.opt.count, 3);
+  assert_true(mqr_str_eq(back.opt.keys[2], MQR_STR("c")));
+  assert_int_equal(((lu_t *)back.opt.values)[1].v.l, -7);
+  assert_int_equal(back.u.branch, 2);
+  assert_true(back.flag && back.f == 1.5f && back.color == 2);
+  assert_true(mqr_str_eq(back.raw, v.raw));
+  /* The arena too small. */
+  mqr_avro_arena_t tiny = {mem, 16, 0};
+  assert_int_equal(mqr_avro_decode(c, b.data, b.len, NULL, &back, &tiny, &err), MQR_ENOSPC);
+  /* Bad values are refused, not written. */
+  size_t len = b.len;
+  v.color = 3;
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), MQR_EBADDATA);
+  v.color = 0;
+  colors[1] = -1;
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), MQR_EBADDATA);
+  colors[1] = 0;
+  v.u.branch = 3;
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), MQR_EBADDATA);
+  assert_int_equal(b.len, len);
+  mqr_avro_buf_free(&b);
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
+}
+
+static void bad_binding(const char *sch, const mqr_avro_ctype_t *t, const char *needle) {
+  mqr_avro_schema_t *s = schema(sch);
+  mqr_avro_codec_t *c = (mqr_avro_codec_t *)0x1;
+  mqr_error_t err;
+  assert_int_equal(mqr_avro_codec_compile(s, t, &c, &err), MQR_EINVAL);
+  assert_ptr_equal(c, (mqr_avro_codec_t *)0x1);
+  if (!strstr(err.message, needle)) fail_msg("message '%s' lacks '%s'", err.message, needle);
+  mqr_avro_schema_destroy(s);
+}
+
+static void test_bad_bindings(void **state) {
+  (void)state;
+  bad_binding("\"long\"", &mqr_avro_c_int32, "C type INT32 cannot hold Avro long");
+  static const mqr_avro_cfield_t f1[] = {{"age", 0, &mqr_avro_c_int64}};
+  static const mqr_avro_ctype_t t1 = {MQR_AVRO_C_RECORD, 8, f1, 1, NULL, NULL, 0, 0};
+  bad_binding("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"age\",\"type\":\"int\"}]}", &t1,
+              "binding age: C type INT64 cannot hold Avro int");
+  static const mqr_avro_cfield_t f2[] = {{"nope", 0, &mqr_avro_c_int32}};
+  static const mqr_avro_ctype_t t2 = {MQR_AVRO_C_RECORD, 8, f2, 1, NULL, NULL, 0, 0};
+  bad_binding("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"age\",\"type\":\"int\",\"default\":1}]}",
+              &t2, "C field 'nope' is not a field of R");
+  static const mqr_avro_ctype_t t3 = {MQR_AVRO_C_RECORD, 8, NULL, 0, NULL, NULL, 0, 0};
+  bad_binding("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"age\",\"type\":\"int\"}]}", &t3,
+              "binding age: the C struct has no field for it, and it has no default");
+  bad_binding("[\"null\",\"int\"]", &lu_type, "union of 2 branches");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_big_record),
+      cmocka_unit_test(test_every_kind),
+      cmocka_unit_test(test_bad_bindings),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
