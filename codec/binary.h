@@ -36,6 +36,14 @@ typedef struct {
   mqr_error_t *err;
 } mqr__rd_t;
 
+/* A reader over in[0..len); an empty input may be NULL. */
+static inline mqr__rd_t mqr__rd_init(const uint8_t *in, size_t len, mqr_error_t *err) {
+  static const uint8_t empty[1];
+  if (in == NULL) in = empty, len = 0;
+  mqr__rd_t r = {in, in + len, in, err};
+  return r;
+}
+
 static inline size_t mqr__rd_offset(const mqr__rd_t *r) { return (size_t)(r->p - r->start); }
 
 int mqr__rd_fail(mqr__rd_t *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

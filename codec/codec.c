@@ -45,7 +45,7 @@ static int enc_scalar_array(const mqr__op_t *op, const mqr_avro_array_t *a, mqr_
         uint32_t bad = 0;
         for (size_t i = 0; i < n; i++) {
           bad |= (uint32_t)v[i] >= lim;
-          p[i] = (uint8_t)(v[i] << 1);
+          p[i] = (uint8_t)((uint32_t)v[i] << 1);
         }
         if (bad) return mqr_error_set(err, MQR_EBADDATA, "an enum ordinal in the array is out of range");
         p += n;
@@ -190,14 +190,16 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
 int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
                     mqr_error_t *err) {
   size_t mark = out->len;
-  int rc = enc(c->root, value, out, err, 0);
+  int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
+  if (rc == 0) rc = enc(c->root, value, out, err, 0);
   if (rc == 0) return 0;
   out->len = mark;
   if (rc == MQR_ENOSPC) {
     /* The error path alone: measure by encoding into a scratch buffer. */
     mqr_avro_buf_t tmp;
     mqr_avro_buf_init_growable(&tmp);
-    if (enc(c->root, value, &tmp, NULL, 0) == 0 && needed) *needed = mark + tmp.len;
+    if (mqr_avro_buf_reserve(&tmp, 256) == 0 && enc(c->root, value, &tmp, NULL, 0) == 0 && needed)
+      *needed = mark + tmp.len;
     mqr_avro_buf_free(&tmp);
     return mqr_error_set(err, MQR_ENOSPC, "the datum needs %zu bytes, the buffer has %zu", tmp.len, out->cap - mark);
   }
@@ -364,7 +366,7 @@ static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_aren
 int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
                     mqr_avro_arena_t *arena, mqr_error_t *err) {
   mqr_avro_arena_t none = {NULL, 0, 0};
-  mqr__rd_t r = {in, in + len, in, err};
+  mqr__rd_t r = mqr__rd_init(in, len, err);
   int rc = dec(c->root, &r, value, arena ? arena : &none, 0);
   if (rc == 0 && used) *used = mqr__rd_offset(&r);
   return rc;

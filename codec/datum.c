@@ -27,7 +27,7 @@ void mqr_avro_buf_free(mqr_avro_buf_t *b) {
 }
 
 int mqr_avro_buf_reserve(mqr_avro_buf_t *b, size_t n) {
-  if (b->cap - b->len >= n) return 0;
+  if (b->cap - b->len >= n && b->data != NULL) return 0;
   if (!b->growable) return MQR_ENOSPC;
   if (n > SIZE_MAX / 2 - b->len) return MQR_ENOMEM;
   size_t ncap = b->cap ? b->cap : 256;
@@ -110,7 +110,7 @@ static int skip(mqr__rd_t *r, const mqr__avro_node_t *n, int depth) {
 }
 
 int mqr_avro_skip(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used, mqr_error_t *err) {
-  mqr__rd_t r = {in, in + len, in, err};
+  mqr__rd_t r = mqr__rd_init(in, len, err);
   int rc = skip(&r, s->root, 0);
   if (rc == 0 && used) *used = mqr__rd_offset(&r);
   return rc;
@@ -291,9 +291,10 @@ static int to_json(mqr__rd_t *r, const mqr__avro_node_t *n, mqr_avro_buf_t *o, i
 
 int mqr_avro_binary_to_json(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used,
                             mqr_avro_buf_t *out, mqr_error_t *err) {
-  mqr__rd_t r = {in, in + len, in, err};
+  mqr__rd_t r = mqr__rd_init(in, len, err);
   size_t mark = out->len;
-  int rc = to_json(&r, s->root, out, 0);
+  int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
+  if (rc == 0) rc = to_json(&r, s->root, out, 0);
   if (rc) {
     out->len = mark;
     if (rc == MQR_ENOSPC || rc == MQR_ENOMEM) mqr_error_set(err, rc, "%s writing JSON", mqr_strerror(rc));
@@ -541,7 +542,8 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
 
 int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err) {
   enc_t e = {out, err, {0}, 0};
-  return encode(&e, n, v, 0);
+  int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
+  return rc ? rc : encode(&e, n, v, 0);
 }
 
 int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n) { return skip(r, n, 0); }
@@ -553,6 +555,7 @@ int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t
   mqr__json_t *doc;
   size_t mark = out->len;
   int rc = mqr__json_parse(&arena, json, len, &doc, err);
+  if (rc == 0) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   if (rc == 0) {
     enc_t e = {out, err, {0}, 0};
     rc = encode(&e, s->root, doc, 0);
