@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "big_record.h"
 #include "mqr/codec.h"
 
 static const char big_json[] =
@@ -34,31 +35,9 @@ static const char enum_json[] = "{\"type\":\"array\",\"items\":{\"type\":\"enum\
 static const char *const colors[8] = {"RED", "GREEN", "BLUE", "CYAN", "MAGENTA", "YELLOW", "BLACK", "WHITE"};
 
 typedef struct {
-  mqr_str_t street, city, state_prov, country, zip;
-} address_t;
-typedef struct {
-  mqr_str_t username;
-  int32_t age;
-  mqr_str_t phone, housenum;
-  address_t address;
-} user_t;
-typedef struct {
   mqr_str_t field;
 } small_t;
 
-static const mqr_avro_cfield_t address_fields[] = {{"street", offsetof(address_t, street), &mqr_avro_c_str},
-                                                   {"city", offsetof(address_t, city), &mqr_avro_c_str},
-                                                   {"state_prov", offsetof(address_t, state_prov), &mqr_avro_c_str},
-                                                   {"country", offsetof(address_t, country), &mqr_avro_c_str},
-                                                   {"zip", offsetof(address_t, zip), &mqr_avro_c_str}};
-static const mqr_avro_ctype_t address_type = {
-    MQR_AVRO_C_RECORD, sizeof(address_t), address_fields, 5, NULL, NULL, 0, 0};
-static const mqr_avro_cfield_t user_fields[] = {{"username", offsetof(user_t, username), &mqr_avro_c_str},
-                                                {"age", offsetof(user_t, age), &mqr_avro_c_int32},
-                                                {"phone", offsetof(user_t, phone), &mqr_avro_c_str},
-                                                {"housenum", offsetof(user_t, housenum), &mqr_avro_c_str},
-                                                {"address", offsetof(user_t, address), &address_type}};
-static const mqr_avro_ctype_t user_type = {MQR_AVRO_C_RECORD, sizeof(user_t), user_fields, 5, NULL, NULL, 0, 0};
 static const mqr_avro_cfield_t small_fields[] = {{"field", 0, &mqr_avro_c_str}};
 static const mqr_avro_ctype_t small_type = {MQR_AVRO_C_RECORD, sizeof(small_t), small_fields, 1, NULL, NULL, 0, 0};
 static const mqr_avro_ctype_t i32_array = {

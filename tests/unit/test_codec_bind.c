@@ -1,6 +1,7 @@
 /* Compiled codecs over C structs: the bytes equal the JSON path's (itself checked
  * against Python avro and Avro C), decoding gives the values back, bindings are checked
  * once, and encoding and decoding allocate nothing. */
+#include "big_record.h"
 #include "testutil.h"
 
 static mqr_avro_schema_t *schema(const char *json) {
@@ -11,29 +12,6 @@ static mqr_avro_schema_t *schema(const char *json) {
 }
 
 /* The Rust benchmark's Big record. */
-typedef struct {
-  mqr_str_t street, city, state_prov, country, zip;
-} address_t;
-typedef struct {
-  mqr_str_t username;
-  int32_t age;
-  mqr_str_t phone, housenum;
-  address_t address;
-} user_t;
-
-static const mqr_avro_cfield_t address_fields[] = {{"street", offsetof(address_t, street), &mqr_avro_c_str},
-                                                   {"city", offsetof(address_t, city), &mqr_avro_c_str},
-                                                   {"state_prov", offsetof(address_t, state_prov), &mqr_avro_c_str},
-                                                   {"country", offsetof(address_t, country), &mqr_avro_c_str},
-                                                   {"zip", offsetof(address_t, zip), &mqr_avro_c_str}};
-static const mqr_avro_ctype_t address_type = {
-    MQR_AVRO_C_RECORD, sizeof(address_t), address_fields, 5, NULL, NULL, 0, 0};
-static const mqr_avro_cfield_t user_fields[] = {{"username", offsetof(user_t, username), &mqr_avro_c_str},
-                                                {"age", offsetof(user_t, age), &mqr_avro_c_int32},
-                                                {"phone", offsetof(user_t, phone), &mqr_avro_c_str},
-                                                {"housenum", offsetof(user_t, housenum), &mqr_avro_c_str},
-                                                {"address", offsetof(user_t, address), &address_type}};
-static const mqr_avro_ctype_t user_type = {MQR_AVRO_C_RECORD, sizeof(user_t), user_fields, 5, NULL, NULL, 0, 0};
 
 static char *read_file(const char *rel) {
   char path[1024];
