@@ -408,6 +408,7 @@ __attribute__((noinline)) static int run_reuse(mqr_bench_ctx_t *c, uint64_t ops)
         mqr_avro_codec_destroy(codec);
         mqr_avro_schema_destroy(sch);
         codec = NULL;
+        sch = NULL;
       }
     }
     mqr_avro_codec_destroy(codec);
