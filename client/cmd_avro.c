@@ -97,52 +97,71 @@ static int parse_opts(int argc, char **argv, avro_opts_t *o) {
   return o->schema ? 0 : -1;
 }
 
-static int encode_stream(const mqr_avro_schema_t *s, bool single) {
-  uint8_t *in;
-  size_t len;
-  if (read_all(stdin, &in, &len) != 0) {
-    fputs("mqr: cannot read stdin\n", stderr);
-    return 1;
-  }
-  mqr_avro_buf_t out;
-  mqr_avro_buf_init_growable(&out);
-  uint64_t fp = mqr_avro_schema_fingerprint(s);
-  int rc = 0;
+/* JSON datums, one a line, to binary; written only when every line encodes. */
+static int encode_stream(const mqr_avro_schema_t *s, bool single, const uint8_t *in, size_t len, mqr_avro_buf_t *out) {
   uint32_t line = 0;
-  for (size_t pos = 0; pos < len && rc == 0;) {
+  for (size_t pos = 0; pos < len;) {
     const uint8_t *nl = memchr(in + pos, '\n', len - pos);
     size_t end = nl ? (size_t)(nl - in) : len;
     line++;
     bool blank = true;
     for (size_t i = pos; i < end && blank; i++) blank = in[i] == ' ' || in[i] == '\t' || in[i] == '\r';
     if (!blank) {
-      if (single) {
-        uint8_t hdr[10] = {0xC3, 0x01};
-        for (int i = 0; i < 8; i++) hdr[2 + i] = (uint8_t)(fp >> (8 * i));
-        if (mqr_avro_buf_reserve(&out, 10) == 0) {
-          memcpy(out.data + out.len, hdr, 10);
-          out.len += 10;
-        }
-      }
       mqr_error_t err;
       mqr_error_clear(&err);
-      if (mqr_avro_json_to_binary(s, (const char *)in + pos, end - pos, &out, &err) != 0) {
+      int rc = single ? mqr_avro_single_object_header(s, out) : 0;
+      if (rc) mqr_error_set(&err, rc, "%s", mqr_strerror(rc));
+      if (rc || mqr_avro_json_to_binary(s, (const char *)in + pos, end - pos, out, &err) != 0) {
         char msg[1024];
         err.line = line;
         snprintf(err.file, sizeof err.file, "stdin");
         fprintf(stderr, "mqr: %s\n", mqr_error_format(&err, msg, sizeof msg));
-        rc = 1;
+        return 1;
       }
     }
     pos = end + 1;
   }
-  if (rc == 0 && fwrite(out.data, 1, out.len, stdout) != out.len) rc = 1;
-  mqr_avro_buf_free(&out);
-  free(in);
-  return rc;
+  return 0;
 }
 
-static int decode_stream(const mqr_avro_schema_t *s, bool single) {
+/* Back-to-back binary datums to JSON lines; what decoded before an error is written. */
+static int decode_stream(const mqr_avro_schema_t *s, bool single, const uint8_t *in, size_t len, mqr_avro_buf_t *out) {
+  uint64_t fp = mqr_avro_schema_fingerprint(s);
+  for (size_t pos = 0, k = 1; pos < len; k++) {
+    size_t start = pos, used;
+    mqr_error_t err;
+    mqr_error_clear(&err);
+    if (single) {
+      uint64_t got;
+      if (mqr_avro_single_object_fingerprint(in + pos, len - pos, &got, &err) != 0) {
+        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: %s\n", k, pos, err.message);
+        return 1;
+      }
+      if (got != fp) {
+        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: fingerprint %016llx is not the schema's %016llx\n", k, pos,
+                (unsigned long long)got, (unsigned long long)fp);
+        return 1;
+      }
+      pos += MQR_AVRO_SINGLE_OBJECT_HEADER;
+    }
+    if (mqr_avro_binary_to_json(s, in + pos, len - pos, &used, out, &err) != 0) {
+      fprintf(stderr, "mqr: stdin: datum %zu starting at byte %zu: %s\n", k, start, err.message);
+      return 1;
+    }
+    pos += used;
+    if (mqr_avro_buf_reserve(out, 1) == 0) out->data[out->len++] = '\n';
+    if (used == 0 && !single && pos < len) {
+      fprintf(stderr, "mqr: stdin: the schema's datums take no bytes; %zu bytes left over\n", len - pos);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+typedef int (*stream_fn)(const mqr_avro_schema_t *s, bool single, const uint8_t *in, size_t len, mqr_avro_buf_t *out);
+
+/* Reads stdin whole, converts it with fn, writes the result to stdout. */
+static int run_stream(const mqr_avro_schema_t *s, bool single, stream_fn fn, bool write_on_error) {
   uint8_t *in;
   size_t len;
   if (read_all(stdin, &in, &len) != 0) {
@@ -151,42 +170,8 @@ static int decode_stream(const mqr_avro_schema_t *s, bool single) {
   }
   mqr_avro_buf_t out;
   mqr_avro_buf_init_growable(&out);
-  uint64_t fp = mqr_avro_schema_fingerprint(s);
-  int rc = 0;
-  for (size_t pos = 0, k = 1; pos < len && rc == 0; k++) {
-    size_t start = pos;
-    if (single) {
-      if (len - pos < 10 || in[pos] != 0xC3 || in[pos + 1] != 0x01) {
-        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: no single-object header (C3 01 + fingerprint)\n", k, pos);
-        rc = 1;
-        break;
-      }
-      uint64_t got = 0;
-      for (int i = 0; i < 8; i++) got |= (uint64_t)in[pos + 2 + i] << (8 * i);
-      if (got != fp) {
-        fprintf(stderr, "mqr: stdin: datum %zu at byte %zu: fingerprint %016llx is not the schema's %016llx\n", k, pos,
-                (unsigned long long)got, (unsigned long long)fp);
-        rc = 1;
-        break;
-      }
-      pos += 10;
-    }
-    size_t used;
-    mqr_error_t err;
-    mqr_error_clear(&err);
-    if (mqr_avro_binary_to_json(s, in + pos, len - pos, &used, &out, &err) != 0) {
-      fprintf(stderr, "mqr: stdin: datum %zu starting at byte %zu: %s\n", k, start, err.message);
-      rc = 1;
-      break;
-    }
-    pos += used;
-    if (mqr_avro_buf_reserve(&out, 1) == 0) out.data[out.len++] = '\n';
-    if (used == 0 && !single && pos < len) {
-      fprintf(stderr, "mqr: stdin: the schema's datums take no bytes; %zu bytes left over\n", len - pos);
-      rc = 1;
-    }
-  }
-  if (fwrite(out.data, 1, out.len, stdout) != out.len) rc = 1;
+  int rc = fn(s, single, in, len, &out);
+  if ((rc == 0 || write_on_error) && fwrite(out.data, 1, out.len, stdout) != out.len) rc = 1;
   mqr_avro_buf_free(&out);
   free(in);
   return rc;
@@ -202,7 +187,8 @@ int mqr_cmd_avro(int argc, char **argv) {
   }
   mqr_avro_schema_t *s = load_schema(o.schema);
   if (s == NULL) return 1;
-  int rc = argv[1][0] == 'e' ? encode_stream(s, o.single_object) : decode_stream(s, o.single_object);
+  int rc = argv[1][0] == 'e' ? run_stream(s, o.single_object, encode_stream, false)
+                             : run_stream(s, o.single_object, decode_stream, true);
   mqr_avro_schema_destroy(s);
   return rc;
 }

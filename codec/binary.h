@@ -127,8 +127,4 @@ static inline int mqr__get_count(mqr__rd_t *r, uint32_t min_size, uint64_t *out)
   return 0;
 }
 
-/* Skips one datum of node n (schema_int.h's node). */
-struct mqr__avro_node_s;
-int mqr__avro_skip_node(mqr__rd_t *r, const struct mqr__avro_node_s *n);
-
 #endif

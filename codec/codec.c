@@ -190,7 +190,7 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
 int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
                     mqr_error_t *err) {
   size_t mark = out->len;
-  int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
+  int rc = out->data ? 0 : mqr_avro_buf_reserve(out, 1); /* a first use: never a NULL buffer below */
   if (rc == 0) rc = enc(c->root, value, out, err, 0);
   if (rc == 0) return 0;
   out->len = mark;
@@ -244,6 +244,15 @@ static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena,
     }
     items = ni;
     keys = nk;
+    if (op->code == MQR__OP_FLOAT_ARRAY || op->code == MQR__OP_DOUBLE_ARRAY) {
+      /* Little-endian floats: the block's bytes are the items. */
+      size_t bytes = (size_t)count * op->size;
+      if ((rc = mqr__need(r, bytes)) != 0) return rc;
+      memcpy(items + total * op->size, r->p, bytes);
+      r->p += bytes;
+      total = nt;
+      continue;
+    }
     for (size_t i = total; i < nt; i++) {
       if (map) {
         size_t len = 0;
@@ -264,15 +273,6 @@ static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena,
       case MQR__OP_LONG_ARRAY:
         if ((rc = mqr__get_long(r, &((int64_t *)items)[i])) != 0) return rc;
         break;
-      case MQR__OP_FLOAT_ARRAY:
-      case MQR__OP_DOUBLE_ARRAY: {
-        size_t bytes = (nt - i) * op->size;
-        if ((rc = mqr__need(r, bytes)) != 0) return rc;
-        memcpy(items + i * op->size, r->p, bytes);
-        r->p += bytes;
-        i = nt;
-        break;
-      }
       default:
         memset(items + i * op->size, 0, op->size);
         if ((rc = dec(op->sub, r, items + i * op->size, arena, depth + 1)) != 0) return rc;

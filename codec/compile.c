@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "path.h"
 #include "plan.h"
 
 const mqr_avro_ctype_t mqr_avro_c_null = {MQR_AVRO_C_NULL, 0, NULL, 0, NULL, NULL, 0, 0};
@@ -16,8 +17,7 @@ const mqr_avro_ctype_t mqr_avro_c_str = {MQR_AVRO_C_STR, sizeof(mqr_str_t), NULL
 typedef struct {
   mqr_avro_codec_t *c;
   mqr_error_t *err;
-  char path[512];
-  size_t plen;
+  mqr__path_t path;
 } cc_t;
 
 __attribute__((format(printf, 2, 3))) static int mismatch(cc_t *k, const char *fmt, ...) {
@@ -26,23 +26,10 @@ __attribute__((format(printf, 2, 3))) static int mismatch(cc_t *k, const char *f
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return mqr_error_set(k->err, MQR_EINVAL, "binding %s: %s", k->plen ? k->path : "(root)", msg);
+  return mqr_error_set(k->err, MQR_EINVAL, "binding %s: %s", mqr__path_str(&k->path, "(root)"), msg);
 }
 
 static int nomem(cc_t *k) { return mqr_error_set(k->err, MQR_ENOMEM, "out of memory compiling a codec"); }
-
-static size_t push(cc_t *k, const char *fmt, const char *s) {
-  size_t mark = k->plen;
-  int w = snprintf(k->path + k->plen, sizeof k->path - k->plen, fmt, s);
-  if (w > 0) k->plen += (size_t)w;
-  if (k->plen >= sizeof k->path) k->plen = sizeof k->path - 1;
-  return mark;
-}
-
-static void pop(cc_t *k, size_t mark) {
-  k->plen = mark;
-  k->path[mark] = '\0';
-}
 
 static mqr__plan_t *new_plan(cc_t *k) { return mqr__arena_alloc(&k->c->arena, sizeof(mqr__plan_t)); }
 
@@ -85,9 +72,7 @@ static int bind_record(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_
     const mqr_avro_cfield_t *cf = NULL;
     for (size_t i = 0; i < t->n_fields && !cf; i++)
       if (mqr_str_eq(af->name, mqr_str(t->fields[i].name))) cf = &t->fields[i];
-    size_t mark = push(k, k->plen ? ".%s" : "%s", "");
-    k->plen += (size_t)snprintf(k->path + k->plen, sizeof k->path - k->plen, "%.*s", (int)af->name.len, af->name.ptr);
-    if (k->plen >= sizeof k->path) k->plen = sizeof k->path - 1;
+    size_t mark = mqr__path_push(&k->path, "%.*s", (int)af->name.len, af->name.ptr);
     int rc;
     if (cf) {
       rc = bind(k, af->type, cf->type, off + cf->offset, p);
@@ -110,7 +95,7 @@ static int bind_record(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_
       mqr_avro_buf_free(&b);
     }
     if (rc) return rc;
-    pop(k, mark);
+    mqr__path_pop(&k->path, mark);
   }
   return 0;
 }
@@ -180,9 +165,9 @@ static int bind(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_t *t, s
     mqr__plan_t *sub = new_plan(k);
     if (sub == NULL) return nomem(k);
     op->sub = sub;
-    size_t mark = push(k, "%s", map ? "[value]" : "[item]");
+    size_t mark = mqr__path_push(&k->path, "[%s]", map ? "value" : "item");
     if ((rc = bind(k, n->items, t->items, 0, sub)) != 0) return rc;
-    pop(k, mark);
+    mqr__path_pop(&k->path, mark);
     return 0;
   }
   case MQR_AVRO_UNION: {
@@ -195,12 +180,10 @@ static int bind(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_t *t, s
     for (uint32_t i = 0; i < n->n; i++) {
       if (n->branches[i]->type == MQR_AVRO_NULL) continue;
       mqr_str_t bn = mqr__avro_branch_name(n->branches[i]);
-      char label[300];
-      snprintf(label, sizeof label, "<%.*s>", (int)bn.len, bn.ptr);
-      size_t mark = push(k, "%s", label);
+      size_t mark = mqr__path_push(&k->path, "<%.*s>", (int)bn.len, bn.ptr);
       if ((branches[i] = new_plan(k)) == NULL) return nomem(k);
       if ((rc = bind(k, n->branches[i], t->branches[i], off + t->payload_off, branches[i])) != 0) return rc;
-      pop(k, mark);
+      mqr__path_pop(&k->path, mark);
     }
     return 0;
   }
@@ -215,7 +198,7 @@ int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *c
   if (c == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a codec");
   c->schema = s;
   mqr__arena_init(&c->arena);
-  cc_t k = {c, err, {0}, 0};
+  cc_t k = {c, err, {{0}, 0}};
   int rc = (c->root = new_plan(&k)) == NULL ? nomem(&k) : bind(&k, s->root, ctype, 0, c->root);
   if (rc) {
     mqr_avro_codec_destroy(c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "binary.h"
+#include "path.h"
 #include "schema_int.h"
 
 int mqr__rd_fail(mqr__rd_t *r, int code, const char *fmt, ...) {
@@ -309,8 +310,7 @@ int mqr_avro_binary_to_json(const mqr_avro_schema_t *s, const uint8_t *in, size_
 typedef struct {
   mqr_avro_buf_t *o;
   mqr_error_t *err;
-  char path[512];
-  size_t plen;
+  mqr__path_t path;
 } enc_t;
 
 __attribute__((format(printf, 3, 4))) static int mismatch(enc_t *e, const mqr__json_t *at, const char *fmt, ...) {
@@ -319,22 +319,8 @@ __attribute__((format(printf, 3, 4))) static int mismatch(enc_t *e, const mqr__j
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return mqr_error_set_at(e->err, MQR_EBADDATA, NULL, at->line, at->column, "%s: %s", e->plen ? e->path : "(datum)",
-                          msg);
-}
-
-static size_t epush(enc_t *e, const char *fmt, const char *s, size_t n, uint64_t idx) {
-  size_t mark = e->plen;
-  int w = s ? snprintf(e->path + e->plen, sizeof e->path - e->plen, fmt, (int)n, s)
-            : snprintf(e->path + e->plen, sizeof e->path - e->plen, fmt, (unsigned long long)idx);
-  if (w > 0) e->plen += (size_t)w;
-  if (e->plen >= sizeof e->path) e->plen = sizeof e->path - 1;
-  return mark;
-}
-
-static void epop(enc_t *e, size_t mark) {
-  e->plen = mark;
-  e->path[mark] = '\0';
+  return mqr_error_set_at(e->err, MQR_EBADDATA, NULL, at->line, at->column, "%s: %s",
+                          mqr__path_str(&e->path, "(datum)"), msg);
 }
 
 static int put_varint(enc_t *e, uint64_t z) {
@@ -424,9 +410,9 @@ static int encode_union(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *
     if (match) {
       int rc = put_varint(e, mqr__zigzag64(i));
       if (rc) return rc;
-      size_t mark = epush(e, "<%.*s>", key.ptr, key.len, 0);
+      size_t mark = mqr__path_push(&e->path, "<%.*s>", (int)key.len, key.ptr);
       rc = encode(e, b, v->members[0].value, depth + 1);
-      if (rc == 0) epop(e, mark);
+      if (rc == 0) mqr__path_pop(&e->path, mark);
       return rc;
     }
   }
@@ -487,16 +473,14 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
     uint32_t matched = 0;
     for (uint32_t i = 0; i < n->n; i++) {
       const mqr__avro_field_t *f = &n->fields[i];
-      const mqr__json_t *fv = NULL;
-      for (uint32_t k = 0; k < v->n; k++)
-        if (mqr_str_eq(v->members[k].key, f->name)) fv = v->members[k].value;
+      const mqr__json_t *fv = mqr__json_get_str(v, f->name);
       if (fv)
         matched++;
       else if ((fv = f->def) == NULL)
         return mismatch(e, v, "field '%.*s' is missing and has no default", (int)f->name.len, f->name.ptr);
-      size_t mark = epush(e, e->plen ? ".%.*s" : "%.*s", f->name.ptr, f->name.len, 0);
+      size_t mark = mqr__path_push(&e->path, "%.*s", (int)f->name.len, f->name.ptr);
       if ((rc = encode(e, f->type, fv, depth + 1)) != 0) return rc;
-      epop(e, mark);
+      mqr__path_pop(&e->path, mark);
     }
     if (matched != v->n) {
       for (uint32_t k = 0; k < v->n; k++) {
@@ -524,14 +508,14 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
           mqr_str_t k = v->members[i].key;
           if ((rc = put_varint(e, mqr__zigzag64((int64_t)k.len))) != 0) return rc;
           if ((rc = out_put(e->o, k.ptr, k.len)) != 0) return rc;
-          mark = epush(e, "[\"%.*s\"]", k.ptr, k.len, 0);
+          mark = mqr__path_push(&e->path, "[\"%.*s\"]", (int)k.len, k.ptr);
           item = v->members[i].value;
         } else {
-          mark = epush(e, "[%llu]", NULL, 0, i);
+          mark = mqr__path_push(&e->path, "[%u]", i);
           item = v->items[i];
         }
         if ((rc = encode(e, n->items, item, depth + 1)) != 0) return rc;
-        epop(e, mark);
+        mqr__path_pop(&e->path, mark);
       }
     }
     return put_varint(e, 0);
@@ -541,7 +525,7 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
 }
 
 int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err) {
-  enc_t e = {out, err, {0}, 0};
+  enc_t e = {out, err, {{0}, 0}};
   int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   return rc ? rc : encode(&e, n, v, 0);
 }
@@ -557,7 +541,7 @@ int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t
   int rc = mqr__json_parse(&arena, json, len, &doc, err);
   if (rc == 0) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   if (rc == 0) {
-    enc_t e = {out, err, {0}, 0};
+    enc_t e = {out, err, {{0}, 0}};
     rc = encode(&e, s->root, doc, 0);
     if (rc == MQR_ENOSPC || rc == MQR_ENOMEM) mqr_error_set(err, rc, "%s writing the binary datum", mqr_strerror(rc));
   }

@@ -397,11 +397,10 @@ int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, mqr__json
   return 0;
 }
 
-const mqr__json_t *mqr__json_get(const mqr__json_t *obj, const char *key) {
+const mqr__json_t *mqr__json_get_str(const mqr__json_t *obj, mqr_str_t key) {
   if (obj == NULL || obj->kind != MQR__JSON_OBJECT) return NULL;
-  size_t n = strlen(key);
   for (uint32_t i = 0; i < obj->n; i++)
-    if (obj->members[i].key.len == n && memcmp(obj->members[i].key.ptr, key, n) == 0) return obj->members[i].value;
+    if (mqr_str_eq(obj->members[i].key, key)) return obj->members[i].value;
   return NULL;
 }
 

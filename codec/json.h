@@ -47,7 +47,11 @@ struct mqr__json_s {
 int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, mqr__json_t **out, mqr_error_t *err);
 
 /* The member named key, or NULL. */
-const mqr__json_t *mqr__json_get(const mqr__json_t *obj, const char *key);
+const mqr__json_t *mqr__json_get_str(const mqr__json_t *obj, mqr_str_t key);
+
+static inline const mqr__json_t *mqr__json_get(const mqr__json_t *obj, const char *key) {
+  return mqr__json_get_str(obj, mqr_str(key));
+}
 
 static inline bool mqr__json_is_str(const mqr__json_t *v, const char *s) {
   return v && v->kind == MQR__JSON_STRING && strlen(s) == v->str.len && memcmp(v->str.ptr, s, v->str.len) == 0;

@@ -6,17 +6,16 @@
 #include <stdio.h>
 
 #include "binary.h"
+#include "path.h"
 #include "schema_int.h"
 
 typedef struct {
   mqr_avro_schema_t *s;
   mqr_error_t *err;
-  char path[512];
-  size_t plen;
+  mqr__path_t path;
   uint32_t cap_named;
   /* Records whose field defaults are checked once every name is known. */
   mqr__avro_node_t **records;
-  const mqr__json_t **record_json;
   uint32_t n_records, cap_records;
 } ctx_t;
 
@@ -30,28 +29,11 @@ __attribute__((format(printf, 3, 4))) static int bad(ctx_t *c, const mqr__json_t
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  const char *path = c->plen ? c->path : "(root)";
-  return mqr_error_set_at(c->err, MQR_ESCHEMA, NULL, at ? at->line : 0, at ? at->column : 0, "%s: %s", path, msg);
+  return mqr_error_set_at(c->err, MQR_ESCHEMA, NULL, at ? at->line : 0, at ? at->column : 0, "%s: %s",
+                          mqr__path_str(&c->path, "(root)"), msg);
 }
 
 static int nomem(ctx_t *c) { return mqr_error_set(c->err, MQR_ENOMEM, "out of memory parsing a schema"); }
-
-__attribute__((format(printf, 2, 3))) static size_t push(ctx_t *c, const char *fmt, ...) {
-  size_t mark = c->plen;
-  if (c->plen && c->plen < sizeof c->path - 1 && fmt[0] != '[') c->path[c->plen++] = '.';
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(c->path + c->plen, sizeof c->path - c->plen, fmt, ap);
-  va_end(ap);
-  if (n > 0) c->plen += (size_t)n;
-  if (c->plen >= sizeof c->path) c->plen = sizeof c->path - 1;
-  return mark;
-}
-
-static void pop(ctx_t *c, size_t mark) {
-  c->plen = mark;
-  c->path[mark] = '\0';
-}
 
 /* ---- names ------------------------------------------------------------------------ */
 
@@ -226,7 +208,7 @@ static int parse_record(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_
   if (n->n && (n->fields = mqr__arena_alloc(&c->s->arena, n->n * sizeof *n->fields)) == NULL) return nomem(c);
   for (uint32_t i = 0; i < n->n; i++) {
     const mqr__json_t *f = fields->items[i];
-    size_t mark = push(c, "fields[%u]", i);
+    size_t mark = mqr__path_push(&c->path, "fields[%u]", i);
     mqr__avro_field_t *fd = &n->fields[i];
     if (f->kind != MQR__JSON_OBJECT) return bad(c, f, "a field must be an object");
     if ((rc = get_string(c, f, "name", true, &fd->name)) != 0) return rc;
@@ -237,28 +219,25 @@ static int parse_record(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_
         return bad(c, mqr__json_get(f, "name"), "field '%.*s' is defined twice", (int)fd->name.len, fd->name.ptr);
     const mqr__json_t *t = mqr__json_get(f, "type");
     if (t == NULL) return bad(c, f, "field '%.*s' has no \"type\"", (int)fd->name.len, fd->name.ptr);
-    size_t m2 = push(c, "type");
+    size_t m2 = mqr__path_push(&c->path, "type");
     if ((rc = parse_type(c, t, ns, &fd->type)) != 0) return rc;
-    pop(c, m2);
+    mqr__path_pop(&c->path, m2);
     fd->def = mqr__json_get(f, "default");
     const mqr__json_t *order = mqr__json_get(f, "order");
     if (order && !(mqr__json_is_str(order, "ascending") || mqr__json_is_str(order, "descending") ||
                    mqr__json_is_str(order, "ignore")))
       return bad(c, order, "\"order\" must be \"ascending\", \"descending\" or \"ignore\"");
     if ((rc = parse_aliases(c, f, ns, false, &fd->aliases, &fd->n_aliases)) != 0) return rc;
-    pop(c, mark);
+    mqr__path_pop(&c->path, mark);
   }
   if (c->n_records == c->cap_records) {
     uint32_t ncap = c->cap_records ? c->cap_records * 2 : 16;
     void *p = mqr_realloc(c->records, ncap * sizeof *c->records);
-    void *q = p ? mqr_realloc(c->record_json, ncap * sizeof *c->record_json) : NULL;
-    if (p) c->records = p;
-    if (q == NULL) return nomem(c);
-    c->record_json = q;
+    if (p == NULL) return nomem(c);
+    c->records = p;
     c->cap_records = ncap;
   }
-  c->records[c->n_records] = n;
-  c->record_json[c->n_records++] = fields;
+  c->records[c->n_records++] = n;
   return 0;
 }
 
@@ -291,7 +270,7 @@ static int parse_enum(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_no
   if (n->n && (n->symbols = mqr__arena_alloc(&c->s->arena, n->n * sizeof *n->symbols)) == NULL) return nomem(c);
   for (uint32_t i = 0; i < n->n; i++) {
     const mqr__json_t *s = syms->items[i];
-    size_t mark = push(c, "symbols[%u]", i);
+    size_t mark = mqr__path_push(&c->path, "symbols[%u]", i);
     if (s->kind != MQR__JSON_STRING || !valid_name(s->str)) return bad(c, s, "not a valid enum symbol");
     if (mqr__avro_enum_ordinal(n, s->str.ptr, s->str.len) >= 0)
       return bad(c, s, "symbol '%.*s' is listed twice", (int)s->str.len, s->str.ptr);
@@ -299,7 +278,7 @@ static int parse_enum(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_no
     uint32_t k = sym_hash(s->str.ptr, s->str.len) & n->symmask;
     while (n->symtab[k]) k = (k + 1) & n->symmask;
     n->symtab[k] = i + 1;
-    pop(c, mark);
+    mqr__path_pop(&c->path, mark);
   }
   const mqr__json_t *def = mqr__json_get(j, "default");
   if (def) {
@@ -326,7 +305,7 @@ static int parse_union(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_n
   n->n = j->n;
   if (n->n && (n->branches = mqr__arena_alloc(&c->s->arena, n->n * sizeof *n->branches)) == NULL) return nomem(c);
   for (uint32_t i = 0; i < n->n; i++) {
-    size_t mark = push(c, "[%u]", i);
+    size_t mark = mqr__path_push(&c->path, "[%u]", i);
     int rc = parse_type(c, j->items[i], ns, &n->branches[i]);
     if (rc) return rc;
     const mqr__avro_node_t *b = n->branches[i];
@@ -339,7 +318,7 @@ static int parse_union(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_n
         return bad(c, j->items[i], "the union holds '%.*s' twice", (int)bn.len, bn.ptr);
       }
     }
-    pop(c, mark);
+    mqr__path_pop(&c->path, mark);
   }
   *out = n;
   return 0;
@@ -391,9 +370,9 @@ static int parse_object(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_
   const mqr__json_t *t = mqr__json_get(j, "type");
   if (t == NULL) return bad(c, j, "a schema object needs \"type\"");
   if (t->kind == MQR__JSON_OBJECT || t->kind == MQR__JSON_ARRAY) {
-    size_t mark = push(c, "type");
+    size_t mark = mqr__path_push(&c->path, "type");
     int rc = parse_type(c, t, ns, out);
-    pop(c, mark);
+    mqr__path_pop(&c->path, mark);
     return rc;
   }
   if (t->kind != MQR__JSON_STRING) return bad(c, t, "\"type\" must be a string, an object or an array");
@@ -420,9 +399,9 @@ static int parse_object(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_
     const mqr__json_t *it = mqr__json_get(j, key);
     if (it == NULL) return bad(c, j, "%s needs \"%s\"", array ? "an array" : "a map", key);
     if ((n = new_node(c, array ? MQR_AVRO_ARRAY : MQR_AVRO_MAP)) == NULL) return nomem(c);
-    size_t mark = push(c, "%s", key);
+    size_t mark = mqr__path_push(&c->path, "%s", key);
     rc = parse_type(c, it, ns, &n->items);
-    if (rc == 0) pop(c, mark);
+    if (rc == 0) mqr__path_pop(&c->path, mark);
   } else {
     return resolve_ref(c, t, ns, out);
   }
@@ -511,9 +490,7 @@ static bool default_ok(const mqr__avro_node_t *n, const mqr__json_t *v, int dept
     if (v->kind != MQR__JSON_OBJECT) return false;
     for (uint32_t i = 0; i < n->n; i++) {
       const mqr__avro_field_t *f = &n->fields[i];
-      char key[256];
-      snprintf(key, sizeof key, "%.*s", (int)f->name.len, f->name.ptr);
-      const mqr__json_t *fv = mqr__json_get(v, key);
+      const mqr__json_t *fv = mqr__json_get_str(v, f->name);
       if (fv == NULL) {
         if (f->def == NULL) {
           *why = "a record default must give every field that has no default";
@@ -535,8 +512,7 @@ static int check_defaults(ctx_t *c) {
       const mqr__avro_field_t *f = &n->fields[i];
       const char *why = "";
       if (f->def && !default_ok(f->type, f->def, 0, &why)) {
-        c->plen = 0;
-        c->path[0] = '\0';
+        mqr__path_pop(&c->path, 0);
         return bad(c, f->def, "%.*s.%.*s: invalid default: %s", (int)n->fullname.len, n->fullname.ptr, (int)f->name.len,
                    f->name.ptr, why);
       }
@@ -808,7 +784,6 @@ int mqr_avro_schema_parse(const char *json, size_t len, mqr_avro_schema_t **out,
     }
   }
   mqr_free(c.records);
-  mqr_free(c.record_json);
   if (rc) {
     mqr_avro_schema_destroy(s);
     return rc;

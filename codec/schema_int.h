@@ -8,6 +8,7 @@
 #ifndef MQR_CODEC_SCHEMA_INT_H
 #define MQR_CODEC_SCHEMA_INT_H
 
+#include "binary.h"
 #include "json.h"
 #include "mqr/codec.h"
 
@@ -54,6 +55,9 @@ int32_t mqr__avro_enum_ordinal(const mqr__avro_node_t *e, const char *s, size_t 
 
 /* The name a union branch goes by in JSON: a named type's full name, else the type's. */
 mqr_str_t mqr__avro_branch_name(const mqr__avro_node_t *n);
+
+/* Skips (validates) one binary datum of node n. */
+int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n);
 
 /* The binary encoding of a JSON value (a default) for node n, appended to out. */
 int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err);

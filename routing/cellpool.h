@@ -1,6 +1,6 @@
 /* A pool of 128-byte cells, each at a 128-byte boundary, carved from 64 KiB chunks.
  *
- * It keeps the addresses' hot blocks (the hot line and the name's line) dense, side by
+ * It keeps the addresses' blocks (the bind line and the key line with the name) dense, side by
  * side in a few chunks, so that a router of 10,000 addresses reads 1.25 MiB of them
  * rather than 10,000 scattered allocations with their headers and alignment slack.
  *

@@ -92,14 +92,14 @@ static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, i
 /* The address lacks routing type t: add it if the settings allow (ARTEMIS-4212: never
  * drop silently). */
 static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_error_t *err) {
-  mqr_str_t name = a->hot.name;
+  mqr_str_t name = a->key.name;
   if (!a->bind.cold->settings.auto_create_addresses) {
     char what[96];
     snprintf(what, sizeof what, "does not exist for routing type %s (auto-create-addresses is off)",
              mqr_routing_type_name(t));
     return addr_error(err, MQR_ENOADDR, name, what);
   }
-  mqr_address_info_add_type(&a->hot.info, t);
+  mqr_address_info_add_type(&a->key.info, t);
   res->flags |= MQR_ROUTE_ADDED_TYPE;
   return 0;
 }
@@ -112,18 +112,18 @@ static int resolve_fqqn(mqr_router_t *r, mqr_address_t *a, mqr_str_t qname, int 
   mqr_queue_t *q = mqr_router_find_queue(r, qname);
   if (q && q->address != a)
     return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' belongs to address '%.*s', not '%.*s'", (int)qname.len,
-                         qname.ptr, (int)q->address->hot.name.len, q->address->hot.name.ptr, (int)a->hot.name.len,
-                         a->hot.name.ptr);
+                         qname.ptr, (int)q->address->key.name.len, q->address->key.name.ptr, (int)a->key.name.len,
+                         a->key.name.ptr);
   *out = q;
   if (q) return 0;
   if (!a->bind.cold->settings.auto_create_queues)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist on address '%.*s' (auto-create-queues is off)",
-                         (int)qname.len, qname.ptr, (int)a->hot.name.len, a->hot.name.ptr);
+                         (int)qname.len, qname.ptr, (int)a->key.name.len, a->key.name.ptr);
   if (qname.len > MQR__NAME_MAX)
     return mqr_error_set(err, MQR_ENAMETOOLONG, "queue name of %zu bytes is too long", qname.len);
   int type = t;
   if (type == MQR_ROUTING_NONE)
-    type = mqr_routing_set_count(a->hot.info.types) == 1 ? a->hot.info.default_type
+    type = mqr_routing_set_count(a->key.info.types) == 1 ? a->key.info.default_type
                                                          : (int)a->bind.cold->settings.default_queue_routing_type;
   *make_type = type;
   return 0;
@@ -184,8 +184,8 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   } else if (mqr__is_wildcard(a)) {
     return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
   }
-  mqr_address_info_t saved = a->hot.info;
-  if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, t)) {
+  mqr_address_info_t saved = a->key.info;
+  if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, t)) {
     if ((rc = auto_add_type(a, t, res, err)) != 0) goto undo;
   }
 
@@ -197,7 +197,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   if (sep < len) {
     make_name = mqr_str_n(p + sep + 2, len - sep - 2);
     if ((rc = resolve_fqqn(r, a, make_name, t, &fqqn, &make_type, err)) != 0) goto undo;
-    if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->hot.info.types, make_type) &&
+    if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, make_type) &&
         (rc = auto_add_type(a, make_type, res, err)) != 0)
       goto undo;
   } else if (t == MQR_ANYCAST && a->bind.n_anycast == 0 && a->bind.cold->settings.auto_create_queues &&
@@ -267,7 +267,7 @@ undo:
   if (created)
     mqr__router_drop_address(r, created);
   else
-    a->hot.info = saved;
+    a->key.info = saved;
   res->flags = 0;
   return rc;
 }

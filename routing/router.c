@@ -15,7 +15,7 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   memset(r, 0, sizeof *r);
   r->wildcard = w;
   /* Both kinds of object keep their name's bytes right after the struct. */
-  mqr__table_init(&r->addresses, offsetof(mqr_address_t, hot.name), MQR__ADDRESS_NAME_OFF);
+  mqr__table_init(&r->addresses, offsetof(mqr_address_t, key.name), MQR__ADDRESS_NAME_OFF);
   mqr__cellpool_init(&r->cells);
   mqr__table_init(&r->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
   return 0;
@@ -54,10 +54,10 @@ void mqr_router_close(mqr_router_t *r) {
 
 /* ---- accessors ---------------------------------------------------------------- */
 
-mqr_str_t mqr_address_name(const mqr_address_t *a) { return a->hot.name; }
-mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a) { return a->hot.info.types; }
-int mqr_address_default_routing_type(const mqr_address_t *a) { return a->hot.info.default_type; }
-uint32_t mqr_address_flags(const mqr_address_t *a) { return a->hot.flags; }
+mqr_str_t mqr_address_name(const mqr_address_t *a) { return a->key.name; }
+mqr_routing_set_t mqr_address_routing_types(const mqr_address_t *a) { return a->key.info.types; }
+int mqr_address_default_routing_type(const mqr_address_t *a) { return a->key.info.default_type; }
+uint32_t mqr_address_flags(const mqr_address_t *a) { return a->key.flags; }
 uint64_t mqr_address_routed(const mqr_address_t *a) { return a->bind.routed; }
 uint64_t mqr_address_unrouted(const mqr_address_t *a) { return a->bind.cold->unrouted; }
 uint32_t mqr_address_queue_count(const mqr_address_t *a) { return a->bind.cold->n_own; }
@@ -155,11 +155,11 @@ static void collect(const mqr_address_t *from, const mqr_queue_t *adding, stage_
 static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
   st->n_any = st->n_multi = 0;
   collect(a, adding, st);
-  mqr_str_t name = a->hot.name;
+  mqr_str_t name = a->key.name;
   for (uint32_t w = 0; w < r->n_wildcards; w++) {
     const mqr_address_t *wa = r->wildcards[w];
     if (wa->bind.cold->n_own == 0 && !(adding && adding->address == wa)) continue;
-    if (mqr_wildcard_match(&r->wildcard, wa->hot.name, name)) collect(wa, adding, st);
+    if (mqr_wildcard_match(&r->wildcard, wa->key.name, name)) collect(wa, adding, st);
   }
 }
 
@@ -217,12 +217,12 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
     p->n = 1;
     return 0;
   }
-  mqr_str_t pattern = changed->hot.name;
+  mqr_str_t pattern = changed->key.name;
   mqr__slot_t *s = r->addresses.slots;
   uint32_t n = 0;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, a->hot.name)) n++;
+    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, a->key.name)) n++;
   }
   if (n == 0) return 0;
   if ((p->items = mqr_malloc(n * sizeof *p->items)) == NULL) {
@@ -231,7 +231,7 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
   }
   for (uint32_t i = 0; i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, a->hot.name)) continue;
+    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, a->key.name)) continue;
     if (stage_build(r, a, adding, &p->items[p->n]) != 0) {
       plan_abort(p);
       return MQR_ENOMEM;
@@ -262,7 +262,7 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
     r->wildcards = p;
     r->cap_wildcards = ncap;
   }
-  /* The hot block at a 128-byte boundary: a pool cell when the name fits in it. */
+  /* The address block at a 128-byte boundary: a pool cell when the name fits in it. */
   bool pooled = name.len <= MQR__POOLED_NAME_MAX;
   if (pooled && mqr__cellpool_reserve(&r->cells) != 0) goto nomem;
   mqr__address_cold_t *cold = mqr_calloc(1, sizeof *cold);
@@ -279,16 +279,16 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
     }
     a = (mqr_address_t *)(((uintptr_t)block + MQR__CELL_SIZE - 1) & ~(uintptr_t)(MQR__CELL_SIZE - 1));
   }
-  memset(a, 0, MQR__ADDRESS_NAME_OFF); /* the padding too: the router dump compares blocks */
+  memset(a, 0, MQR__ADDRESS_NAME_OFF); /* a pool cell holds its free-list link */
   a->bind.cold = cold;
   cold->block = block;
   char *nm = (char *)a + MQR__ADDRESS_NAME_OFF;
   memcpy(nm, name.ptr, name.len);
   nm[name.len] = '\0';
-  a->hot.name = mqr_str_n(nm, name.len);
+  a->key.name = mqr_str_n(nm, name.len);
   a->bind.cold->hash = hash;
-  a->hot.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
-  mqr_address_info_set_types(&a->hot.info, types);
+  a->key.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
+  mqr_address_info_set_types(&a->key.info, types);
   if (!wildcard) {
     /* A new concrete address picks up the queues of every wildcard address it matches. */
     plan_t p;
@@ -344,7 +344,7 @@ void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
       break;
     }
   }
-  mqr__table_remove(&r->addresses, a->bind.cold->hash, a->hot.name.ptr, a->hot.name.len);
+  mqr__table_remove(&r->addresses, a->bind.cold->hash, a->key.name.ptr, a->key.name.len);
   free_address(r, a);
 }
 
@@ -376,7 +376,7 @@ int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_e
   if (mqr_routing_type_name(t) == NULL) return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
   mqr_address_t *a = mqr_router_find_address(r, address);
   if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)address.len, address.ptr);
-  if (!mqr_routing_set_contains(a->hot.info.types, t)) mqr_address_info_add_type(&a->hot.info, t);
+  if (!mqr_routing_set_contains(a->key.info.types, t)) mqr_address_info_add_type(&a->key.info, t);
   return 0;
 }
 
@@ -389,7 +389,7 @@ int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mq
       return mqr_error_set(err, MQR_ETYPEINUSE, "address '%.*s' still has %s queue '%.*s'", (int)address.len,
                            address.ptr, mqr_routing_type_name(t), (int)a->bind.cold->own[i]->name.len,
                            a->bind.cold->own[i]->name.ptr);
-  mqr_address_info_remove_type(&a->hot.info, t);
+  mqr_address_info_remove_type(&a->key.info, t);
   return 0;
 }
 
@@ -453,10 +453,10 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
   mqr_queue_t *other = mqr_router_find_queue(r, cfg->name);
   if (other)
     return mqr_error_set(err, MQR_EQUEUEEXISTS, "queue '%.*s' already exists on address '%.*s'", (int)cfg->name.len,
-                         cfg->name.ptr, (int)other->address->hot.name.len, other->address->hot.name.ptr);
+                         cfg->name.ptr, (int)other->address->key.name.len, other->address->key.name.ptr);
   mqr_address_t *a = mqr_router_find_address(r, cfg->address);
   mqr_address_settings_t s;
-  if (a == NULL || !mqr_routing_set_contains(a->hot.info.types, cfg->routing_type)) {
+  if (a == NULL || !mqr_routing_set_contains(a->key.info.types, cfg->routing_type)) {
     if (a)
       s = a->bind.cold->settings;
     else
@@ -478,16 +478,16 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
     if (rc) return rc;
     created = true;
   } else {
-    saved = a->hot.info;
-    if (!mqr_routing_set_contains(a->hot.info.types, cfg->routing_type))
-      mqr_address_info_add_type(&a->hot.info, cfg->routing_type);
+    saved = a->key.info;
+    if (!mqr_routing_set_contains(a->key.info.types, cfg->routing_type))
+      mqr_address_info_add_type(&a->key.info, cfg->routing_type);
   }
   rc = mqr__router_create_queue(r, cfg, a, out, err);
   if (rc) {
     if (created)
       mqr__router_drop_address(r, a);
     else
-      a->hot.info = saved;
+      a->key.info = saved;
   }
   return rc;
 }

@@ -77,12 +77,12 @@ typedef struct mqr__address_cold_s {
 
 struct mqr_address_s {
   alignas(64) mqr__address_bind_t bind;
-  alignas(64) mqr__address_key_t hot;
+  alignas(64) mqr__address_key_t key;
 };
 
 static_assert(sizeof(mqr__address_bind_t) <= 64, "the bind part of an address is one cache line");
-static_assert(offsetof(struct mqr_address_s, hot) == 64, "the key line is the block's second line");
-#define MQR__ADDRESS_NAME_OFF (offsetof(struct mqr_address_s, hot) + sizeof(mqr__address_key_t))
+static_assert(offsetof(struct mqr_address_s, key) == 64, "the key line is the block's second line");
+#define MQR__ADDRESS_NAME_OFF (offsetof(struct mqr_address_s, key) + sizeof(mqr__address_key_t))
 #define MQR__POOLED_NAME_MAX (MQR__CELL_SIZE - MQR__ADDRESS_NAME_OFF - 1)
 
 typedef struct mqr__settings_entry_s {
@@ -90,7 +90,7 @@ typedef struct mqr__settings_entry_s {
   mqr_address_settings_t s;
 } mqr__settings_entry_t;
 
-static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->hot.flags & MQR_ADDRESS_WILDCARD) != 0; }
+static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->key.flags & MQR_ADDRESS_WILDCARD) != 0; }
 
 /* The longest address or queue name, in bytes. */
 #define MQR__NAME_MAX 65535u

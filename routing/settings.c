@@ -63,7 +63,7 @@ static void resolve_all(mqr_router_t *r) {
   mqr__slot_t *s = r->addresses.slots;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a) mqr_router_resolve_settings(r, a->hot.name, &a->bind.cold->settings);
+    if (a) mqr_router_resolve_settings(r, a->key.name, &a->bind.cold->settings);
   }
 }
 

@@ -4,7 +4,7 @@
  * Invariant: every entry sits in the probe run that starts at (hash & mask) and no empty
  * slot lies between that home slot and the entry. A slot is 16 bytes, {hash, object};
  * empty when the object is NULL. Each object carries its key's length in an mqr_str_t at
- * the table's key_off and the key's bytes at bytes_off (right after the object), so a
+ * the table's key_off and the key's bytes at bytes_off, both offsets into the object, so a
  * probe compares the 64-bit hash in the slot first and, on a match, loads the length and
  * the bytes in parallel: their addresses are known without reading a pointer. */
 #ifndef MQR_ROUTING_TABLE_H

@@ -133,6 +133,21 @@ MQR_EXTERN int mqr_avro_binary_to_json(const mqr_avro_schema_t *s, const uint8_t
 MQR_EXTERN int mqr_avro_skip(const mqr_avro_schema_t *s, const uint8_t *in, size_t len, size_t *used, mqr_error_t *err);
 
 /* ---------------------------------------------------------------------------------- */
+/* Single-object encoding: C3 01, the schema's fingerprint little-endian, the datum      */
+/* ---------------------------------------------------------------------------------- */
+
+#define MQR_AVRO_SINGLE_OBJECT_HEADER 10 /* bytes before the datum */
+
+/* Appends s's single-object header to out. 0, MQR_ENOSPC or MQR_ENOMEM. */
+MQR_EXTERN int mqr_avro_single_object_header(const mqr_avro_schema_t *s, mqr_avro_buf_t *out);
+
+/* Reads the header at in: the writer schema's fingerprint into *fingerprint; the datum
+ * starts MQR_AVRO_SINGLE_OBJECT_HEADER bytes in. Errors: MQR_ETRUNCATED (fewer bytes
+ * than a header), MQR_EBADDATA (no C3 01 marker). */
+MQR_EXTERN int mqr_avro_single_object_fingerprint(const uint8_t *in, size_t len, uint64_t *fingerprint,
+                                                  mqr_error_t *err);
+
+/* ---------------------------------------------------------------------------------- */
 /* Compiled codecs over C structs                                                       */
 /* ---------------------------------------------------------------------------------- */
 

@@ -61,6 +61,7 @@ static const small_t small_value = {MQR_STR("foo")};
 typedef struct {
   int impl; /* 0 mqr, 1 avroc, 2 mqr_lookup / memcpy */
   int kind; /* array1m: 0 int, 1 float, 2 double */
+  bool big; /* big or small record */
   mqr_avro_schema_t *schema;
   mqr_avro_codec_t *codec;
   mqr_avro_buf_t out;
@@ -173,6 +174,7 @@ static int setup_big(mqr_bench_ctx_t *c) {
   st_t *s;
   int rc = setup(c, big_json, &user_type, 4096, &s);
   if (rc) return rc;
+  s->big = true;
   if (mqr_avro_encode(s->codec, &big_value, &s->out, NULL, NULL) != 0) return mqr_bench_fail(c, "encode");
   s->encoded_len = s->out.len;
   return 0;
@@ -189,7 +191,7 @@ static int setup_small(mqr_bench_ctx_t *c) {
 
 __attribute__((noinline)) static int run_record_encode(mqr_bench_ctx_t *c, uint64_t ops) {
   st_t *s = mqr_bench_state(c);
-  bool big = s->encoded_len > 10;
+  bool big = s->big;
   for (uint64_t i = 0; i < ops; i++) {
     if (s->impl == 1) {
       if (big) {

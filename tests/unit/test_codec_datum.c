@@ -238,12 +238,50 @@ static void test_bad_json_datums(void **state) {
            NULL);
 }
 
+static void test_single_object(void **state) {
+  (void)state;
+  /* The official single-object vector: its first 10 bytes are the header of its schema. */
+  char path[1024];
+  uint8_t msg[64], schema_text[1024];
+  snprintf(path, sizeof path, "%s/tests/data/avro/test_message.bin", getenv("MQR_SOURCE_DIR"));
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  size_t n = fread(msg, 1, sizeof msg, f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/tests/data/avro/test_schema.avsc", getenv("MQR_SOURCE_DIR"));
+  assert_non_null(f = fopen(path, "rb"));
+  size_t sn = fread(schema_text, 1, sizeof schema_text - 1, f);
+  fclose(f);
+  schema_text[sn] = '\0';
+  mqr_avro_schema_t *s = schema((const char *)schema_text);
+  uint8_t hdr[MQR_AVRO_SINGLE_OBJECT_HEADER];
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init(&b, hdr, sizeof hdr);
+  assert_int_equal(mqr_avro_single_object_header(s, &b), 0);
+  assert_memory_equal(hdr, msg, sizeof hdr);
+  assert_int_equal(mqr_avro_single_object_header(s, &b), MQR_ENOSPC);
+  uint64_t fp = 0;
+  assert_int_equal(mqr_avro_single_object_fingerprint(msg, n, &fp, NULL), 0);
+  assert_int_equal(fp, mqr_avro_schema_fingerprint(s));
+  mqr_avro_buf_t j;
+  mqr_avro_buf_init_growable(&j);
+  const char *want = "{\"id\":42,\"name\":\"Bill\",\"tags\":[\"dog_lover\",\"cat_hater\"]}";
+  assert_int_equal(mqr_avro_binary_to_json(s, msg + 10, n - 10, NULL, &j, NULL), 0);
+  assert_int_equal(j.len, strlen(want));
+  assert_memory_equal(j.data, want, j.len);
+  assert_int_equal(mqr_avro_single_object_fingerprint(msg, 9, &fp, NULL), MQR_ETRUNCATED);
+  msg[1] = 0x02;
+  assert_int_equal(mqr_avro_single_object_fingerprint(msg, n, &fp, NULL), MQR_EBADDATA);
+  mqr_avro_buf_free(&j);
+  mqr_avro_schema_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_primitive_edges), cmocka_unit_test(test_complex),
       cmocka_unit_test(test_hostile_binary),  cmocka_unit_test(test_negative_block_counts),
       cmocka_unit_test(test_nesting_limit),   cmocka_unit_test(test_truncation_everywhere),
-      cmocka_unit_test(test_bad_json_datums),
+      cmocka_unit_test(test_bad_json_datums), cmocka_unit_test(test_single_object),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
