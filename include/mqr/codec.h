@@ -241,6 +241,132 @@ MQR_EXTERN int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr
 MQR_EXTERN int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
                                mqr_avro_arena_t *arena, mqr_error_t *err);
 
+/* ---------------------------------------------------------------------------------- */
+/* Schema resolution                                                                    */
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct mqr_avro_resolver_s mqr_avro_resolver_t;
+
+/* Compiles the resolution of data written with writer into data read with reader (the
+ * Avro 1.11 rules: fields by name or alias, writer fields the reader lacks skipped,
+ * reader defaults, promotions int->long/float/double, long->float/double, float->double,
+ * string<->bytes, enum symbols by name with the reader's default, unions branch by
+ * branch; named types by full name, unqualified name or a reader alias). Both schemas
+ * must outlive the resolver. Errors: MQR_EINCOMPATIBLE with the reader-side path and the
+ * reason (a writer union fails here only when none of its branches can be read; a branch
+ * that cannot, or an enum symbol the reader lacks with no default, fails when a datum
+ * takes it), MQR_ENOMEM. */
+MQR_EXTERN int mqr_avro_resolver_compile(const mqr_avro_schema_t *writer, const mqr_avro_schema_t *reader,
+                                         mqr_avro_resolver_t **out, mqr_error_t *err);
+
+MQR_EXTERN void mqr_avro_resolver_destroy(mqr_avro_resolver_t *res);
+
+/* The reader schema the resolver produces data for. */
+MQR_EXTERN const mqr_avro_schema_t *mqr_avro_resolver_reader(const mqr_avro_resolver_t *res);
+
+/* Reads one datum written with the writer schema from in[0..len) and appends it to out in
+ * the reader's binary encoding, which the reader's codecs then decode (a struct codec
+ * compiled against the reader schema, or mqr_avro_binary_to_json). *used (may be NULL)
+ * gets the bytes read. Parts the two schemas encode alike are validated and copied
+ * whole. Errors: those of mqr_avro_skip, MQR_EINCOMPATIBLE for a value the reader cannot
+ * take, MQR_ENOSPC, MQR_ENOMEM. On error out->len is unchanged. */
+MQR_EXTERN int mqr_avro_resolve(const mqr_avro_resolver_t *res, const uint8_t *in, size_t len, size_t *used,
+                                mqr_avro_buf_t *out, mqr_error_t *err);
+
+/* ---------------------------------------------------------------------------------- */
+/* The schema cache                                                                     */
+/* ---------------------------------------------------------------------------------- */
+
+/* Schemas keyed by fingerprint, each parsed once, and resolvers keyed by (writer,
+ * reader), each compiled once; what a reader of single-object data or of many writers'
+ * data keeps. Everything it returns lives as long as the cache. Adding is not safe
+ * against concurrent use; getting, with no adder running, is. */
+typedef struct mqr_avro_cache_s mqr_avro_cache_t;
+
+MQR_EXTERN int mqr_avro_cache_create(mqr_avro_cache_t **out); /* 0 or MQR_ENOMEM */
+MQR_EXTERN void mqr_avro_cache_destroy(mqr_avro_cache_t *c);
+
+/* Adds the schema in json[0..len) and gives the cached schema: the same text again is
+ * not parsed again, and a text whose canonical form is already cached gives the schema
+ * cached first. Errors: those of mqr_avro_schema_parse. */
+MQR_EXTERN int mqr_avro_cache_add(mqr_avro_cache_t *c, const char *json, size_t len, const mqr_avro_schema_t **out,
+                                  mqr_error_t *err);
+
+/* The schema with this fingerprint, or NULL. */
+MQR_EXTERN const mqr_avro_schema_t *mqr_avro_cache_get(const mqr_avro_cache_t *c, uint64_t fingerprint);
+
+MQR_EXTERN size_t mqr_avro_cache_count(const mqr_avro_cache_t *c);
+
+/* The resolver from writer to reader, compiled on first use. Errors: those of
+ * mqr_avro_resolver_compile. */
+MQR_EXTERN int mqr_avro_cache_resolver(mqr_avro_cache_t *c, const mqr_avro_schema_t *writer,
+                                       const mqr_avro_schema_t *reader, const mqr_avro_resolver_t **out,
+                                       mqr_error_t *err);
+
+/* Reads a single-object header at in and finds its writer schema in the cache; the datum
+ * starts MQR_AVRO_SINGLE_OBJECT_HEADER bytes in. Errors: those of
+ * mqr_avro_single_object_fingerprint, MQR_ENOTFOUND naming the fingerprint. */
+MQR_EXTERN int mqr_avro_cache_single_object(const mqr_avro_cache_t *c, const uint8_t *in, size_t len,
+                                            const mqr_avro_schema_t **writer, mqr_error_t *err);
+
+/* ---------------------------------------------------------------------------------- */
+/* Object container files                                                               */
+/* ---------------------------------------------------------------------------------- */
+
+typedef enum { MQR_AVRO_FILE_NULL, MQR_AVRO_FILE_DEFLATE } mqr_avro_file_codec_t;
+
+#define MQR_AVRO_FILE_MAX_BLOCK (256u << 20) /* bytes a deflate block may inflate to */
+
+/* Where a container writer's bytes go: 0 or an error code (MQR_EIO). */
+typedef int (*mqr_avro_write_fn)(void *ctx, const void *p, size_t n);
+
+/* A mqr_avro_write_fn over a FILE * (ctx). */
+MQR_EXTERN int mqr_avro_write_stdio(void *ctx, const void *p, size_t n);
+
+typedef struct {
+  mqr_avro_file_codec_t codec;
+  int level;           /* deflate level 1-9; 0 for zlib's default */
+  size_t block_size;   /* uncompressed bytes that close a block; 0 for 64 KiB */
+  const uint8_t *sync; /* 16 bytes, or NULL for a fresh marker */
+} mqr_avro_file_options_t;
+
+typedef struct mqr_avro_file_writer_s mqr_avro_file_writer_t;
+
+/* Starts a container of datums of schema s (which must outlive the writer) and writes its
+ * header (the schema as its canonical form) through write. opt may be NULL (codec null). */
+MQR_EXTERN int mqr_avro_file_writer_create(const mqr_avro_schema_t *s, const mqr_avro_file_options_t *opt,
+                                           mqr_avro_write_fn write, void *ctx, mqr_avro_file_writer_t **out,
+                                           mqr_error_t *err);
+
+/* Appends one binary datum of the writer's schema (checked: exactly one whole datum). A
+ * block that reaches the block size is written. */
+MQR_EXTERN int mqr_avro_file_append(mqr_avro_file_writer_t *w, const uint8_t *datum, size_t len, mqr_error_t *err);
+
+/* Writes the open block, if it holds any datum. */
+MQR_EXTERN int mqr_avro_file_flush(mqr_avro_file_writer_t *w, mqr_error_t *err);
+
+/* Writes the open block and frees the writer (NULL accepted); the flush's result. */
+MQR_EXTERN int mqr_avro_file_writer_close(mqr_avro_file_writer_t *w, mqr_error_t *err);
+
+typedef struct mqr_avro_file_reader_s mqr_avro_file_reader_t;
+
+/* Reads a container's header from data[0..len) (the whole file, which must stay valid
+ * while the reader is open) and parses its schema. Errors: MQR_EBADDATA (not a container,
+ * no schema), MQR_ETRUNCATED, MQR_EINVAL (an unsupported codec), the schema's errors. */
+MQR_EXTERN int mqr_avro_file_reader_open(const uint8_t *data, size_t len, mqr_avro_file_reader_t **out,
+                                         mqr_error_t *err);
+
+/* The writer's schema, from the header; valid while the reader is open. */
+MQR_EXTERN const mqr_avro_schema_t *mqr_avro_file_reader_schema(const mqr_avro_file_reader_t *f);
+
+/* The next datum: 1 with *datum and *len set (valid until the next call), 0 at the end of
+ * the file, or an error naming the block's byte offset: a count, size or sync marker
+ * that is wrong, bad deflate data, a block inflating past MQR_AVRO_FILE_MAX_BLOCK
+ * (MQR_ELIMIT), or a datum that does not decode. */
+MQR_EXTERN int mqr_avro_file_next(mqr_avro_file_reader_t *f, const uint8_t **datum, size_t *len, mqr_error_t *err);
+
+MQR_EXTERN void mqr_avro_file_reader_close(mqr_avro_file_reader_t *f);
+
 #ifdef __cplusplus
 }
 #endif

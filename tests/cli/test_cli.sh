@@ -80,6 +80,52 @@ grep -q "^address news.europe  types=\[MULTICAST\] default=MULTICAST$" "$tmp/out
   && grep -q "^  routes ANYCAST: -  MULTICAST: news.europe.reader news.all$" "$tmp/out" \
   && { echo "ok   show-bindings"; passed=$((passed + 1)); } \
   || { echo "FAIL show-bindings"; cat "$tmp/out"; failed=$((failed + 1)); }
+# ---- Avro: schemas, datums, resolution, container files ----
+avro=$src/tests/data/avro
+expect schema-canonical 0 '{"name":"test.Weather","type":"record","fields":[{"name":"station","type":"string"},{"name":"time","type":"long"},{"name":"temp","type":"int"}]}' "" -- \
+  "$mqr" schema canonical "$avro/weather.avsc"
+expect schema-fingerprint 0 "9d564df77eac7dcb" "" -- "$mqr" schema fingerprint "$avro/weather.avsc"
+printf '{"type":"record","name":"R","fields":[{"name":"a","type":"nope"}]}' >"$tmp/bad.avsc"
+expect schema-bad 1 "" "bad.avsc:1:58: fields[0].type: unknown type 'nope'" -- "$mqr" schema canonical "$tmp/bad.avsc"
+expect schema-missing 1 "" "nope.avsc: No such file" -- "$mqr" schema fingerprint "$tmp/nope.avsc"
+expect schema-usage 2 "" "usage: mqr schema" -- "$mqr" schema digest "$avro/weather.avsc"
+head -3 "$avro/weather.json" >"$tmp/w3.json"
+expect avro-roundtrip 0 "$(cat "$tmp/w3.json")" "" -- sh -c \
+  "'$mqr' avro encode --schema '$avro/weather.avsc' <'$tmp/w3.json' | '$mqr' avro decode --schema '$avro/weather.avsc'"
+expect avro-single-object 0 "$(cat "$tmp/w3.json")" "" -- sh -c \
+  "'$mqr' avro encode --single-object --schema '$avro/weather.avsc' <'$tmp/w3.json' | '$mqr' avro decode --single-object --schema '$avro/weather.avsc'"
+printf '{"station":"x","time":1,"temp":"warm"}\n' >"$tmp/badw.json"
+expect avro-encode-bad 1 "" "stdin:1:" -- sh -c "'$mqr' avro encode --schema '$avro/weather.avsc' <'$tmp/badw.json'"
+expect avro-decode-truncated 1 "" "datum 1 starting at byte 0: at byte 2: input ends inside a varint" -- sh -c \
+  "printf '\002\004' | '$mqr' avro decode --schema '$avro/weather.avsc'"
+expect avro-decode-unknown-fingerprint 1 "" "no schema with fingerprint" -- sh -c \
+  "printf '\303\001\001\002\003\004\005\006\007\010' | '$mqr' avro decode --single-object --schema '$avro/weather.avsc'"
+cat >"$tmp/weather-reader.avsc" <<'JSON'
+{"type": "record", "name": "test.Weather", "fields": [
+  {"name": "temp", "type": "double"}, {"name": "unit", "type": "string", "default": "F"}]}
+JSON
+expect avro-reader-schema 0 '{"temp":0.0,"unit":"F"}
+{"temp":22.0,"unit":"F"}
+{"temp":-11.0,"unit":"F"}' "" -- sh -c \
+  "'$mqr' avro encode --schema '$avro/weather.avsc' <'$tmp/w3.json' | '$mqr' avro decode --schema '$avro/weather.avsc' --reader-schema '$tmp/weather-reader.avsc'"
+printf '{"type":"record","name":"test.Weather","fields":[{"name":"rain","type":"int"}]}' >"$tmp/incompatible.avsc"
+expect avro-reader-incompatible 1 "" "rain: the writer's test.Weather has no such field" -- sh -c \
+  "'$mqr' avro encode --schema '$avro/weather.avsc' <'$tmp/w3.json' | '$mqr' avro decode --schema '$avro/weather.avsc' --reader-schema '$tmp/incompatible.avsc'"
+expect avro-cat-null 0 "$(cat "$avro/weather.json")" "" -- "$mqr" avro cat "$avro/weather.avro"
+expect avro-cat-deflate 0 "$(cat "$avro/weather.json")" "" -- "$mqr" avro cat "$avro/weather-deflate.avro"
+expect avro-cat-reader 0 '{"temp":0.0,"unit":"F"}' "" -- sh -c \
+  "'$mqr' avro cat --reader-schema '$tmp/weather-reader.avsc' '$avro/weather.avro' | head -1"
+head -c 100 "$avro/weather.avro" >"$tmp/cut.avro"
+expect avro-cat-truncated 1 "" "cut.avro: at byte 35: length 185 runs past the end of the input" -- "$mqr" avro cat "$tmp/cut.avro"
+expect avro-cat-not-avro 1 "" "not an Avro container" -- "$mqr" avro cat "$avro/weather.json"
+expect avro-write-deflate 0 "" "" -- sh -c "'$mqr' avro write --schema '$avro/weather.avsc' --codec deflate '$tmp/w.avro' <'$avro/weather.json'"
+expect avro-write-cat 0 "$(cat "$avro/weather.json")" "" -- "$mqr" avro cat "$tmp/w.avro"
+expect avro-write-bad-line 1 "" "stdin:1:" -- sh -c "'$mqr' avro write --schema '$avro/weather.avsc' '$tmp/bad.avro' <'$tmp/badw.json'"
+[ ! -e "$tmp/bad.avro" ] && { echo "ok   avro-write-bad-leaves-nothing"; passed=$((passed + 1)); } \
+  || { echo "FAIL avro-write-bad-leaves-nothing"; failed=$((failed + 1)); }
+expect avro-usage 2 "" "usage: mqr avro" -- "$mqr" avro decode
+expect avro-usage-codec 2 "" "usage: mqr avro" -- "$mqr" avro write --schema "$avro/weather.avsc" --codec snappy "$tmp/x.avro"
+
 expect unknown-command 2 "" "unknown command 'frobnicate'" -- "$mqr" frobnicate
 
 echo "cli: $passed passed, $failed failed"
