@@ -399,7 +399,7 @@ static int put(run_t *x, const void *p, size_t n) {
 }
 
 static int put_long(run_t *x, int64_t v) {
-  int rc = mqr_avro_buf_reserve(x->o, 10);
+  int rc = mqr_avro_buf_reserve(x->o, mqr__varint_size(mqr__zigzag64(v)));
   if (rc) return rc;
   x->o->len = (size_t)(mqr__put_long(x->o->data + x->o->len, v) - x->o->data);
   return 0;

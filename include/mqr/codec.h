@@ -242,6 +242,99 @@ MQR_EXTERN int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, siz
                                mqr_avro_arena_t *arena, mqr_error_t *err);
 
 /* ---------------------------------------------------------------------------------- */
+/* Streaming writer and reader                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+/* One datum as a sequence of calls, each checked against the schema as it comes: a
+ * record's fields in order between _record_begin and _record_end, an array's items, a
+ * map's keys and values. A mistake (the wrong type, a field too few, a symbol not in the
+ * enum) fails with MQR_EINVAL and a message naming where in the datum it is (`tags[2]`);
+ * after any failure every call fails until the next _begin. The objects hold the stack
+ * of open values (MQR_AVRO_MAX_DEPTH deep), so a datum allocates nothing. The schema must
+ * outlive them. */
+typedef struct mqr_avro_writer_s mqr_avro_writer_t;
+typedef struct mqr_avro_reader_s mqr_avro_reader_t;
+
+MQR_EXTERN int mqr_avro_writer_create(const mqr_avro_schema_t *s, mqr_avro_writer_t **out); /* 0, MQR_ENOMEM */
+MQR_EXTERN void mqr_avro_writer_destroy(mqr_avro_writer_t *w);
+
+/* Starts a datum appended to out. A datum that fails, or is not complete at _end, is
+ * removed from out again. */
+MQR_EXTERN void mqr_avro_writer_begin(mqr_avro_writer_t *w, mqr_avro_buf_t *out);
+/* 0 when the datum is complete; MQR_EINVAL naming what is still expected. */
+MQR_EXTERN int mqr_avro_writer_end(mqr_avro_writer_t *w);
+/* Why the last call failed. */
+MQR_EXTERN const mqr_error_t *mqr_avro_writer_error(const mqr_avro_writer_t *w);
+
+/* Scalars. Where the schema has a union, the first branch of the value's type is taken
+ * (use mqr_avro_write_union for another); an int may be written where a long is. */
+MQR_EXTERN int mqr_avro_write_null(mqr_avro_writer_t *w);
+MQR_EXTERN int mqr_avro_write_boolean(mqr_avro_writer_t *w, bool v);
+MQR_EXTERN int mqr_avro_write_int(mqr_avro_writer_t *w, int32_t v);
+MQR_EXTERN int mqr_avro_write_long(mqr_avro_writer_t *w, int64_t v);
+MQR_EXTERN int mqr_avro_write_float(mqr_avro_writer_t *w, float v);
+MQR_EXTERN int mqr_avro_write_double(mqr_avro_writer_t *w, double v);
+MQR_EXTERN int mqr_avro_write_string(mqr_avro_writer_t *w, const char *s, size_t len);
+MQR_EXTERN int mqr_avro_write_bytes(mqr_avro_writer_t *w, const void *p, size_t len);
+MQR_EXTERN int mqr_avro_write_fixed(mqr_avro_writer_t *w, const void *p, size_t len); /* len: the fixed's size */
+/* An enum by ordinal, or by symbol (looked up in the schema's symbol table). */
+MQR_EXTERN int mqr_avro_write_enum(mqr_avro_writer_t *w, int32_t ordinal);
+MQR_EXTERN int mqr_avro_write_enum_symbol(mqr_avro_writer_t *w, const char *symbol, size_t len);
+/* Takes branch `branch` of the union expected here; its value comes next. */
+MQR_EXTERN int mqr_avro_write_union(mqr_avro_writer_t *w, uint32_t branch);
+MQR_EXTERN int mqr_avro_write_record_begin(mqr_avro_writer_t *w);
+MQR_EXTERN int mqr_avro_write_record_end(mqr_avro_writer_t *w);
+/* An array of exactly count items; _end checks they were all written. */
+MQR_EXTERN int mqr_avro_write_array_begin(mqr_avro_writer_t *w, size_t count);
+MQR_EXTERN int mqr_avro_write_array_end(mqr_avro_writer_t *w);
+/* A map of exactly count entries, each a _map_key then its value. */
+MQR_EXTERN int mqr_avro_write_map_begin(mqr_avro_writer_t *w, size_t count);
+MQR_EXTERN int mqr_avro_write_map_key(mqr_avro_writer_t *w, const char *key, size_t len);
+MQR_EXTERN int mqr_avro_write_map_end(mqr_avro_writer_t *w);
+
+MQR_EXTERN int mqr_avro_reader_create(const mqr_avro_schema_t *s, mqr_avro_reader_t **out); /* 0, MQR_ENOMEM */
+MQR_EXTERN void mqr_avro_reader_destroy(mqr_avro_reader_t *r);
+
+/* Starts reading one datum from in[0..len), which must stay valid while it is read:
+ * strings, bytes and fixed come back as views into it. */
+MQR_EXTERN void mqr_avro_reader_begin(mqr_avro_reader_t *r, const uint8_t *in, size_t len);
+/* 0 when the datum has been read whole; mqr_avro_reader_offset is then its size. */
+MQR_EXTERN int mqr_avro_reader_end(mqr_avro_reader_t *r);
+MQR_EXTERN const mqr_error_t *mqr_avro_reader_error(const mqr_avro_reader_t *r);
+MQR_EXTERN size_t mqr_avro_reader_offset(const mqr_avro_reader_t *r);
+
+/* The type of the value that comes next (MQR_AVRO_UNION: read its branch first), for
+ * generic walks; MQR_ENOTFOUND where the open record ends or an array or map needs its
+ * _next call. */
+MQR_EXTERN int mqr_avro_reader_next(const mqr_avro_reader_t *r, mqr_avro_type_t *type);
+
+/* Scalars; a long may be read where the schema has an int, a double where it has a
+ * float. Bad bytes fail as mqr_avro_skip does, with the byte offset. */
+MQR_EXTERN int mqr_avro_read_null(mqr_avro_reader_t *r);
+MQR_EXTERN int mqr_avro_read_boolean(mqr_avro_reader_t *r, bool *v);
+MQR_EXTERN int mqr_avro_read_int(mqr_avro_reader_t *r, int32_t *v);
+MQR_EXTERN int mqr_avro_read_long(mqr_avro_reader_t *r, int64_t *v);
+MQR_EXTERN int mqr_avro_read_float(mqr_avro_reader_t *r, float *v);
+MQR_EXTERN int mqr_avro_read_double(mqr_avro_reader_t *r, double *v);
+MQR_EXTERN int mqr_avro_read_string(mqr_avro_reader_t *r, mqr_str_t *v); /* not checked for UTF-8 */
+MQR_EXTERN int mqr_avro_read_bytes(mqr_avro_reader_t *r, mqr_str_t *v);
+MQR_EXTERN int mqr_avro_read_fixed(mqr_avro_reader_t *r, mqr_str_t *v);
+/* The ordinal, and (symbol may be NULL) the symbol, valid as long as the schema. */
+MQR_EXTERN int mqr_avro_read_enum(mqr_avro_reader_t *r, int32_t *ordinal, mqr_str_t *symbol);
+/* The branch the data holds; its value comes next. */
+MQR_EXTERN int mqr_avro_read_union(mqr_avro_reader_t *r, uint32_t *branch);
+MQR_EXTERN int mqr_avro_read_record_begin(mqr_avro_reader_t *r);
+MQR_EXTERN int mqr_avro_read_record_end(mqr_avro_reader_t *r);
+/* Arrays and maps: _begin, then _next before each item: 1 when one follows (a map's key
+ * in *key), 0 at the end (the array or map is then closed). */
+MQR_EXTERN int mqr_avro_read_array_begin(mqr_avro_reader_t *r);
+MQR_EXTERN int mqr_avro_read_array_next(mqr_avro_reader_t *r);
+MQR_EXTERN int mqr_avro_read_map_begin(mqr_avro_reader_t *r);
+MQR_EXTERN int mqr_avro_read_map_next(mqr_avro_reader_t *r, mqr_str_t *key);
+/* Skips the value that comes next, whatever it is. */
+MQR_EXTERN int mqr_avro_read_skip(mqr_avro_reader_t *r);
+
+/* ---------------------------------------------------------------------------------- */
 /* Schema resolution                                                                    */
 /* ---------------------------------------------------------------------------------- */
 
