@@ -147,34 +147,6 @@ static int json_string(mqr_avro_buf_t *o, const uint8_t *p, size_t n, bool bytes
 }
 
 /* Whether p[0..n) is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
-static bool utf8_ok(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint8_t c = p[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF)
-      k = 1, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-      k = 2, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-      k = 3, cp = c & 0x07, min = 0x10000;
-    else
-      return false;
-    if (n - i <= k) return false;
-    for (size_t j = 1; j <= k; j++) {
-      if ((p[i + j] & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (p[i + j] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return false;
-    i += k + 1;
-  }
-  return true;
-}
-
 /* The shortest decimal text that reads back as the same value. */
 static int json_double(mqr_avro_buf_t *o, double d, bool single) {
   char buf[40];
@@ -231,7 +203,7 @@ static int to_json(mqr__rd_t *r, const mqr__avro_node_t *n, mqr_avro_buf_t *o, i
   case MQR_AVRO_BYTES:
   case MQR_AVRO_STRING:
     if ((rc = mqr__get_len(r, &len)) != 0) return rc;
-    if (n->type == MQR_AVRO_STRING && !utf8_ok(r->p, len))
+    if (n->type == MQR_AVRO_STRING && !mqr__utf8_valid(r->p, len))
       return mqr__rd_fail(r, MQR_EBADDATA, "string of %zu bytes is not valid UTF-8", len);
     r->p += len;
     return json_string(o, r->p - len, len, n->type == MQR_AVRO_BYTES);
@@ -276,7 +248,7 @@ static int to_json(mqr__rd_t *r, const mqr__avro_node_t *n, mqr_avro_buf_t *o, i
         first = false;
         if (map) {
           if ((rc = mqr__get_len(r, &len)) != 0) return rc;
-          if (!utf8_ok(r->p, len)) return mqr__rd_fail(r, MQR_EBADDATA, "map key is not valid UTF-8");
+          if (!mqr__utf8_valid(r->p, len)) return mqr__rd_fail(r, MQR_EBADDATA, "map key is not valid UTF-8");
           r->p += len;
           if ((rc = json_string(o, r->p - len, len, false)) != 0) return rc;
           if ((rc = out_str(o, ":")) != 0) return rc;
@@ -490,6 +462,17 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
           return mismatch(e, v->members[k].value, "'%.*s' is not a field of %.*s", (int)v->members[k].key.len,
                           v->members[k].key.ptr, (int)n->fullname.len, n->fullname.ptr);
       }
+      /* Every key is a field, so one is given twice: name it. */
+      for (uint32_t i = 0; i < n->n; i++) {
+        const mqr__json_t *first = NULL;
+        for (uint32_t k = 0; k < v->n; k++) {
+          if (!mqr_str_eq(v->members[k].key, n->fields[i].name)) continue;
+          if (first)
+            return mismatch(e, v->members[k].value, "field '%.*s' is given twice", (int)n->fields[i].name.len,
+                            n->fields[i].name.ptr);
+          first = v->members[k].value;
+        }
+      }
     }
     return 0;
   }
@@ -538,7 +521,7 @@ int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t
   mqr__arena_init(&arena);
   mqr__json_t *doc;
   size_t mark = out->len;
-  int rc = mqr__json_parse(&arena, json, len, &doc, err);
+  int rc = mqr__json_parse(&arena, json, len, false, &doc, err);
   if (rc == 0) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   if (rc == 0) {
     enc_t e = {out, err, {{0}, 0}};

@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include "binary.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -8,6 +10,7 @@ typedef struct {
   const char *p, *end, *line_start;
   uint32_t line;
   mqr_error_t *err;
+  bool unique; /* a repeated object key is an error */
 } parser_t;
 
 static uint32_t column_of(const parser_t *ps, const char *at) { return (uint32_t)(at - ps->line_start) + 1; }
@@ -89,10 +92,11 @@ static size_t put_utf8(char *o, uint32_t cp) {
  * longer than the escaped text, so one allocation of the raw length suffices. */
 static int parse_string(parser_t *ps, mqr_str_t *out) {
   const char *start = ++ps->p, *q = start;
-  bool plain = true;
+  bool plain = true, ascii = true;
   while (q < ps->end && *q != '"') {
     unsigned char c = (unsigned char)*q;
     if (c < 0x20) return fail(ps, q, "control character in a string");
+    if (c >= 0x80) ascii = false;
     if (c == '\\') {
       plain = false;
       if (++q >= ps->end) break;
@@ -100,6 +104,8 @@ static int parse_string(parser_t *ps, mqr_str_t *out) {
     q++;
   }
   if (q >= ps->end) return fail(ps, ps->end, "unterminated string");
+  if (!ascii && !mqr__utf8_valid((const uint8_t *)start, (size_t)(q - start)))
+    return fail(ps, start - 1, "invalid UTF-8 in a string");
   size_t raw = (size_t)(q - start);
   char *buf = mqr__arena_alloc(ps->arena, raw + 1);
   if (buf == NULL) return nomem(ps);
@@ -269,6 +275,30 @@ out:
   return rc;
 }
 
+static int cmp_member(const void *a, const void *b) {
+  const mqr__json_member_t *x = *(const mqr__json_member_t *const *)a, *y = *(const mqr__json_member_t *const *)b;
+  size_t n = x->key.len < y->key.len ? x->key.len : y->key.len;
+  int c = n ? memcmp(x->key.ptr, y->key.ptr, n) : 0;
+  if (c) return c;
+  if (x->key.len != y->key.len) return x->key.len < y->key.len ? -1 : 1;
+  return x < y ? -1 : x > y; /* the earlier member first */
+}
+
+/* A repeated key among m[0..n), reported at the second one's value. */
+static int check_unique(parser_t *ps, mqr__json_member_t *m, uint32_t n) {
+  const mqr__json_member_t **order = mqr_malloc(n * sizeof *order);
+  if (order == NULL) return mqr_error_set(ps->err, MQR_ENOMEM, "out of memory parsing JSON");
+  for (uint32_t i = 0; i < n; i++) order[i] = &m[i];
+  qsort(order, n, sizeof *order, cmp_member);
+  int rc = 0;
+  for (uint32_t i = 1; i < n && rc == 0; i++)
+    if (mqr_str_eq(order[i - 1]->key, order[i]->key))
+      rc = mqr_error_set_at(ps->err, MQR_ESYNTAX, NULL, order[i]->value->line, order[i]->value->column,
+                            "JSON: repeated key \"%.*s\" in an object", (int)order[i]->key.len, order[i]->key.ptr);
+  mqr_free(order);
+  return rc;
+}
+
 static int parse_object(parser_t *ps, mqr__json_t *v, int depth) {
   mqr__json_member_t *tmp = NULL;
   uint32_t n = 0, cap = 0;
@@ -289,7 +319,9 @@ static int parse_object(parser_t *ps, mqr__json_t *v, int depth) {
     uint32_t key_line = ps->line;
     mqr_str_t key;
     if ((rc = parse_string(ps, &key)) != 0) goto out;
-    for (uint32_t i = 0; i < n; i++)
+    /* Repeated keys: checked here for small objects, by sorting for big ones (below),
+     * so that a hostile object of many keys costs n log n, not n squared. */
+    for (uint32_t i = 0; ps->unique && n <= 16 && i < n; i++)
       if (mqr_str_eq(tmp[i].key, key)) {
         rc = mqr_error_set_at(ps->err, MQR_ESYNTAX, NULL, key_line, column_of(ps, key_at),
                               "JSON: repeated key \"%.*s\" in an object", (int)key.len, key.ptr);
@@ -322,6 +354,7 @@ static int parse_object(parser_t *ps, mqr__json_t *v, int depth) {
     goto out;
   }
 done:
+  if (ps->unique && n > 17 && (rc = check_unique(ps, tmp, n)) != 0) goto out;
   v->n = n;
   if (n) {
     v->members = mqr__arena_alloc(ps->arena, n * sizeof *tmp);
@@ -386,8 +419,9 @@ static int parse_value(parser_t *ps, mqr__json_t **out, int depth) {
   return rc;
 }
 
-int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, mqr__json_t **out, mqr_error_t *err) {
-  parser_t ps = {arena, text, text + len, text, 1, err};
+int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, bool unique_keys, mqr__json_t **out,
+                    mqr_error_t *err) {
+  parser_t ps = {arena, text, text + len, text, 1, err, unique_keys};
   mqr__json_t *v;
   int rc = parse_value(&ps, &v, 0);
   if (rc) return rc;

@@ -2,7 +2,8 @@
  * schema errors that point into the file, and for JSON-encoded Avro datums. Strings are
  * unescaped to UTF-8 (a \u0000 escape is kept: lengths are explicit); numbers keep their
  * text and, when they are integers that fit, their int64 value. Object members stay in
- * document order; a repeated key is an error, as Avro's parsers treat it.
+ * document order. A repeated key is an error in a schema; in a datum it is kept, since
+ * an Avro map may repeat a key in binary and its JSON must say so.
  *
  * Limits: nesting at most MQR__JSON_DEPTH deep. NaN, Infinity and -Infinity are
  * accepted as numbers (Python's and Jackson's JSON write them for Avro floats). */
@@ -43,8 +44,10 @@ struct mqr__json_s {
 };
 
 /* Parses text[0..len) as one JSON value (whitespace around it allowed). The document
- * lives in arena. Errors: MQR_ESYNTAX with line and column, MQR_ELIMIT, MQR_ENOMEM. */
-int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, mqr__json_t **out, mqr_error_t *err);
+ * lives in arena. Errors: MQR_ESYNTAX with line and column (a repeated object key, when
+ * unique_keys), MQR_ELIMIT, MQR_ENOMEM. */
+int mqr__json_parse(mqr__arena_t *arena, const char *text, size_t len, bool unique_keys, mqr__json_t **out,
+                    mqr_error_t *err);
 
 /* The member named key, or NULL. */
 const mqr__json_t *mqr__json_get_str(const mqr__json_t *obj, mqr_str_t key);

@@ -287,7 +287,7 @@ static int resolve_writer_union(rc_t *k, const mqr__avro_node_t *w, const mqr__a
     /* Identical when branch i is read as the reader's branch i, byte for byte. */
     if (!(br[i]->kind == R_RUNION && br[i]->index == i && br[i]->items->kind == R_COPY)) copy = false;
   }
-  if (!any) return MQR_EINCOMPATIBLE; /* k->why holds the last branch's reason */
+  if (!any && w->n) return MQR_EINCOMPATIBLE; /* k->why holds the last branch's reason */
   n->kind = copy ? R_COPY : R_WUNION;
   n->branches = br;
   n->n = w->n;

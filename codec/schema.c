@@ -766,7 +766,7 @@ int mqr_avro_schema_parse(const char *json, size_t len, mqr_avro_schema_t **out,
   c.s = s;
   c.err = err;
   mqr__json_t *doc;
-  int rc = mqr__json_parse(&s->arena, json, len, &doc, err);
+  int rc = mqr__json_parse(&s->arena, json, len, true, &doc, err);
   if (rc == 0) rc = parse_type(&c, doc, mqr_str_n("", 0), &s->root);
   if (rc == 0) rc = check_defaults(&c);
   if (rc == 0) rc = graph_properties(&c);

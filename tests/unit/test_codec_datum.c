@@ -204,6 +204,13 @@ static void test_truncation_everywhere(void **state) {
   mqr_avro_schema_destroy(s);
 }
 
+/* A map may repeat a key in binary (readers keep the last); its JSON repeats it too, and
+ * encodes back to the same bytes. */
+static void test_map_repeated_keys(void **state) {
+  (void)state;
+  RT("{\"type\":\"map\",\"values\":\"int\"}", "{\"k\":1,\"k\":2}", NULL, 0x04, 0x02, 'k', 0x02, 0x02, 'k', 0x04, 0x00);
+}
+
 static void bad_json(const char *sch, const char *json, int code, uint32_t col, const char *needle) {
   mqr_avro_schema_t *s = schema(sch);
   uint8_t storage[64];
@@ -229,8 +236,10 @@ static void test_bad_json_datums(void **state) {
   bad_json(rec, "{\"u\":null}", MQR_EBADDATA, 1, "field 'a' is missing");
   bad_json(rec, "{\"a\":[],\"u\":null,\"z\":1}", MQR_EBADDATA, 22, "'z' is not a field of R");
   bad_json(rec, "{\"a\":[1.5],\"u\":null}", MQR_EBADDATA, 7, "is not an int");
+  bad_json(rec, "{\"a\":[],\"u\":null,\"a\":[1]}", MQR_EBADDATA, 22, "field 'a' is given twice");
   bad_json(rec, "{\"a\":[", MQR_ESYNTAX, 7, "JSON");
   bad_json("\"bytes\"", "\"\\u0100\"", MQR_EBADDATA, 1, "code points 0-255");
+  bad_json("\"string\"", "\"ab\xcbx\"", MQR_ESYNTAX, 1, "invalid UTF-8 in a string");
   bad_json("{\"type\":\"fixed\",\"name\":\"F\",\"size\":2}", "\"abc\"", MQR_EBADDATA, 1, "size 2 given 3");
   bad_json("{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\"]}", "\"B\"", MQR_EBADDATA, 1, "'B' is not a symbol");
   /* A fixed buffer that is too small: ENOSPC, and nothing written. */
@@ -281,7 +290,8 @@ int main(void) {
       cmocka_unit_test(test_primitive_edges), cmocka_unit_test(test_complex),
       cmocka_unit_test(test_hostile_binary),  cmocka_unit_test(test_negative_block_counts),
       cmocka_unit_test(test_nesting_limit),   cmocka_unit_test(test_truncation_everywhere),
-      cmocka_unit_test(test_bad_json_datums), cmocka_unit_test(test_single_object),
+      cmocka_unit_test(test_bad_json_datums),
+      cmocka_unit_test(test_map_repeated_keys), cmocka_unit_test(test_single_object),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,6 +206,13 @@ static void test_bad_schemas(void **state) {
   /* JSON syntax errors point at the character. */
   parse_bad("{\"type\": \"int\",\n \"x\": }", MQR_ESYNTAX, 2, 7, "JSON");
   parse_bad("{\"type\": \"int\", \"type\": \"long\"}", MQR_ESYNTAX, 1, 17, "repeated key");
+  /* In a big object the repeat is found by sorting, and reported at its value. */
+  {
+    char big[2048] = "{\"type\":\"int\"";
+    for (int i = 0; i < 40; i++) snprintf(big + strlen(big), sizeof big - strlen(big), ",\"k%d\":%d", i, i);
+    strcat(big, ",\"k7\":\"again\"}");
+    parse_bad(big, MQR_ESYNTAX, 1, (uint32_t)(strlen(big) - 7), "repeated key \"k7\"");
+  }
   parse_bad("", MQR_ESYNTAX, 1, 1, "expected a value");
   parse_bad("\"int\" x", MQR_ESYNTAX, 1, 7, "text after");
   parse_bad("\"\\ud800\"", MQR_ESYNTAX, 1, 2, "surrogate");

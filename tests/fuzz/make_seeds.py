@@ -1,0 +1,37 @@
+#!/usr/bin/python3
+"""Seeds for the libFuzzer targets: schema files for fuzz_schema; for fuzz_binary and
+fuzz_json, random datums of every schema the targets load (binary, or Avro JSON), each
+behind the byte that picks its schema, in the targets' order (sorted file names, the
+schemas directory then the resolution one).
+
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json
+"""
+import json
+import os
+import shutil
+import sys
+
+import avro.schema
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+from avro_gen import gen, py_encode, to_json  # noqa: E402
+
+kind, out, src = sys.argv[1:4]
+os.makedirs(out, exist_ok=True)
+paths = []
+for d in ("schemas", "resolution"):
+    base = os.path.join(src, "tests/data/avro", d)
+    paths += [os.path.join(base, f) for f in sorted(os.listdir(base)) if f.endswith(".avsc")]
+for i, path in enumerate(paths):
+    if kind == "schema":
+        shutil.copy(path, os.path.join(out, "%02d.avsc" % i))
+        continue
+    schema = avro.schema.parse(open(path).read())
+    for k in range(4):
+        v = gen(schema, 0)
+        if kind == "binary":
+            data = py_encode(schema, v)
+        else:
+            data = json.dumps(to_json(schema, v)).encode()
+        with open(os.path.join(out, "%02d-%d" % (i, k)), "wb") as f:
+            f.write(bytes([i]) + data)
