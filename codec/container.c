@@ -53,7 +53,7 @@ static int put(mqr_avro_buf_t *b, const void *p, size_t n) {
 }
 
 static int put_long(mqr_avro_buf_t *b, int64_t v) {
-  int rc = mqr_avro_buf_reserve(b, 10);
+  int rc = mqr_avro_buf_reserve(b, mqr__varint_size(mqr__zigzag64(v)));
   if (rc) return rc;
   b->len = (size_t)(mqr__put_long(b->data + b->len, v) - b->data);
   return 0;

@@ -296,22 +296,25 @@ __attribute__((format(printf, 3, 4))) static int mismatch(enc_t *e, const mqr__j
 }
 
 static int put_varint(enc_t *e, uint64_t z) {
-  int rc = mqr_avro_buf_reserve(e->o, 10);
+  int rc = mqr_avro_buf_reserve(e->o, mqr__varint_size(z));
   if (rc) return rc;
   e->o->len = (size_t)(mqr__put_varint(e->o->data + e->o->len, z) - e->o->data);
   return 0;
 }
 
-/* Bytes and fixed in JSON: each character a code point 0-255, stored as one byte. */
+/* Bytes and fixed in JSON: each character a code point 0-255, stored as one byte. With
+ * dst NULL, only counts and checks. */
 static int latin1(enc_t *e, const mqr__json_t *v, uint8_t *dst, size_t *n) {
   size_t k = 0;
   const uint8_t *p = (const uint8_t *)v->str.ptr;
   for (size_t i = 0; i < v->str.len; i++) {
     uint8_t c = p[i];
     if (c < 0x80) {
-      dst[k++] = c;
+      if (dst) dst[k] = c;
+      k++;
     } else if ((c == 0xC2 || c == 0xC3) && i + 1 < v->str.len) {
-      dst[k++] = (uint8_t)((c & 0x03) << 6 | (p[++i] & 0x3F));
+      if (dst) dst[k] = (uint8_t)((c & 0x03) << 6 | (p[i + 1] & 0x3F));
+      i++, k++;
     } else {
       return mismatch(e, v, "bytes must be a string of code points 0-255");
     }
@@ -348,7 +351,7 @@ static int encode_number(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t 
     } else if (v->is_int) {
       d = (double)v->i; /* exact for the integers a double holds */
     }
-    if ((rc = mqr_avro_buf_reserve(e->o, 8)) != 0) return rc;
+    if ((rc = mqr_avro_buf_reserve(e->o, n->type == MQR_AVRO_FLOAT ? 4 : 8)) != 0) return rc;
     if (n->type == MQR_AVRO_FLOAT) {
       float f = (float)d;
       memcpy(e->o->data + e->o->len, &f, 4);
@@ -415,18 +418,15 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
   case MQR_AVRO_BYTES:
   case MQR_AVRO_FIXED: {
     if (v->kind != MQR__JSON_STRING) return mismatch(e, v, "expected a string, found %s", mqr__json_kind_name(v->kind));
-    /* Decoded, the bytes are no longer than the UTF-8 text; reserve for the worst case. */
-    if ((rc = mqr_avro_buf_reserve(e->o, v->str.len + 10)) != 0) return rc;
-    size_t start = e->o->len, nb = 0;
-    uint8_t *dst = e->o->data + start + (n->type == MQR_AVRO_BYTES ? 10 : 0);
-    if ((rc = latin1(e, v, dst, &nb)) != 0) return rc;
-    if (n->type == MQR_AVRO_FIXED) {
-      if (nb != n->n) return mismatch(e, v, "fixed of size %u given %zu bytes", n->n, nb);
-      e->o->len += nb;
-      return 0;
-    }
-    uint8_t *p = mqr__put_varint(e->o->data + start, mqr__zigzag64((int64_t)nb));
-    memmove(p, dst, nb);
+    /* Counted first, so that exactly what is written is reserved. */
+    size_t nb = 0;
+    if ((rc = latin1(e, v, NULL, &nb)) != 0) return rc;
+    if (n->type == MQR_AVRO_FIXED && nb != n->n) return mismatch(e, v, "fixed of size %u given %zu bytes", n->n, nb);
+    uint64_t z = mqr__zigzag64((int64_t)nb);
+    if ((rc = mqr_avro_buf_reserve(e->o, nb + (n->type == MQR_AVRO_BYTES ? mqr__varint_size(z) : 0))) != 0) return rc;
+    uint8_t *p = e->o->data + e->o->len;
+    if (n->type == MQR_AVRO_BYTES) p = mqr__put_varint(p, z);
+    latin1(e, v, p, &nb);
     e->o->len = (size_t)(p - e->o->data) + nb;
     return 0;
   }
@@ -522,7 +522,7 @@ int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t
   mqr__json_t *doc;
   size_t mark = out->len;
   int rc = mqr__json_parse(&arena, json, len, false, &doc, err);
-  if (rc == 0) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
+  if (rc == 0 && out->growable) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   if (rc == 0) {
     enc_t e = {out, err, {{0}, 0}};
     rc = encode(&e, s->root, doc, 0);

@@ -17,7 +17,7 @@
 #define FUZZ_CHECK(cond)                                                                                               \
   do {                                                                                                                 \
     if (!(cond)) {                                                                                                     \
-      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);                                     \
+      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);                                      \
       abort();                                                                                                         \
     }                                                                                                                  \
   } while (0)

@@ -24,6 +24,19 @@ static void roundtrip(const char *sch, const char *json, const uint8_t *want, si
       snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%02x ", b.data[i]);
     fail_msg("%s encoded as %s", json, hex);
   }
+  /* A fixed buffer of exactly the size fits; one byte less does not, and is left empty. */
+  uint8_t *exact = malloc(n + 1);
+  mqr_avro_buf_t fb;
+  mqr_avro_buf_init(&fb, exact, n);
+  if (mqr_avro_json_to_binary(s, json, strlen(json), &fb, &err) != 0)
+    fail_msg("%s: exact buffer: %s", json, err.message);
+  assert_int_equal(fb.len, n);
+  if (n) {
+    mqr_avro_buf_init(&fb, exact, n - 1);
+    assert_int_equal(mqr_avro_json_to_binary(s, json, strlen(json), &fb, &err), MQR_ENOSPC);
+    assert_int_equal(fb.len, 0);
+  }
+  free(exact);
   mqr_avro_buf_t j;
   mqr_avro_buf_init_growable(&j);
   size_t used = 0;
@@ -290,8 +303,8 @@ int main(void) {
       cmocka_unit_test(test_primitive_edges), cmocka_unit_test(test_complex),
       cmocka_unit_test(test_hostile_binary),  cmocka_unit_test(test_negative_block_counts),
       cmocka_unit_test(test_nesting_limit),   cmocka_unit_test(test_truncation_everywhere),
-      cmocka_unit_test(test_bad_json_datums),
-      cmocka_unit_test(test_map_repeated_keys), cmocka_unit_test(test_single_object),
+      cmocka_unit_test(test_bad_json_datums), cmocka_unit_test(test_map_repeated_keys),
+      cmocka_unit_test(test_single_object),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

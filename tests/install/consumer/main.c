@@ -1,6 +1,8 @@
-/* Routes one send through an installed mqr: prints "OK q". */
+/* Routes one send and encodes one Avro datum through an installed mqr: prints "OK q". */
+#include <mqr/codec.h>
 #include <mqr/mqr.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
   mqr_router_t r;
@@ -16,5 +18,13 @@ int main(void) {
   mqr_str_t n = mqr_queue_name(res.queues[0]);
   printf("%s %.*s\n", mqr_route_status_name(res.status), (int)n.len, n.ptr);
   mqr_router_close(&r);
+  const char *schema = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}";
+  mqr_avro_schema_t *s;
+  uint8_t out[8];
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init(&b, out, sizeof out);
+  if (mqr_avro_schema_parse(schema, strlen(schema), &s, NULL) != 0) return 1;
+  if (mqr_avro_json_to_binary(s, "{\"a\":-2}", 8, &b, NULL) != 0 || b.len != 1 || out[0] != 3) return 1;
+  mqr_avro_schema_destroy(s);
   return 0;
 }
