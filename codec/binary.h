@@ -84,6 +84,45 @@ static inline int mqr__get_int(mqr__rd_t *r, int32_t *out) {
   return mqr__rd_fail(r, MQR_EBADDATA, "int varint longer than 5 bytes");
 }
 
+/* An int where at least 5 bytes are left: no bounds checks. false for anything unusual
+ * (a fifth byte over 32 bits or continuing), which the caller reads again with
+ * mqr__get_int for its error. */
+static inline bool mqr__get_int_fast(const uint8_t **pp, int32_t *out) {
+  const uint8_t *p = *pp;
+  uint32_t b = p[0], z;
+  if (b < 0x80) {
+    z = b;
+    p += 1;
+  } else {
+    z = b & 0x7f;
+    b = p[1];
+    z |= (b & 0x7f) << 7;
+    if (b < 0x80) {
+      p += 2;
+    } else {
+      b = p[2];
+      z |= (b & 0x7f) << 14;
+      if (b < 0x80) {
+        p += 3;
+      } else {
+        b = p[3];
+        z |= (b & 0x7f) << 21;
+        if (b < 0x80) {
+          p += 4;
+        } else {
+          b = p[4];
+          if (b > 0x0f) return false;
+          z |= b << 28;
+          p += 5;
+        }
+      }
+    }
+  }
+  *pp = p;
+  *out = (int32_t)((z >> 1) ^ (0u - (z & 1)));
+  return true;
+}
+
 /* A length (of bytes or a string): non-negative and no more than what is left. */
 static inline int mqr__get_len(mqr__rd_t *r, size_t *out) {
   int64_t n = 0;

@@ -7,17 +7,62 @@
 
 /* ---- encode ------------------------------------------------------------------------- */
 
-/* Room for n more bytes at *p: the buffer grows (or fails) only on the slow path. */
-#define ROOM(n)                                                                                                        \
+/* Room for up to n more bytes at *p. Only on the slow path (the buffer short of n) is
+ * exact, the bytes this value really takes, worked out and asked for: a fixed buffer of
+ * exactly the datum's size takes it. */
+#define ROOM(n, exact)                                                                                                 \
   do {                                                                                                                 \
     if ((size_t)(end - p) < (size_t)(n)) {                                                                             \
       o->len = (size_t)(p - o->data);                                                                                  \
-      int rc_ = mqr_avro_buf_reserve(o, (n));                                                                          \
+      int rc_ = mqr_avro_buf_reserve(o, (exact));                                                                      \
       if (rc_) return rc_;                                                                                             \
       p = o->data + o->len;                                                                                            \
       end = o->data + o->cap;                                                                                          \
     }                                                                                                                  \
   } while (0)
+
+/* n bytes from src, n < 64: short copies inline (overlapping word moves, never reading
+ * past src + n), longer ones through memcpy. */
+static inline uint8_t *copy_short(uint8_t *p, const void *src, size_t n) {
+  const uint8_t *s = src;
+  if (n >= 16) {
+    memcpy(p, s, n);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + n - 8, 8);
+    memcpy(p, &a, 8);
+    memcpy(p + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + n - 4, 4);
+    memcpy(p, &a, 4);
+    memcpy(p + n - 4, &b, 4);
+  } else if (n) {
+    p[0] = s[0];
+    p[n / 2] = s[n / 2];
+    p[n - 1] = s[n - 1];
+  }
+  return p + n;
+}
+
+/* The bytes an array of scalars takes, exactly (the slow path of a fixed buffer). */
+static size_t scalar_array_size(const mqr__op_t *op, const mqr_avro_array_t *a) {
+  size_t n = a->count, total = 1;
+  if (n == 0) return total;
+  total += mqr__varint_size(mqr__zigzag64((int64_t)n));
+  switch (op->code) {
+  case MQR__OP_FLOAT_ARRAY: return total + n * 4;
+  case MQR__OP_DOUBLE_ARRAY: return total + n * 8;
+  case MQR__OP_LONG_ARRAY:
+    for (size_t i = 0; i < n; i++) total += mqr__varint_size(mqr__zigzag64(((const int64_t *)a->items)[i]));
+    return total;
+  default:
+    for (size_t i = 0; i < n; i++) total += mqr__varint_size(mqr__zigzag32(((const int32_t *)a->items)[i]));
+    return total;
+  }
+}
 
 static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err, int depth);
 
@@ -30,7 +75,7 @@ static int enc_scalar_array(const mqr__op_t *op, const mqr_avro_array_t *a, mqr_
                                                   : 5;
   if (n) {
     if (n > SIZE_MAX / 16) return mqr_error_set(err, MQR_EINVAL, "array of %zu items", n);
-    ROOM(n * per + 20);
+    ROOM(n * per + 20, scalar_array_size(op, a));
     p = mqr__put_long(p, (int64_t)n);
     switch (op->code) {
     case MQR__OP_INT_ARRAY: {
@@ -68,7 +113,7 @@ static int enc_scalar_array(const mqr__op_t *op, const mqr_avro_array_t *a, mqr_
       break;
     }
   } else {
-    ROOM(1);
+    ROOM(1, 1);
   }
   *p++ = 0;
   o->len = (size_t)(p - o->data);
@@ -83,60 +128,61 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
   for (; op < last; op++) {
     switch (op->code) {
     case MQR__OP_BOOL:
-      ROOM(1);
+      ROOM(1, 1);
       *p++ = LD(bool, base, op->off);
       break;
     case MQR__OP_INT:
-      ROOM(5);
+      ROOM(5, mqr__varint_size(mqr__zigzag32(LD(int32_t, base, op->off))));
       p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off)));
       break;
     case MQR__OP_LONG:
-      ROOM(10);
+      ROOM(10, mqr__varint_size(mqr__zigzag64(LD(int64_t, base, op->off))));
       p = mqr__put_varint(p, mqr__zigzag64(LD(int64_t, base, op->off)));
       break;
     case MQR__OP_FLOAT:
-      ROOM(4);
+      ROOM(4, 4);
       memcpy(p, base + op->off, 4);
       p += 4;
       break;
     case MQR__OP_DOUBLE:
-      ROOM(8);
+      ROOM(8, 8);
       memcpy(p, base + op->off, 8);
       p += 8;
       break;
     case MQR__OP_STR: {
       mqr_str_t s = LD(mqr_str_t, base, op->off);
-      ROOM(s.len + 10);
+      ROOM(s.len + 10, s.len + mqr__varint_size((uint64_t)s.len << 1));
       if (s.len < 64) {
         *p++ = (uint8_t)(s.len << 1);
+        p = copy_short(p, s.ptr, s.len);
       } else {
         p = mqr__put_varint(p, (uint64_t)s.len << 1);
+        memcpy(p, s.ptr, s.len);
+        p += s.len;
       }
-      memcpy(p, s.ptr, s.len);
-      p += s.len;
       break;
     }
     case MQR__OP_ENUM: {
       int32_t v = LD(int32_t, base, op->off);
       if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
-      ROOM(5);
+      ROOM(5, mqr__varint_size(mqr__zigzag32(v)));
       p = mqr__put_varint(p, mqr__zigzag32(v));
       break;
     }
     case MQR__OP_FIXED:
-      ROOM(op->n);
+      ROOM(op->n, op->n);
       memcpy(p, base + op->off, op->n);
       p += op->n;
       break;
     case MQR__OP_DEFAULT:
-      ROOM(op->n);
+      ROOM(op->n, op->n);
       memcpy(p, op->bytes, op->n);
       p += op->n;
       break;
     case MQR__OP_UNION: {
       int32_t b = LD(int32_t, base, op->off);
       if ((uint32_t)b >= op->n) return mqr_error_set(err, MQR_EBADDATA, "union branch %d out of range", b);
-      ROOM(5);
+      ROOM(5, mqr__varint_size(mqr__zigzag32(b)));
       p = mqr__put_varint(p, mqr__zigzag32(b));
       if (op->branches[b]) {
         o->len = (size_t)(p - o->data);
@@ -153,12 +199,12 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
       size_t n = map ? LD(mqr_avro_map_t, base, op->off).count : LD(mqr_avro_array_t, base, op->off).count;
       const uint8_t *items = map ? LD(mqr_avro_map_t, base, op->off).values : LD(mqr_avro_array_t, base, op->off).items;
       const mqr_str_t *keys = map ? LD(mqr_avro_map_t, base, op->off).keys : NULL;
-      ROOM(10);
+      ROOM(10, n ? mqr__varint_size(mqr__zigzag64((int64_t)n)) : 0);
       if (n) p = mqr__put_long(p, (int64_t)n);
       o->len = (size_t)(p - o->data);
       for (size_t i = 0; i < n; i++) {
         if (map) {
-          int rc = mqr_avro_buf_reserve(o, keys[i].len + 10);
+          int rc = mqr_avro_buf_reserve(o, keys[i].len + mqr__varint_size(mqr__zigzag64((int64_t)keys[i].len)));
           if (rc) return rc;
           p = mqr__put_long(o->data + o->len, (int64_t)keys[i].len);
           memcpy(p, keys[i].ptr, keys[i].len);
@@ -169,7 +215,7 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
       }
       p = o->data + o->len;
       end = o->data + o->cap;
-      ROOM(1);
+      ROOM(1, 1);
       *p++ = 0;
       break;
     }
@@ -253,6 +299,20 @@ static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena,
       total = nt;
       continue;
     }
+    if (op->code == MQR__OP_INT_ARRAY || op->code == MQR__OP_ENUM_ARRAY) {
+      /* The hot loop of int arrays: unchecked varints while 5 bytes are left. */
+      int32_t *dst = (int32_t *)items;
+      for (size_t i = total; i < nt; i++) {
+        int32_t v = 0;
+        if (r->end - r->p < 5 || !mqr__get_int_fast(&r->p, &v))
+          if ((rc = mqr__get_int(r, &v)) != 0) return rc;
+        if (op->code == MQR__OP_ENUM_ARRAY && (uint32_t)v >= op->n)
+          return mqr__rd_fail(r, MQR_EBADDATA, "enum ordinal %d out of range", v);
+        dst[i] = v;
+      }
+      total = nt;
+      continue;
+    }
     for (size_t i = total; i < nt; i++) {
       if (map) {
         size_t len = 0;
@@ -261,15 +321,6 @@ static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena,
         r->p += len;
       }
       switch (op->code) {
-      case MQR__OP_INT_ARRAY:
-      case MQR__OP_ENUM_ARRAY: {
-        int32_t v = 0;
-        if ((rc = mqr__get_int(r, &v)) != 0) return rc;
-        if (op->code == MQR__OP_ENUM_ARRAY && (uint32_t)v >= op->n)
-          return mqr__rd_fail(r, MQR_EBADDATA, "enum ordinal %d out of range", v);
-        ((int32_t *)items)[i] = v;
-        break;
-      }
       case MQR__OP_LONG_ARRAY:
         if ((rc = mqr__get_long(r, &((int64_t *)items)[i])) != 0) return rc;
         break;
@@ -338,7 +389,7 @@ static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_aren
       r->p += op->n;
       break;
     case MQR__OP_DEFAULT:
-      if ((rc = mqr__avro_skip_node(r, op->node)) != 0) return rc;
+      if ((rc = mqr__avro_skip_node(r, op->node, depth)) != 0) return rc;
       break;
     case MQR__OP_UNION: {
       int32_t b = 0;

@@ -513,7 +513,7 @@ int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_a
   return rc ? rc : encode(&e, n, v, 0);
 }
 
-int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n) { return skip(r, n, 0); }
+int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n, int depth) { return skip(r, n, depth); }
 
 int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t len, mqr_avro_buf_t *out,
                             mqr_error_t *err) {

@@ -408,9 +408,9 @@ static int put_long(run_t *x, int64_t v) {
 static int put_float(run_t *x, float f) { return put(x, &f, 4); } /* little-endian hosts */
 static int put_double(run_t *x, double d) { return put(x, &d, 8); }
 
-static int copy(run_t *x, const mqr__avro_node_t *w) {
+static int copy(run_t *x, const mqr__avro_node_t *w, int depth) {
   const uint8_t *from = x->r.p;
-  int rc = mqr__avro_skip_node(&x->r, w);
+  int rc = mqr__avro_skip_node(&x->r, w, depth);
   return rc ? rc : put(x, from, (size_t)(x->r.p - from));
 }
 
@@ -420,11 +420,12 @@ static int run(run_t *x, const rnode_t *n, int depth);
  * by skipping from the nearest start already known. starts[0..*known) are known; the
  * first KNOWN_STARTS are kept, so records of more fields rescan from the last kept. */
 #define KNOWN_STARTS 32
-static int field_start(run_t *x, const mqr__avro_node_t *w, const uint8_t **starts, uint32_t *known, uint32_t i) {
+static int field_start(run_t *x, const mqr__avro_node_t *w, const uint8_t **starts, uint32_t *known, uint32_t i,
+                       int depth) {
   uint32_t f = i < *known ? i : *known - 1;
   x->r.p = starts[f];
   for (; f < i; f++) {
-    int rc = mqr__avro_skip_node(&x->r, w->fields[f].type);
+    int rc = mqr__avro_skip_node(&x->r, w->fields[f].type, depth);
     if (rc) return rc;
     if (f + 1 == *known && *known < KNOWN_STARTS) starts[(*known)++] = x->r.p;
   }
@@ -438,7 +439,7 @@ static int run_record(run_t *x, const rnode_t *n, int depth) {
     for (uint32_t s = 0; s < n->n && rc == 0; s++) {
       const rstep_t *st = &n->steps[s];
       if (st->kind == S_SKIP)
-        rc = mqr__avro_skip_node(&x->r, w->fields[st->wfield].type);
+        rc = mqr__avro_skip_node(&x->r, w->fields[st->wfield].type, depth + 1);
       else if (st->kind == S_FIELD)
         rc = run(x, st->node, depth + 1);
       else
@@ -453,12 +454,12 @@ static int run_record(run_t *x, const rnode_t *n, int depth) {
     const rstep_t *st = &n->steps[s];
     if (st->kind == S_DEFAULT) {
       rc = put(x, st->bytes, st->len);
-    } else if ((rc = field_start(x, w, starts, &known, st->wfield)) == 0) {
+    } else if ((rc = field_start(x, w, starts, &known, st->wfield, depth + 1)) == 0) {
       rc = run(x, st->node, depth + 1);
     }
   }
   /* Leave the reader after the whole writer record. */
-  return rc ? rc : field_start(x, w, starts, &known, w->n);
+  return rc ? rc : field_start(x, w, starts, &known, w->n, depth + 1);
 }
 
 static int run_blocks(run_t *x, const rnode_t *n, int depth) {
@@ -489,7 +490,7 @@ static int run(run_t *x, const rnode_t *n, int depth) {
   int32_t i32 = 0;
   int64_t i64 = 0;
   switch (n->kind) {
-  case R_COPY: return copy(x, n->w);
+  case R_COPY: return copy(x, n->w, depth);
   case R_INT_FLOAT:
   case R_INT_DOUBLE:
     if ((rc = mqr__get_int(&x->r, &i32)) != 0) return rc;
@@ -522,9 +523,9 @@ static int run(run_t *x, const rnode_t *n, int depth) {
     if (i64 < 0 || (uint64_t)i64 >= n->n)
       return mqr__rd_fail(&x->r, MQR_EBADDATA, "union branch %lld out of range", (long long)i64);
     return run(x, n->branches[i64], depth + 1);
-  case R_RUNION:
+  case R_RUNION: /* the reader's union adds no level to the writer's data */
     if ((rc = put_long(x, n->index)) != 0) return rc;
-    return run(x, n->items, depth + 1);
+    return run(x, n->items, depth);
   case R_ERROR: return mqr__rd_fail(&x->r, MQR_EINCOMPATIBLE, "%s", n->msg);
   }
   return mqr__rd_fail(&x->r, MQR_EINVAL, "unknown resolution node");

@@ -56,8 +56,10 @@ int32_t mqr__avro_enum_ordinal(const mqr__avro_node_t *e, const char *s, size_t 
 /* The name a union branch goes by in JSON: a named type's full name, else the type's. */
 mqr_str_t mqr__avro_branch_name(const mqr__avro_node_t *n);
 
-/* Skips (validates) one binary datum of node n. */
-int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n);
+/* Skips (validates) one binary datum of node n, found at nesting depth `depth` (a datum
+ * deeper than MQR_AVRO_MAX_DEPTH fails, counted as every reader counts it: one level per
+ * record, array or map, and union). */
+int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n, int depth);
 
 /* The binary encoding of a JSON value (a default) for node n, appended to out. */
 int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err);

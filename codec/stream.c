@@ -31,7 +31,7 @@ typedef struct {
   uint8_t state;
   int depth;
   mqr_error_t err;
-  frame_t st[MQR_AVRO_MAX_DEPTH + 1];
+  frame_t st[MQR_AVRO_MAX_DEPTH + 2]; /* a value deeper than MQR_AVRO_MAX_DEPTH fails when taken */
 } walk_t;
 
 struct mqr_avro_writer_s {
@@ -117,7 +117,7 @@ static void complete(walk_t *w) {
 }
 
 static int push(walk_t *w, const mqr__avro_node_t *n, uint64_t left, uint32_t branch) {
-  if (w->depth == MQR_AVRO_MAX_DEPTH) return walk_fail(w, MQR_ELIMIT, "nested deeper than %d", MQR_AVRO_MAX_DEPTH);
+  if (w->depth > MQR_AVRO_MAX_DEPTH) return walk_fail(w, MQR_ELIMIT, "nested deeper than %d", MQR_AVRO_MAX_DEPTH);
   w->st[w->depth++] = (frame_t){.node = n, .left = left, .branch = branch, .key_next = true};
   return 0;
 }
@@ -134,6 +134,7 @@ static int check_state(walk_t *w) {
 static int take(walk_t *w, int t, bool pick_branch, const mqr__avro_node_t **out) {
   int rc = check_state(w);
   if (rc) return rc;
+  if (w->depth > MQR_AVRO_MAX_DEPTH) return walk_fail(w, MQR_ELIMIT, "nested deeper than %d", MQR_AVRO_MAX_DEPTH);
   const mqr__avro_node_t *n = expected(w);
   if (n == NULL) {
     const frame_t *f = &w->st[w->depth - 1];
@@ -144,6 +145,7 @@ static int take(walk_t *w, int t, bool pick_branch, const mqr__avro_node_t **out
     for (uint32_t i = 0; i < n->n; i++)
       if (n->branches[i]->type == t) {
         if ((rc = push(w, n, 0, i)) != 0) return rc;
+        if (w->depth > MQR_AVRO_MAX_DEPTH) return walk_fail(w, MQR_ELIMIT, "nested deeper than %d", MQR_AVRO_MAX_DEPTH);
         *out = n->branches[i];
         return 0;
       }
@@ -451,7 +453,7 @@ int mqr_avro_read_boolean(mqr_avro_reader_t *r, bool *v) {
   int rc = rtake(r, MQR_AVRO_BOOLEAN, &n);
   if (rc) return rc;
   const uint8_t *p = r->r.p;
-  if ((rc = mqr__avro_skip_node(&r->r, n)) == 0) *v = *p != 0;
+  if ((rc = mqr__avro_skip_node(&r->r, n, r->w.depth)) == 0) *v = *p != 0;
   return rdone(r, rc);
 }
 
@@ -612,7 +614,7 @@ int mqr_avro_read_skip(mqr_avro_reader_t *r) {
     return walk_fail(&r->w, MQR_EINVAL, "nothing to skip here: the %s's end or next item comes first",
                      type_name(r->w.st[r->w.depth - 1].node->type));
   if (rc) return check_state(&r->w) ? check_state(&r->w) : rc;
-  return rdone(r, mqr__avro_skip_node(&r->r, expected(&r->w)));
+  return rdone(r, mqr__avro_skip_node(&r->r, expected(&r->w), r->w.depth));
 }
 
 int mqr_avro_reader_end(mqr_avro_reader_t *r) { return walk_end(&r->w); }

@@ -191,6 +191,24 @@ static void test_every_kind(void **state) {
                       "{\"x\":-1,\"md5\":\"\\u0000\\u0000\\u0000\\u00ff\"}],"
                       "\"opt\":{\"a\":null,\"b\":{\"long\":-7},\"c\":{\"string\":\"hi\"}},"
                       "\"u\":{\"string\":\"u\"},\"raw\":\"\\u0000\\u00ff\"}");
+  /* Into fixed buffers of every size up to the datum's: ENOSPC, nothing written, and the
+   * size needed said, until the size is exactly that, which fits. */
+  for (size_t cap = 0; cap <= b.len; cap++) {
+    uint8_t *st = malloc(cap + 1);
+    mqr_avro_buf_t fb;
+    mqr_avro_buf_init(&fb, st, cap);
+    size_t needed = 0;
+    int rc = mqr_avro_encode(c, &v, &fb, &needed, &err);
+    if (cap < b.len) {
+      assert_int_equal(rc, MQR_ENOSPC);
+      assert_int_equal(fb.len, 0);
+      assert_int_equal(needed, b.len);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_memory_equal(st, b.data, b.len);
+    }
+    free(st);
+  }
   uint8_t mem[1024];
   mqr_avro_arena_t arena = {mem, sizeof mem, 0};
   all_t back;

@@ -268,6 +268,52 @@ static void test_hostile(void **state) {
   mqr_avro_schema_destroy(ws);
 }
 
+/* Deep data: the resolver (to the same schema, and to another), the skipper and the
+ * streaming reader count nesting alike, so they accept and refuse the same depths. */
+static void test_depth_agrees(void **state) {
+  (void)state;
+  mqr_avro_schema_t *ws = schema(W_LIST);
+  mqr_avro_schema_t *rs = schema("{\"type\":\"record\",\"name\":\"L\",\"fields\":[{\"name\":\"next\",\"type\":"
+                                 "[\"null\",\"L\"]},{\"name\":\"v\",\"type\":\"long\"}]}");
+  mqr_avro_resolver_t *same, *other;
+  mqr_avro_reader_t *rd;
+  assert_int_equal(mqr_avro_resolver_compile(ws, ws, &same, NULL), 0);
+  assert_int_equal(mqr_avro_resolver_compile(ws, rs, &other, NULL), 0);
+  assert_int_equal(mqr_avro_reader_create(ws, &rd), 0);
+  mqr_avro_buf_t rb;
+  mqr_avro_buf_init_growable(&rb);
+  uint8_t data[512];
+  int accepted = 0, refused = 0;
+  for (int levels = 50; levels < 80; levels++) {
+    size_t n = 0;
+    for (int i = 0; i < levels; i++) data[n++] = 0x00, data[n++] = 0x02; /* v = 0, next: branch L */
+    data[n++] = 0x00, data[n++] = 0x00;                                  /* v = 0, next: null */
+    int rc_skip = mqr_avro_skip(ws, data, n, NULL, NULL);
+    rb.len = 0;
+    int rc_same = mqr_avro_resolve(same, data, n, NULL, &rb, NULL);
+    rb.len = 0;
+    int rc_other = mqr_avro_resolve(other, data, n, NULL, &rb, NULL);
+    mqr_avro_reader_begin(rd, data, n);
+    int rc_stream = mqr_avro_read_skip(rd);
+    assert_int_equal(rc_same, rc_skip);
+    assert_int_equal(rc_other, rc_skip);
+    assert_int_equal(rc_stream, rc_skip);
+    if (rc_skip == 0)
+      accepted++;
+    else {
+      assert_int_equal(rc_skip, MQR_ELIMIT);
+      refused++;
+    }
+  }
+  assert_true(accepted > 0 && refused > 0);
+  mqr_avro_buf_free(&rb);
+  mqr_avro_reader_destroy(rd);
+  mqr_avro_resolver_destroy(same);
+  mqr_avro_resolver_destroy(other);
+  mqr_avro_schema_destroy(ws);
+  mqr_avro_schema_destroy(rs);
+}
+
 /* Compiling under allocation failure at every call: an error, no leak. */
 static void test_alloc_failure(void **state) {
   (void)state;
@@ -300,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_incompatible),
       cmocka_unit_test(test_hostile),
       cmocka_unit_test(test_alloc_failure),
+      cmocka_unit_test(test_depth_agrees),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
