@@ -203,13 +203,18 @@ __attribute__((noinline)) static int run_record_encode(mqr_bench_ctx_t *c, uint6
       mqr_bench_sink_ptr(s->abuf);
     } else {
       /* Fill (the struct's fields are set as a caller would) then encode. */
-      user_t u = big_value;
-      small_t sm = small_value;
-      mqr_bench_sink_ptr(&u);
-      mqr_bench_sink_ptr(&sm);
       s->out.len = 0;
-      if (mqr_avro_encode(s->codec, big ? (const void *)&u : (const void *)&sm, &s->out, NULL, NULL) != 0)
-        return mqr_bench_fail(c, "encode");
+      int rc;
+      if (big) {
+        user_t u = big_value;
+        mqr_bench_sink_ptr(&u);
+        rc = mqr_avro_encode(s->codec, &u, &s->out, NULL, NULL);
+      } else {
+        small_t sm = small_value;
+        mqr_bench_sink_ptr(&sm);
+        rc = mqr_avro_encode(s->codec, &sm, &s->out, NULL, NULL);
+      }
+      if (rc != 0) return mqr_bench_fail(c, "encode");
       mqr_bench_sink_ptr(s->out.data);
     }
   }
