@@ -35,22 +35,26 @@ static int read_all(FILE *f, uint8_t **out, size_t *len) {
   return 0;
 }
 
-/* Reads FILE and parses its schema: into cache when one is given (then the cache owns
- * it), else as a schema of its own for the caller to destroy. NULL after saying why. */
-static const mqr_avro_schema_t *load_schema_into(const char *path, mqr_avro_cache_t *cache, mqr_avro_schema_t **own) {
+/* The whole of the file at path, or -1 after saying why on stderr. */
+static int read_file(const char *path, uint8_t **out, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
     fprintf(stderr, "mqr: %s: %s\n", path, strerror(errno));
-    return NULL;
+    return -1;
   }
+  int rc = read_all(f, out, len);
+  fclose(f);
+  if (rc) fprintf(stderr, "mqr: %s: cannot read\n", path);
+  return rc;
+}
+
+/* Reads FILE and parses its schema: into cache when one is given (then the cache owns
+ * it), else as a schema of its own for the caller to destroy. NULL after saying why. */
+static const mqr_avro_schema_t *load_schema_into(const char *path, mqr_avro_cache_t *cache, mqr_avro_schema_t **own) {
   uint8_t *text;
   size_t len;
-  int rc = read_all(f, &text, &len);
-  fclose(f);
-  if (rc) {
-    fprintf(stderr, "mqr: %s: cannot read\n", path);
-    return NULL;
-  }
+  if (read_file(path, &text, &len) != 0) return NULL;
+  int rc;
   const mqr_avro_schema_t *s = NULL;
   mqr_error_t err;
   mqr_error_clear(&err);
@@ -244,19 +248,10 @@ static int cmd_avro_cat(int argc, char **argv) {
       return avro_usage();
   }
   if (path == NULL) return avro_usage();
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "mqr: %s: %s\n", path, strerror(errno));
-    return 1;
-  }
   uint8_t *data;
   size_t len;
-  int rc = read_all(f, &data, &len);
-  fclose(f);
-  if (rc) {
-    fprintf(stderr, "mqr: %s: cannot read\n", path);
-    return 1;
-  }
+  if (read_file(path, &data, &len) != 0) return 1;
+  int rc;
   mqr_avro_schema_t *reader = reader_path ? load_schema(reader_path) : NULL;
   mqr_avro_file_reader_t *fr = NULL;
   mqr_avro_resolver_t *res = NULL;
