@@ -26,7 +26,9 @@
 static inline uint8_t *copy_short(uint8_t *p, const void *src, size_t n) {
   const uint8_t *s = src;
   if (n >= 16) {
-    memcpy(p, s, n);
+    /* 16-byte moves, the last one overlapping: no call for n < 64 either. */
+    for (size_t k = 0; k + 16 < n; k += 16) memcpy(p + k, s + k, 16);
+    memcpy(p + n - 16, s + n - 16, 16);
   } else if (n >= 8) {
     uint64_t a, b;
     memcpy(&a, s, 8);
@@ -120,6 +122,82 @@ static int enc_scalar_array(const mqr__op_t *op, const mqr_avro_array_t *a, mqr_
   return 0;
 }
 
+/* One op of a flat record (no union, array or map): inlined into both encoders. p and
+ * end are the caller's write position and buffer end. */
+static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op, const uint8_t *base,
+                                                             mqr_avro_buf_t *o, uint8_t **pp, uint8_t **pend,
+                                                             mqr_error_t *err) {
+  uint8_t *p = *pp, *end = *pend;
+  switch (op->code) {
+  case MQR__OP_BOOL:
+    ROOM(1, 1);
+    *p++ = LD(bool, base, op->off);
+    break;
+  case MQR__OP_INT:
+    ROOM(5, mqr__varint_size(mqr__zigzag32(LD(int32_t, base, op->off))));
+    p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off)));
+    break;
+  case MQR__OP_LONG:
+    ROOM(10, mqr__varint_size(mqr__zigzag64(LD(int64_t, base, op->off))));
+    p = mqr__put_varint(p, mqr__zigzag64(LD(int64_t, base, op->off)));
+    break;
+  case MQR__OP_FLOAT:
+    ROOM(4, 4);
+    memcpy(p, base + op->off, 4);
+    p += 4;
+    break;
+  case MQR__OP_DOUBLE:
+    ROOM(8, 8);
+    memcpy(p, base + op->off, 8);
+    p += 8;
+    break;
+  case MQR__OP_STR: {
+    mqr_str_t s = LD(mqr_str_t, base, op->off);
+    ROOM(s.len + 10, s.len + mqr__varint_size((uint64_t)s.len << 1));
+    if (s.len < 64) {
+      *p++ = (uint8_t)(s.len << 1);
+      p = copy_short(p, s.ptr, s.len);
+    } else {
+      p = mqr__put_varint(p, (uint64_t)s.len << 1);
+      memcpy(p, s.ptr, s.len);
+      p += s.len;
+    }
+    break;
+  }
+  case MQR__OP_ENUM: {
+    int32_t v = LD(int32_t, base, op->off);
+    if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
+    ROOM(5, mqr__varint_size(mqr__zigzag32(v)));
+    p = mqr__put_varint(p, mqr__zigzag32(v));
+    break;
+  }
+  case MQR__OP_FIXED:
+    ROOM(op->n, op->n);
+    memcpy(p, base + op->off, op->n);
+    p += op->n;
+    break;
+  case MQR__OP_DEFAULT:
+    ROOM(op->n, op->n);
+    memcpy(p, op->bytes, op->n);
+    p += op->n;
+    break;
+  }
+  *pp = p;
+  *pend = end;
+  return 0;
+}
+
+/* A flat plan: one straight run of scalar ops (most records). */
+static int enc_flat(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err) {
+  uint8_t *p = o->data + o->len, *end = o->data + o->cap;
+  for (const mqr__op_t *op = pl->ops, *last = pl->ops + pl->n; op < last; op++) {
+    int rc = enc_flat_op(op, base, o, &p, &end, err);
+    if (rc) return rc;
+  }
+  o->len = (size_t)(p - o->data);
+  return 0;
+}
+
 static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err, int depth) {
   if (depth > MQR_AVRO_MAX_DEPTH)
     return mqr_error_set(err, MQR_ELIMIT, "value nested deeper than %d", MQR_AVRO_MAX_DEPTH);
@@ -127,58 +205,6 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
   const mqr__op_t *op = pl->ops, *last = pl->ops + pl->n;
   for (; op < last; op++) {
     switch (op->code) {
-    case MQR__OP_BOOL:
-      ROOM(1, 1);
-      *p++ = LD(bool, base, op->off);
-      break;
-    case MQR__OP_INT:
-      ROOM(5, mqr__varint_size(mqr__zigzag32(LD(int32_t, base, op->off))));
-      p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off)));
-      break;
-    case MQR__OP_LONG:
-      ROOM(10, mqr__varint_size(mqr__zigzag64(LD(int64_t, base, op->off))));
-      p = mqr__put_varint(p, mqr__zigzag64(LD(int64_t, base, op->off)));
-      break;
-    case MQR__OP_FLOAT:
-      ROOM(4, 4);
-      memcpy(p, base + op->off, 4);
-      p += 4;
-      break;
-    case MQR__OP_DOUBLE:
-      ROOM(8, 8);
-      memcpy(p, base + op->off, 8);
-      p += 8;
-      break;
-    case MQR__OP_STR: {
-      mqr_str_t s = LD(mqr_str_t, base, op->off);
-      ROOM(s.len + 10, s.len + mqr__varint_size((uint64_t)s.len << 1));
-      if (s.len < 64) {
-        *p++ = (uint8_t)(s.len << 1);
-        p = copy_short(p, s.ptr, s.len);
-      } else {
-        p = mqr__put_varint(p, (uint64_t)s.len << 1);
-        memcpy(p, s.ptr, s.len);
-        p += s.len;
-      }
-      break;
-    }
-    case MQR__OP_ENUM: {
-      int32_t v = LD(int32_t, base, op->off);
-      if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
-      ROOM(5, mqr__varint_size(mqr__zigzag32(v)));
-      p = mqr__put_varint(p, mqr__zigzag32(v));
-      break;
-    }
-    case MQR__OP_FIXED:
-      ROOM(op->n, op->n);
-      memcpy(p, base + op->off, op->n);
-      p += op->n;
-      break;
-    case MQR__OP_DEFAULT:
-      ROOM(op->n, op->n);
-      memcpy(p, op->bytes, op->n);
-      p += op->n;
-      break;
     case MQR__OP_UNION: {
       int32_t b = LD(int32_t, base, op->off);
       if ((uint32_t)b >= op->n) return mqr_error_set(err, MQR_EBADDATA, "union branch %d out of range", b);
@@ -219,7 +245,11 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
       *p++ = 0;
       break;
     }
-    default: {
+    case MQR__OP_INT_ARRAY:
+    case MQR__OP_ENUM_ARRAY:
+    case MQR__OP_FLOAT_ARRAY:
+    case MQR__OP_DOUBLE_ARRAY:
+    case MQR__OP_LONG_ARRAY: {
       o->len = (size_t)(p - o->data);
       int rc = enc_scalar_array(op, &LD(mqr_avro_array_t, base, op->off), o, err);
       if (rc) return rc;
@@ -227,21 +257,24 @@ static int enc(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mq
       end = o->data + o->cap;
       break;
     }
+    default: {
+      int rc = enc_flat_op(op, base, o, &p, &end, err);
+      if (rc) return rc;
+    }
     }
   }
   o->len = (size_t)(p - o->data);
   return 0;
 }
 
-int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
-                    mqr_error_t *err) {
-  size_t mark = out->len;
-  int rc = out->data ? 0 : mqr_avro_buf_reserve(out, 1); /* a first use: never a NULL buffer below */
-  if (rc == 0) rc = enc(c->root, value, out, err, 0);
-  if (rc == 0) return 0;
+/* An encode failed with rc: out back to mark, and the error said (cold: the hot path
+ * carries none of it). */
+static __attribute__((noinline, cold)) int encode_failed(const mqr_avro_codec_t *c, const void *value,
+                                                         mqr_avro_buf_t *out, size_t mark, size_t *needed,
+                                                         mqr_error_t *err, int rc) {
   out->len = mark;
   if (rc == MQR_ENOSPC) {
-    /* The error path alone: measure by encoding into a scratch buffer. */
+    /* Measure by encoding into a scratch buffer. */
     mqr_avro_buf_t tmp;
     mqr_avro_buf_init_growable(&tmp);
     if (mqr_avro_buf_reserve(&tmp, 256) == 0 && enc(c->root, value, &tmp, NULL, 0) == 0 && needed)
@@ -251,6 +284,20 @@ int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t
   }
   if (rc == MQR_ENOMEM) mqr_error_set(err, rc, "out of memory growing the output");
   return rc;
+}
+
+int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                    mqr_error_t *err) {
+  size_t mark = out->len;
+  int rc;
+  if (__builtin_expect(out->data != NULL && c->root->flat, 1)) {
+    rc = enc_flat(c->root, value, out, err);
+  } else {
+    rc = out->data ? 0 : mqr_avro_buf_reserve(out, 1); /* a first use: never a NULL buffer below */
+    if (rc == 0) rc = enc(c->root, value, out, err, 0);
+  }
+  if (__builtin_expect(rc == 0, 1)) return 0;
+  return encode_failed(c, value, out, mark, needed, err, rc);
 }
 
 /* ---- decode ------------------------------------------------------------------------- */

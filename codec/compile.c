@@ -200,6 +200,10 @@ int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *c
   mqr__arena_init(&c->arena);
   cc_t k = {c, err, {{0}, 0}};
   int rc = (c->root = new_plan(&k)) == NULL ? nomem(&k) : bind(&k, s->root, ctype, 0, c->root);
+  if (rc == 0) {
+    c->root->flat = true;
+    for (uint32_t i = 0; i < c->root->n; i++) c->root->flat &= c->root->ops[i].code <= MQR__OP_DEFAULT;
+  }
   if (rc) {
     mqr_avro_codec_destroy(c);
     return rc;

@@ -47,6 +47,7 @@ typedef struct {
 struct mqr__plan_s {
   mqr__op_t *ops;
   uint32_t n, cap;
+  bool flat; /* only ops up to MQR__OP_DEFAULT: no union, array or map */
 };
 
 struct mqr_avro_codec_s {
