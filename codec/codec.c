@@ -164,6 +164,20 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
     }
     break;
   }
+  case MQR__OP_STRS:
+    for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) {
+      mqr_str_t s = LD(mqr_str_t, base, *off);
+      ROOM(s.len + 10, s.len + mqr__varint_size((uint64_t)s.len << 1));
+      if (s.len < 64) {
+        *p++ = (uint8_t)(s.len << 1);
+        p = copy_short(p, s.ptr, s.len);
+      } else {
+        p = mqr__put_varint(p, (uint64_t)s.len << 1);
+        memcpy(p, s.ptr, s.len);
+        p += s.len;
+      }
+    }
+    break;
   case MQR__OP_ENUM: {
     int32_t v = LD(int32_t, base, op->off);
     if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
@@ -384,6 +398,23 @@ static int dec_items(const mqr__op_t *op, mqr__rd_t *r, mqr_avro_arena_t *arena,
   return 0;
 }
 
+/* A string or bytes as a view into the input. */
+static inline int dec_str(mqr__rd_t *r, mqr_str_t *out) {
+  size_t len = 0;
+  if (r->p < r->end && *r->p < 0x80 && !(*r->p & 1)) { /* a short length, the common case */
+    len = *r->p >> 1;
+    if ((size_t)(r->end - r->p - 1) < len)
+      return mqr__rd_fail(r, MQR_ETRUNCATED, "length %zu runs past the end of the input", len);
+    r->p++;
+  } else {
+    int rc = mqr__get_len(r, &len);
+    if (rc) return rc;
+  }
+  *out = mqr_str_n((const char *)r->p, len);
+  r->p += len;
+  return 0;
+}
+
 static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_arena_t *arena, int depth) {
   if (depth > MQR_AVRO_MAX_DEPTH) return mqr__rd_fail(r, MQR_ELIMIT, "datum nested deeper than %d", MQR_AVRO_MAX_DEPTH);
   int rc = 0;
@@ -409,20 +440,13 @@ static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_aren
       r->p += n;
       break;
     }
-    case MQR__OP_STR: {
-      size_t len = 0;
-      if (r->p < r->end && *r->p < 0x80 && !(*r->p & 1)) { /* a short length, the common case */
-        len = *r->p >> 1;
-        if ((size_t)(r->end - r->p - 1) < len)
-          return mqr__rd_fail(r, MQR_ETRUNCATED, "length %zu runs past the end of the input", len);
-        r->p++;
-      } else if ((rc = mqr__get_len(r, &len)) != 0) {
-        return rc;
-      }
-      ST(mqr_str_t, base, op->off) = mqr_str_n((const char *)r->p, len);
-      r->p += len;
+    case MQR__OP_STR:
+      if ((rc = dec_str(r, &ST(mqr_str_t, base, op->off))) != 0) return rc;
       break;
-    }
+    case MQR__OP_STRS:
+      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
+        if ((rc = dec_str(r, &ST(mqr_str_t, base, *off))) != 0) return rc;
+      break;
     case MQR__OP_ENUM: {
       int32_t v = 0;
       if ((rc = mqr__get_int(r, &v)) != 0) return rc;

@@ -48,6 +48,25 @@ static mqr__op_t *emit(cc_t *k, mqr__plan_t *p, int code, size_t off) {
   return op;
 }
 
+/* A string right after a string (or a run of them) joins the run: a STRS op whose
+ * offsets grow by doubling in the arena. */
+static int fuse_string(cc_t *k, mqr__op_t *last, size_t off) {
+  uint32_t n = last->code == MQR__OP_STR ? 1 : last->n;
+  if (last->code == MQR__OP_STR || (n & (n - 1)) == 0) { /* full at powers of two */
+    uint32_t *offs = mqr__arena_alloc(&k->c->arena, (n < 2 ? 4 : n * 2) * sizeof *offs);
+    if (offs == NULL) return nomem(k);
+    if (last->code == MQR__OP_STR)
+      offs[0] = last->off;
+    else
+      memcpy(offs, last->offs, n * sizeof *offs);
+    last->offs = offs;
+  }
+  last->code = MQR__OP_STRS;
+  last->offs[n] = (uint32_t)off;
+  last->n = n + 1;
+  return 0;
+}
+
 static const char *const ckind_names[] = {"NULL", "BOOL",  "INT32",  "INT64", "FLOAT", "DOUBLE",
                                           "STR",  "FIXED", "RECORD", "ARRAY", "MAP",   "UNION"};
 
@@ -135,6 +154,9 @@ static int bind(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_t *t, s
     static const int code[] = {0,           MQR__OP_BOOL, MQR__OP_INT, MQR__OP_LONG, MQR__OP_FLOAT, MQR__OP_DOUBLE,
                                MQR__OP_STR, MQR__OP_STR};
     if ((int)t->kind != want[n->type]) return wrong(k, n, t);
+    if (code[n->type] == MQR__OP_STR && p->n && p->ops[p->n - 1].code >= MQR__OP_STR &&
+        p->ops[p->n - 1].code <= MQR__OP_STRS)
+      return fuse_string(k, &p->ops[p->n - 1], off);
     return emit(k, p, code[n->type], off) ? 0 : nomem(k);
   }
   case MQR_AVRO_ENUM:

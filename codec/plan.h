@@ -17,6 +17,7 @@ typedef enum {
   MQR__OP_FLOAT,
   MQR__OP_DOUBLE,
   MQR__OP_STR,     /* string or bytes from an mqr_str_t */
+  MQR__OP_STRS,    /* n strings in a row, at offs[0..n): one op, no dispatch between them */
   MQR__OP_ENUM,    /* int32 ordinal, checked against n symbols */
   MQR__OP_FIXED,   /* n bytes inline */
   MQR__OP_DEFAULT, /* encode: write the default's bytes; decode: skip the node */
@@ -39,6 +40,7 @@ typedef struct {
   uint32_t size;                /* array/map item stride */
   uint32_t min;                 /* least bytes per array item (map: per entry), for counts */
   const uint8_t *bytes;         /* DEFAULT */
+  uint32_t *offs;               /* STRS */
   const mqr__avro_node_t *node; /* DEFAULT, to skip on decode */
   mqr__plan_t *sub;             /* ARRAY, MAP items */
   mqr__plan_t **branches;       /* UNION, NULL for a null branch */
