@@ -448,12 +448,12 @@ static void parse_settings(ctx_t *c, yaml_node_t *map) {
 static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   mqr_config_t *cfg = c->cfg;
   if (!want(c, map, YAML_MAPPING_NODE, "a listener")) return;
-  static const char known[] = "name, host, port, anycast-prefix, multicast-prefix";
+  static const char known[] = "name, host, port, anycast-prefix, multicast-prefix, max-frame-size";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
   const yaml_node_t *name_node = map, *px_node = NULL;
-  int64_t port = DEFAULT_PORT;
+  int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
   FOREACH_PAIR(c, map, p) {
     if (!check_key(c, p.key, "a listener")) continue;
     p.name = scalar(p.key);
@@ -477,6 +477,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       }
     } else if (mqr_str_eq(p.name, MQR_STR("port"))) {
       get_int(c, &p, false, 0, 65535, &port);
+    } else if (mqr_str_eq(p.name, MQR_STR("max-frame-size"))) {
+      get_int(c, &p, true, 1024, MQR_MAX_FRAME_LIMIT, &max_frame);
     } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
       get_string(c, &p, &px[0]);
       px_node = p.value;
@@ -499,6 +501,7 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.name = l->name;
   l->pub.host = l->host;
   l->pub.port = (uint16_t)port;
+  l->pub.max_frame = (uint32_t)max_frame;
   l->pub.line = (uint32_t)map->start_mark.line + 1;
   l->pub.column = (uint32_t)map->start_mark.column + 1;
   static const mqr_routing_type_t types[2] = {MQR_ANYCAST, MQR_MULTICAST};

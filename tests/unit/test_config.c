@@ -143,6 +143,7 @@ static const char every_key[] =
     "    port: 0\n"
     "    anycast-prefix: q/\n"
     "    multicast-prefix: t/\n"
+    "    max-frame-size: 4MiB\n"
     "wildcard-addresses: {delimiter: '/', any-words: '>', single-word: '+', escape: '%'}\n"
     "address-settings:\n"
     "  '>':\n"
@@ -174,6 +175,7 @@ static void test_every_key_is_read(void **state) {
   const mqr_listener_config_t *l = mqr_config_listener(cfg, 0);
   assert_string_equal(l->host, "::1");
   assert_int_equal(l->port, 0);
+  assert_int_equal(l->max_frame, 4u << 20);
   assert_int_equal(l->prefixes.count, 2);
   assert_true(mqr_str_eq(l->prefixes.items[0].text, MQR_STR("q/")));
   assert_int_equal(l->prefixes.items[0].type, MQR_ANYCAST);
