@@ -1,0 +1,260 @@
+/* The native protocol's frames (include/mqr/protocol.h, docs/protocol.md): the frame
+ * schema compiled once per process, a struct codec over mqr_frame_t, and the two pieces
+ * of the broker's hot path that must not decode what they only pass on: the view of a
+ * Send, and the head of a delivery. */
+#include "mqr/protocol.h"
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "binary.h"
+#include "schema_int.h"
+
+extern const char mqr__frame_schema[];
+extern const size_t mqr__frame_schema_len;
+
+/* ---- C descriptions of the frame records ------------------------------------------- */
+
+#define F(type, field, ctype) {#field, offsetof(type, field), &ctype}
+#define RECORD(name, type, fields)                                                                                     \
+  static const mqr_avro_ctype_t name = {MQR_AVRO_C_RECORD,                                                             \
+                                        sizeof(type),                                                                  \
+                                        fields,                                                                        \
+                                        sizeof fields / sizeof fields[0],                                              \
+                                        NULL,                                                                          \
+                                        NULL,                                                                          \
+                                        0,                                                                             \
+                                        0}
+
+static const mqr_avro_ctype_t str_map = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &mqr_avro_c_str, NULL, 0, 0};
+
+static const mqr_avro_cfield_t connect_f[] = {F(mqr_frame_connect_t, version, mqr_avro_c_int32),
+                                              F(mqr_frame_connect_t, client_id, mqr_avro_c_str),
+                                              F(mqr_frame_connect_t, max_frame, mqr_avro_c_int32)};
+RECORD(connect_t, mqr_frame_connect_t, connect_f);
+static const mqr_avro_cfield_t connected_f[] = {
+    F(mqr_frame_connected_t, version, mqr_avro_c_int32), F(mqr_frame_connected_t, server, mqr_avro_c_str),
+    F(mqr_frame_connected_t, session, mqr_avro_c_int64), F(mqr_frame_connected_t, max_frame, mqr_avro_c_int32)};
+RECORD(connected_t, mqr_frame_connected_t, connected_f);
+static const mqr_avro_cfield_t send_f[] = {
+    F(mqr_frame_send_t, address, mqr_avro_c_str),      F(mqr_frame_send_t, routing_type, mqr_avro_c_int32),
+    F(mqr_frame_send_t, durable, mqr_avro_c_bool),     F(mqr_frame_send_t, duplicate_id, mqr_avro_c_str),
+    F(mqr_frame_send_t, receipt, mqr_avro_c_int64),    F(mqr_frame_send_t, properties, str_map),
+    F(mqr_frame_send_t, body, mqr_avro_c_str)};
+RECORD(send_t, mqr_frame_send_t, send_f);
+static const mqr_avro_cfield_t receipt_f[] = {F(mqr_frame_receipt_t, receipt, mqr_avro_c_int64),
+                                              F(mqr_frame_receipt_t, status, mqr_avro_c_int32),
+                                              F(mqr_frame_receipt_t, queues, mqr_avro_c_int32)};
+RECORD(receipt_t, mqr_frame_receipt_t, receipt_f);
+static const mqr_avro_cfield_t subscribe_f[] = {
+    F(mqr_frame_subscribe_t, subscription, mqr_avro_c_int64), F(mqr_frame_subscribe_t, target, mqr_avro_c_str),
+    F(mqr_frame_subscribe_t, routing_type, mqr_avro_c_int32), F(mqr_frame_subscribe_t, queue, mqr_avro_c_str),
+    F(mqr_frame_subscribe_t, credit, mqr_avro_c_int32)};
+RECORD(subscribe_t, mqr_frame_subscribe_t, subscribe_f);
+static const mqr_avro_cfield_t subscribed_f[] = {F(mqr_frame_subscribed_t, subscription, mqr_avro_c_int64),
+                                                 F(mqr_frame_subscribed_t, queue, mqr_avro_c_str)};
+RECORD(subscribed_t, mqr_frame_subscribed_t, subscribed_f);
+static const mqr_avro_cfield_t message_f[] = {
+    F(mqr_frame_message_t, subscription, mqr_avro_c_int64),  F(mqr_frame_message_t, delivery, mqr_avro_c_int64),
+    F(mqr_frame_message_t, delivery_count, mqr_avro_c_int32), F(mqr_frame_message_t, message_id, mqr_avro_c_int64),
+    F(mqr_frame_message_t, address, mqr_avro_c_str),         F(mqr_frame_message_t, routing_type, mqr_avro_c_int32),
+    F(mqr_frame_message_t, durable, mqr_avro_c_bool),        F(mqr_frame_message_t, properties, str_map),
+    F(mqr_frame_message_t, body, mqr_avro_c_str)};
+RECORD(message_t, mqr_frame_message_t, message_f);
+static const mqr_avro_cfield_t ack_f[] = {F(mqr_frame_ack_t, subscription, mqr_avro_c_int64),
+                                          F(mqr_frame_ack_t, delivery, mqr_avro_c_int64),
+                                          F(mqr_frame_ack_t, cumulative, mqr_avro_c_bool)};
+RECORD(ack_t, mqr_frame_ack_t, ack_f);
+static const mqr_avro_cfield_t credit_f[] = {F(mqr_frame_credit_t, subscription, mqr_avro_c_int64),
+                                             F(mqr_frame_credit_t, messages, mqr_avro_c_int32)};
+RECORD(credit_t, mqr_frame_credit_t, credit_f);
+static const mqr_avro_cfield_t unsubscribe_f[] = {F(mqr_frame_unsubscribe_t, subscription, mqr_avro_c_int64)};
+RECORD(unsubscribe_t, mqr_frame_unsubscribe_t, unsubscribe_f);
+static const mqr_avro_cfield_t query_f[] = {F(mqr_frame_query_t, query, mqr_avro_c_int64)};
+RECORD(query_t, mqr_frame_query_t, query_f);
+static const mqr_avro_cfield_t address_info_f[] = {
+    F(mqr_frame_address_info_t, name, mqr_avro_c_str),     F(mqr_frame_address_info_t, routing_types, mqr_avro_c_str),
+    F(mqr_frame_address_info_t, routed, mqr_avro_c_int64), F(mqr_frame_address_info_t, unrouted, mqr_avro_c_int64),
+    F(mqr_frame_address_info_t, size_bytes, mqr_avro_c_int64)};
+RECORD(address_info_t, mqr_frame_address_info_t, address_info_f);
+static const mqr_avro_cfield_t queue_info_f[] = {F(mqr_frame_queue_info_t, name, mqr_avro_c_str),
+                                                 F(mqr_frame_queue_info_t, address, mqr_avro_c_str),
+                                                 F(mqr_frame_queue_info_t, routing_type, mqr_avro_c_int32),
+                                                 F(mqr_frame_queue_info_t, depth, mqr_avro_c_int64),
+                                                 F(mqr_frame_queue_info_t, in_flight, mqr_avro_c_int64),
+                                                 F(mqr_frame_queue_info_t, consumers, mqr_avro_c_int32),
+                                                 F(mqr_frame_queue_info_t, enqueued, mqr_avro_c_int64),
+                                                 F(mqr_frame_queue_info_t, acknowledged, mqr_avro_c_int64)};
+RECORD(queue_info_t, mqr_frame_queue_info_t, queue_info_f);
+static const mqr_avro_ctype_t address_infos = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &address_info_t, NULL, 0, 0};
+static const mqr_avro_ctype_t queue_infos = {MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &queue_info_t,
+                                             NULL,             0,                        0};
+static const mqr_avro_cfield_t query_result_f[] = {
+    F(mqr_frame_query_result_t, query, mqr_avro_c_int64), F(mqr_frame_query_result_t, addresses, address_infos),
+    F(mqr_frame_query_result_t, queues, queue_infos),     F(mqr_frame_query_result_t, connections, mqr_avro_c_int32),
+    F(mqr_frame_query_result_t, dropped, mqr_avro_c_int64)};
+RECORD(query_result_t, mqr_frame_query_result_t, query_result_f);
+static const mqr_avro_cfield_t error_f[] = {
+    F(mqr_frame_error_t, code, mqr_avro_c_int32), F(mqr_frame_error_t, name, mqr_avro_c_str),
+    F(mqr_frame_error_t, text, mqr_avro_c_str), F(mqr_frame_error_t, receipt, mqr_avro_c_int64),
+    F(mqr_frame_error_t, fatal, mqr_avro_c_bool)};
+RECORD(error_t, mqr_frame_error_t, error_f);
+static const mqr_avro_cfield_t disconnect_f[] = {F(mqr_frame_disconnect_t, reason, mqr_avro_c_str)};
+RECORD(disconnect_t, mqr_frame_disconnect_t, disconnect_f);
+
+static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {
+    &connect_t, &connected_t, &send_t, &receipt_t, &subscribe_t, &subscribed_t, &message_t,
+    &ack_t,     &credit_t,    &unsubscribe_t, &query_t, &query_result_t, &error_t, &disconnect_t};
+static const mqr_avro_ctype_t frame_t = {
+    MQR_AVRO_C_UNION, sizeof(mqr_frame_t), NULL, 0, NULL, branches, MQR_FRAME_COUNT, offsetof(mqr_frame_t, u)};
+
+/* ---- the compiled schema, once per process ----------------------------------------- */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static mqr_avro_schema_t *schema;
+static mqr_avro_codec_t *codec;
+static const mqr__avro_node_t *send_props; /* Send's properties, for the view */
+
+static void compile_once(void) {
+  mqr_avro_schema_t *s = NULL;
+  mqr_avro_codec_t *c = NULL;
+  if (mqr_avro_schema_parse(mqr__frame_schema, mqr__frame_schema_len, &s, NULL) != 0) return;
+  if (mqr_avro_codec_compile(s, &frame_t, &c, NULL) != 0) {
+    mqr_avro_schema_destroy(s);
+    return;
+  }
+  const mqr__avro_node_t *send = s->root->branches[MQR_FRAME_SEND];
+  send_props = send->fields[5].type;
+  schema = s;
+  codec = c;
+}
+
+const mqr_avro_schema_t *mqr_protocol_schema(void) {
+  pthread_once(&once, compile_once);
+  return schema;
+}
+
+mqr_str_t mqr_protocol_schema_text(void) { return mqr_str_n(mqr__frame_schema, mqr__frame_schema_len); }
+
+const char *mqr_frame_type_name(int type) {
+  static const char *const names[MQR_FRAME_COUNT] = {
+      "CONNECT", "CONNECTED",   "SEND",  "RECEIPT", "SUBSCRIBE", "SUBSCRIBED",   "MESSAGE",
+      "ACK",     "CREDIT",      "UNSUBSCRIBE", "QUERY", "QUERY_RESULT", "ERROR", "DISCONNECT"};
+  return type >= 0 && type < MQR_FRAME_COUNT ? names[type] : "?";
+}
+
+static int not_ready(mqr_error_t *err) {
+  return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling the protocol's schema");
+}
+
+/* ---- frames ------------------------------------------------------------------------- */
+
+int mqr_frame_encode(const mqr_frame_t *f, mqr_avro_buf_t *out, mqr_error_t *err) {
+  if (mqr_protocol_schema() == NULL) return not_ready(err);
+  size_t start = out->len;
+  int rc = mqr_avro_buf_reserve(out, MQR_FRAME_HEADER);
+  if (rc) return mqr_error_set(err, rc, "%s writing a frame", mqr_strerror(rc));
+  out->len += MQR_FRAME_HEADER;
+  if ((rc = mqr_avro_encode(codec, f, out, NULL, err)) != 0) {
+    out->len = start;
+    return rc;
+  }
+  size_t n = out->len - start - MQR_FRAME_HEADER;
+  if (n > UINT32_MAX) {
+    out->len = start;
+    return mqr_error_set(err, MQR_ELIMIT, "a frame of %zu bytes", n);
+  }
+  uint8_t *h = out->data + start;
+  h[0] = (uint8_t)(n >> 24), h[1] = (uint8_t)(n >> 16), h[2] = (uint8_t)(n >> 8), h[3] = (uint8_t)n;
+  return 0;
+}
+
+int mqr_frame_peek(const uint8_t *in, size_t len, uint32_t max, uint32_t *body_len) {
+  if (len < MQR_FRAME_HEADER) return 0;
+  uint32_t n = (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
+  if (n > max) return MQR_ELIMIT;
+  *body_len = n;
+  return len - MQR_FRAME_HEADER >= n ? 1 : 0;
+}
+
+int mqr_frame_decode(const uint8_t *body, size_t len, mqr_frame_t *f, mqr_avro_arena_t *arena, mqr_error_t *err) {
+  if (mqr_protocol_schema() == NULL) return not_ready(err);
+  size_t used = 0;
+  int rc = mqr_avro_decode(codec, body, len, &used, f, arena, err);
+  if (rc) return rc;
+  if (used != len)
+    return mqr_error_set(err, MQR_EBADDATA, "%zu bytes after the %s frame's datum", len - used,
+                         mqr_frame_type_name(f->type));
+  return 0;
+}
+
+/* ---- the send path ------------------------------------------------------------------ */
+
+static int get_str(mqr__rd_t *r, mqr_str_t *out) {
+  size_t n = 0;
+  int rc = mqr__get_len(r, &n);
+  if (rc) return rc;
+  *out = mqr_str_n((const char *)r->p, n);
+  r->p += n;
+  return 0;
+}
+
+int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr_error_t *err) {
+  if (mqr_protocol_schema() == NULL) return not_ready(err);
+  mqr__rd_t r = mqr__rd_init(body, len, err);
+  int32_t type = 0, rt = 0;
+  int64_t receipt = 0;
+  int rc = mqr__get_int(&r, &type);
+  if (rc) return rc;
+  if (type != MQR_FRAME_SEND) return mqr__rd_fail(&r, MQR_EBADDATA, "a %s frame, not SEND", mqr_frame_type_name(type));
+  if ((rc = get_str(&r, &v->address)) != 0) return rc;
+  if ((rc = mqr__get_int(&r, &rt)) != 0) return rc;
+  if (rt < 0 || rt > MQR_PROTO_RT_MULTICAST) return mqr__rd_fail(&r, MQR_EBADDATA, "routing type %d out of range", rt);
+  if ((rc = mqr__need(&r, 1)) != 0) return rc;
+  if (*r.p > 1) return mqr__rd_fail(&r, MQR_EBADDATA, "boolean byte %u is neither 0 nor 1", *r.p);
+  v->durable = *r.p++;
+  if ((rc = get_str(&r, &v->duplicate_id)) != 0) return rc;
+  if ((rc = mqr__get_long(&r, &receipt)) != 0) return rc;
+  v->routing_type = rt;
+  v->receipt = receipt;
+  v->tail = r.p;
+  if ((rc = mqr__avro_skip_node(&r, send_props, 1)) != 0) return rc;
+  size_t blen = 0;
+  if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
+  r.p += blen;
+  if (r.p != r.end) return mqr__rd_fail(&r, MQR_EBADDATA, "%zu bytes after the SEND frame's datum", (size_t)(r.end - r.p));
+  v->body_len = blen;
+  v->tail_len = (size_t)(r.end - v->tail);
+  return 0;
+}
+
+int mqr_message_encode_stored(int64_t message_id, mqr_str_t address, int routing_type, bool durable,
+                              const uint8_t *tail, size_t tail_len, mqr_avro_buf_t *out) {
+  size_t need = 10 + 10 + address.len + 5 + 1 + tail_len;
+  int rc = mqr_avro_buf_reserve(out, need);
+  if (rc) return rc;
+  uint8_t *p = out->data + out->len;
+  p = mqr__put_long(p, message_id);
+  p = mqr__put_long(p, (int64_t)address.len);
+  if (address.len) memcpy(p, address.ptr, address.len);
+  p += address.len;
+  p = mqr__put_int(p, routing_type);
+  *p++ = durable ? 1 : 0;
+  if (tail_len) memcpy(p, tail, tail_len);
+  p += tail_len;
+  out->len = (size_t)(p - out->data);
+  return 0;
+}
+
+size_t mqr_message_head(uint8_t *out, int64_t subscription, int64_t delivery, int32_t delivery_count,
+                        size_t stored_len) {
+  uint8_t *p = out + MQR_FRAME_HEADER;
+  p = mqr__put_int(p, MQR_FRAME_MESSAGE);
+  p = mqr__put_long(p, subscription);
+  p = mqr__put_long(p, delivery);
+  p = mqr__put_int(p, delivery_count);
+  size_t head = (size_t)(p - out), n = head - MQR_FRAME_HEADER + stored_len;
+  out[0] = (uint8_t)(n >> 24), out[1] = (uint8_t)(n >> 16), out[2] = (uint8_t)(n >> 8), out[3] = (uint8_t)n;
+  return head;
+}

@@ -1,0 +1,243 @@
+/* mqr's native protocol (docs/protocol.md): frames of a 4-byte big-endian body length and
+ * a body that is one datum of the Avro union conf/schemas/protocol/frame.avsc, encoded
+ * with the compiled codec. Any Avro implementation can read it.
+ *
+ * Shared by the broker and the client. The frame schema is compiled once per process, on
+ * first use. */
+#ifndef MQR_PROTOCOL_H
+#define MQR_PROTOCOL_H
+
+#include "mqr/codec.h"
+#include "mqr/routing.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MQR_PROTOCOL_VERSION 1
+#define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
+
+/* The frame types: the union's branches, in the schema's order. */
+typedef enum {
+  MQR_FRAME_CONNECT,
+  MQR_FRAME_CONNECTED,
+  MQR_FRAME_SEND,
+  MQR_FRAME_RECEIPT,
+  MQR_FRAME_SUBSCRIBE,
+  MQR_FRAME_SUBSCRIBED,
+  MQR_FRAME_MESSAGE,
+  MQR_FRAME_ACK,
+  MQR_FRAME_CREDIT,
+  MQR_FRAME_UNSUBSCRIBE,
+  MQR_FRAME_QUERY,
+  MQR_FRAME_QUERY_RESULT,
+  MQR_FRAME_ERROR,
+  MQR_FRAME_DISCONNECT,
+  MQR_FRAME_COUNT
+} mqr_frame_type_t;
+
+/* "CONNECT", ...; "?" for an unknown type. */
+MQR_EXTERN const char *mqr_frame_type_name(int type);
+
+/* The protocol's routing type: NONE (let the address decide), ANYCAST, MULTICAST. */
+typedef enum { MQR_PROTO_RT_NONE, MQR_PROTO_RT_ANYCAST, MQR_PROTO_RT_MULTICAST } mqr_proto_rt_t;
+
+static inline int mqr_proto_rt_to_routing(int rt) {
+  return rt == MQR_PROTO_RT_ANYCAST ? MQR_ANYCAST : rt == MQR_PROTO_RT_MULTICAST ? MQR_MULTICAST : MQR_ROUTING_NONE;
+}
+
+static inline int mqr_proto_rt_from_routing(int t) {
+  return t == MQR_ANYCAST ? MQR_PROTO_RT_ANYCAST : t == MQR_MULTICAST ? MQR_PROTO_RT_MULTICAST : MQR_PROTO_RT_NONE;
+}
+
+/* Receipt statuses: mqr_route_status_t, and DROPPED (the address was full, policy DROP). */
+#define MQR_RECEIPT_DROPPED 4
+
+typedef struct {
+  int32_t version;
+  mqr_str_t client_id;
+  int32_t max_frame;
+} mqr_frame_connect_t;
+
+typedef struct {
+  int32_t version;
+  mqr_str_t server;
+  int64_t session;
+  int32_t max_frame;
+} mqr_frame_connected_t;
+
+/* properties: a map of string values (keys and values arrays of mqr_str_t). */
+typedef struct {
+  mqr_str_t address;
+  int32_t routing_type; /* mqr_proto_rt_t */
+  bool durable;
+  mqr_str_t duplicate_id; /* empty: none */
+  int64_t receipt;        /* 0: none */
+  mqr_avro_map_t properties;
+  mqr_str_t body;
+} mqr_frame_send_t;
+
+typedef struct {
+  int64_t receipt;
+  int32_t status; /* mqr_route_status_t, or MQR_RECEIPT_DROPPED */
+  int32_t queues;
+} mqr_frame_receipt_t;
+
+typedef struct {
+  int64_t subscription;
+  mqr_str_t target;
+  int32_t routing_type; /* mqr_proto_rt_t */
+  mqr_str_t queue;
+  int32_t credit;
+} mqr_frame_subscribe_t;
+
+typedef struct {
+  int64_t subscription;
+  mqr_str_t queue;
+} mqr_frame_subscribed_t;
+
+typedef struct {
+  int64_t subscription;
+  int64_t delivery;
+  int32_t delivery_count;
+  int64_t message_id;
+  mqr_str_t address;
+  int32_t routing_type;
+  bool durable;
+  mqr_avro_map_t properties;
+  mqr_str_t body;
+} mqr_frame_message_t;
+
+typedef struct {
+  int64_t subscription;
+  int64_t delivery;
+  bool cumulative;
+} mqr_frame_ack_t;
+
+typedef struct {
+  int64_t subscription;
+  int32_t messages;
+} mqr_frame_credit_t;
+
+typedef struct {
+  int64_t subscription;
+} mqr_frame_unsubscribe_t;
+
+typedef struct {
+  int64_t query;
+} mqr_frame_query_t;
+
+typedef struct {
+  mqr_str_t name;
+  mqr_str_t routing_types;
+  int64_t routed, unrouted, size_bytes;
+} mqr_frame_address_info_t;
+
+typedef struct {
+  mqr_str_t name;
+  mqr_str_t address;
+  int32_t routing_type;
+  int64_t depth, in_flight;
+  int32_t consumers;
+  int64_t enqueued, acknowledged;
+} mqr_frame_queue_info_t;
+
+typedef struct {
+  int64_t query;
+  mqr_avro_array_t addresses; /* of mqr_frame_address_info_t */
+  mqr_avro_array_t queues;    /* of mqr_frame_queue_info_t */
+  int32_t connections;
+  int64_t dropped;
+} mqr_frame_query_result_t;
+
+typedef struct {
+  int32_t code;
+  mqr_str_t name;
+  mqr_str_t text;
+  int64_t receipt;
+  bool fatal;
+} mqr_frame_error_t;
+
+typedef struct {
+  mqr_str_t reason;
+} mqr_frame_disconnect_t;
+
+/* A frame: its type, then the record of that type. */
+typedef struct {
+  int32_t type; /* mqr_frame_type_t */
+  union {
+    mqr_frame_connect_t connect;
+    mqr_frame_connected_t connected;
+    mqr_frame_send_t send;
+    mqr_frame_receipt_t receipt;
+    mqr_frame_subscribe_t subscribe;
+    mqr_frame_subscribed_t subscribed;
+    mqr_frame_message_t message;
+    mqr_frame_ack_t ack;
+    mqr_frame_credit_t credit;
+    mqr_frame_unsubscribe_t unsubscribe;
+    mqr_frame_query_t query;
+    mqr_frame_query_result_t query_result;
+    mqr_frame_error_t error;
+    mqr_frame_disconnect_t disconnect;
+  } u;
+} mqr_frame_t;
+
+/* The frame schema, compiled; NULL only when out of memory at the first call. */
+MQR_EXTERN const mqr_avro_schema_t *mqr_protocol_schema(void);
+
+/* The schema's JSON text (conf/schemas/protocol/frame.avsc, compiled in). */
+MQR_EXTERN mqr_str_t mqr_protocol_schema_text(void);
+
+/* Appends f as a whole frame (length and body) to out. 0, MQR_EBADDATA (a value the
+ * schema refuses), MQR_ENOSPC, MQR_ENOMEM. */
+MQR_EXTERN int mqr_frame_encode(const mqr_frame_t *f, mqr_avro_buf_t *out, mqr_error_t *err);
+
+/* Looks at in[0..len) for a whole frame: 1 with *body_len set when the body is all there
+ * (it starts MQR_FRAME_HEADER bytes in), 0 when more bytes are needed, MQR_ELIMIT when
+ * the length says more than max bytes. */
+MQR_EXTERN int mqr_frame_peek(const uint8_t *in, size_t len, uint32_t max, uint32_t *body_len);
+
+/* Decodes one frame body (all of body[0..len), nothing left over) into f; strings and
+ * bytes are views into body, maps and arrays go in arena. Errors: those of
+ * mqr_avro_decode, MQR_EBADDATA for bytes after the datum. */
+MQR_EXTERN int mqr_frame_decode(const uint8_t *body, size_t len, mqr_frame_t *f, mqr_avro_arena_t *arena,
+                                mqr_error_t *err);
+
+/* ---- the broker's send path ------------------------------------------------------ */
+
+/* A Send frame as the broker reads it: its fields, and its tail (the properties and the
+ * body, as they were encoded) checked but not decoded, to be stored as they are. */
+typedef struct {
+  mqr_str_t address;
+  int32_t routing_type;
+  bool durable;
+  mqr_str_t duplicate_id;
+  int64_t receipt;
+  const uint8_t *tail;
+  size_t tail_len;
+  size_t body_len; /* of the body in the tail */
+} mqr_send_view_t;
+
+/* Reads a frame body that must be a Send. Errors: MQR_EBADDATA (another frame type, or
+ * bad data), MQR_ETRUNCATED, MQR_ELIMIT, naming the byte offset. No allocation. */
+MQR_EXTERN int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr_error_t *err);
+
+/* The stored part of a Message frame: message_id, address, routing type, durable, then
+ * the Send's tail. Appended to out. */
+MQR_EXTERN int mqr_message_encode_stored(int64_t message_id, mqr_str_t address, int routing_type, bool durable,
+                                         const uint8_t *tail, size_t tail_len, mqr_avro_buf_t *out);
+
+#define MQR_MESSAGE_HEADER_MAX (MQR_FRAME_HEADER + 1 + 10 + 10 + 5)
+
+/* The per-delivery head of a Message frame whose stored part is stored_len bytes:
+ * length, type, subscription, delivery, delivery count. Written to out (room for
+ * MQR_MESSAGE_HEADER_MAX); returns its length. The frame is the head then the stored
+ * bytes, which a broker writes from where they are stored. */
+MQR_EXTERN size_t mqr_message_head(uint8_t *out, int64_t subscription, int64_t delivery, int32_t delivery_count,
+                                   size_t stored_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_PROTOCOL_H */

@@ -1,0 +1,181 @@
+/* The native protocol's frames: every type round trips; a Send read as the broker reads it
+ * gives its fields and its tail; a delivery made of a head and stored bytes (as the broker
+ * writes it) decodes as the Message frame a client reads; broken frames fail cleanly. */
+#include "mqr/protocol.h"
+#include "testutil.h"
+
+static mqr_str_t keys[] = {MQR_STR("k1"), MQR_STR("content-type")};
+static mqr_str_t vals[] = {MQR_STR("v1"), MQR_STR("text/plain")};
+
+static void roundtrip(const mqr_frame_t *f, mqr_frame_t *back, mqr_avro_buf_t *b, uint8_t *mem, size_t cap) {
+  mqr_error_t err;
+  b->len = 0;
+  if (mqr_frame_encode(f, b, &err) != 0) fail_msg("encode %s: %s", mqr_frame_type_name(f->type), err.message);
+  uint32_t body = 0;
+  assert_int_equal(mqr_frame_peek(b->data, b->len, 1 << 20, &body), 1);
+  assert_int_equal(body + MQR_FRAME_HEADER, b->len);
+  assert_int_equal(mqr_frame_peek(b->data, b->len - 1, 1 << 20, &body), 0);
+  mqr_avro_arena_t arena = {mem, cap, 0};
+  memset(back, 0, sizeof *back);
+  if (mqr_frame_decode(b->data + MQR_FRAME_HEADER, body, back, &arena, &err) != 0)
+    fail_msg("decode %s: %s", mqr_frame_type_name(f->type), err.message);
+  assert_int_equal(back->type, f->type);
+}
+
+static void test_every_frame_round_trips(void **state) {
+  (void)state;
+  assert_non_null(mqr_protocol_schema());
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  uint8_t mem[4096];
+  mqr_frame_t f, g;
+
+  f = (mqr_frame_t){MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("c-1"), 1 << 20}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(mqr_str_eq(g.u.connect.client_id, MQR_STR("c-1")) && g.u.connect.max_frame == 1 << 20);
+
+  f = (mqr_frame_t){MQR_FRAME_SEND, {.send = {MQR_STR("orders"), MQR_PROTO_RT_ANYCAST, true, MQR_STR("dup-1"), 77,
+                                              {keys, vals, 2}, MQR_STR("hello")}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(mqr_str_eq(g.u.send.address, MQR_STR("orders")) && g.u.send.routing_type == MQR_PROTO_RT_ANYCAST);
+  assert_true(g.u.send.durable && g.u.send.receipt == 77 && mqr_str_eq(g.u.send.body, MQR_STR("hello")));
+  assert_int_equal(g.u.send.properties.count, 2);
+  assert_true(mqr_str_eq(((mqr_str_t *)g.u.send.properties.values)[1], MQR_STR("text/plain")));
+
+  f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE, {.subscribe = {9, MQR_STR("news"), MQR_PROTO_RT_MULTICAST, MQR_STR(""), 100}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_int_equal(g.u.subscribe.credit, 100);
+  f = (mqr_frame_t){MQR_FRAME_ACK, {.ack = {9, 12345678901LL, true}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(g.u.ack.delivery == 12345678901LL && g.u.ack.cumulative);
+  f = (mqr_frame_t){MQR_FRAME_ERROR, {.error = {MQR_ENOADDR, MQR_STR("ENOADDR"), MQR_STR("no"), 77, false}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_int_equal(g.u.error.code, MQR_ENOADDR);
+  mqr_frame_queue_info_t qi[2] = {{MQR_STR("q1"), MQR_STR("a"), MQR_PROTO_RT_ANYCAST, 5, 1, 2, 9, 3},
+                                  {MQR_STR("q2"), MQR_STR("a"), MQR_PROTO_RT_MULTICAST, 0, 0, 0, 0, 0}};
+  f = (mqr_frame_t){MQR_FRAME_QUERY_RESULT, {.query_result = {4, {NULL, 0}, {qi, 2}, 3, 1}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_int_equal(g.u.query_result.queues.count, 2);
+  assert_int_equal(((mqr_frame_queue_info_t *)g.u.query_result.queues.items)[0].depth, 5);
+  for (int t = 0; t < MQR_FRAME_COUNT; t++) assert_string_not_equal(mqr_frame_type_name(t), "?");
+  assert_string_equal(mqr_frame_type_name(MQR_FRAME_COUNT), "?");
+
+  /* Any Avro reader reads frames: the body as JSON through the published schema. */
+  f = (mqr_frame_t){MQR_FRAME_CREDIT, {.credit = {3, 50}}};
+  b.len = 0;
+  assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
+  mqr_avro_buf_t j;
+  mqr_avro_buf_init_growable(&j);
+  assert_int_equal(mqr_avro_binary_to_json(mqr_protocol_schema(), b.data + 4, b.len - 4, NULL, &j, NULL), 0);
+  const char *want = "{\"mqr.protocol.Credit\":{\"subscription\":3,\"messages\":50}}";
+  assert_int_equal(j.len, strlen(want));
+  assert_memory_equal(j.data, want, j.len);
+  mqr_avro_buf_free(&j);
+  mqr_avro_buf_free(&b);
+}
+
+/* The broker's path: a Send's view, the stored message, a head per delivery; the client
+ * decodes the result as an ordinary Message frame. */
+static void test_send_to_delivery(void **state) {
+  (void)state;
+  mqr_avro_buf_t b, stored;
+  mqr_avro_buf_init_growable(&b);
+  mqr_avro_buf_init_growable(&stored);
+  mqr_frame_t f = {MQR_FRAME_SEND, {.send = {MQR_STR("news.eu"), MQR_PROTO_RT_MULTICAST, false, MQR_STR(""), 0,
+                                             {keys, vals, 2}, MQR_STR("body bytes")}}};
+  assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
+  mqr_send_view_t v;
+  mqr_error_t err;
+  if (mqr_frame_send_view(b.data + 4, b.len - 4, &v, &err) != 0) fail_msg("%s", err.message);
+  assert_true(mqr_str_eq(v.address, MQR_STR("news.eu")));
+  assert_int_equal(v.routing_type, MQR_PROTO_RT_MULTICAST);
+  assert_false(v.durable);
+  assert_int_equal(v.duplicate_id.len, 0);
+  assert_int_equal(v.receipt, 0);
+  assert_int_equal(v.body_len, 10);
+  assert_ptr_equal(v.tail + v.tail_len, b.data + b.len);
+
+  assert_int_equal(mqr_message_encode_stored(42, MQR_STR("news.eu"), MQR_PROTO_RT_MULTICAST, true, v.tail, v.tail_len,
+                                             &stored),
+                   0);
+  uint8_t frame[512];
+  size_t head = mqr_message_head(frame, 7, 1000, 2, stored.len);
+  assert_true(head <= MQR_MESSAGE_HEADER_MAX);
+  memcpy(frame + head, stored.data, stored.len);
+  uint32_t body = 0;
+  assert_int_equal(mqr_frame_peek(frame, head + stored.len, 1 << 20, &body), 1);
+  assert_int_equal(body, head + stored.len - 4);
+  uint8_t mem[1024];
+  mqr_avro_arena_t arena = {mem, sizeof mem, 0};
+  mqr_frame_t m;
+  if (mqr_frame_decode(frame + 4, body, &m, &arena, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(m.type, MQR_FRAME_MESSAGE);
+  assert_int_equal(m.u.message.subscription, 7);
+  assert_int_equal(m.u.message.delivery, 1000);
+  assert_int_equal(m.u.message.delivery_count, 2);
+  assert_int_equal(m.u.message.message_id, 42);
+  assert_true(mqr_str_eq(m.u.message.address, MQR_STR("news.eu")) && m.u.message.durable);
+  assert_int_equal(m.u.message.properties.count, 2);
+  assert_true(mqr_str_eq(m.u.message.body, MQR_STR("body bytes")));
+
+  /* Not a Send; cut anywhere; bytes left over. */
+  mqr_frame_t ack = {MQR_FRAME_ACK, {.ack = {1, 2, false}}};
+  mqr_avro_buf_t a;
+  mqr_avro_buf_init_growable(&a);
+  assert_int_equal(mqr_frame_encode(&ack, &a, NULL), 0);
+  assert_int_equal(mqr_frame_send_view(a.data + 4, a.len - 4, &v, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "a ACK frame, not SEND"));
+  for (size_t n = 0; n < b.len - 4; n++) assert_true(mqr_frame_send_view(b.data + 4, n, &v, NULL) < 0);
+  assert_int_equal(mqr_avro_buf_reserve(&b, 1), 0);
+  b.data[b.len] = 0;
+  assert_int_equal(mqr_frame_send_view(b.data + 4, b.len - 3, &v, &err), MQR_EBADDATA);
+  assert_int_equal(mqr_frame_decode(b.data + 4, b.len - 3, &m, &arena, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "1 bytes after the SEND frame"));
+  mqr_avro_buf_free(&a);
+  mqr_avro_buf_free(&b);
+  mqr_avro_buf_free(&stored);
+}
+
+static void test_hostile_frames(void **state) {
+  (void)state;
+  const uint8_t huge[] = {0x7f, 0xff, 0xff, 0xff, 0};
+  uint32_t n;
+  assert_int_equal(mqr_frame_peek(huge, sizeof huge, 1 << 20, &n), MQR_ELIMIT);
+  mqr_frame_t f;
+  uint8_t mem[64];
+  mqr_avro_arena_t arena = {mem, sizeof mem, 0};
+  const uint8_t unknown_type[] = {0x40}; /* branch 32 */
+  assert_int_equal(mqr_frame_decode(unknown_type, 1, &f, &arena, NULL), MQR_EBADDATA);
+  const uint8_t negative_type[] = {0x01};
+  assert_int_equal(mqr_frame_decode(negative_type, 1, &f, &arena, NULL), MQR_EBADDATA);
+  /* A Send whose properties claim more entries than the arena holds. */
+  mqr_frame_t s = {MQR_FRAME_SEND, {.send = {MQR_STR("a"), 0, false, MQR_STR(""), 0, {keys, vals, 2}, MQR_STR("")}}};
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  assert_int_equal(mqr_frame_encode(&s, &b, NULL), 0);
+  uint8_t tiny[8];
+  mqr_avro_arena_t small = {tiny, sizeof tiny, 0};
+  assert_int_equal(mqr_frame_decode(b.data + 4, b.len - 4, &f, &small, NULL), MQR_ENOSPC);
+  /* Random bytes never crash the decoder or the send view. */
+  uint32_t x = 12345;
+  uint8_t junk[64];
+  for (int round = 0; round < 20000; round++) {
+    size_t len = (size_t)(x % sizeof junk);
+    for (size_t i = 0; i < len; i++) junk[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
+    arena.used = 0;
+    (void)mqr_frame_decode(junk, len, &f, &arena, NULL);
+    mqr_send_view_t v;
+    (void)mqr_frame_send_view(junk, len, &v, NULL);
+    x = x * 1103515245u + 12345u;
+  }
+  mqr_avro_buf_free(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_frame_round_trips),
+      cmocka_unit_test(test_send_to_delivery),
+      cmocka_unit_test(test_hostile_frames),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
