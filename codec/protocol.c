@@ -15,16 +15,11 @@ extern const size_t mqr__frame_schema_len;
 
 /* ---- C descriptions of the frame records ------------------------------------------- */
 
-#define F(type, field, ctype) {#field, offsetof(type, field), &ctype}
+#define F(type, field, ctype)                                                                                          \
+  { #field, offsetof(type, field), &ctype }
 #define RECORD(name, type, fields)                                                                                     \
-  static const mqr_avro_ctype_t name = {MQR_AVRO_C_RECORD,                                                             \
-                                        sizeof(type),                                                                  \
-                                        fields,                                                                        \
-                                        sizeof fields / sizeof fields[0],                                              \
-                                        NULL,                                                                          \
-                                        NULL,                                                                          \
-                                        0,                                                                             \
-                                        0}
+  static const mqr_avro_ctype_t name = {                                                                               \
+      MQR_AVRO_C_RECORD, sizeof(type), fields, sizeof fields / sizeof fields[0], NULL, NULL, 0, 0}
 
 static const mqr_avro_ctype_t str_map = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &mqr_avro_c_str, NULL, 0, 0};
 
@@ -37,9 +32,9 @@ static const mqr_avro_cfield_t connected_f[] = {
     F(mqr_frame_connected_t, session, mqr_avro_c_int64), F(mqr_frame_connected_t, max_frame, mqr_avro_c_int32)};
 RECORD(connected_t, mqr_frame_connected_t, connected_f);
 static const mqr_avro_cfield_t send_f[] = {
-    F(mqr_frame_send_t, address, mqr_avro_c_str),      F(mqr_frame_send_t, routing_type, mqr_avro_c_int32),
-    F(mqr_frame_send_t, durable, mqr_avro_c_bool),     F(mqr_frame_send_t, duplicate_id, mqr_avro_c_str),
-    F(mqr_frame_send_t, receipt, mqr_avro_c_int64),    F(mqr_frame_send_t, properties, str_map),
+    F(mqr_frame_send_t, address, mqr_avro_c_str),   F(mqr_frame_send_t, routing_type, mqr_avro_c_int32),
+    F(mqr_frame_send_t, durable, mqr_avro_c_bool),  F(mqr_frame_send_t, duplicate_id, mqr_avro_c_str),
+    F(mqr_frame_send_t, receipt, mqr_avro_c_int64), F(mqr_frame_send_t, properties, str_map),
     F(mqr_frame_send_t, body, mqr_avro_c_str)};
 RECORD(send_t, mqr_frame_send_t, send_f);
 static const mqr_avro_cfield_t receipt_f[] = {F(mqr_frame_receipt_t, receipt, mqr_avro_c_int64),
@@ -54,12 +49,15 @@ RECORD(subscribe_t, mqr_frame_subscribe_t, subscribe_f);
 static const mqr_avro_cfield_t subscribed_f[] = {F(mqr_frame_subscribed_t, subscription, mqr_avro_c_int64),
                                                  F(mqr_frame_subscribed_t, queue, mqr_avro_c_str)};
 RECORD(subscribed_t, mqr_frame_subscribed_t, subscribed_f);
-static const mqr_avro_cfield_t message_f[] = {
-    F(mqr_frame_message_t, subscription, mqr_avro_c_int64),  F(mqr_frame_message_t, delivery, mqr_avro_c_int64),
-    F(mqr_frame_message_t, delivery_count, mqr_avro_c_int32), F(mqr_frame_message_t, message_id, mqr_avro_c_int64),
-    F(mqr_frame_message_t, address, mqr_avro_c_str),         F(mqr_frame_message_t, routing_type, mqr_avro_c_int32),
-    F(mqr_frame_message_t, durable, mqr_avro_c_bool),        F(mqr_frame_message_t, properties, str_map),
-    F(mqr_frame_message_t, body, mqr_avro_c_str)};
+static const mqr_avro_cfield_t message_f[] = {F(mqr_frame_message_t, subscription, mqr_avro_c_int64),
+                                              F(mqr_frame_message_t, delivery, mqr_avro_c_int64),
+                                              F(mqr_frame_message_t, delivery_count, mqr_avro_c_int32),
+                                              F(mqr_frame_message_t, message_id, mqr_avro_c_int64),
+                                              F(mqr_frame_message_t, address, mqr_avro_c_str),
+                                              F(mqr_frame_message_t, routing_type, mqr_avro_c_int32),
+                                              F(mqr_frame_message_t, durable, mqr_avro_c_bool),
+                                              F(mqr_frame_message_t, properties, str_map),
+                                              F(mqr_frame_message_t, body, mqr_avro_c_str)};
 RECORD(message_t, mqr_frame_message_t, message_f);
 static const mqr_avro_cfield_t ack_f[] = {F(mqr_frame_ack_t, subscription, mqr_avro_c_int64),
                                           F(mqr_frame_ack_t, delivery, mqr_avro_c_int64),
@@ -73,7 +71,7 @@ RECORD(unsubscribe_t, mqr_frame_unsubscribe_t, unsubscribe_f);
 static const mqr_avro_cfield_t query_f[] = {F(mqr_frame_query_t, query, mqr_avro_c_int64)};
 RECORD(query_t, mqr_frame_query_t, query_f);
 static const mqr_avro_cfield_t address_info_f[] = {
-    F(mqr_frame_address_info_t, name, mqr_avro_c_str),     F(mqr_frame_address_info_t, routing_types, mqr_avro_c_str),
+    F(mqr_frame_address_info_t, name, mqr_avro_c_str), F(mqr_frame_address_info_t, routing_types, mqr_avro_c_str),
     F(mqr_frame_address_info_t, routed, mqr_avro_c_int64), F(mqr_frame_address_info_t, unrouted, mqr_avro_c_int64),
     F(mqr_frame_address_info_t, size_bytes, mqr_avro_c_int64)};
 RECORD(address_info_t, mqr_frame_address_info_t, address_info_f);
@@ -88,11 +86,11 @@ static const mqr_avro_cfield_t queue_info_f[] = {F(mqr_frame_queue_info_t, name,
 RECORD(queue_info_t, mqr_frame_queue_info_t, queue_info_f);
 static const mqr_avro_ctype_t address_infos = {
     MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &address_info_t, NULL, 0, 0};
-static const mqr_avro_ctype_t queue_infos = {MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &queue_info_t,
-                                             NULL,             0,                        0};
+static const mqr_avro_ctype_t queue_infos = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &queue_info_t, NULL, 0, 0};
 static const mqr_avro_cfield_t query_result_f[] = {
     F(mqr_frame_query_result_t, query, mqr_avro_c_int64), F(mqr_frame_query_result_t, addresses, address_infos),
-    F(mqr_frame_query_result_t, queues, queue_infos),     F(mqr_frame_query_result_t, connections, mqr_avro_c_int32),
+    F(mqr_frame_query_result_t, queues, queue_infos), F(mqr_frame_query_result_t, connections, mqr_avro_c_int32),
     F(mqr_frame_query_result_t, dropped, mqr_avro_c_int64)};
 RECORD(query_result_t, mqr_frame_query_result_t, query_result_f);
 static const mqr_avro_cfield_t error_f[] = {
@@ -104,10 +102,10 @@ static const mqr_avro_cfield_t disconnect_f[] = {F(mqr_frame_disconnect_t, reaso
 RECORD(disconnect_t, mqr_frame_disconnect_t, disconnect_f);
 
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {
-    &connect_t, &connected_t, &send_t, &receipt_t, &subscribe_t, &subscribed_t, &message_t,
-    &ack_t,     &credit_t,    &unsubscribe_t, &query_t, &query_result_t, &error_t, &disconnect_t};
-static const mqr_avro_ctype_t frame_t = {
-    MQR_AVRO_C_UNION, sizeof(mqr_frame_t), NULL, 0, NULL, branches, MQR_FRAME_COUNT, offsetof(mqr_frame_t, u)};
+    &connect_t, &connected_t, &send_t,        &receipt_t, &subscribe_t,    &subscribed_t, &message_t,
+    &ack_t,     &credit_t,    &unsubscribe_t, &query_t,   &query_result_t, &error_t,      &disconnect_t};
+static const mqr_avro_ctype_t frame_t = {MQR_AVRO_C_UNION, sizeof(mqr_frame_t),     NULL, 0, NULL, branches,
+                                         MQR_FRAME_COUNT,  offsetof(mqr_frame_t, u)};
 
 /* ---- the compiled schema, once per process ----------------------------------------- */
 
@@ -138,9 +136,9 @@ const mqr_avro_schema_t *mqr_protocol_schema(void) {
 mqr_str_t mqr_protocol_schema_text(void) { return mqr_str_n(mqr__frame_schema, mqr__frame_schema_len); }
 
 const char *mqr_frame_type_name(int type) {
-  static const char *const names[MQR_FRAME_COUNT] = {
-      "CONNECT", "CONNECTED",   "SEND",  "RECEIPT", "SUBSCRIBE", "SUBSCRIBED",   "MESSAGE",
-      "ACK",     "CREDIT",      "UNSUBSCRIBE", "QUERY", "QUERY_RESULT", "ERROR", "DISCONNECT"};
+  static const char *const names[MQR_FRAME_COUNT] = {"CONNECT",    "CONNECTED",    "SEND",  "RECEIPT",   "SUBSCRIBE",
+                                                     "SUBSCRIBED", "MESSAGE",      "ACK",   "CREDIT",    "UNSUBSCRIBE",
+                                                     "QUERY",      "QUERY_RESULT", "ERROR", "DISCONNECT"};
   return type >= 0 && type < MQR_FRAME_COUNT ? names[type] : "?";
 }
 
@@ -223,28 +221,52 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
   size_t blen = 0;
   if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
   r.p += blen;
-  if (r.p != r.end) return mqr__rd_fail(&r, MQR_EBADDATA, "%zu bytes after the SEND frame's datum", (size_t)(r.end - r.p));
+  if (r.p != r.end)
+    return mqr__rd_fail(&r, MQR_EBADDATA, "%zu bytes after the SEND frame's datum", (size_t)(r.end - r.p));
   v->body_len = blen;
   v->tail_len = (size_t)(r.end - v->tail);
   return 0;
 }
 
-int mqr_message_encode_stored(int64_t message_id, mqr_str_t address, int routing_type, bool durable,
-                              const uint8_t *tail, size_t tail_len, mqr_avro_buf_t *out) {
-  size_t need = 10 + 10 + address.len + 5 + 1 + tail_len;
-  int rc = mqr_avro_buf_reserve(out, need);
-  if (rc) return rc;
-  uint8_t *p = out->data + out->len;
-  p = mqr__put_long(p, message_id);
-  p = mqr__put_long(p, (int64_t)address.len);
-  if (address.len) memcpy(p, address.ptr, address.len);
-  p += address.len;
-  p = mqr__put_int(p, routing_type);
+static size_t str_size(mqr_str_t s) { return mqr__varint_size(mqr__zigzag64((int64_t)s.len)) + s.len; }
+
+static uint8_t *put_str(uint8_t *p, mqr_str_t s) {
+  p = mqr__put_long(p, (int64_t)s.len);
+  if (s.len) memcpy(p, s.ptr, s.len);
+  return p + s.len;
+}
+
+size_t mqr_message_stored_size(int64_t message_id, mqr_str_t address, size_t tail_len) {
+  return mqr__varint_size(mqr__zigzag64(message_id)) + str_size(address) + 1 + 1 + tail_len;
+}
+
+size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t address, int routing_type, bool durable,
+                                const uint8_t *tail, size_t tail_len) {
+  uint8_t *p = mqr__put_long(out, message_id);
+  p = put_str(p, address);
+  p = mqr__put_int(p, routing_type); /* 0-2: one byte */
   *p++ = durable ? 1 : 0;
   if (tail_len) memcpy(p, tail, tail_len);
-  p += tail_len;
-  out->len = (size_t)(p - out->data);
-  return 0;
+  return (size_t)(p + tail_len - out);
+}
+
+size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body) {
+  size_t size = 1 + str_size(body);
+  if (n) size += mqr__varint_size(mqr__zigzag64((int64_t)n));
+  for (size_t i = 0; i < n; i++) size += str_size(keys[i]) + str_size(values[i]);
+  return size;
+}
+
+size_t mqr_message_write_tail(uint8_t *out, const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body) {
+  uint8_t *p = out;
+  if (n) p = mqr__put_long(p, (int64_t)n);
+  for (size_t i = 0; i < n; i++) {
+    p = put_str(p, keys[i]);
+    p = put_str(p, values[i]);
+  }
+  *p++ = 0;
+  p = put_str(p, body);
+  return (size_t)(p - out);
 }
 
 size_t mqr_message_head(uint8_t *out, int64_t subscription, int64_t delivery, int32_t delivery_count,

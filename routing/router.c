@@ -88,6 +88,8 @@ uint32_t mqr_queue_consumer_count(const mqr_queue_t *q) { return q->consumers; }
 uint64_t mqr_queue_routed(const mqr_queue_t *q) { return q->routed; }
 void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled) { q->enabled = enabled; }
 void mqr_queue_set_data(mqr_queue_t *q, void *data) { q->data = data; }
+void mqr_address_set_data(mqr_address_t *a, void *data) { a->bind.data = data; }
+void *mqr_address_data(const mqr_address_t *a) { return a->bind.data; }
 void *mqr_queue_data(const mqr_queue_t *q) { return q->data; }
 
 int mqr_queue_add_consumer(mqr_queue_t *q) {

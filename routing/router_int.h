@@ -36,7 +36,7 @@ struct mqr_queue_s {
  * fetches as a pair:
  *
  *   bind line  what a send walks once it has the address: the binding arrays, the
- *              round-robin cursor, the counters, the cold pointer
+ *              round-robin cursor, the counters, the cold pointer, the embedder's data
  *   key line   what a lookup reads: the name's view, the routing-type set and flags,
  *              then the name's bytes; a name of up to MQR__POOLED_NAME_MAX bytes lies
  *              wholly in this line, so finding an address and testing its routing type
@@ -55,6 +55,7 @@ typedef struct {
   uint64_t routed;
   mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
   struct mqr__address_cold_s *cold;
+  void *data; /* the embedder's (the broker's accounting); read by every send */
 } mqr__address_bind_t;
 
 typedef struct {

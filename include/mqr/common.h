@@ -50,13 +50,17 @@ extern "C" {
   XX(ETRUNCATED, -26, "input ends too soon")                                                                           \
   XX(EINCOMPATIBLE, -27, "writer and reader schemas are incompatible")                                                 \
   XX(ELIMIT, -28, "input exceeds a limit")                                                                             \
-  XX(ENOTFOUND, -29, "not found")
+  XX(ENOTFOUND, -29, "not found")                                                                                      \
+  XX(EFULL, -30, "address is full")                                                                                    \
+  XX(EPROTOCOL, -31, "protocol violation")                                                                             \
+  XX(ENOSUB, -32, "no such subscription")                                                                              \
+  XX(ECLOSED, -33, "connection closed")
 
 typedef enum {
 #define MQR__ERR_ENUM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR__ERR_ENUM)
 #undef MQR__ERR_ENUM
-      MQR_ERRNO_LAST = -30
+      MQR_ERRNO_LAST = -34
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

@@ -224,9 +224,16 @@ typedef struct {
 MQR_EXTERN int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr_error_t *err);
 
 /* The stored part of a Message frame: message_id, address, routing type, durable, then
- * the Send's tail. Appended to out. */
-MQR_EXTERN int mqr_message_encode_stored(int64_t message_id, mqr_str_t address, int routing_type, bool durable,
-                                         const uint8_t *tail, size_t tail_len, mqr_avro_buf_t *out);
+ * the tail (properties and body as a Send encodes them). Its size, then writing it to
+ * out (room for that size); returns the bytes written. */
+MQR_EXTERN size_t mqr_message_stored_size(int64_t message_id, mqr_str_t address, size_t tail_len);
+MQR_EXTERN size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t address, int routing_type,
+                                           bool durable, const uint8_t *tail, size_t tail_len);
+
+/* A tail made from values (for in-process sends): its size, then writing it. */
+MQR_EXTERN size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body);
+MQR_EXTERN size_t mqr_message_write_tail(uint8_t *out, const mqr_str_t *keys, const mqr_str_t *values, size_t n,
+                                         mqr_str_t body);
 
 #define MQR_MESSAGE_HEADER_MAX (MQR_FRAME_HEADER + 1 + 10 + 10 + 5)
 

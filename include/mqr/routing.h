@@ -291,6 +291,9 @@ MQR_EXTERN uint32_t mqr_address_binding_count(const mqr_address_t *a, mqr_routin
 MQR_EXTERN mqr_queue_t *mqr_address_binding(const mqr_address_t *a, mqr_routing_type_t t, uint32_t i);
 /* The address's merged settings (most specific match first, then defaults). */
 MQR_EXTERN const mqr_address_settings_t *mqr_address_settings(const mqr_address_t *a);
+/* A pointer the embedder keeps with the address (NULL until set); on the send's line. */
+MQR_EXTERN void mqr_address_set_data(mqr_address_t *a, void *data);
+MQR_EXTERN void *mqr_address_data(const mqr_address_t *a);
 
 /* Queue accessors. */
 MQR_EXTERN mqr_str_t mqr_queue_name(const mqr_queue_t *q);

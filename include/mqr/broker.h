@@ -1,0 +1,141 @@
+/* mqr's broker, to embed (docs/embedding.md): a router, its queues in memory, consumers
+ * with credits and acknowledgements, the native protocol's listeners, all on the
+ * caller's libuv loop. mqrd is this, with a main().
+ *
+ * Everything runs on the loop's thread; no call here is safe from another thread. */
+#ifndef MQR_BROKER_H
+#define MQR_BROKER_H
+
+#include <uv.h>
+
+#include "mqr/config.h"
+#include "mqr/protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mqr_broker_s mqr_broker_t;
+
+typedef enum { MQR_LOG_ERROR, MQR_LOG_WARN, MQR_LOG_INFO, MQR_LOG_DEBUG } mqr_log_level_t;
+
+/* Where the broker's log lines go; ctx is the options' log_ctx. */
+typedef void (*mqr_log_fn)(void *ctx, mqr_log_level_t level, const char *line);
+
+typedef struct {
+  const mqr_config_t *config; /* NULL: the embedded default; the broker keeps its own copy of nothing:
+                                 the config must outlive the broker (or the next reload) */
+  bool listen;                /* bind the config's listeners */
+  const char *server_name;    /* said in CONNECTED; NULL: "mqrd" */
+  mqr_log_fn log;             /* NULL: no log */
+  void *log_ctx;
+  mqr_log_level_t log_level; /* lines above it are not written */
+  uint32_t max_credit;       /* the most credit a subscription may hold; 0: 65536 */
+  size_t max_pending_write;  /* bytes a connection may have unwritten before its deliveries
+                                pause; 0: 4 MiB */
+} mqr_broker_options_t;
+
+/* Builds the broker on loop: the router from the config, and (with listen) its
+ * listeners bound and listening. Errors: the config's, MQR_EIO (a listener cannot bind;
+ * err names it), MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out,
+                                 mqr_error_t *err);
+
+/* Stops accepting, says DISCONNECT to each connection, lets what is being written
+ * finish, closes every handle, then calls cb (may be NULL); after cb (or once the loop
+ * has run out, with cb NULL) the broker is freed. Unacknowledged messages are dropped with
+ * the broker: queues are in memory. */
+MQR_EXTERN void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg);
+
+/* The port listener i is bound to (useful with port 0), or -1. */
+MQR_EXTERN int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i);
+
+/* The router: read it, but change topology only through the broker. */
+MQR_EXTERN mqr_router_t *mqr_broker_router(mqr_broker_t *b);
+
+/* Applies a reloaded config: address settings replaced; addresses and queues it adds
+ * are created. Nothing is removed, and listeners do not change; each thing not applied is
+ * logged (WARN) and counted in *skipped (may be NULL). 0, or MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skipped, mqr_error_t *err);
+
+/* ---- sending in-process: the same path as a SEND frame ----------------------------- */
+
+typedef struct {
+  mqr_str_t address;
+  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, or MQR_ROUTING_NONE */
+  bool durable;
+  mqr_str_t duplicate_id;                           /* empty: none */
+  const mqr_str_t *property_keys, *property_values; /* n_properties of each */
+  size_t n_properties;
+  mqr_str_t body;
+} mqr_broker_message_t;
+
+typedef struct {
+  int status;      /* mqr_route_status_t, or MQR_RECEIPT_DROPPED */
+  uint32_t queues; /* how many queues took it */
+  int64_t message_id;
+} mqr_broker_receipt_t;
+
+/* Routes and enqueues one message; receipt (may be NULL) says where it went. Errors: the
+ * router's (MQR_ENOADDR, MQR_EWILDCARDSEND, ...), MQR_EFULL (the address is full and its
+ * policy is FAIL, or BLOCK: an in-process producer is not paused, it is told to wait),
+ * MQR_ELIMIT (bigger than the largest frame), MQR_ENOMEM. No allocation in steady state. */
+MQR_EXTERN int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt,
+                               mqr_error_t *err);
+
+/* ---- consuming in-process ----------------------------------------------------------- */
+
+typedef struct mqr_broker_consumer_s mqr_broker_consumer_t;
+
+/* A delivery: the Message frame a network consumer would get (views valid during the
+ * call). Acknowledge it later with mqr_broker_ack and its delivery number. */
+typedef void (*mqr_deliver_fn)(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg);
+
+/* Subscribes as a SUBSCRIBE frame does: to a queue (routing_type MQR_ROUTING_NONE), to
+ * address::queue, or to an address with a routing type (ANYCAST: its queue of the same
+ * name, made if allowed; MULTICAST: a subscription queue, named queue or made up, that
+ * goes when the consumer does unless named). credit messages may be delivered before
+ * more credit. *queue_name (may be NULL) gets the queue's name, valid while subscribed.
+ * Errors: MQR_ENOADDR, MQR_ENOQUEUE, MQR_ECONSUMERLIMIT, MQR_EINVAL, MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue,
+                                    uint32_t credit, mqr_deliver_fn fn, void *arg, mqr_broker_consumer_t **out,
+                                    mqr_str_t *queue_name, mqr_error_t *err);
+
+/* Acknowledges delivery (and, cumulative, every earlier one). MQR_ENOTFOUND for a
+ * delivery not outstanding. */
+MQR_EXTERN int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative);
+
+/* Grants n more deliveries. */
+MQR_EXTERN void mqr_broker_credit(mqr_broker_consumer_t *c, uint32_t n);
+
+/* Ends the subscription: unacknowledged messages go back to the queue, in order. */
+MQR_EXTERN void mqr_broker_unsubscribe(mqr_broker_consumer_t *c);
+
+/* ---- what it holds ------------------------------------------------------------------ */
+
+typedef struct {
+  uint64_t depth;     /* messages waiting */
+  uint64_t in_flight; /* delivered, not acknowledged */
+  uint64_t enqueued, acknowledged;
+  uint32_t consumers;
+} mqr_broker_queue_stats_t;
+
+/* A queue's counters; MQR_ENOQUEUE. */
+MQR_EXTERN int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_queue_stats_t *out);
+
+typedef struct {
+  uint64_t messages; /* stored, for any queue */
+  uint64_t bytes;    /* their stored bytes */
+  uint64_t dropped;  /* by address-full-policy DROP */
+  uint32_t connections;
+} mqr_broker_stats_t;
+
+MQR_EXTERN void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out);
+
+/* The bytes an address holds (its messages, stored once however many queues hold them). */
+MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_BROKER_H */
