@@ -81,6 +81,17 @@ MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
  * err). */
 MQR_EXTERN int mqr_config_build_router(const mqr_config_t *cfg, mqr_router_t *r, mqr_error_t *err);
 
+/* One line of what applying a config did (applied) or did not do (!applied). */
+typedef void (*mqr_config_report_fn)(void *ctx, bool applied, const char *line);
+
+/* Brings a live router built from old up to cfg, without a restart: address settings
+ * replaced (removed ones removed), new addresses, routing types and queues made, queues
+ * enabled or disabled. What needs a restart is reported and left: listeners, wildcard
+ * syntax, removed addresses, queues and routing types, other queue attributes. 0, or the
+ * router's error with cfg's position in err (what came before it is applied). */
+MQR_EXTERN int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r,
+                                mqr_config_report_fn fn, void *ctx, mqr_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

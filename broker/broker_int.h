@@ -1,0 +1,247 @@
+/* The broker's insides, shared by its sources (nothing here is installed):
+ *
+ *   store.c   pools: messages by size class, queue entries, write requests; the
+ *             in-memory queue store behind the store interface
+ *   broker.c  doSend (route, store once, enqueue), subscriptions, dispatch within
+ *             credit, acknowledgements, redelivery, address accounting and policies
+ *   server.c  listeners, connections, frames, one uv_write per connection per loop pass
+ *
+ * One libuv loop owns all of it (docs/architecture.md): no locks. */
+#ifndef MQR_BROKER_INT_H
+#define MQR_BROKER_INT_H
+
+#include "mqr/broker.h"
+
+/* ---- pools ---------------------------------------------------------------------------- */
+
+/* Fixed-size objects on a free list; at most max_free kept. */
+typedef struct {
+  void *free;
+  size_t size;
+  uint32_t n_free, max_free;
+} mqr__pool_t;
+
+void mqr__pool_init(mqr__pool_t *p, size_t size, uint32_t max_free);
+void *mqr__pool_get(mqr__pool_t *p); /* zeroed; NULL when out of memory */
+void mqr__pool_put(mqr__pool_t *p, void *obj);
+void mqr__pool_free(mqr__pool_t *p);
+
+/* ---- messages --------------------------------------------------------------------------- */
+
+struct mqr__conn_s;
+
+/* What an address holds, for max-size-bytes: created on the first send routed to it. */
+typedef struct mqr__acct_s {
+  mqr_address_t *address;
+  int64_t bytes; /* stored bytes of its messages that some queue still holds */
+  int64_t max;   /* max-size-bytes, -1 unbounded */
+  mqr_full_policy_t policy;
+  struct mqr__conn_s **blocked; /* producers paused on it (BLOCK) */
+  uint32_t n_blocked, cap_blocked;
+  struct mqr__acct_s *next; /* the broker's list */
+} mqr__acct_t;
+
+/* A message, stored once for every queue that takes it: the stored part of a Message
+ * frame (protocol.h). refs: queue entries and writes in flight. */
+typedef struct mqr__msg_s {
+  uint32_t refs;
+  uint32_t len;
+  uint8_t cls; /* size class: data holds 64 << cls bytes */
+  int64_t id;
+  mqr__acct_t *acct;
+  struct mqr__msg_s *next_free;
+  uint8_t data[];
+} mqr__msg_t;
+
+#define MQR__MSG_CLASSES 21 /* 64 B to 64 MiB */
+
+/* A message in a queue, or in flight to a consumer (then on its unacked list). */
+typedef struct mqr__entry_s {
+  struct mqr__entry_s *next, *prev;
+  mqr__msg_t *msg;
+  int64_t delivery;       /* while in flight */
+  int32_t delivery_count; /* deliveries so far */
+} mqr__entry_t;
+
+/* ---- queue storage ------------------------------------------------------------------------ */
+
+/* Where a queue keeps its waiting entries. In memory here; a journal goes under durable
+ * queues behind the same calls. */
+typedef struct mqr__store_s mqr__store_t;
+typedef struct {
+  void (*push)(mqr__store_t *s, mqr__entry_t *e);       /* at the tail */
+  void (*push_front)(mqr__store_t *s, mqr__entry_t *e); /* returned: before every waiting entry */
+  mqr__entry_t *(*pop)(mqr__store_t *s);                /* the head; NULL when empty */
+} mqr__store_ops_t;
+
+struct mqr__store_s {
+  const mqr__store_ops_t *ops;
+  uint64_t depth;
+  mqr__entry_t *head, *tail; /* the memory store's list */
+};
+
+void mqr__memstore_init(mqr__store_t *s);
+
+/* ---- queues and consumers ------------------------------------------------------------------ */
+
+typedef struct mqr__bq_s {
+  mqr_queue_t *q;
+  mqr__store_t store;
+  uint64_t enqueued, acked, in_flight;
+  struct mqr_broker_consumer_s **consumers;
+  uint32_t n_consumers, cap_consumers, rr;
+  bool dispatching, again;
+  bool temporary;                /* made for one subscription; goes with it */
+  struct mqr__bq_s *next, *prev; /* the broker's list */
+} mqr__bq_t;
+
+struct mqr_broker_consumer_s {
+  mqr_broker_t *b;
+  mqr__bq_t *bq;
+  int64_t subscription;
+  uint32_t credit;
+  int64_t next_delivery;
+  mqr__entry_t *unacked_head, *unacked_tail; /* in delivery order */
+  bool closing;                              /* unsubscribed while its queue was dispatching */
+  /* A network consumer writes to its connection; an in-process one calls fn. */
+  struct mqr__conn_s *conn;
+  mqr_deliver_fn fn;
+  void *arg;
+  struct mqr_broker_consumer_s *conn_next; /* the connection's consumers */
+};
+
+/* ---- connections (server.c) ---------------------------------------------------------------- */
+
+/* One write: segments of the request's own bytes (heads, control frames) and of stored
+ * messages (held by a reference until the write completes). */
+typedef struct {
+  const uint8_t *ptr; /* NULL: own bytes at off */
+  size_t off, len;
+} mqr__seg_t;
+
+typedef struct mqr__wreq_s {
+  uv_write_t req;
+  struct mqr__conn_s *conn;
+  mqr__seg_t *segs;
+  uint32_t n_segs, cap_segs;
+  uint8_t *bytes;
+  size_t n_bytes, cap_bytes;
+  mqr__msg_t **msgs;
+  uint32_t n_msgs, cap_msgs;
+  uv_buf_t *bufs;
+  uint32_t cap_bufs;
+  size_t total;
+  struct mqr__wreq_s *next_free;
+} mqr__wreq_t;
+
+typedef struct mqr__listener_s {
+  uv_tcp_t tcp;
+  mqr_broker_t *b;
+  const mqr_listener_config_t *cfg;
+  int port;
+  bool open;
+} mqr__listener_t;
+
+typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__conn_state_t;
+
+typedef struct mqr__conn_s {
+  uv_tcp_t tcp;
+  mqr_broker_t *b;
+  mqr__listener_t *l;
+  int64_t session;
+  mqr__conn_state_t state;
+  uint8_t *rbuf; /* bytes read and not yet taken: rbuf[rpos..rlen) */
+  size_t rpos, rlen, rcap;
+  bool rbuf_pooled;
+  bool reading;
+  uint32_t blocked_on; /* accounts whose BLOCK pauses it */
+  mqr__wreq_t *out;    /* this pass's writes */
+  size_t in_flight;    /* bytes handed to uv_write and not yet written */
+  uint32_t writes;     /* uv_writes not yet called back */
+  bool dirty, resume, closed;
+  struct mqr__conn_s *next_dirty, *next_resume;
+  mqr_broker_consumer_t *consumers;
+  char peer[64];
+  struct mqr__conn_s *next, *prev; /* the broker's list */
+} mqr__conn_t;
+
+#define MQR__READ_CHUNK 65536
+
+/* ---- the broker ------------------------------------------------------------------------------ */
+
+struct mqr_broker_s {
+  uv_loop_t *loop;
+  mqr_broker_options_t opt;
+  const mqr_config_t *config;
+  mqr_config_t *own_config; /* the default, when none was given */
+  mqr_router_t router;
+  mqr_queue_t **targets; /* route results */
+  uint32_t cap_targets;
+  int64_t next_message_id, next_session;
+  mqr__pool_t entries, consumers;
+  mqr__wreq_t *wreq_free; /* write requests keep their arrays between uses */
+  uint32_t n_wreq_free;
+  void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
+  uint32_t n_rbuf_free;
+  mqr__msg_t *msg_free[MQR__MSG_CLASSES];
+  uint32_t msg_n_free[MQR__MSG_CLASSES];
+  mqr__bq_t *queues;
+  mqr__acct_t *accts;
+  mqr__listener_t *listeners;
+  uint32_t n_listeners;
+  mqr__conn_t *conns;
+  uint32_t n_conns;
+  mqr__conn_t *dirty, *resume;
+  uv_check_t check; /* flushes writes and resumes producers, once per loop pass */
+  mqr_broker_stats_t stats;
+  uint8_t scratch[16384]; /* decoding arena for control frames */
+  bool closing;
+  uint32_t open_handles;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+};
+
+/* store.c */
+mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len);
+void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m);
+void mqr__msg_pools_free(mqr_broker_t *b);
+
+/* broker.c */
+void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A send from a frame or in-process: tail is the properties and body as a Send encodes
+ * them. *blocked (may be NULL) tells a network producer to pause: the message went to
+ * an address over max-size-bytes whose policy is BLOCK. */
+typedef struct {
+  mqr_str_t address;
+  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
+  bool durable;
+  mqr_str_t duplicate_id;
+  const uint8_t *tail;
+  size_t tail_len;
+  const mqr_str_t *keys, *values; /* in-process: the tail made from these */
+  size_t n_props;
+  mqr_str_t body;
+  const mqr_prefixes_t *prefixes;
+} mqr__send_t;
+
+int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
+                 mqr_error_t *err);
+int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
+                   mqr_broker_consumer_t **out, mqr_error_t *err);
+void mqr__consumer_close(mqr_broker_consumer_t *c);
+void mqr__dispatch(mqr__bq_t *bq);
+void mqr__acct_block(mqr__acct_t *a, mqr__conn_t *c);
+void mqr__acct_unblock_conn(mqr_broker_t *b, mqr__conn_t *c);
+
+/* server.c */
+int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err);
+void mqr__server_close(mqr_broker_t *b);
+bool mqr__conn_paused(const mqr__conn_t *c);
+int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e);
+void mqr__conn_resume(mqr__conn_t *c);
+void mqr__server_flush(mqr_broker_t *b);
+void mqr__server_free_pools(mqr_broker_t *b);
+void mqr__broker_handle_closed(mqr_broker_t *b);
+
+#endif

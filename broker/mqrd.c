@@ -1,0 +1,183 @@
+/* mqrd: the broker daemon. One libuv loop, the listeners of a routing config, log lines
+ * on stderr. SIGINT/SIGTERM: stop accepting, finish what is in flight, close cleanly.
+ * SIGHUP: reload the config file and apply what can be applied live. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "mqr/broker.h"
+
+typedef struct {
+  uv_loop_t *loop;
+  mqr_broker_t *broker;
+  const char *config_path;
+  mqr_config_t *config;
+  uv_signal_t sigint, sigterm, sighup;
+  mqr_log_level_t level;
+  bool stopping;
+} daemon_t;
+
+static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+
+static void log_line(void *ctx, mqr_log_level_t level, const char *line) {
+  (void)ctx;
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  struct tm tm;
+  gmtime_r(&tv.tv_sec, &tm);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  fprintf(stderr, "%s.%03dZ %-5s %s\n", when, (int)(tv.tv_usec / 1000), level_names[level], line);
+}
+
+static void logf_(daemon_t *d, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logf_(daemon_t *d, mqr_log_level_t level, const char *fmt, ...) {
+  if (level > d->level) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  log_line(NULL, level, line);
+}
+
+/* Loads the config (the file, or the embedded default); problems are logged. */
+static mqr_config_t *load(daemon_t *d) {
+  mqr_error_t items[32];
+  mqr_diags_t diags;
+  mqr_diags_init(&diags, items, 32);
+  mqr_config_t *cfg = NULL;
+  int rc = d->config_path ? mqr_config_load_file(d->config_path, &cfg, &diags) : mqr_config_load_default(&cfg, &diags);
+  for (uint32_t i = 0; i < diags.count; i++) {
+    char msg[1024];
+    logf_(d, items[i].code ? MQR_LOG_ERROR : MQR_LOG_WARN, "%s", mqr_error_format(&items[i], msg, sizeof msg));
+  }
+  if (rc == MQR_EIO) logf_(d, MQR_LOG_ERROR, "%s: cannot read the config", d->config_path);
+  if (rc == MQR_ENOMEM) logf_(d, MQR_LOG_ERROR, "out of memory loading the config");
+  return rc ? NULL : cfg;
+}
+
+static void on_closed(void *arg) {
+  daemon_t *d = arg;
+  d->broker = NULL;
+  logf_(d, MQR_LOG_INFO, "stopped");
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  daemon_t *d = h->data;
+  if (signum == SIGHUP) {
+    if (d->stopping) return;
+    logf_(d, MQR_LOG_INFO, "SIGHUP: reloading %s", d->config_path ? d->config_path : "the embedded config");
+    mqr_config_t *cfg = load(d);
+    if (cfg == NULL) {
+      logf_(d, MQR_LOG_ERROR, "reload: the config has errors; nothing applied");
+      return;
+    }
+    uint32_t skipped = 0;
+    mqr_error_t err;
+    if (mqr_broker_reload(d->broker, cfg, &skipped, &err) != 0) {
+      char msg[1024];
+      logf_(d, MQR_LOG_ERROR, "reload: %s (what came before it is applied)", mqr_error_format(&err, msg, sizeof msg));
+      mqr_config_destroy(cfg); /* the broker kept the old config */
+      return;
+    }
+    mqr_config_destroy(d->config);
+    d->config = cfg;
+    logf_(d, MQR_LOG_INFO, "reload: done%s", skipped ? "; some changes wait for a restart (see above)" : "");
+    return;
+  }
+  if (d->stopping) return;
+  d->stopping = true;
+  logf_(d, MQR_LOG_INFO, "%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+  uv_close((uv_handle_t *)&d->sighup, NULL);
+  mqr_broker_close(d->broker, on_closed, d);
+}
+
+static void usage(FILE *f) {
+  fputs("usage: mqrd [--config FILE] [--log-level error|warn|info|debug] [--check] [--version] [--help]\n"
+        "  --config FILE    the routing config (default: the embedded conf/mqr.yaml)\n"
+        "  --check          load and check the config, then exit (0: good, 1: not)\n"
+        "  --log-level L    log lines up to L on stderr (default info)\n"
+        "Signals: SIGINT, SIGTERM stop cleanly; SIGHUP reloads the config.\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  daemon_t d = {.level = MQR_LOG_INFO};
+  bool check = false;
+  static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                       {"check", no_argument, NULL, 'k'},
+                                       {"log-level", required_argument, NULL, 'l'},
+                                       {"version", no_argument, NULL, 'V'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  int o;
+  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': d.config_path = optarg; break;
+    case 'k': check = true; break;
+    case 'l': {
+      int i = 0;
+      while (i < 4 && strcasecmp(optarg, level_names[i]) != 0) i++;
+      if (i == 4) {
+        fprintf(stderr, "mqrd: unknown log level '%s'\n", optarg);
+        return 2;
+      }
+      d.level = (mqr_log_level_t)i;
+      break;
+    }
+    case 'V': printf("mqrd %s\n", mqr_version()); return 0;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  d.config = load(&d);
+  if (d.config == NULL) return 1;
+  if (check) {
+    printf("%s: ok: %u listeners, %u addresses, %u queues, %u address-settings\n", mqr_config_file(d.config),
+           mqr_config_listener_count(d.config), mqr_config_address_count(d.config), mqr_config_queue_count(d.config),
+           mqr_config_settings_count(d.config));
+    mqr_config_destroy(d.config);
+    return 0;
+  }
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  d.loop = &loop;
+  mqr_broker_options_t opt = {.config = d.config, .listen = true, .log = log_line, .log_level = d.level};
+  mqr_error_t err;
+  if (mqr_broker_create(&loop, &opt, &d.broker, &err) != 0) {
+    char msg[1024];
+    logf_(&d, MQR_LOG_ERROR, "%s", mqr_error_format(&err, msg, sizeof msg));
+    uv_run(&loop, UV_RUN_DEFAULT); /* let the half-made broker close */
+    uv_loop_close(&loop);
+    mqr_config_destroy(d.config);
+    return 1;
+  }
+  uv_signal_init(&loop, &d.sigint);
+  uv_signal_init(&loop, &d.sigterm);
+  uv_signal_init(&loop, &d.sighup);
+  d.sigint.data = d.sigterm.data = d.sighup.data = &d;
+  uv_signal_start(&d.sigint, on_signal, SIGINT);
+  uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&d.sighup, on_signal, SIGHUP);
+  logf_(&d, MQR_LOG_INFO, "mqrd %s ready (%s)", mqr_version(), d.config_path ? d.config_path : "embedded config");
+  uv_run(&loop, UV_RUN_DEFAULT);
+  int rc = uv_loop_close(&loop);
+  mqr_config_destroy(d.config);
+  if (rc != 0) {
+    fprintf(stderr, "mqrd: handles left open at exit\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,153 @@
+/* The broker's memory: object pools, messages by size class, and the in-memory queue
+ * store. In steady state (messages acknowledged as fast as they come) everything here is
+ * reused and nothing reaches the allocator. */
+#include "broker_int.h"
+
+/* ---- pools ------------------------------------------------------------------------------ */
+
+void mqr__pool_init(mqr__pool_t *p, size_t size, uint32_t max_free) {
+  p->free = NULL;
+  p->size = size < sizeof(void *) ? sizeof(void *) : size;
+  p->n_free = 0;
+  p->max_free = max_free;
+}
+
+void *mqr__pool_get(mqr__pool_t *p) {
+  void *obj = p->free;
+  if (obj) {
+    p->free = *(void **)obj;
+    p->n_free--;
+    memset(obj, 0, p->size);
+    return obj;
+  }
+  return mqr_calloc(1, p->size);
+}
+
+void mqr__pool_put(mqr__pool_t *p, void *obj) {
+  if (obj == NULL) return;
+  if (p->n_free >= p->max_free) {
+    mqr_free(obj);
+    return;
+  }
+  *(void **)obj = p->free;
+  p->free = obj;
+  p->n_free++;
+}
+
+void mqr__pool_free(mqr__pool_t *p) {
+  while (p->free) {
+    void *next = *(void **)p->free;
+    mqr_free(p->free);
+    p->free = next;
+  }
+  p->n_free = 0;
+}
+
+/* ---- messages --------------------------------------------------------------------------- */
+
+/* Each class keeps up to this many bytes of free messages (and at least 4 of them). */
+#define MSG_CACHE_BYTES (8u << 20)
+
+static uint32_t class_cap(int cls) {
+  uint32_t n = (MSG_CACHE_BYTES >> 6) >> cls;
+  return n < 4 ? 4 : n;
+}
+
+mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
+  int cls = 0;
+  while (cls < MQR__MSG_CLASSES && ((size_t)64 << cls) < len) cls++;
+  if (cls == MQR__MSG_CLASSES) return NULL;
+  mqr__msg_t *m = b->msg_free[cls];
+  if (m) {
+    b->msg_free[cls] = m->next_free;
+    b->msg_n_free[cls]--;
+  } else if ((m = mqr_malloc(sizeof *m + ((size_t)64 << cls))) == NULL) {
+    return NULL;
+  }
+  m->refs = 0;
+  m->len = (uint32_t)len;
+  m->cls = (uint8_t)cls;
+  m->acct = NULL;
+  m->next_free = NULL;
+  b->stats.messages++;
+  b->stats.bytes += len;
+  return m;
+}
+
+void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m) {
+  if (--m->refs) return;
+  b->stats.messages--;
+  b->stats.bytes -= m->len;
+  mqr__acct_t *a = m->acct;
+  if (a) {
+    bool was_full = a->max >= 0 && a->bytes >= a->max;
+    a->bytes -= m->len;
+    if (was_full && a->bytes < a->max && a->n_blocked) {
+      /* Below the limit again: the producers it paused may read on. */
+      for (uint32_t i = 0; i < a->n_blocked; i++) mqr__conn_resume(a->blocked[i]);
+      a->n_blocked = 0;
+    }
+  }
+  if (b->msg_n_free[m->cls] >= class_cap(m->cls)) {
+    mqr_free(m);
+    return;
+  }
+  m->next_free = b->msg_free[m->cls];
+  b->msg_free[m->cls] = m;
+  b->msg_n_free[m->cls]++;
+}
+
+void mqr__msg_pools_free(mqr_broker_t *b) {
+  for (int cls = 0; cls < MQR__MSG_CLASSES; cls++) {
+    while (b->msg_free[cls]) {
+      mqr__msg_t *next = b->msg_free[cls]->next_free;
+      mqr_free(b->msg_free[cls]);
+      b->msg_free[cls] = next;
+    }
+    b->msg_n_free[cls] = 0;
+  }
+}
+
+/* ---- the in-memory queue store ---------------------------------------------------------- */
+
+static void mem_push(mqr__store_t *s, mqr__entry_t *e) {
+  e->next = NULL;
+  e->prev = s->tail;
+  if (s->tail)
+    s->tail->next = e;
+  else
+    s->head = e;
+  s->tail = e;
+  s->depth++;
+}
+
+static void mem_push_front(mqr__store_t *s, mqr__entry_t *e) {
+  e->prev = NULL;
+  e->next = s->head;
+  if (s->head)
+    s->head->prev = e;
+  else
+    s->tail = e;
+  s->head = e;
+  s->depth++;
+}
+
+static mqr__entry_t *mem_pop(mqr__store_t *s) {
+  mqr__entry_t *e = s->head;
+  if (e == NULL) return NULL;
+  s->head = e->next;
+  if (s->head)
+    s->head->prev = NULL;
+  else
+    s->tail = NULL;
+  s->depth--;
+  e->next = e->prev = NULL;
+  return e;
+}
+
+static const mqr__store_ops_t memstore_ops = {mem_push, mem_push_front, mem_pop};
+
+void mqr__memstore_init(mqr__store_t *s) {
+  memset(s, 0, sizeof *s);
+  s->ops = &memstore_ops;
+}
