@@ -418,7 +418,22 @@ void mqr__consumer_close(mqr_broker_consumer_t *c) {
 
 /* ---- the embedding API --------------------------------------------------------------------- */
 
-static void check_cb(uv_check_t *h) { mqr__server_flush(h->data); }
+/* Writes gathered in a loop pass leave at the start of the next (the idle phase, which
+ * also keeps the poll from blocking while something waits). */
+static void idle_cb(uv_idle_t *h) {
+  mqr_broker_t *b = h->data;
+  mqr__server_flush(b);
+  if (b->dirty == NULL && b->resume == NULL) {
+    uv_idle_stop(&b->idle);
+    b->idle_on = false;
+  }
+}
+
+void mqr__broker_wake(mqr_broker_t *b) {
+  if (b->idle_on || b->closing) return;
+  b->idle_on = true;
+  uv_idle_start(&b->idle, idle_cb);
+}
 
 int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out, mqr_error_t *err) {
   mqr_broker_t *b = mqr_calloc(1, sizeof *b);
@@ -448,10 +463,8 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
     mqr_free(b);
     return rc;
   }
-  uv_check_init(loop, &b->check);
-  b->check.data = b;
-  uv_check_start(&b->check, check_cb);
-  uv_unref((uv_handle_t *)&b->check);
+  uv_idle_init(loop, &b->idle);
+  b->idle.data = b;
   b->open_handles = 1;
   if (b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) {
     mqr_broker_close(b, NULL, NULL);
@@ -510,7 +523,7 @@ void mqr__broker_handle_closed(mqr_broker_t *b) {
   if (--b->open_handles == 0 && b->closing) free_broker(b);
 }
 
-static void check_closed(uv_handle_t *h) { mqr__broker_handle_closed(h->data); }
+static void idle_closed(uv_handle_t *h) { mqr__broker_handle_closed(h->data); }
 
 void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   if (b->closing) return;
@@ -518,8 +531,8 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   b->close_cb = cb;
   b->close_arg = arg;
   mqr__server_close(b); /* listeners and connections: each closed handle counts down */
-  uv_check_stop(&b->check);
-  uv_close((uv_handle_t *)&b->check, check_closed);
+  uv_idle_stop(&b->idle);
+  uv_close((uv_handle_t *)&b->idle, idle_closed);
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {

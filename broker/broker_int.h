@@ -192,7 +192,8 @@ struct mqr_broker_s {
   mqr__conn_t *conns;
   uint32_t n_conns;
   mqr__conn_t *dirty, *resume;
-  uv_check_t check; /* flushes writes and resumes producers, once per loop pass */
+  uv_idle_t idle; /* started when writes or resumed producers wait: runs once per loop pass */
+  bool idle_on;
   mqr_broker_stats_t stats;
   uint8_t scratch[16384]; /* decoding arena for control frames */
   bool closing;
@@ -241,6 +242,7 @@ bool mqr__conn_paused(const mqr__conn_t *c);
 int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e);
 void mqr__conn_resume(mqr__conn_t *c);
 void mqr__server_flush(mqr_broker_t *b);
+void mqr__broker_wake(mqr_broker_t *b); /* writes or resumes are waiting: flush next pass */
 void mqr__server_free_pools(mqr_broker_t *b);
 void mqr__broker_handle_closed(mqr_broker_t *b);
 

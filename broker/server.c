@@ -1,6 +1,7 @@
 /* The broker's network side: listeners, connections, frames in place in pooled read
- * buffers, and writes gathered per connection and handed to libuv once per loop pass (the
- * check phase), a delivery being a small head and the stored message's own bytes.
+ * buffers, and writes gathered per connection and handed to libuv once per loop pass (in
+ * the next pass's idle phase), a delivery being a small head and the stored message's
+ * own bytes.
  *
  * A bad frame (too long, cut, unknown, not Avro) gets an ERROR frame and the connection
  * is closed; nothing of it stays in the broker. */
@@ -58,6 +59,7 @@ static mqr__wreq_t *out(mqr__conn_t *c) {
     c->dirty = true;
     c->next_dirty = b->dirty;
     b->dirty = c;
+    mqr__broker_wake(b);
   }
   return w;
 }
@@ -242,6 +244,7 @@ void mqr__conn_resume(mqr__conn_t *c) {
   c->resume = true;
   c->next_resume = c->b->resume;
   c->b->resume = c;
+  mqr__broker_wake(c->b);
 }
 
 /* ---- errors and closing --------------------------------------------------------------------- */
@@ -657,7 +660,7 @@ void mqr__server_close(mqr_broker_t *b) {
     }
     conn_close(c, true);
   }
-  mqr__server_flush(b); /* the check handle is closing: write what is queued now */
+  mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
 }
 
 void mqr__server_free_pools(mqr_broker_t *b) {

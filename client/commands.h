@@ -5,5 +5,8 @@
 
 int mqr_cmd_schema(int argc, char **argv);
 int mqr_cmd_avro(int argc, char **argv);
+int mqr_cmd_send(int argc, char **argv);
+int mqr_cmd_recv(int argc, char **argv);
+int mqr_cmd_stat(int argc, char **argv);
 
 #endif

@@ -20,7 +20,13 @@ static const char usage_text[] =
     "                 [--count N] [--json] ADDRESS\n"
     "       mqr schema canonical FILE | mqr schema fingerprint FILE\n"
     "       mqr avro encode --schema FILE [--single-object]   (JSON lines on stdin)\n"
-    "       mqr avro decode --schema FILE [--single-object]   (binary on stdin)\n"
+    "       mqr avro decode --schema FILE [--schema FILE]... [--reader-schema FILE] [--single-object]\n"
+    "       mqr avro cat [--reader-schema FILE] FILE.avro\n"
+    "       mqr avro write --schema FILE [--codec null|deflate] FILE.avro   (JSON lines on stdin)\n"
+    "       mqr send --url tcp://HOST:PORT [--routing-type T] [--property K=V]... [--durable]\n"
+    "                [--dup-id ID] [--body TEXT | --file F | --json J --schema FILE] [--count N] ADDRESS\n"
+    "       mqr recv --url tcp://HOST:PORT [--routing-type T] [--count N] [--timeout S] [--schema FILE] TARGET\n"
+    "       mqr stat --url tcp://HOST:PORT\n"
     "       mqr --version | --help\n"
     "\n"
     "FILE defaults to the embedded conf/mqr.yaml. `mqr route` prints one line per send:\n"
@@ -320,6 +326,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "route")) return cmd_route(argc - 1, argv + 1);
   if (!strcmp(cmd, "schema")) return mqr_cmd_schema(argc - 1, argv + 1);
   if (!strcmp(cmd, "avro")) return mqr_cmd_avro(argc - 1, argv + 1);
+  if (!strcmp(cmd, "send")) return mqr_cmd_send(argc - 1, argv + 1);
+  if (!strcmp(cmd, "recv")) return mqr_cmd_recv(argc - 1, argv + 1);
+  if (!strcmp(cmd, "stat")) return mqr_cmd_stat(argc - 1, argv + 1);
   fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
   return usage(stderr, 2);
 }

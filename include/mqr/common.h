@@ -54,13 +54,14 @@ extern "C" {
   XX(EFULL, -30, "address is full")                                                                                    \
   XX(EPROTOCOL, -31, "protocol violation")                                                                             \
   XX(ENOSUB, -32, "no such subscription")                                                                              \
-  XX(ECLOSED, -33, "connection closed")
+  XX(ECLOSED, -33, "connection closed")                                                                                \
+  XX(ETIMEOUT, -34, "timed out")
 
 typedef enum {
 #define MQR__ERR_ENUM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR__ERR_ENUM)
 #undef MQR__ERR_ENUM
-      MQR_ERRNO_LAST = -34
+      MQR_ERRNO_LAST = -35
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

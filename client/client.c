@@ -1,0 +1,533 @@
+/* libmqr-client, async on libuv. Frames are encoded straight into an output buffer; the
+ * frames of one loop pass leave in one write at the start of the next (the idle phase).
+ * While a write is in flight, new frames gather in a second buffer. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client_int.h"
+
+typedef enum { P_CONNECT, P_RECEIPT, P_QUERY } pending_kind_t;
+
+typedef struct pending_s {
+  pending_kind_t kind;
+  int64_t id;
+  mqr_client_done_fn cb;
+  void *arg;
+  struct pending_s *next;
+} pending_t;
+
+struct mqr_client_sub_s {
+  mqr_client_t *c;
+  int64_t id;
+  mqr_client_message_fn on_message;
+  mqr_client_done_fn done;
+  void *arg;
+  bool subscribed;
+  struct mqr_client_sub_s *next;
+};
+
+typedef enum { C_NEW, C_CONNECTING, C_HANDSHAKE, C_OPEN, C_CLOSING, C_CLOSED } state_t;
+
+struct mqr_client_s {
+  uv_loop_t *loop;
+  uv_tcp_t tcp;
+  uv_connect_t creq;
+  uv_idle_t idle;
+  uv_write_t wreq;
+  mqr_client_options_t opt;
+  char client_id[128];
+  state_t state;
+  mqr_avro_buf_t out, writing;
+  bool write_in_flight, idle_on;
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  uint8_t *arena;
+  size_t arena_cap;
+  int64_t next_id;
+  pending_t *pending;
+  mqr_client_sub_t *subs;
+  int handles;
+  bool tcp_open;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+};
+
+/* ---- urls -------------------------------------------------------------------------------- */
+
+int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_error_t *err) {
+  if (url == NULL || strncmp(url, "tcp://", 6) != 0)
+    return mqr_error_set(err, MQR_EINVAL, "url '%s' must be tcp://HOST:PORT", url ? url : "");
+  const char *h = url + 6, *colon;
+  char host[64];
+  if (*h == '[') {
+    const char *close = strchr(h, ']');
+    if (close == NULL || close[1] != ':' || (size_t)(close - h - 1) >= sizeof host)
+      return mqr_error_set(err, MQR_EINVAL, "url '%s': bad [IPv6] host", url);
+    snprintf(host, sizeof host, "%.*s", (int)(close - h - 1), h + 1);
+    colon = close + 1;
+  } else {
+    colon = strrchr(h, ':');
+    if (colon == NULL || (size_t)(colon - h) >= sizeof host)
+      return mqr_error_set(err, MQR_EINVAL, "url '%s': no port", url);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - h), h);
+  }
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (*end || end == colon + 1 || port <= 0 || port > 65535)
+    return mqr_error_set(err, MQR_EINVAL, "url '%s': bad port", url);
+  if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
+  if (strchr(host, ':') ? uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)out) != 0
+                        : uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) != 0)
+    return mqr_error_set(err, MQR_EINVAL, "url '%s': host '%s' is not an IP address", url, host);
+  return 0;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static void flush(mqr_client_t *c);
+
+static void idle_cb(uv_idle_t *h) {
+  mqr_client_t *c = h->data;
+  uv_idle_stop(&c->idle);
+  c->idle_on = false;
+  flush(c);
+}
+
+static void wake(mqr_client_t *c) {
+  if (c->idle_on || c->state == C_CLOSED) return;
+  c->idle_on = true;
+  uv_idle_start(&c->idle, idle_cb);
+}
+
+static int queue_frame(mqr_client_t *c, const mqr_frame_t *f, mqr_error_t *err) {
+  if (c->state >= C_CLOSING) return mqr_error_set(err, MQR_ECLOSED, "the client is closed");
+  int rc = mqr_frame_encode(f, &c->out, err);
+  if (rc == 0) wake(c);
+  return rc;
+}
+
+static void lost(mqr_client_t *c, int status);
+static void finish_close(mqr_client_t *c);
+
+static void write_cb(uv_write_t *req, int status) {
+  mqr_client_t *c = req->data;
+  c->write_in_flight = false;
+  c->writing.len = 0;
+  if (status < 0) {
+    lost(c, MQR_EIO);
+    return;
+  }
+  if (c->out.len) flush(c);
+  if (c->state == C_CLOSING && !c->write_in_flight) finish_close(c);
+}
+
+static void flush(mqr_client_t *c) {
+  if (c->write_in_flight || c->out.len == 0 || c->state < C_HANDSHAKE || !c->tcp_open) return;
+  mqr_avro_buf_t t = c->writing;
+  c->writing = c->out;
+  c->out = t;
+  c->out.len = 0;
+  uv_buf_t buf = uv_buf_init((char *)c->writing.data, (unsigned)c->writing.len);
+  c->wreq.data = c;
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, write_cb) != 0) {
+    lost(c, MQR_EIO);
+    return;
+  }
+  c->write_in_flight = true;
+}
+
+/* ---- answers ------------------------------------------------------------------------------ */
+
+static pending_t *take_pending(mqr_client_t *c, pending_kind_t kind, int64_t id) {
+  for (pending_t **pp = &c->pending; *pp; pp = &(*pp)->next)
+    if ((*pp)->kind == kind && (*pp)->id == id) {
+      pending_t *p = *pp;
+      *pp = p->next;
+      return p;
+    }
+  return NULL;
+}
+
+static mqr_client_sub_t *find_sub(mqr_client_t *c, int64_t id) {
+  for (mqr_client_sub_t *s = c->subs; s; s = s->next)
+    if (s->id == id) return s;
+  return NULL;
+}
+
+int64_t mqr__client_sub_id(const mqr_client_sub_t *s) { return s->id; }
+mqr_client_sub_t *mqr__client_find_sub(mqr_client_t *c, int64_t id) { return find_sub(c, id); }
+
+static void drop_sub(mqr_client_t *c, mqr_client_sub_t *s) {
+  for (mqr_client_sub_t **pp = &c->subs; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      mqr_free(s);
+      return;
+    }
+}
+
+static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
+  pending_t *p;
+  mqr_client_sub_t *s;
+  switch (f->type) {
+  case MQR_FRAME_CONNECTED:
+    c->state = C_OPEN;
+    if ((p = take_pending(c, P_CONNECT, 0)) != NULL) {
+      if (p->cb) p->cb(c, 0, f, p->arg);
+      mqr_free(p);
+    }
+    return;
+  case MQR_FRAME_RECEIPT:
+    if ((p = take_pending(c, P_RECEIPT, f->u.receipt.receipt)) != NULL) {
+      if (p->cb) p->cb(c, 0, f, p->arg);
+      mqr_free(p);
+    }
+    return;
+  case MQR_FRAME_SUBSCRIBED:
+    if ((s = find_sub(c, f->u.subscribed.subscription)) != NULL && !s->subscribed) {
+      s->subscribed = true;
+      if (s->done) s->done(c, 0, f, s->arg);
+    }
+    return;
+  case MQR_FRAME_MESSAGE:
+    if ((s = find_sub(c, f->u.message.subscription)) != NULL) s->on_message(s, &f->u.message, s->arg);
+    return;
+  case MQR_FRAME_QUERY_RESULT:
+    if ((p = take_pending(c, P_QUERY, f->u.query_result.query)) != NULL) {
+      if (p->cb) p->cb(c, 0, f, p->arg);
+      mqr_free(p);
+    }
+    return;
+  case MQR_FRAME_ERROR: {
+    const mqr_frame_error_t *e = &f->u.error;
+    int code = e->code < 0 ? e->code : MQR_EPROTOCOL;
+    if (e->receipt && (p = take_pending(c, P_RECEIPT, e->receipt)) != NULL) {
+      if (p->cb) p->cb(c, code, f, p->arg);
+      mqr_free(p);
+    } else if (e->receipt && (p = take_pending(c, P_QUERY, e->receipt)) != NULL) {
+      if (p->cb) p->cb(c, code, f, p->arg);
+      mqr_free(p);
+    } else if (e->receipt && (s = find_sub(c, e->receipt)) != NULL && !s->subscribed) {
+      mqr_client_done_fn done = s->done;
+      void *arg = s->arg;
+      drop_sub(c, s);
+      if (done) done(c, code, f, arg);
+    } else if (c->state == C_HANDSHAKE && (p = take_pending(c, P_CONNECT, 0)) != NULL) {
+      if (p->cb) p->cb(c, code, f, p->arg);
+      mqr_free(p);
+    } else if (c->opt.on_error) {
+      c->opt.on_error(c, code, e, c->opt.arg);
+    }
+    return;
+  }
+  case MQR_FRAME_DISCONNECT: lost(c, MQR_ECLOSED); return;
+  default: lost(c, MQR_EPROTOCOL); return;
+  }
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  mqr_client_t *c = h->data;
+  *buf = uv_buf_init(NULL, 0);
+  size_t want = c->rlen + 65536;
+  if (c->rlen >= MQR_FRAME_HEADER) {
+    uint32_t body = 0;
+    mqr_frame_peek(c->rbuf, c->rlen, UINT32_MAX, &body);
+    if ((size_t)body + MQR_FRAME_HEADER > want) want = (size_t)body + MQR_FRAME_HEADER;
+  }
+  if (want > c->rcap) {
+    uint8_t *nb = mqr_realloc(c->rbuf, want);
+    if (nb == NULL) return;
+    c->rbuf = nb;
+    c->rcap = want;
+  }
+  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  mqr_client_t *c = st->data;
+  if (nread < 0) {
+    lost(c, nread == UV_EOF ? MQR_ECLOSED : MQR_EIO);
+    return;
+  }
+  c->rlen += (size_t)nread;
+  size_t pos = 0;
+  while (c->state < C_CLOSING) {
+    uint32_t body = 0;
+    int rc = mqr_frame_peek(c->rbuf + pos, c->rlen - pos, c->opt.max_frame, &body);
+    if (rc < 0) {
+      lost(c, MQR_ELIMIT);
+      return;
+    }
+    if (rc == 0) break;
+    const uint8_t *b = c->rbuf + pos + MQR_FRAME_HEADER;
+    pos += MQR_FRAME_HEADER + body;
+    mqr_frame_t f;
+    for (;;) {
+      mqr_avro_arena_t arena = {c->arena, c->arena_cap, 0};
+      rc = mqr_frame_decode(b, body, &f, &arena, NULL);
+      if (rc != MQR_ENOSPC || c->arena_cap > 4 * (size_t)c->opt.max_frame) break;
+      size_t ncap = c->arena_cap * 2;
+      uint8_t *na = mqr_realloc(c->arena, ncap);
+      if (na == NULL) break;
+      c->arena = na;
+      c->arena_cap = ncap;
+    }
+    if (rc) {
+      lost(c, MQR_EPROTOCOL);
+      return;
+    }
+    on_frame(c, &f);
+  }
+  if (c->state >= C_CLOSING) return;
+  memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
+  c->rlen -= pos;
+}
+
+/* ---- connecting and closing ---------------------------------------------------------------- */
+
+static void handle_closed(uv_handle_t *h) {
+  mqr_client_t *c = h->data;
+  if (--c->handles) return;
+  void (*cb)(void *) = c->close_cb;
+  void *arg = c->close_arg;
+  mqr_avro_buf_free(&c->out);
+  mqr_avro_buf_free(&c->writing);
+  mqr_free(c->rbuf);
+  mqr_free(c->arena);
+  while (c->subs) drop_sub(c, c->subs);
+  mqr_free(c);
+  if (cb) cb(arg);
+}
+
+static void fail_pending(mqr_client_t *c, int status) {
+  while (c->pending) {
+    pending_t *p = c->pending;
+    c->pending = p->next;
+    if (p->cb) p->cb(c, status, NULL, p->arg);
+    mqr_free(p);
+  }
+  for (mqr_client_sub_t *s = c->subs; s; s = s->next)
+    if (!s->subscribed && s->done) {
+      s->subscribed = true; /* told once */
+      s->done(c, status, NULL, s->arg);
+    }
+}
+
+/* The connection is gone (or must go): every waiting request fails with status. */
+static void lost(mqr_client_t *c, int status) {
+  if (c->state >= C_CLOSING) return;
+  bool told = c->state == C_OPEN || c->state == C_HANDSHAKE;
+  c->state = C_CLOSING;
+  if (c->tcp_open) uv_read_stop((uv_stream_t *)&c->tcp);
+  fail_pending(c, status);
+  if (told && c->opt.on_error) c->opt.on_error(c, status, NULL, c->opt.arg);
+  if (!c->write_in_flight) finish_close(c);
+}
+
+static void finish_close(mqr_client_t *c) {
+  if (c->state == C_CLOSED) return;
+  c->state = C_CLOSED;
+  if (c->tcp_open) {
+    c->tcp_open = false;
+    uv_close((uv_handle_t *)&c->tcp, handle_closed);
+  }
+  uv_idle_stop(&c->idle);
+  uv_close((uv_handle_t *)&c->idle, handle_closed);
+}
+
+int mqr_client_create(uv_loop_t *loop, const mqr_client_options_t *opt, mqr_client_t **out) {
+  mqr_client_t *c = mqr_calloc(1, sizeof *c);
+  if (c == NULL) return MQR_ENOMEM;
+  c->loop = loop;
+  if (opt) c->opt = *opt;
+  snprintf(c->client_id, sizeof c->client_id, "%s", c->opt.client_id ? c->opt.client_id : "mqr-client");
+  if (c->opt.max_frame == 0) c->opt.max_frame = 64u << 20;
+  mqr_avro_buf_init_growable(&c->out);
+  mqr_avro_buf_init_growable(&c->writing);
+  c->arena_cap = 65536;
+  if ((c->arena = mqr_malloc(c->arena_cap)) == NULL) {
+    mqr_free(c);
+    return MQR_ENOMEM;
+  }
+  uv_idle_init(loop, &c->idle);
+  c->idle.data = c;
+  c->handles = 1;
+  c->next_id = 1;
+  *out = c;
+  return 0;
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  mqr_client_t *c = req->data;
+  if (c->state >= C_CLOSING) return;
+  if (status < 0) {
+    pending_t *p = take_pending(c, P_CONNECT, 0);
+    c->state = C_CLOSING;
+    if (p && p->cb) {
+      mqr_frame_t f = {MQR_FRAME_ERROR, {.error = {MQR_EIO, MQR_STR("EIO"), mqr_str(uv_strerror(status)), 0, true}}};
+      p->cb(c, MQR_EIO, &f, p->arg);
+    }
+    mqr_free(p);
+    fail_pending(c, MQR_ECLOSED);
+    finish_close(c);
+    return;
+  }
+  c->state = C_HANDSHAKE;
+  uv_tcp_nodelay(&c->tcp, 1);
+  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) {
+    lost(c, MQR_EIO);
+    return;
+  }
+  flush(c);
+}
+
+int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, void *arg, mqr_error_t *err) {
+  if (c->state != C_NEW) return mqr_error_set(err, MQR_EINVAL, "the client has already connected");
+  struct sockaddr_storage sa;
+  int rc = mqr_client_parse_url(url, &sa, err);
+  if (rc) return rc;
+  pending_t *p = mqr_calloc(1, sizeof *p);
+  if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory connecting");
+  *p = (pending_t){P_CONNECT, 0, cb, arg, c->pending};
+  c->pending = p;
+  uv_tcp_init(c->loop, &c->tcp);
+  c->tcp.data = c;
+  c->tcp_open = true;
+  c->handles++;
+  c->creq.data = c;
+  if ((rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&sa, on_connect)) != 0) {
+    c->pending = p->next;
+    mqr_free(p);
+    c->state = C_CLOSING;
+    finish_close(c);
+    return mqr_error_set(err, MQR_EIO, "cannot connect to %s: %s", url, uv_strerror(rc));
+  }
+  c->state = C_CONNECTING;
+  mqr_frame_t f = {MQR_FRAME_CONNECT,
+                   {.connect = {MQR_PROTOCOL_VERSION, mqr_str(c->client_id), (int32_t)c->opt.max_frame}}};
+  return mqr_frame_encode(&f, &c->out, err);
+}
+
+void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg) {
+  c->close_cb = cb;
+  c->close_arg = arg;
+  if (c->state == C_OPEN) {
+    mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("client closing")}}};
+    mqr_frame_encode(&f, &c->out, NULL);
+  }
+  if (c->state >= C_CLOSING) {
+    if (c->state == C_CLOSING && !c->write_in_flight) finish_close(c);
+    return;
+  }
+  bool was_open = c->state >= C_HANDSHAKE;
+  c->state = C_CLOSING;
+  if (c->tcp_open && was_open) uv_read_stop((uv_stream_t *)&c->tcp);
+  fail_pending(c, MQR_ECLOSED);
+  if (was_open) {
+    /* what is queued goes first: flush by hand (the state no longer takes frames) */
+    c->state = C_OPEN;
+    flush(c);
+    c->state = C_CLOSING;
+  }
+  if (!c->write_in_flight) finish_close(c);
+}
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+static int add_pending(mqr_client_t *c, pending_kind_t kind, int64_t id, mqr_client_done_fn cb, void *arg,
+                       mqr_error_t *err) {
+  pending_t *p = mqr_calloc(1, sizeof *p);
+  if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  *p = (pending_t){kind, id, cb, arg, c->pending};
+  c->pending = p;
+  return 0;
+}
+
+static int send_frame(mqr_client_t *c, const mqr_client_message_t *m, mqr_str_t body, mqr_client_done_fn cb, void *arg,
+                      mqr_error_t *err) {
+  int64_t receipt = cb ? c->next_id++ : 0;
+  mqr_frame_t f = {MQR_FRAME_SEND,
+                   {.send = {m->address,
+                             mqr_proto_rt_from_routing(m->routing_type),
+                             m->durable,
+                             m->duplicate_id,
+                             receipt,
+                             {(mqr_str_t *)m->property_keys, (void *)m->property_values, m->n_properties},
+                             body}}};
+  size_t mark = c->out.len;
+  int rc = queue_frame(c, &f, err);
+  if (rc == 0 && cb && (rc = add_pending(c, P_RECEIPT, receipt, cb, arg, err)) != 0) c->out.len = mark;
+  return rc;
+}
+
+int mqr_client_send(mqr_client_t *c, const mqr_client_message_t *m, mqr_client_done_fn cb, void *arg,
+                    mqr_error_t *err) {
+  return send_frame(c, m, m->body, cb, arg, err);
+}
+
+int mqr_client_send_avro(mqr_client_t *c, const mqr_client_message_t *m, const mqr_avro_codec_t *codec,
+                         const mqr_avro_schema_t *schema, const void *value, mqr_client_done_fn cb, void *arg,
+                         mqr_error_t *err) {
+  uint8_t small[1024];
+  mqr_avro_buf_t body;
+  mqr_avro_buf_init(&body, small, sizeof small);
+  int rc = mqr_avro_single_object_header(schema, &body);
+  size_t needed = 0;
+  if (rc == 0 && (rc = mqr_avro_encode(codec, value, &body, &needed, err)) == MQR_ENOSPC) {
+    /* bigger than the stack buffer: once more into a growable one */
+    mqr_avro_buf_init_growable(&body);
+    if ((rc = mqr_avro_single_object_header(schema, &body)) == 0) rc = mqr_avro_encode(codec, value, &body, NULL, err);
+  }
+  if (rc == 0) rc = send_frame(c, m, mqr_str_n((const char *)body.data, body.len), cb, arg, err);
+  if (body.growable) mqr_avro_buf_free(&body);
+  return rc;
+}
+
+int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
+                         mqr_client_message_fn on_message, mqr_client_done_fn done, void *arg, mqr_client_sub_t **out,
+                         mqr_error_t *err) {
+  if (on_message == NULL) return mqr_error_set(err, MQR_EINVAL, "no message callback");
+  mqr_client_sub_t *s = mqr_calloc(1, sizeof *s);
+  if (s == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing");
+  *s = (mqr_client_sub_t){c, c->next_id++, on_message, done, arg, false, c->subs};
+  mqr_frame_t f = {MQR_FRAME_SUBSCRIBE,
+                   {.subscribe = {s->id, target, mqr_proto_rt_from_routing(routing_type), queue,
+                                  credit > INT32_MAX ? INT32_MAX : (int32_t)credit}}};
+  int rc = queue_frame(c, &f, err);
+  if (rc) {
+    mqr_free(s);
+    return rc;
+  }
+  c->subs = s;
+  if (out) *out = s;
+  return 0;
+}
+
+int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative) {
+  mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {s->id, delivery, cumulative}}};
+  return queue_frame(s->c, &f, NULL);
+}
+
+int mqr_client_credit(mqr_client_sub_t *s, uint32_t n) {
+  mqr_frame_t f = {MQR_FRAME_CREDIT, {.credit = {s->id, n > INT32_MAX ? INT32_MAX : (int32_t)n}}};
+  return queue_frame(s->c, &f, NULL);
+}
+
+int mqr_client_unsubscribe(mqr_client_sub_t *s) {
+  mqr_client_t *c = s->c;
+  mqr_frame_t f = {MQR_FRAME_UNSUBSCRIBE, {.unsubscribe = {s->id}}};
+  int rc = queue_frame(c, &f, NULL);
+  drop_sub(c, s);
+  return rc;
+}
+
+int mqr_client_query(mqr_client_t *c, mqr_client_done_fn cb, void *arg, mqr_error_t *err) {
+  int64_t id = c->next_id++;
+  mqr_frame_t f = {MQR_FRAME_QUERY, {.query = {id}}};
+  int rc = queue_frame(c, &f, err);
+  return rc ? rc : add_pending(c, P_QUERY, id, cb, arg, err);
+}

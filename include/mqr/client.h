@@ -1,0 +1,136 @@
+/* libmqr-client: the native protocol's client (docs/protocol.md), async on a libuv loop,
+ * with a blocking wrapper for simple programs.
+ *
+ * Async: every call queues frames; the frames a loop pass queues leave in one write.
+ * Callbacks run on the loop. Views passed to callbacks are valid during the call. */
+#ifndef MQR_CLIENT_H
+#define MQR_CLIENT_H
+
+#include <uv.h>
+
+#include "mqr/protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mqr_client_s mqr_client_t;
+typedef struct mqr_client_sub_s mqr_client_sub_t;
+
+/* Parses tcp://HOST:PORT (HOST an IPv4 literal, [IPv6] or localhost). 0 or MQR_EINVAL. */
+MQR_EXTERN int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_error_t *err);
+
+/* What the broker answered: status 0 with a receipt, or an error (code and frame). */
+typedef void (*mqr_client_done_fn)(mqr_client_t *c, int status, const mqr_frame_t *answer, void *arg);
+typedef void (*mqr_client_message_fn)(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *arg);
+/* An error no request waits for, or the connection lost (frame NULL, status the cause). */
+typedef void (*mqr_client_error_fn)(mqr_client_t *c, int status, const mqr_frame_error_t *e, void *arg);
+
+typedef struct {
+  const char *client_id; /* NULL: "mqr-client" */
+  uint32_t max_frame;    /* the largest frame it takes; 0: 64 MiB */
+  mqr_client_error_fn on_error;
+  void *arg;
+} mqr_client_options_t;
+
+MQR_EXTERN int mqr_client_create(uv_loop_t *loop, const mqr_client_options_t *opt, mqr_client_t **out);
+
+/* Connects and says CONNECT; cb gets 0 once CONNECTED came back (answer: that frame), or
+ * an error. */
+MQR_EXTERN int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, void *arg, mqr_error_t *err);
+
+/* What a send carries. */
+typedef struct {
+  mqr_str_t address;
+  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
+  bool durable;
+  mqr_str_t duplicate_id;
+  const mqr_str_t *property_keys, *property_values;
+  size_t n_properties;
+  mqr_str_t body;
+} mqr_client_message_t;
+
+/* Queues a SEND. With cb, a receipt is asked for and cb gets it (status 0, answer the
+ * RECEIPT) or the broker's error (status its code, answer the ERROR); without, the send
+ * is fire-and-forget (a refusal reaches on_error). Strings are copied. */
+MQR_EXTERN int mqr_client_send(mqr_client_t *c, const mqr_client_message_t *m, mqr_client_done_fn cb, void *arg,
+                               mqr_error_t *err);
+
+/* The same with the body an Avro datum: value encoded by codec in single-object
+ * encoding (C3 01, the schema's fingerprint, the datum). */
+MQR_EXTERN int mqr_client_send_avro(mqr_client_t *c, const mqr_client_message_t *m, const mqr_avro_codec_t *codec,
+                                    const mqr_avro_schema_t *schema, const void *value, mqr_client_done_fn cb,
+                                    void *arg, mqr_error_t *err);
+
+/* Subscribes (routing_type MQR_ROUTING_NONE: to a queue or address::queue; otherwise to
+ * an address by the Artemis rules). on_message gets each delivery; acknowledge it with
+ * mqr_client_ack and grant more with mqr_client_credit. done (may be NULL) gets the
+ * SUBSCRIBED frame (the queue's name) or the error. */
+MQR_EXTERN int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mqr_str_t queue,
+                                    uint32_t credit, mqr_client_message_fn on_message, mqr_client_done_fn done,
+                                    void *arg, mqr_client_sub_t **out, mqr_error_t *err);
+
+MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative);
+MQR_EXTERN int mqr_client_credit(mqr_client_sub_t *s, uint32_t n);
+/* Ends a subscription; s is freed. */
+MQR_EXTERN int mqr_client_unsubscribe(mqr_client_sub_t *s);
+
+/* Asks for the broker's addresses, queues and counters: cb gets the QUERY_RESULT. */
+MQR_EXTERN int mqr_client_query(mqr_client_t *c, mqr_client_done_fn cb, void *arg, mqr_error_t *err);
+
+/* Says DISCONNECT, lets queued frames go, closes; callbacks still waiting get
+ * MQR_ECLOSED; then cb (may be NULL), after which c is freed. */
+MQR_EXTERN void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg);
+
+/* ---- the blocking wrapper --------------------------------------------------------------- */
+
+typedef struct mqr_bclient_s mqr_bclient_t;
+
+/* A delivery as the blocking client hands it over: owned by the caller until
+ * mqr_bclient_message_free. */
+typedef struct {
+  int64_t subscription, delivery, message_id;
+  int32_t delivery_count;
+  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
+  bool durable;
+  mqr_str_t address;
+  mqr_str_t *property_keys, *property_values;
+  size_t n_properties;
+  mqr_str_t body;
+} mqr_bclient_message_t;
+
+/* Connects (waiting at most timeout_ms) and returns a client with a loop of its own. */
+MQR_EXTERN int mqr_bclient_connect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out,
+                                   mqr_error_t *err);
+
+/* Sends; with receipt, waits for it (*r may be NULL), else returns once the frame is
+ * written. The broker's refusal is its error code, with err saying why. */
+MQR_EXTERN int mqr_bclient_send(mqr_bclient_t *bc, const mqr_client_message_t *m, bool receipt, mqr_frame_receipt_t *r,
+                                mqr_error_t *err);
+
+/* Subscribes and waits for SUBSCRIBED; *subscription gets its id; queue_name (may be
+ * NULL, cap bytes) the queue's name. */
+MQR_EXTERN int mqr_bclient_subscribe(mqr_bclient_t *bc, mqr_str_t target, int routing_type, mqr_str_t queue,
+                                     uint32_t credit, int64_t *subscription, char *queue_name, size_t cap,
+                                     mqr_error_t *err);
+
+/* The next delivery of any subscription, waiting at most timeout_ms (-1: forever):
+ * 0, or MQR_ETIMEOUT, or the connection's error. */
+MQR_EXTERN int mqr_bclient_receive(mqr_bclient_t *bc, int timeout_ms, mqr_bclient_message_t **out, mqr_error_t *err);
+MQR_EXTERN void mqr_bclient_message_free(mqr_bclient_message_t *m);
+
+MQR_EXTERN int mqr_bclient_ack(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, bool cumulative,
+                               mqr_error_t *err);
+MQR_EXTERN int mqr_bclient_credit(mqr_bclient_t *bc, int64_t subscription, uint32_t n, mqr_error_t *err);
+MQR_EXTERN int mqr_bclient_unsubscribe(mqr_bclient_t *bc, int64_t subscription, mqr_error_t *err);
+
+/* The broker's QUERY_RESULT, copied into storage the caller frees with mqr_free. */
+MQR_EXTERN int mqr_bclient_query(mqr_bclient_t *bc, mqr_frame_query_result_t **out, mqr_error_t *err);
+
+/* Disconnects and frees. */
+MQR_EXTERN void mqr_bclient_close(mqr_bclient_t *bc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_CLIENT_H */
