@@ -51,7 +51,7 @@ $(BUILD_ASAN)/CMakeCache.txt: | deps
 test-asan: deps $(BUILD_ASAN)/CMakeCache.txt
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -L "unit|cli|fuzz"
+	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -L "unit|cli|fuzz|integration"
 
 test: build test-asan
 	ctest --test-dir $(BUILD) --output-on-failure

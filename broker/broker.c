@@ -510,6 +510,7 @@ static void free_broker(mqr_broker_t *b) {
   mqr__server_free_pools(b);
   mqr__pool_free(&b->consumers);
   mqr__msg_pools_free(b);
+  for (uint32_t i = 0; i < b->n_listeners; i++) mqr_free(b->listeners[i].strings);
   mqr_free(b->listeners);
   mqr_config_destroy(b->own_config);
   void (*cb)(void *) = b->close_cb;
@@ -530,6 +531,8 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   b->closing = true;
   b->close_cb = cb;
   b->close_arg = arg;
+  mqr__log(b, MQR_LOG_INFO, "closing: %llu messages (%llu bytes) held in memory go with the broker",
+           (unsigned long long)b->stats.messages, (unsigned long long)b->stats.bytes);
   mqr__server_close(b); /* listeners and connections: each closed handle counts down */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);

@@ -137,7 +137,9 @@ typedef struct mqr__wreq_s {
 typedef struct mqr__listener_s {
   uv_tcp_t tcp;
   mqr_broker_t *b;
-  const mqr_listener_config_t *cfg;
+  const mqr_listener_config_t *cfg; /* = &own: a reload frees the config it came from */
+  mqr_listener_config_t own;
+  char *strings; /* own's name, host and prefixes */
   int port;
   bool open;
 } mqr__listener_t;

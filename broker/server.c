@@ -623,7 +623,26 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
   for (uint32_t i = 0; i < n; i++) {
     mqr__listener_t *l = &b->listeners[i];
     l->b = b;
-    l->cfg = mqr_config_listener(b->config, i);
+    /* Its own copy of what it was configured with: the config may go with a reload. */
+    const mqr_listener_config_t *lc = mqr_config_listener(b->config, i);
+    size_t bytes = strlen(lc->name) + strlen(lc->host) + 2;
+    for (uint32_t k = 0; k < lc->prefixes.count; k++) bytes += lc->prefixes.items[k].text.len + 1;
+    if ((l->strings = mqr_malloc(bytes)) == NULL)
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
+    l->own = *lc;
+    char *p = l->strings;
+    l->own.name = strcpy(p, lc->name);
+    p += strlen(p) + 1;
+    l->own.host = strcpy(p, lc->host);
+    p += strlen(p) + 1;
+    for (uint32_t k = 0; k < lc->prefixes.count; k++) {
+      mqr_str_t t = lc->prefixes.items[k].text;
+      memcpy(p, t.ptr, t.len);
+      p[t.len] = '\0';
+      l->own.prefixes.items[k].text = mqr_str_n(p, t.len);
+      p += t.len + 1;
+    }
+    l->cfg = &l->own;
     struct sockaddr_storage sa;
     int rc = strchr(l->cfg->host, ':') ? uv_ip6_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in6 *)&sa)
                                        : uv_ip4_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in *)&sa);

@@ -87,7 +87,8 @@ int mqr_bclient_connect(const char *url, const char *client_id, int timeout_ms, 
   if (rc == 0) rc = run_until(bc, &w.done, timeout_ms);
   if (rc == 0) rc = w.status;
   if (rc) {
-    if (w.done && w.text[0] == '\0') snprintf(w.text, sizeof w.text, "cannot connect to %s", url);
+    if (w.done && w.text[0] == '\0')
+      snprintf(w.text, sizeof w.text, "cannot connect to %s: %s", url, mqr_strerror(w.status));
     fail(rc, &w, bc, err, "connect");
     mqr_bclient_close(bc);
     return rc;
@@ -102,7 +103,10 @@ int mqr_bclient_send(mqr_bclient_t *bc, const mqr_client_message_t *m, bool rece
   wait_t w = {0};
   int rc = mqr_client_send(bc->c, m, receipt ? done_cb : NULL, &w, err);
   if (rc) return rc;
-  if (!receipt) return 0;
+  if (!receipt) { /* written to the kernel, then back */
+    while (!mqr__client_written(bc->c) && !bc->lost) uv_run(&bc->loop, UV_RUN_ONCE);
+    return bc->lost ? fail(bc->lost, NULL, bc, err, "send") : 0;
+  }
   if ((rc = run_until(bc, &w.done, -1)) != 0 || (rc = w.status) != 0) return fail(rc, &w, bc, err, "send");
   if (r) *r = w.frame.u.receipt;
   return 0;
@@ -204,9 +208,9 @@ int mqr_bclient_receive(mqr_bclient_t *bc, int timeout_ms, mqr_bclient_message_t
 
 void mqr_bclient_message_free(mqr_bclient_message_t *m) { mqr_free(m); /* the message is the block's start */ }
 
-/* Queues a frame, then runs the loop until it is written (errors come back later). */
+/* After queueing a frame: runs the loop until it is written (errors come back later). */
 static int settle(mqr_bclient_t *bc) {
-  uv_run(&bc->loop, UV_RUN_NOWAIT);
+  while (!mqr__client_written(bc->c) && !bc->lost) uv_run(&bc->loop, UV_RUN_ONCE);
   return bc->lost;
 }
 

@@ -47,7 +47,7 @@ struct mqr_client_s {
   pending_t *pending;
   mqr_client_sub_t *subs;
   int handles;
-  bool tcp_open;
+  bool tcp_open, user_closed; /* freed once the user closed it and its handles are closed */
   void (*close_cb)(void *arg);
   void *close_arg;
 };
@@ -155,6 +155,9 @@ static mqr_client_sub_t *find_sub(mqr_client_t *c, int64_t id) {
 }
 
 int64_t mqr__client_sub_id(const mqr_client_sub_t *s) { return s->id; }
+bool mqr__client_written(const mqr_client_t *c) {
+  return c->state >= C_CLOSING || (c->out.len == 0 && !c->write_in_flight);
+}
 mqr_client_sub_t *mqr__client_find_sub(mqr_client_t *c, int64_t id) { return find_sub(c, id); }
 
 static void drop_sub(mqr_client_t *c, mqr_client_sub_t *s) {
@@ -289,9 +292,7 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 /* ---- connecting and closing ---------------------------------------------------------------- */
 
-static void handle_closed(uv_handle_t *h) {
-  mqr_client_t *c = h->data;
-  if (--c->handles) return;
+static void free_client(mqr_client_t *c) {
   void (*cb)(void *) = c->close_cb;
   void *arg = c->close_arg;
   mqr_avro_buf_free(&c->out);
@@ -301,6 +302,11 @@ static void handle_closed(uv_handle_t *h) {
   while (c->subs) drop_sub(c, c->subs);
   mqr_free(c);
   if (cb) cb(arg);
+}
+
+static void handle_closed(uv_handle_t *h) {
+  mqr_client_t *c = h->data;
+  if (--c->handles == 0 && c->user_closed) free_client(c);
 }
 
 static void fail_pending(mqr_client_t *c, int status) {
@@ -415,6 +421,11 @@ int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, 
 void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg) {
   c->close_cb = cb;
   c->close_arg = arg;
+  c->user_closed = true;
+  if (c->state == C_CLOSED && c->handles == 0) { /* it closed itself, and is done */
+    free_client(c);
+    return;
+  }
   if (c->state == C_OPEN) {
     mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("client closing")}}};
     mqr_frame_encode(&f, &c->out, NULL);

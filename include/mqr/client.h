@@ -79,7 +79,8 @@ MQR_EXTERN int mqr_client_unsubscribe(mqr_client_sub_t *s);
 MQR_EXTERN int mqr_client_query(mqr_client_t *c, mqr_client_done_fn cb, void *arg, mqr_error_t *err);
 
 /* Says DISCONNECT, lets queued frames go, closes; callbacks still waiting get
- * MQR_ECLOSED; then cb (may be NULL), after which c is freed. */
+ * MQR_ECLOSED; then cb (may be NULL), after which c is freed. A client whose connection
+ * failed or ended stays allocated (its calls fail with MQR_ECLOSED) until this call. */
 MQR_EXTERN void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg);
 
 /* ---- the blocking wrapper --------------------------------------------------------------- */
