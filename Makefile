@@ -6,7 +6,6 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 # Empty: the default config embedded in the library (conf/mqr.yaml); or CONFIG=FILE.
 CONFIG     ?=
-CFG_FILE    = $(CONFIG)
 CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
 
 .PHONY: all deps configure build run test test-asan bench format clean
@@ -24,26 +23,18 @@ configure: $(BUILD)/CMakeCache.txt
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until mqrd exists (issue 5): the default config's routing table and a dry run of sends.
+# mqrd in the foreground on conf/mqr.yaml (or CONFIG=FILE); Ctrl-C stops it cleanly.
 run: build
-	@echo "== mqr config check $(CFG_FILE)"
-	@$(BUILD)/client/mqr config check $(CFG_FILE)
+	@echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on tcp://127.0.0.1:61616"
+	@echo "   In another terminal:"
+	@echo "     $(BUILD)/client/mqr send --body hello --count 3 orders        # ANYCAST to the queue orders"
+	@echo "     $(BUILD)/client/mqr recv --count 3 orders                     # take them"
+	@echo "     $(BUILD)/client/mqr send --body hi news.europe                # MULTICAST: news.europe.reader and news.all"
+	@echo "     $(BUILD)/client/mqr recv news.all"
+	@echo "     $(BUILD)/client/mqr stat                                      # addresses, queues, counters"
+	@echo "   Ctrl-C (SIGINT) stops mqrd cleanly; SIGHUP reloads the config."
 	@echo
-	@echo "== mqr config show $(CFG_FILE)"
-	@$(BUILD)/client/mqr config show $(CFG_FILE)
-	@echo
-	@echo "== mqr route $(CFG_ARG) --count 4 jobs              (ANYCAST, round-robin)"
-	@$(BUILD)/client/mqr route $(CFG_ARG) --count 4 jobs
-	@echo "== mqr route $(CFG_ARG) news.europe                 (MULTICAST + wildcard news.#)"
-	@$(BUILD)/client/mqr route $(CFG_ARG) news.europe
-	@echo "== mqr route $(CFG_ARG) --count 2 --dup-id order-42 orders"
-	@$(BUILD)/client/mqr route $(CFG_ARG) --count 2 --dup-id order-42 orders
-	@echo "== mqr route $(CFG_ARG) --routing-type MULTICAST orders.eu  (no route -> DLQ)"
-	@$(BUILD)/client/mqr route $(CFG_ARG) --routing-type MULTICAST orders.eu
-	@echo "== mqr route $(CFG_ARG) --json multicast://news"
-	@$(BUILD)/client/mqr route $(CFG_ARG) --json multicast://news
-	@echo "== mqr route $(CFG_ARG) 'news.#'                    (refused: wildcard)"
-	@$(BUILD)/client/mqr route $(CFG_ARG) 'news.#' || true
+	@exec $(BUILD)/broker/mqrd $(CFG_ARG)
 
 $(BUILD_ASAN)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
