@@ -114,36 +114,42 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
     *blocked = acct; /* BLOCK: take this one, then the producer pauses */
   }
 
-  /* The message, stored once: the Message frame's stored part. */
+  /* The message, stored once: the Message frame's stored part, written into room for
+   * its largest size (varints at their longest) and then measured. */
   mqr_str_t addr = mqr_address_name(res.address);
-  size_t tail_len = s->tail ? s->tail_len : mqr_message_tail_size(s->keys, s->values, s->n_props, s->body);
+  size_t bound = 10 + 10 + addr.len + 2 + (s->tail ? s->tail_len : 1 + 10 + 10 + s->body.len);
+  for (size_t i = 0; !s->tail && i < s->n_props; i++) bound += 20 + s->keys[i].len + s->values[i].len;
   int64_t id = ++b->next_message_id;
-  size_t len = mqr_message_stored_size(id, addr, tail_len);
-  mqr__msg_t *m = mqr__msg_alloc(b, len);
+  mqr__msg_t *m = mqr__msg_alloc(b, bound);
   if (m == NULL) {
-    if (len > ((size_t)64 << (MQR__MSG_CLASSES - 1)))
-      return mqr_error_set(err, MQR_ELIMIT, "a message of %zu bytes is more than the broker stores", len);
+    if (bound > ((size_t)64 << (MQR__MSG_CLASSES - 1)))
+      return mqr_error_set(err, MQR_ELIMIT, "a message of %zu bytes is more than the broker stores", bound);
     return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
   }
   m->id = id;
   int rt = mqr_proto_rt_from_routing(s->routing_type);
+  size_t len;
   if (s->tail) {
-    mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);
+    len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);
   } else {
-    size_t head = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
-    mqr_message_write_tail(m->data + head, s->keys, s->values, s->n_props, s->body);
+    len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
+    len += mqr_message_write_tail(m->data + len, s->keys, s->values, s->n_props, s->body);
   }
+  b->stats.bytes -= m->len - len; /* counted at the bound by the allocation */
+  m->len = (uint32_t)len;
 
   uint32_t taken = 0;
   for (uint32_t i = 0; i < res.count; i++) {
     mqr__bq_t *bq = bq_of(b, res.queues[i]);
-    mqr__entry_t *e = bq ? mqr__pool_get(&b->entries) : NULL;
+    mqr__entry_t *e = bq ? mqr__pool_take(&b->entries) : NULL;
     if (e == NULL) {
       if (m->refs == 0) mqr__msg_release(b, (m->refs = 1, m));
       return mqr_error_set(err, MQR_ENOMEM, "out of memory enqueueing a message (%u of %u queues took it)", taken,
                            res.count);
     }
     e->msg = m;
+    e->delivery = 0;
+    e->delivery_count = 0;
     m->refs++;
     bq->store.ops->push(&bq->store, e);
     bq->enqueued++;

@@ -23,6 +23,15 @@ typedef struct {
 
 void mqr__pool_init(mqr__pool_t *p, size_t size, uint32_t max_free);
 void *mqr__pool_get(mqr__pool_t *p); /* zeroed; NULL when out of memory */
+
+/* Not zeroed: the caller sets every field. */
+static inline void *mqr__pool_take(mqr__pool_t *p) {
+  void *obj = p->free;
+  if (obj == NULL) return mqr_malloc(p->size);
+  p->free = *(void **)obj;
+  p->n_free--;
+  return obj;
+}
 void mqr__pool_put(mqr__pool_t *p, void *obj);
 void mqr__pool_free(mqr__pool_t *p);
 

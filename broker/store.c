@@ -54,9 +54,9 @@ static uint32_t class_cap(int cls) {
 }
 
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
-  int cls = 0;
-  while (cls < MQR__MSG_CLASSES && ((size_t)64 << cls) < len) cls++;
-  if (cls == MQR__MSG_CLASSES) return NULL;
+  /* The class: the least power of two, 64 or more, that holds len. */
+  int cls = len <= 64 ? 0 : 64 - __builtin_clzll((unsigned long long)(len - 1)) - 6;
+  if (cls >= MQR__MSG_CLASSES) return NULL;
   mqr__msg_t *m = b->msg_free[cls];
   if (m) {
     b->msg_free[cls] = m->next_free;

@@ -9,6 +9,7 @@ packages=(
   clang libclang-rt-14-dev clang-format valgrind
   python3 gnuplot-nox
   libavro-dev python3-avro
+  libnats-dev nats-server
 )
 
 missing=()

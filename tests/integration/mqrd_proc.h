@@ -29,14 +29,14 @@ typedef struct {
   char config_path[256];
 } mqrd_t;
 
-static double now_s(void) {
+static inline double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 /* Reads what mqrd has logged, waiting at most wait_s for more. */
-static void mqrd_read_log(mqrd_t *d, double wait_s) {
+static inline void mqrd_read_log(mqrd_t *d, double wait_s) {
   struct pollfd p = {d->log_fd, POLLIN, 0};
   while (poll(&p, 1, (int)(wait_s * 1000)) > 0) {
     if (d->log_len + 1 >= sizeof d->log) d->log_len = 0; /* keep the newest */
@@ -49,7 +49,7 @@ static void mqrd_read_log(mqrd_t *d, double wait_s) {
 }
 
 /* Waits until the log holds needle (true) or wait_s passes (false). */
-static bool mqrd_wait_log(mqrd_t *d, const char *needle, double wait_s) {
+static inline bool mqrd_wait_log(mqrd_t *d, const char *needle, double wait_s) {
   double end = now_s() + wait_s;
   while (strstr(d->log, needle) == NULL) {
     double left = end - now_s();
@@ -60,7 +60,7 @@ static bool mqrd_wait_log(mqrd_t *d, const char *needle, double wait_s) {
 }
 
 /* Starts mqrd on the YAML text (its first listener on 127.0.0.1, port 0). */
-static void mqrd_start(mqrd_t *d, const char *yaml) {
+static inline void mqrd_start(mqrd_t *d, const char *yaml) {
   memset(d, 0, sizeof *d);
   snprintf(d->config_path, sizeof d->config_path, "/tmp/mqrd-test-%d-%ld.yaml", (int)getpid(), (long)random());
   FILE *f = fopen(d->config_path, "w");
@@ -95,7 +95,7 @@ static void mqrd_start(mqrd_t *d, const char *yaml) {
 }
 
 /* Signals mqrd and waits for it: its exit status (a sanitizer's error makes it non-zero). */
-static int mqrd_stop(mqrd_t *d, int sig) {
+static inline int mqrd_stop(mqrd_t *d, int sig) {
   kill(d->pid, sig);
   int status = 0;
   double end = now_s() + 30;
@@ -117,7 +117,7 @@ static int mqrd_stop(mqrd_t *d, int sig) {
 
 /* ---- raw sockets ------------------------------------------------------------------------ */
 
-static int raw_connect(int port) {
+static inline int raw_connect(int port) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
@@ -130,7 +130,7 @@ static int raw_connect(int port) {
   return s;
 }
 
-static void raw_send(int s, const void *p, size_t n) {
+static inline void raw_send(int s, const void *p, size_t n) {
   const char *c = p;
   while (n) {
     ssize_t k = send(s, c, n, MSG_NOSIGNAL);
@@ -141,7 +141,7 @@ static void raw_send(int s, const void *p, size_t n) {
 }
 
 /* Reads until the peer closes or wait_s passes: the bytes, and whether it closed. */
-static size_t raw_read_all(int s, uint8_t *buf, size_t cap, double wait_s, bool *closed) {
+static inline size_t raw_read_all(int s, uint8_t *buf, size_t cap, double wait_s, bool *closed) {
   size_t n = 0;
   double end = now_s() + wait_s;
   *closed = false;

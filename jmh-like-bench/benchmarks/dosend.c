@@ -1,0 +1,99 @@
+/* dosend.inproc: the broker's send path in-process, as mqr_broker_send runs it: route
+ * (lookup, routing-type test, the precomputed bindings), store the message once (the
+ * stored Message envelope: id, address, routing type, properties, a 16-byte body), and
+ * enqueue an entry on each target queue. queues=1: an ANYCAST address with one queue;
+ * queues=10: a MULTICAST address with ten.
+ *
+ * So that the run is in steady state (as a broker whose consumers keep up), each
+ * operation also takes the entries it enqueued off their queues and releases them,
+ * through the broker's own calls: the pools then recycle every message and entry, and
+ * B/op says whether anything reached the allocator. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "broker_int.h"
+
+static const char yaml[] = "addresses:\n"
+                           "  one: {anycast: [one]}\n"
+                           "  ten: {multicast: [t0, t1, t2, t3, t4, t5, t6, t7, t8, t9]}\n";
+
+typedef struct {
+  uv_loop_t loop;
+  mqr_config_t *cfg;
+  mqr_broker_t *b;
+  mqr__bq_t *bqs[10];
+  int n;
+  mqr_broker_message_t msg;
+} st_t;
+
+static const mqr_str_t keys[] = {MQR_STR("content-type")}, values[] = {MQR_STR("text/plain")};
+
+static inline void drain(st_t *s) {
+  for (int k = 0; k < s->n; k++) {
+    mqr__bq_t *bq = s->bqs[k];
+    mqr__entry_t *e = bq->store.ops->pop(&bq->store);
+    mqr__msg_release(s->b, e->msg);
+    mqr__pool_put(&s->b->entries, e);
+  }
+}
+
+static int setup(mqr_bench_ctx_t *c) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  uv_loop_init(&s->loop);
+  mqr_error_t err;
+  if (mqr_config_load_string("dosend.yaml", yaml, sizeof yaml - 1, &s->cfg, NULL) != 0)
+    return mqr_bench_fail(c, "config");
+  mqr_broker_options_t opt = {.config = s->cfg};
+  if (mqr_broker_create(&s->loop, &opt, &s->b, &err) != 0) return mqr_bench_fail(c, "broker: %s", err.message);
+  long queues = mqr_bench_param_long(c, "queues");
+  bool multi = queues == 10;
+  s->msg = (mqr_broker_message_t){multi ? MQR_STR("ten") : MQR_STR("one"),
+                                  multi ? MQR_MULTICAST : MQR_ANYCAST,
+                                  false,
+                                  MQR_STR(""),
+                                  keys,
+                                  values,
+                                  1,
+                                  MQR_STR("0123456789abcdef")};
+  mqr_broker_receipt_t r;
+  if (mqr_broker_send(s->b, &s->msg, &r, &err) != 0 || (long)r.queues != queues)
+    return mqr_bench_fail(c, "the first send: %s (%u queues)", err.message, r.queues);
+  for (int k = 0; k < queues; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "t%d", k);
+    mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(s->b), multi ? mqr_str(name) : MQR_STR("one"));
+    if (q == NULL || (s->bqs[k] = mqr_queue_data(q)) == NULL) return mqr_bench_fail(c, "queue %d", k);
+  }
+  s->n = (int)queues;
+  drain(s);
+  for (int i = 0; i < 10000; i++) { /* warm the pools */
+    mqr_broker_send(s->b, &s->msg, NULL, NULL);
+    drain(s);
+  }
+  size_t tail = mqr_message_tail_size(keys, values, 1, s->msg.body);
+  mqr_bench_aux(c, "size.stored", (double)mqr_message_stored_size(1000000, s->msg.address, tail), "B");
+  return 0;
+}
+
+static void teardown(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  if (s->b) mqr_broker_close(s->b, NULL, NULL);
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  mqr_config_destroy(s->cfg);
+  free(s);
+}
+
+__attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
+  st_t *s = mqr_bench_state(c);
+  for (uint64_t i = 0; i < ops; i++) {
+    if (mqr_broker_send(s->b, &s->msg, NULL, NULL) != 0) return mqr_bench_fail(c, "send");
+    drain(s);
+  }
+  return 0;
+}
+
+static const mqr_bench_def_t inproc = {"dosend.inproc", "queues=1,10", "avgt", setup, teardown, NULL, NULL, run};
+MQR_BENCH_REGISTER(inproc)

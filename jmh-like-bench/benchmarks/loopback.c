@@ -1,0 +1,209 @@
+/* loopback: one producer and one consumer through a broker on 127.0.0.1, messages per
+ * second end to end (an operation is one message sent and received), side by side with
+ * nats-server and the nats.c client in the same run.
+ *
+ *   impl=mqr   mqrd (this build's) in its own process; producer and consumer are two
+ *              libmqr-client connections on one libuv loop in the benchmark; sends are
+ *              fire-and-forget; the consumer acknowledges cumulatively and grants credit
+ *              every 1000 messages
+ *   impl=nats  nats-server (Debian's) in its own process; producer and consumer are two
+ *              nats.c connections, the subscriber asynchronous with unlimited pending
+ *
+ * Both keep at most WINDOW messages sent and not yet received, so neither runs ahead of
+ * its consumer into its own buffers. size: the body's bytes. */
+#include <nats/nats.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "../../tests/integration/mqrd_proc.h"
+#include "bench.h"
+#include "mqr/client.h"
+
+#define WINDOW 20000
+
+static const char yaml[] = "listeners:\n"
+                           "  - {name: bench, host: 127.0.0.1, port: 0}\n"
+                           "addresses:\n"
+                           "  bench: {anycast: [bench]}\n";
+
+typedef struct {
+  bool nats;
+  size_t size;
+  char body[256];
+  /* mqr */
+  mqrd_t broker;
+  uv_loop_t loop;
+  mqr_client_t *pub, *sub;
+  mqr_client_sub_t *subscription;
+  int ready;
+  uint64_t sent, received, acked;
+  /* nats */
+  pid_t server;
+  natsConnection *npub, *nsub;
+  natsSubscription *nsubscription;
+  _Atomic uint64_t nreceived;
+} st_t;
+
+/* ---- mqr ------------------------------------------------------------------------------- */
+
+static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f;
+  st_t *s = arg;
+  s->ready += status == 0 ? 1 : 100;
+}
+
+static void on_message(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void *arg) {
+  st_t *s = arg;
+  s->received++;
+  if (s->received - s->acked >= 1000) {
+    mqr_client_ack(sub, m->delivery, true);
+    mqr_client_credit(sub, (uint32_t)(s->received - s->acked));
+    s->acked = s->received;
+  }
+}
+
+static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
+  setenv("MQRD", MQR_BENCH_MQRD, 1);
+  mqrd_start(&s->broker, yaml);
+  uv_loop_init(&s->loop);
+  mqr_client_options_t opt = {.client_id = "bench"};
+  mqr_error_t err;
+  if (mqr_client_create(&s->loop, &opt, &s->pub) || mqr_client_create(&s->loop, &opt, &s->sub) ||
+      mqr_client_connect(s->pub, s->broker.url, on_ready, s, &err) ||
+      mqr_client_connect(s->sub, s->broker.url, on_ready, s, &err))
+    return mqr_bench_fail(c, "connect: %s", err.message);
+  while (s->ready < 2) uv_run(&s->loop, UV_RUN_ONCE);
+  if (mqr_client_subscribe(s->sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), 2 * WINDOW, on_message, on_ready, s,
+                           &s->subscription, &err))
+    return mqr_bench_fail(c, "subscribe: %s", err.message);
+  while (s->ready < 3) uv_run(&s->loop, UV_RUN_ONCE);
+  return s->ready == 3 ? 0 : mqr_bench_fail(c, "the broker refused");
+}
+
+static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  uint64_t target = s->received + ops, end = s->sent + ops;
+  while (s->received < target) {
+    /* Fill the window, let the loop write and read, again. */
+    while (s->sent < end && s->sent - s->received < WINDOW) {
+      if (mqr_client_send(s->pub, &m, NULL, NULL, NULL) != 0) return mqr_bench_fail(c, "send");
+      s->sent++;
+    }
+    uv_run(&s->loop, UV_RUN_ONCE);
+  }
+  return 0;
+}
+
+static void teardown_mqr(st_t *s) {
+  if (s->pub) mqr_client_close(s->pub, NULL, NULL);
+  if (s->sub) mqr_client_close(s->sub, NULL, NULL);
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  mqrd_stop(&s->broker, SIGTERM);
+}
+
+/* ---- nats ---------------------------------------------------------------------------------- */
+
+static void on_nats(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *arg) {
+  (void)nc, (void)sub;
+  st_t *s = arg;
+  atomic_fetch_add_explicit(&s->nreceived, 1, memory_order_release);
+  natsMsg_Destroy(msg);
+}
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  socklen_t len = sizeof a;
+  bind(fd, (struct sockaddr *)&a, sizeof a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
+  int port = free_port();
+  char ports[16], url[64];
+  snprintf(ports, sizeof ports, "%d", port);
+  snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
+  if ((s->server = fork()) == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl("/usr/sbin/nats-server", "nats-server", "-a", "127.0.0.1", "-p", ports, (char *)NULL);
+    _exit(127);
+  }
+  double end = now_s() + 10;
+  natsStatus st = NATS_ERR;
+  while (now_s() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
+  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
+  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
+      natsConnection_Subscribe(&s->nsubscription, s->nsub, "bench", on_nats, s) != NATS_OK ||
+      natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK ||
+      natsConnection_Flush(s->nsub) != NATS_OK)
+    return mqr_bench_fail(c, "nats subscribe");
+  return 0;
+}
+
+static int run_nats(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
+  uint64_t target = atomic_load(&s->nreceived) + ops, end = s->sent + ops;
+  while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < target) {
+    bool waited = true;
+    while (s->sent < end && s->sent - atomic_load_explicit(&s->nreceived, memory_order_acquire) < WINDOW) {
+      if (natsConnection_Publish(s->npub, "bench", s->body, (int)s->size) != NATS_OK)
+        return mqr_bench_fail(c, "publish");
+      s->sent++;
+      waited = false;
+    }
+    if (waited) { /* the window is full: what is buffered goes, then wait for the consumer */
+      natsConnection_FlushTimeout(s->npub, 5000);
+      while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < target &&
+             s->sent - atomic_load_explicit(&s->nreceived, memory_order_acquire) >= WINDOW / 2)
+        sched_yield();
+    }
+  }
+  return 0;
+}
+
+static void teardown_nats(st_t *s) {
+  natsSubscription_Destroy(s->nsubscription);
+  natsConnection_Destroy(s->npub);
+  natsConnection_Destroy(s->nsub);
+  if (s->server > 0) {
+    kill(s->server, SIGTERM);
+    waitpid(s->server, NULL, 0);
+  }
+}
+
+/* ---- the benchmark ------------------------------------------------------------------------- */
+
+static int setup(mqr_bench_ctx_t *c) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  signal(SIGPIPE, SIG_IGN);
+  s->nats = strcmp(mqr_bench_param(c, "impl"), "nats") == 0;
+  s->size = (size_t)mqr_bench_param_long(c, "size");
+  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
+  memset(s->body, 'm', s->size);
+  return s->nats ? setup_nats(c, s) : setup_mqr(c, s);
+}
+
+static void teardown(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  if (s->nats)
+    teardown_nats(s);
+  else
+    teardown_mqr(s);
+  free(s);
+}
+
+__attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
+  st_t *s = mqr_bench_state(c);
+  return s->nats ? run_nats(c, s, ops) : run_mqr(c, s, ops);
+}
+
+static const mqr_bench_def_t loopback = {"loopback", "size=16,128;impl=mqr,nats", "thrpt", setup, teardown, NULL, NULL,
+                                         run};
+MQR_BENCH_REGISTER(loopback)
