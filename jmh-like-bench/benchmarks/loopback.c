@@ -13,7 +13,6 @@
  * its consumer into its own buffers. size: the body's bytes. */
 #include <nats/nats.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #include "../../tests/integration/mqrd_proc.h"
@@ -43,6 +42,9 @@ typedef struct {
   natsConnection *npub, *nsub;
   natsSubscription *nsubscription;
   _Atomic uint64_t nreceived;
+  _Atomic uint64_t wake_at; /* the subscriber signals when nreceived reaches it */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
 } st_t;
 
 /* ---- mqr ------------------------------------------------------------------------------- */
@@ -108,8 +110,13 @@ static void teardown_mqr(st_t *s) {
 static void on_nats(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *arg) {
   (void)nc, (void)sub;
   st_t *s = arg;
-  atomic_fetch_add_explicit(&s->nreceived, 1, memory_order_release);
+  uint64_t n = atomic_fetch_add_explicit(&s->nreceived, 1, memory_order_acq_rel) + 1;
   natsMsg_Destroy(msg);
+  if (n == atomic_load_explicit(&s->wake_at, memory_order_acquire)) {
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+  }
 }
 
 static int free_port(void) {
@@ -147,23 +154,36 @@ static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
   return 0;
 }
 
+/* Waits, without spinning (the client's threads and the server need the cores), until the
+ * subscriber has received n. */
+static void wait_received(st_t *s, uint64_t n) {
+  pthread_mutex_lock(&s->mu);
+  atomic_store_explicit(&s->wake_at, n, memory_order_release);
+  while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < n) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += 1000000; /* and look again every millisecond */
+    if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&s->cv, &s->mu, &t);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
 static int run_nats(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
   uint64_t target = atomic_load(&s->nreceived) + ops, end = s->sent + ops;
-  while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < target) {
-    bool waited = true;
-    while (s->sent < end && s->sent - atomic_load_explicit(&s->nreceived, memory_order_acquire) < WINDOW) {
+  while (s->sent < end) {
+    uint64_t got = atomic_load_explicit(&s->nreceived, memory_order_acquire);
+    while (s->sent < end && s->sent - got < WINDOW) {
       if (natsConnection_Publish(s->npub, "bench", s->body, (int)s->size) != NATS_OK)
         return mqr_bench_fail(c, "publish");
       s->sent++;
-      waited = false;
     }
-    if (waited) { /* the window is full: what is buffered goes, then wait for the consumer */
-      natsConnection_FlushTimeout(s->npub, 5000);
-      while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < target &&
-             s->sent - atomic_load_explicit(&s->nreceived, memory_order_acquire) >= WINDOW / 2)
-        sched_yield();
-    }
+    /* The window is full (or all is sent): what is buffered goes, then half the window
+     * drains before the producer fills it again. */
+    if (natsConnection_FlushTimeout(s->npub, 10000) != NATS_OK) return mqr_bench_fail(c, "flush");
+    if (s->sent < end) wait_received(s, s->sent - WINDOW / 2);
   }
+  wait_received(s, target);
   return 0;
 }
 
@@ -184,6 +204,8 @@ static int setup(mqr_bench_ctx_t *c) {
   mqr_bench_set_state(c, s);
   signal(SIGPIPE, SIG_IGN);
   s->nats = strcmp(mqr_bench_param(c, "impl"), "nats") == 0;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
   s->size = (size_t)mqr_bench_param_long(c, "size");
   if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
   memset(s->body, 'm', s->size);
@@ -196,6 +218,8 @@ static void teardown(mqr_bench_ctx_t *c) {
     teardown_nats(s);
   else
     teardown_mqr(s);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
   free(s);
 }
 
