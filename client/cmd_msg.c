@@ -176,6 +176,7 @@ static int cmd_send(int argc, char **argv) {
       snprintf(err.file, sizeof err.file, "--json");
       fprintf(stderr, "mqr: %s\n", mqr_error_format(&err, line, sizeof line));
       mqr_avro_schema_destroy(s);
+      mqr_avro_buf_free(&avro);
       return 1;
     }
     mqr_avro_schema_destroy(s);
@@ -265,6 +266,8 @@ static int cmd_recv(int argc, char **argv) {
     mqr_str_t text = mqr_avro_schema_canonical(schema);
     if (mqr_avro_cache_create(&cache) != 0 || mqr_avro_cache_add(cache, text.ptr, text.len, &cached, NULL) != 0) {
       fprintf(stderr, "mqr: out of memory\n");
+      mqr_avro_cache_destroy(cache);
+      mqr_avro_schema_destroy(schema);
       return 1;
     }
   }

@@ -4,6 +4,8 @@
  * redelivery, bad frames, many connections, address-full policies with a consumer that
  * never reads, SIGHUP reload, and SIGTERM under load (nothing acknowledged lost, nothing
  * leaked: the sanitizer build runs mqrd under ASan, whose exit status says so). */
+#include <stddef.h>
+
 #include "mqr/client.h"
 #include "mqrd_proc.h"
 #include "testutil.h"
@@ -400,6 +402,71 @@ static void test_full_policies_bound_memory(void **state) {
   mqr_bclient_close(p);
 }
 
+/* ---- Avro bodies through the async client ------------------------------------------------ */
+
+typedef struct {
+  mqr_str_t name;
+  int32_t qty;
+} order_t;
+
+static const mqr_avro_cfield_t order_fields[] = {{"name", offsetof(order_t, name), &mqr_avro_c_str},
+                                                 {"qty", offsetof(order_t, qty), &mqr_avro_c_int32}};
+static const mqr_avro_ctype_t order_type = {MQR_AVRO_C_RECORD, sizeof(order_t), order_fields, 2, NULL, NULL, 0, 0};
+
+static void connected(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f;
+  *(int *)arg = status ? status : 1;
+}
+
+static void receipted(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c;
+  *(int *)arg = status == 0 && f->u.receipt.status == MQR_ROUTE_OK ? 1 : -1;
+}
+
+static void test_send_avro_single_object(void **state) {
+  (void)state;
+  const char *json = "{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"name\",\"type\":"
+                     "\"string\"},{\"name\":\"qty\",\"type\":\"int\"}]}";
+  mqr_avro_schema_t *s;
+  mqr_avro_codec_t *codec;
+  assert_int_equal(mqr_avro_schema_parse(json, strlen(json), &s, NULL), 0);
+  assert_int_equal(mqr_avro_codec_compile(s, &order_type, &codec, NULL), 0);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_client_t *c;
+  int up = 0, done = 0;
+  assert_int_equal(mqr_client_create(&loop, NULL, &c), 0);
+  assert_int_equal(mqr_client_connect(c, broker.url, connected, &up, NULL), 0);
+  while (up == 0) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(up, 1);
+  order_t o = {MQR_STR("apples"), 3};
+  mqr_client_message_t m = {MQR_STR("avro.orders"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, {NULL, 0}};
+  assert_int_equal(mqr_client_send_avro(c, &m, codec, s, &o, receipted, &done, NULL), 0);
+  while (done == 0) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(done, 1);
+  mqr_client_close(c, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  /* The body is the single-object encoding: C3 01, the fingerprint, the datum. */
+  mqr_bclient_t *bc = connect_(&broker);
+  subscribe_(bc, "avro.orders", MQR_ROUTING_NONE, 1);
+  mqr_bclient_message_t *msg;
+  assert_int_equal(mqr_bclient_receive(bc, 2000, &msg, NULL), 0);
+  uint64_t fp = 0;
+  const uint8_t *body = (const uint8_t *)msg->body.ptr;
+  assert_int_equal(mqr_avro_single_object_fingerprint(body, msg->body.len, &fp, NULL), 0);
+  assert_true(fp == mqr_avro_schema_fingerprint(s));
+  order_t back;
+  assert_int_equal(mqr_avro_decode(codec, body + MQR_AVRO_SINGLE_OBJECT_HEADER,
+                                   msg->body.len - MQR_AVRO_SINGLE_OBJECT_HEADER, NULL, &back, NULL, NULL),
+                   0);
+  assert_true(mqr_str_eq(back.name, MQR_STR("apples")) && back.qty == 3);
+  mqr_bclient_message_free(msg);
+  mqr_bclient_close(bc);
+  mqr_avro_codec_destroy(codec);
+  mqr_avro_schema_destroy(s);
+}
+
 /* ---- reload and shutdown ------------------------------------------------------------------------- */
 
 static void test_sighup_reload(void **state) {
@@ -495,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_auto_create_and_refusals), cmocka_unit_test(test_credit),
       cmocka_unit_test(test_redelivery_in_order),      cmocka_unit_test(test_bad_frames),
       cmocka_unit_test(test_200_connections),          cmocka_unit_test(test_full_policies_bound_memory),
+      cmocka_unit_test(test_send_avro_single_object),
   };
   const struct CMUnitTest own[] = {
       cmocka_unit_test(test_sighup_reload),
