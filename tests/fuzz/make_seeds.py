@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame
 """
 import json
 import os
@@ -18,6 +18,14 @@ from avro_gen import gen, py_encode, to_json  # noqa: E402
 
 kind, out, src = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
+if kind == "frame":
+    # Frame bodies: each frame type's record, random, behind its branch index.
+    schema = avro.schema.parse(open(os.path.join(src, "conf/schemas/protocol/frame.avsc")).read())
+    for i, branch in enumerate(schema.schemas):
+        for k in range(4):
+            with open(os.path.join(out, "frame-%02d-%d" % (i, k)), "wb") as f:
+                f.write(bytes([i * 2]) + py_encode(branch, gen(branch, 0)))
+    sys.exit(0)
 paths = []
 for d in ("schemas", "resolution"):
     base = os.path.join(src, "tests/data/avro", d)
