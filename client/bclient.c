@@ -112,6 +112,15 @@ int mqr_bclient_send(mqr_bclient_t *bc, const mqr_client_message_t *m, bool rece
   return 0;
 }
 
+/* src copied to *p, NUL-ended, and *p moved past it: the view of the copy. */
+static mqr_str_t copy_str(char **p, mqr_str_t src) {
+  if (src.len) memcpy(*p, src.ptr, src.len);
+  (*p)[src.len] = '\0';
+  mqr_str_t out = mqr_str_n(*p, src.len);
+  *p += src.len + 1;
+  return out;
+}
+
 static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *arg) {
   (void)s;
   mqr_bclient_t *bc = arg;
@@ -127,13 +136,6 @@ static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *
   mqr_bclient_message_t *d = &q->m;
   mqr_str_t *pk = (mqr_str_t *)(q + 1), *pv = pk + n;
   char *p = (char *)(pv + n);
-#define COPY(dst, src)                                                                                                 \
-  do {                                                                                                                 \
-    if ((src).len) memcpy(p, (src).ptr, (src).len);                                                                    \
-    p[(src).len] = '\0';                                                                                               \
-    (dst) = mqr_str_n(p, (src).len);                                                                                   \
-    p += (src).len + 1;                                                                                                \
-  } while (0)
   *d = (mqr_bclient_message_t){m->subscription,
                                m->delivery,
                                m->message_id,
@@ -145,13 +147,12 @@ static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *
                                pv,
                                n,
                                {NULL, 0}};
-  COPY(d->address, m->address);
+  d->address = copy_str(&p, m->address);
   for (size_t i = 0; i < n; i++) {
-    COPY(pk[i], keys[i]);
-    COPY(pv[i], vals[i]);
+    pk[i] = copy_str(&p, keys[i]);
+    pv[i] = copy_str(&p, vals[i]);
   }
-  COPY(d->body, m->body);
-#undef COPY
+  d->body = copy_str(&p, m->body);
   q->next = NULL;
   if (bc->tail)
     bc->tail->next = q;
@@ -258,24 +259,16 @@ static void query_cb(mqr_client_t *c, int status, const mqr_frame_t *f, void *ar
   mqr_frame_address_info_t *oa = (mqr_frame_address_info_t *)(out + 1);
   mqr_frame_queue_info_t *oq = (mqr_frame_queue_info_t *)(oa + r->addresses.count);
   char *p = (char *)(oq + r->queues.count);
-#define COPY(dst, src)                                                                                                 \
-  do {                                                                                                                 \
-    if ((src).len) memcpy(p, (src).ptr, (src).len);                                                                    \
-    p[(src).len] = '\0';                                                                                               \
-    (dst) = mqr_str_n(p, (src).len);                                                                                   \
-    p += (src).len + 1;                                                                                                \
-  } while (0)
   for (size_t i = 0; i < r->addresses.count; i++) {
     oa[i] = a[i];
-    COPY(oa[i].name, a[i].name);
-    COPY(oa[i].routing_types, a[i].routing_types);
+    oa[i].name = copy_str(&p, a[i].name);
+    oa[i].routing_types = copy_str(&p, a[i].routing_types);
   }
   for (size_t i = 0; i < r->queues.count; i++) {
     oq[i] = q[i];
-    COPY(oq[i].name, q[i].name);
-    COPY(oq[i].address, q[i].address);
+    oq[i].name = copy_str(&p, q[i].name);
+    oq[i].address = copy_str(&p, q[i].address);
   }
-#undef COPY
   out->addresses.items = oa;
   out->queues.items = oq;
   w->qr = out;

@@ -755,6 +755,16 @@ void mqr_config_destroy(mqr_config_t *cfg) {
 
 /* Builds r from cfg, reporting refusals to diags (continuing past them) or, when
  * diags is NULL, stopping at the first into err. */
+/* What the router is given for a configured queue. */
+static void queue_config(const cfg_address_t *a, const cfg_queue_t *q, mqr_queue_config_t *qc) {
+  mqr_queue_config_init(qc, mqr_str(q->name), mqr_str(a->name), q->type);
+  qc->durable = q->durable;
+  qc->enabled = q->enabled;
+  qc->purge_on_no_consumers = q->purge_on_no_consumers;
+  qc->max_consumers = q->max_consumers;
+  qc->filter = mqr_str(q->filter);
+}
+
 static int build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err) {
   int rc = mqr_router_init(r, &cfg->wildcard), first = 0;
   if (rc) return mqr_error_set(err, rc, "bad wildcard syntax");
@@ -783,12 +793,7 @@ static int build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, m
     for (uint32_t k = 0; k < a->n_queues; k++) {
       const cfg_queue_t *q = &a->queues[k];
       mqr_queue_config_t qc;
-      mqr_queue_config_init(&qc, mqr_str(q->name), mqr_str(a->name), q->type);
-      qc.durable = q->durable;
-      qc.enabled = q->enabled;
-      qc.purge_on_no_consumers = q->purge_on_no_consumers;
-      qc.max_consumers = q->max_consumers;
-      qc.filter = mqr_str(q->filter);
+      queue_config(a, q, &qc);
       if ((rc = mqr_router_add_queue(r, &qc, NULL, &e)) != 0) REFUSED(q->line, q->column);
     }
   }
@@ -885,12 +890,7 @@ int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_route
       mqr_queue_t *lq = mqr_router_find_queue(r, mqr_str(q->name));
       if (lq == NULL) {
         mqr_queue_config_t qc;
-        mqr_queue_config_init(&qc, mqr_str(q->name), mqr_str(a->name), q->type);
-        qc.durable = q->durable;
-        qc.enabled = q->enabled;
-        qc.purge_on_no_consumers = q->purge_on_no_consumers;
-        qc.max_consumers = q->max_consumers;
-        qc.filter = mqr_str(q->filter);
+        queue_config(a, q, &qc);
         if ((rc = mqr_router_add_queue(r, &qc, NULL, &e)) != 0)
           return mqr_error_set_at(err, rc, cfg->file, q->line, q->column, "%s", e.message);
         report(fn, ctx, true, "queue '%s' added to address '%s'", q->name, a->name);
