@@ -9,27 +9,8 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 
-# expect NAME EXIT STDOUT STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local name=$1 want_rc=$2 want_out=$3 want_err=$4
-  shift 5
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  local out
-  out=$(cat "$tmp/out")
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, expected $want_rc"; cat "$tmp/err"; failed=$((failed + 1)); return
-  fi
-  if [ "$want_out" != "*" ] && [ "$out" != "$want_out" ]; then
-    echo "FAIL $name: stdout"; echo "--- expected"; echo "$want_out"; echo "--- got"; echo "$out"
-    failed=$((failed + 1)); return
-  fi
-  if [ -n "$want_err" ] && ! grep -qF -- "$want_err" "$tmp/err"; then
-    echo "FAIL $name: stderr lacks '$want_err'"; cat "$tmp/err"; failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"
-  passed=$((passed + 1))
-}
+# shellcheck source=expect.sh
+. "$(dirname "$0")/expect.sh"
 
 conf=$src/conf/mqr.yaml
 cat >"$tmp/closed.yaml" <<'YAML'

@@ -27,25 +27,8 @@ for _ in $(seq 100); do grep -q "ready" "$tmp/mqrd.log" && break; sleep 0.05; do
 port=$(grep -o "on 127.0.0.1:[0-9]*" "$tmp/mqrd.log" | head -1 | cut -d: -f2)
 url="tcp://127.0.0.1:$port"
 
-# expect NAME EXIT STDOUT STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local name=$1 want_rc=$2 want_out=$3 want_err=$4
-  shift 5
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, expected $want_rc"; cat "$tmp/err"; failed=$((failed + 1)); return
-  fi
-  if [ "$want_out" != "*" ] && [ "$(cat "$tmp/out")" != "$want_out" ]; then
-    echo "FAIL $name: stdout"; echo "--- expected"; echo "$want_out"; echo "--- got"; cat "$tmp/out"
-    failed=$((failed + 1)); return
-  fi
-  if [ -n "$want_err" ] && ! grep -qF -- "$want_err" "$tmp/err"; then
-    echo "FAIL $name: stderr lacks '$want_err'"; cat "$tmp/err"; failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"
-  passed=$((passed + 1))
-}
+# shellcheck source=expect.sh
+. "$(dirname "$0")/expect.sh"
 
 expect send 0 "sent 3 to orders: OK 3" "" -- "$mqr" send --url "$url" --body hello --count 3 orders
 expect recv 0 "hello
