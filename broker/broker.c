@@ -226,10 +226,11 @@ void mqr__dispatch(mqr__bq_t *bq) {
     }
   } while (bq->again);
   bq->dispatching = false;
-  /* Consumers that went during the callbacks go now. */
+  /* Consumers that went during the callbacks go now (the last of a temporary queue takes
+   * the queue with it: then there is nothing more to look at). */
   for (uint32_t i = 0; i < bq->n_consumers; i++)
     if (bq->consumers[i]->closing) {
-      mqr__consumer_close(bq->consumers[i]);
+      if (mqr__consumer_close(bq->consumers[i])) return;
       i = (uint32_t)-1; /* the array changed: from the start */
     }
 }
@@ -393,12 +394,12 @@ static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr_router_remove_queue(&b->router, mqr_str(copy), NULL);
 }
 
-void mqr__consumer_close(mqr_broker_consumer_t *c) {
+bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   mqr__bq_t *bq = c->bq;
   mqr_broker_t *b = c->b;
   if (bq->dispatching) { /* from a delivery callback: when the dispatch loop is done */
     c->closing = true;
-    return;
+    return false;
   }
   /* Unacknowledged messages go back to the head of the queue, in their order. */
   for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
@@ -416,10 +417,12 @@ void mqr__consumer_close(mqr_broker_consumer_t *c) {
   if (bq->rr >= bq->n_consumers) bq->rr = 0;
   mqr_queue_remove_consumer(bq->q);
   mqr__pool_put(&b->consumers, c);
-  if (bq->temporary && bq->n_consumers == 0)
+  if (bq->temporary && bq->n_consumers == 0) {
     drop_queue(b, bq);
-  else
-    mqr__dispatch(bq);
+    return true;
+  }
+  mqr__dispatch(bq);
+  return false;
 }
 
 /* ---- the embedding API --------------------------------------------------------------------- */

@@ -241,7 +241,9 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
                  mqr_error_t *err);
 int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
                    mqr_broker_consumer_t **out, mqr_error_t *err);
-void mqr__consumer_close(mqr_broker_consumer_t *c);
+/* Ends a consumer (deferred while its queue dispatches); true when its queue, temporary,
+ * went with it. */
+bool mqr__consumer_close(mqr_broker_consumer_t *c);
 void mqr__dispatch(mqr__bq_t *bq);
 void mqr__acct_block(mqr__acct_t *a, mqr__conn_t *c);
 void mqr__acct_unblock_conn(mqr_broker_t *b, mqr__conn_t *c);

@@ -1,0 +1,228 @@
+/* The broker in-process (no sockets): doSend and in-process consumers, re-entrant calls
+ * from a delivery callback (ack, credit, unsubscribe, the last consumer of a temporary
+ * queue included), the three address-full policies, reload, and allocation: none per
+ * send once warm, and none left at close. */
+#include "mqr/broker.h"
+#include "testutil.h"
+
+static const char yaml[] = "address-settings:\n"
+                           "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
+                           "  'full.#': {max-size-bytes: 200, address-full-policy: FAIL}\n"
+                           "  'drop.#': {max-size-bytes: 200, address-full-policy: DROP}\n"
+                           "  'block.#': {max-size-bytes: 200, address-full-policy: BLOCK}\n"
+                           "addresses:\n"
+                           "  q: {anycast: [q]}\n"
+                           "  t: {multicast: [t.keep]}\n"
+                           "  full.a: {anycast: [full.a]}\n"
+                           "  drop.a: {anycast: [drop.a]}\n"
+                           "  block.a: {anycast: [block.a]}\n";
+
+typedef struct {
+  mqr_broker_t *b;
+  uv_loop_t loop;
+  mqr_config_t *cfg;
+} fx_t;
+
+static void fx_open(fx_t *f) {
+  uv_loop_init(&f->loop);
+  assert_int_equal(mqr_config_load_string("t.yaml", yaml, sizeof yaml - 1, &f->cfg, NULL), 0);
+  mqr_broker_options_t opt = {.config = f->cfg};
+  mqr_error_t err;
+  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
+}
+
+static void fx_close(fx_t *f) {
+  mqr_broker_close(f->b, NULL, NULL);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  mqr_config_destroy(f->cfg);
+}
+
+static int send_body(mqr_broker_t *b, const char *address, int rt, const char *body, mqr_broker_receipt_t *r) {
+  mqr_broker_message_t m = {mqr_str(address), rt, false, MQR_STR(""), NULL, NULL, 0, mqr_str(body)};
+  return mqr_broker_send(b, &m, r, NULL);
+}
+
+typedef struct {
+  char seen[16][16];
+  int n;
+  int32_t counts[16];
+  bool ack, unsubscribe_at_2, credit_each;
+} sink_t;
+
+static void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  sink_t *s = arg;
+  if (s->n < 16) { /* the first 16 are kept */
+    snprintf(s->seen[s->n], sizeof s->seen[0], "%.*s", (int)m->body.len, m->body.ptr);
+    s->counts[s->n] = m->delivery_count;
+  }
+  s->n++;
+  if (s->ack) assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+  if (s->credit_each) mqr_broker_credit(c, 1);
+  if (s->unsubscribe_at_2 && s->n == 2) mqr_broker_unsubscribe(c);
+}
+
+static void test_send_and_consume(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  sink_t s = {.ack = false};
+  mqr_broker_consumer_t *c;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 2, on_msg, &s, &c, NULL, NULL), 0);
+  mqr_broker_receipt_t r;
+  for (int i = 0; i < 4; i++) {
+    char body[8];
+    snprintf(body, sizeof body, "m%d", i);
+    assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, body, &r), 0);
+    assert_int_equal(r.status, MQR_ROUTE_OK);
+  }
+  assert_int_equal(s.n, 2); /* credit 2 */
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.depth, 2);
+  assert_int_equal(st.in_flight, 2);
+  /* Cumulative ack of the second releases both; more credit gets the rest. */
+  assert_int_equal(mqr_broker_ack(c, 2, true), 0);
+  assert_int_equal(mqr_broker_ack(c, 2, false), MQR_ENOTFOUND);
+  mqr_broker_credit(c, 10);
+  assert_int_equal(s.n, 4);
+  assert_string_equal(s.seen[3], "m3");
+  /* Unsubscribed with two unacknowledged: back to the queue, in order, for the next. */
+  mqr_broker_unsubscribe(c);
+  sink_t s2 = {.ack = true};
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_msg, &s2, &c, NULL, NULL), 0);
+  assert_int_equal(s2.n, 2);
+  assert_string_equal(s2.seen[0], "m2");
+  assert_string_equal(s2.seen[1], "m3");
+  assert_int_equal(s2.counts[0], 2);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.depth + st.in_flight, 0);
+  assert_int_equal(st.acknowledged, 4);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
+static void test_reentrant_callbacks(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  /* A temporary MULTICAST subscription whose consumer unsubscribes from its callback: the
+   * queue goes with it, in the middle of a dispatch. */
+  sink_t s = {.ack = true, .unsubscribe_at_2 = true};
+  mqr_broker_consumer_t *c;
+  mqr_str_t qname;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), 100, on_msg, &s, &c, &qname, NULL), 0);
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)qname.len, qname.ptr);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, mqr_str(name), &st), 0);
+  /* Fill it while no credit can be used, then let it go at once. */
+  for (int i = 0; i < 5; i++) assert_int_equal(send_body(f.b, "t", MQR_MULTICAST, "x", NULL), 0);
+  assert_int_equal(s.n, 2);
+  assert_int_equal(mqr_broker_queue_stats(f.b, mqr_str(name), &st), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("t.keep"), &st), 0);
+  assert_int_equal(st.depth, 5);
+  /* Credit granted from the callback: one at a time, everything arrives. */
+  sink_t one = {.ack = true, .credit_each = true};
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("t.keep"), MQR_ROUTING_NONE, MQR_STR(""), 1, on_msg, &one, &c, NULL, NULL), 0);
+  assert_int_equal(one.n, 5);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
+static void test_full_policies(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  char body[101];
+  memset(body, 'b', 100);
+  body[100] = '\0';
+  mqr_broker_receipt_t r;
+  int ok = 0, rc;
+  while ((rc = send_body(f.b, "full.a", MQR_ANYCAST, body, &r)) == 0) ok++;
+  assert_int_equal(rc, MQR_EFULL);
+  assert_true(ok >= 1 && mqr_broker_address_size(f.b, MQR_STR("full.a")) <= 200 + 150);
+  int dropped = 0;
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(send_body(f.b, "drop.a", MQR_ANYCAST, body, &r), 0);
+    dropped += r.status == MQR_RECEIPT_DROPPED;
+  }
+  assert_true(dropped >= 7);
+  mqr_broker_stats_t st;
+  mqr_broker_stats(f.b, &st);
+  assert_int_equal(st.dropped, (uint64_t)dropped);
+  /* BLOCK cannot pause an in-process producer: it is told to wait. */
+  while ((rc = send_body(f.b, "block.a", MQR_ANYCAST, body, &r)) == 0) {
+  }
+  assert_int_equal(rc, MQR_EFULL);
+  /* Draining makes room again. */
+  sink_t s = {.ack = true};
+  mqr_broker_consumer_t *c;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("block.a"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_address_size(f.b, MQR_STR("block.a")), 0);
+  assert_int_equal(send_body(f.b, "block.a", MQR_ANYCAST, body, &r), 0);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
+static void test_no_allocation_per_send(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  sink_t s = {.ack = true};
+  for (int i = 0; i < 100; i++) { /* warm: a queue's state, messages, entries */
+    assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "warm", NULL), 0);
+  }
+  mqr_broker_consumer_t *c;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1000, on_msg, &s, &c, NULL, NULL), 0);
+  mqr_broker_unsubscribe(c);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.depth, 0);
+  /* Send 100, still warm: no allocation at all (no consumer: they wait in the queue). */
+  talloc_install();
+  for (int i = 0; i < 100; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "steady", NULL), 0);
+  talloc_uninstall();
+  assert_int_equal(talloc.calls, 0);
+  fx_close(&f);
+}
+
+static void test_reload(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  static const char more[] = "address-settings:\n"
+                             "  '#': {auto-create-addresses: false}\n"
+                             "addresses:\n"
+                             "  q: {anycast: [q, q2]}\n"
+                             "  fresh: {multicast: [fresh.q]}\n";
+  mqr_config_t *cfg2;
+  assert_int_equal(mqr_config_load_string("t2.yaml", more, sizeof more - 1, &cfg2, NULL), 0);
+  uint32_t skipped = 0;
+  assert_int_equal(mqr_broker_reload(f.b, cfg2, &skipped, NULL), 0);
+  assert_true(skipped >= 4); /* t, full.a, drop.a, block.a and their queues stay */
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q2"), &st), 0);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("fresh.q"), &st), 0);
+  /* The new settings rule: no auto-create. */
+  mqr_error_t err;
+  mqr_broker_message_t m = {MQR_STR("nowhere"), MQR_ANYCAST, false, MQR_STR(""), NULL, NULL, 0, MQR_STR("x")};
+  assert_int_equal(mqr_broker_send(f.b, &m, NULL, &err), MQR_ENOADDR);
+  fx_close(&f);
+  mqr_config_destroy(cfg2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_send_and_consume), cmocka_unit_test(test_reentrant_callbacks),
+      cmocka_unit_test(test_full_policies),    cmocka_unit_test(test_no_allocation_per_send),
+      cmocka_unit_test(test_reload),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
