@@ -13,6 +13,7 @@
 static void conn_close(mqr__conn_t *c, bool graceful);
 static void process(mqr__conn_t *c);
 static void start_reading(mqr__conn_t *c);
+static bool output_full(const mqr__conn_t *c);
 
 /* ---- read buffers ------------------------------------------------------------------------ */
 
@@ -190,7 +191,10 @@ static void write_cb(uv_write_t *req, int status) {
     maybe_finish_close(c);
     return;
   }
-  if (was_paused && !mqr__conn_paused(c)) redispatch(c);
+  if (was_paused && !mqr__conn_paused(c)) {
+    redispatch(c);
+    if (!c->reading && c->blocked_on == 0) process(c); /* held for its output: read on */
+  }
 }
 
 static void flush_conn(mqr__conn_t *c) {
@@ -326,7 +330,15 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
   if (blocked) mqr__acct_block(blocked, c);
 }
 
+#define MAX_SUBSCRIPTIONS 1024 /* per connection */
+
 static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
+  uint32_t n = 0;
+  for (mqr_broker_consumer_t *k = c->consumers; k; k = k->conn_next) n++;
+  if (n >= MAX_SUBSCRIPTIONS) {
+    send_error(c, MQR_ELIMIT, s->subscription, false, "a connection has at most %d subscriptions", MAX_SUBSCRIPTIONS);
+    return;
+  }
   if (find_sub(c, s->subscription)) {
     send_error(c, MQR_EINVAL, s->subscription, false, "subscription %lld is already in use on this connection",
                (long long)s->subscription);
@@ -491,8 +503,15 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
 }
 
 /* Takes every whole frame in the read buffer, while the connection may go on. */
+/* A connection whose answers it does not read (receipts, errors) would make its output
+ * grow: past max_pending_write unwritten, it is not read from until that drains. */
+static bool output_full(const mqr__conn_t *c) {
+  return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
+}
+
+/* Takes every whole frame in the read buffer, while the connection may go on. */
 static void process(mqr__conn_t *c) {
-  while (c->state != MQR__CONN_CLOSING && c->blocked_on == 0 && c->rbuf) {
+  while (c->state != MQR__CONN_CLOSING && c->blocked_on == 0 && c->rbuf && !output_full(c)) {
     uint32_t body = 0;
     int rc = mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->l->cfg->max_frame, &body);
     if (rc == MQR_ELIMIT) {
@@ -508,10 +527,11 @@ static void process(mqr__conn_t *c) {
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
-  if (c->blocked_on == 0 && !c->reading) {
+  bool hold = c->blocked_on || output_full(c);
+  if (!hold && !c->reading) {
     c->reading = true;
     start_reading(c);
-  } else if (c->blocked_on && c->reading) {
+  } else if (hold && c->reading) {
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
   }

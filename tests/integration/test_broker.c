@@ -402,6 +402,43 @@ static void test_full_policies_bound_memory(void **state) {
   mqr_bclient_close(p);
 }
 
+/* A producer that asks for receipts and never reads them: the broker stops reading from it
+ * once its unread answers pass the output limit, so what it can push in is bounded. */
+static void test_unread_receipts_bounded(void **state) {
+  (void)state;
+  int s = raw_connect(broker.port);
+  raw_send(s, connect_frame, sizeof connect_frame);
+  uint8_t frame[] = {0, 0, 0, 13, 0x04, 0x0c, 'd', 'r', 'o', 'p', '.', 'r', 0x02, 0x00, 0x00, 0x02, 0x00, 0x00};
+  frame[3] = sizeof frame - 4;
+  int rcvbuf = 4096;
+  setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  fcntl(s, F_SETFL, O_NONBLOCK);
+  uint8_t batch[sizeof frame * 1024];
+  for (size_t i = 0; i < 1024; i++) memcpy(batch + i * sizeof frame, frame, sizeof frame);
+  size_t written = 0;
+  double idle_since = now_s();
+  while (now_s() - idle_since < 1.0 && written < ((size_t)512 << 20)) {
+    ssize_t k = send(s, batch, sizeof batch, MSG_NOSIGNAL);
+    if (k > 0) {
+      written += (size_t)k;
+      idle_since = now_s();
+    } else {
+      usleep(10000);
+    }
+  }
+  fprintf(stderr, "unread receipts: %zu bytes went in\n", written);
+  /* Bounded: the broker's 4 MiB of answers, its read buffer and the sockets' buffers. */
+  assert_true(written < ((size_t)256 << 20));
+  /* The broker carries on for everyone else. */
+  mqr_bclient_t *p = connect_(&broker), *c = connect_(&broker);
+  subscribe_(c, "alive", MQR_ROUTING_NONE, 10);
+  send_ok(p, "alive", MQR_ANYCAST, "unaffected");
+  assert_string_equal(recv_(c, 2000, true, NULL), "unaffected");
+  mqr_bclient_close(c);
+  mqr_bclient_close(p);
+  close(s);
+}
+
 /* ---- Avro bodies through the async client ------------------------------------------------ */
 
 typedef struct {
@@ -562,7 +599,7 @@ int main(void) {
       cmocka_unit_test(test_auto_create_and_refusals), cmocka_unit_test(test_credit),
       cmocka_unit_test(test_redelivery_in_order),      cmocka_unit_test(test_bad_frames),
       cmocka_unit_test(test_200_connections),          cmocka_unit_test(test_full_policies_bound_memory),
-      cmocka_unit_test(test_send_avro_single_object),
+      cmocka_unit_test(test_send_avro_single_object),  cmocka_unit_test(test_unread_receipts_bounded),
   };
   const struct CMUnitTest own[] = {
       cmocka_unit_test(test_sighup_reload),
