@@ -50,7 +50,8 @@ MQR_EXTERN void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *a
 /* The port listener i is bound to (useful with port 0), or -1. */
 MQR_EXTERN int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i);
 
-/* The router: read it, but change topology only through the broker. */
+/* The router the broker runs on: a topology built in code adds addresses, queues and
+ * settings here (served at once). Do not remove a queue that has consumers here. */
 MQR_EXTERN mqr_router_t *mqr_broker_router(mqr_broker_t *b);
 
 /* Applies a reloaded config: address settings replaced; addresses and queues it adds
