@@ -151,24 +151,26 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
     memcpy(p, base + op->off, 8);
     p += 8;
     break;
-  case MQR__OP_STR:
-  case MQR__OP_STRS: {
-    /* One string at off, or a run of them at offs[0..n). */
-    const uint32_t *off = op->code == MQR__OP_STR ? &op->off : op->offs;
-    for (const uint32_t *stop = off + (op->code == MQR__OP_STR ? 1 : op->n); off < stop; off++) {
-      mqr_str_t s = LD(mqr_str_t, base, *off);
-      ROOM(s.len + 10, s.len + mqr__varint_size((uint64_t)s.len << 1));
-      if (s.len < 64) {
-        *p++ = (uint8_t)(s.len << 1);
-        p = copy_short(p, s.ptr, s.len);
-      } else {
-        p = mqr__put_varint(p, (uint64_t)s.len << 1);
-        memcpy(p, s.ptr, s.len);
-        p += s.len;
-      }
-    }
+    /* A string at offset o: one for STR, a loop of them for STRS (kept apart: a lone string,
+     * the common record, pays for no loop). */
+#define ENC_STR(o)                                                                                                     \
+  do {                                                                                                                 \
+    mqr_str_t s_ = LD(mqr_str_t, base, (o));                                                                           \
+    ROOM(s_.len + 10, s_.len + mqr__varint_size((uint64_t)s_.len << 1));                                               \
+    if (s_.len < 64) {                                                                                                 \
+      *p++ = (uint8_t)(s_.len << 1);                                                                                   \
+      p = copy_short(p, s_.ptr, s_.len);                                                                               \
+    } else {                                                                                                           \
+      p = mqr__put_varint(p, (uint64_t)s_.len << 1);                                                                   \
+      memcpy(p, s_.ptr, s_.len);                                                                                       \
+      p += s_.len;                                                                                                     \
+    }                                                                                                                  \
+  } while (0)
+  case MQR__OP_STR: ENC_STR(op->off); break;
+  case MQR__OP_STRS:
+    for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) ENC_STR(*off);
     break;
-  }
+#undef ENC_STR
   case MQR__OP_ENUM: {
     int32_t v = LD(int32_t, base, op->off);
     if ((uint32_t)v >= op->n) return mqr_error_set(err, MQR_EBADDATA, "enum ordinal %d out of range", v);
