@@ -21,34 +21,6 @@
     }                                                                                                                  \
   } while (0)
 
-/* n bytes from src, n < 64: short copies inline (overlapping word moves, never reading
- * past src + n), longer ones through memcpy. */
-static inline uint8_t *copy_short(uint8_t *p, const void *src, size_t n) {
-  const uint8_t *s = src;
-  if (n >= 16) {
-    /* 16-byte moves, the last one overlapping: no call for n < 64 either. */
-    for (size_t k = 0; k + 16 < n; k += 16) memcpy(p + k, s + k, 16);
-    memcpy(p + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    uint64_t a, b;
-    memcpy(&a, s, 8);
-    memcpy(&b, s + n - 8, 8);
-    memcpy(p, &a, 8);
-    memcpy(p + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    memcpy(&a, s, 4);
-    memcpy(&b, s + n - 4, 4);
-    memcpy(p, &a, 4);
-    memcpy(p + n - 4, &b, 4);
-  } else if (n) {
-    p[0] = s[0];
-    p[n / 2] = s[n / 2];
-    p[n - 1] = s[n - 1];
-  }
-  return p + n;
-}
-
 /* The bytes an array of scalars takes, exactly (the slow path of a fixed buffer). */
 static size_t scalar_array_size(const mqr__op_t *op, const mqr_avro_array_t *a) {
   size_t n = a->count, total = 1;
@@ -159,7 +131,7 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
     ROOM(s_.len + 10, s_.len + mqr__varint_size((uint64_t)s_.len << 1));                                               \
     if (s_.len < 64) {                                                                                                 \
       *p++ = (uint8_t)(s_.len << 1);                                                                                   \
-      p = copy_short(p, s_.ptr, s_.len);                                                                               \
+      p = mqr__copy_short(p, s_.ptr, s_.len);                                                                          \
     } else {                                                                                                           \
       p = mqr__put_varint(p, (uint64_t)s_.len << 1);                                                                   \
       memcpy(p, s_.ptr, s_.len);                                                                                       \

@@ -230,9 +230,13 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
 
 static size_t str_size(mqr_str_t s) { return mqr__varint_size(mqr__zigzag64((int64_t)s.len)) + s.len; }
 
-static uint8_t *put_str(uint8_t *p, mqr_str_t s) {
+static inline uint8_t *put_str(uint8_t *p, mqr_str_t s) {
+  if (s.len < 64) { /* the common case: one length byte, an inline copy */
+    *p++ = (uint8_t)(s.len << 1);
+    return mqr__copy_short(p, s.ptr, s.len);
+  }
   p = mqr__put_long(p, (int64_t)s.len);
-  if (s.len) memcpy(p, s.ptr, s.len);
+  memcpy(p, s.ptr, s.len);
   return p + s.len;
 }
 
@@ -246,7 +250,7 @@ size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t addr
   p = put_str(p, address);
   p = mqr__put_int(p, routing_type); /* 0-2: one byte */
   *p++ = durable ? 1 : 0;
-  if (tail_len) memcpy(p, tail, tail_len);
+  if (tail_len) mqr__copy_short(p, tail, tail_len);
   return (size_t)(p + tail_len - out);
 }
 
