@@ -256,6 +256,52 @@ static void bad_binding(const char *sch, const mqr_avro_ctype_t *t, const char *
   mqr_avro_schema_destroy(s);
 }
 
+/* Long arrays of enum ordinals and ints: the encoders' bulk paths (16 ordinals at a time,
+ * unchecked varints) give the bytes the JSON path gives, and refuse a bad ordinal wherever
+ * it stands. */
+static void test_long_scalar_arrays(void **state) {
+  (void)state;
+  const char *sch = "{\"type\":\"array\",\"items\":{\"type\":\"enum\",\"name\":\"C\",\"symbols\":"
+                    "[\"R\",\"G\",\"B\"]}}";
+  mqr_avro_schema_t *s;
+  mqr_avro_codec_t *c;
+  assert_int_equal(mqr_avro_schema_parse(sch, strlen(sch), &s, NULL), 0);
+  assert_int_equal(mqr_avro_codec_compile(s, &ints_t, &c, NULL), 0);
+  static const char *const names[3] = {"R", "G", "B"};
+  for (size_t n = 0; n <= 70; n++) {
+    int32_t v[70];
+    char json[512] = "[";
+    for (size_t i = 0; i < n; i++) {
+      v[i] = (int32_t)((i * 7 + n) % 3);
+      snprintf(json + strlen(json), sizeof json - strlen(json), "%s\"%s\"", i ? "," : "", names[v[i]]);
+    }
+    strcat(json, "]");
+    mqr_avro_array_t a = {v, n};
+    mqr_avro_buf_t b;
+    mqr_avro_buf_init_growable(&b);
+    assert_int_equal(mqr_avro_encode(c, &a, &b, NULL, NULL), 0);
+    expect_same_as_json(s, b.data, b.len, json);
+    uint8_t mem[512];
+    mqr_avro_arena_t arena = {mem, sizeof mem, 0};
+    mqr_avro_array_t back;
+    assert_int_equal(mqr_avro_decode(c, b.data, b.len, NULL, &back, &arena, NULL), 0);
+    assert_int_equal(back.count, n);
+    if (n) assert_memory_equal(back.items, v, n * sizeof *v);
+    /* An ordinal out of range, or negative, anywhere: refused, nothing written. */
+    for (size_t at = 0; at < n; at += 5) {
+      int32_t keep = v[at];
+      v[at] = at % 2 ? 3 : -1;
+      size_t len = b.len;
+      assert_int_equal(mqr_avro_encode(c, &a, &b, NULL, NULL), MQR_EBADDATA);
+      assert_int_equal(b.len, len);
+      v[at] = keep;
+    }
+    mqr_avro_buf_free(&b);
+  }
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
+}
+
 static void test_bad_bindings(void **state) {
   (void)state;
   bad_binding("\"long\"", &mqr_avro_c_int32, "C type INT32 cannot hold Avro long");
@@ -278,6 +324,7 @@ int main(void) {
       cmocka_unit_test(test_big_record),
       cmocka_unit_test(test_every_kind),
       cmocka_unit_test(test_bad_bindings),
+      cmocka_unit_test(test_long_scalar_arrays),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
