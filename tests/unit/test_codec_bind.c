@@ -300,6 +300,35 @@ static void test_long_scalar_arrays(void **state) {
   }
   mqr_avro_codec_destroy(c);
   mqr_avro_schema_destroy(s);
+  /* Ints of every varint length, both signs, the extremes. */
+  const char *ints = "{\"type\":\"array\",\"items\":\"int\"}";
+  assert_int_equal(mqr_avro_schema_parse(ints, strlen(ints), &s, NULL), 0);
+  assert_int_equal(mqr_avro_codec_compile(s, &ints_t, &c, NULL), 0);
+  static const int32_t edges[] = {0,         1,          -1,        63,        -64,      64,
+                                  8191,      -8192,      8192,      1048575,   -1048576, 1048576,
+                                  134217727, -134217728, 134217728, INT32_MAX, INT32_MIN};
+  int32_t v[60];
+  char json[1024] = "[";
+  for (size_t i = 0; i < 60; i++) {
+    v[i] = edges[i % (sizeof edges / sizeof edges[0])];
+    snprintf(json + strlen(json), sizeof json - strlen(json), "%s%d", i ? "," : "", v[i]);
+  }
+  strcat(json, "]");
+  mqr_avro_array_t a = {v, 60};
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  assert_int_equal(mqr_avro_encode(c, &a, &b, NULL, NULL), 0);
+  expect_same_as_json(s, b.data, b.len, json);
+  /* Into a fixed buffer of exactly its size: the wide stores stay inside it. */
+  uint8_t *exact = malloc(b.len);
+  mqr_avro_buf_t fb;
+  mqr_avro_buf_init(&fb, exact, b.len);
+  assert_int_equal(mqr_avro_encode(c, &a, &fb, NULL, NULL), 0);
+  assert_memory_equal(exact, b.data, b.len);
+  free(exact);
+  mqr_avro_buf_free(&b);
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
 }
 
 static void test_bad_bindings(void **state) {
