@@ -153,6 +153,18 @@ static void wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
 static void close_cb(uv_handle_t *h) {
   mqr__conn_t *c = h->data;
   mqr_broker_t *b = c->b;
+  /* Out of the lists the next pass walks: it may have been put on them in the pass that
+   * closed it (a drained address resuming it, an answer written to it). */
+  for (mqr__conn_t **pp = &b->dirty; *pp; pp = &(*pp)->next_dirty)
+    if (*pp == c) {
+      *pp = c->next_dirty;
+      break;
+    }
+  for (mqr__conn_t **pp = &b->resume; *pp; pp = &(*pp)->next_resume)
+    if (*pp == c) {
+      *pp = c->next_resume;
+      break;
+    }
   if (c->prev)
     c->prev->next = c->next;
   else
