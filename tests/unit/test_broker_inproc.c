@@ -3,6 +3,7 @@
  * queue included), the three address-full policies, reload, and allocation: none per
  * send once warm, and none left at close. */
 #include "mqr/broker.h"
+#include "mqr/client.h"
 #include "testutil.h"
 
 static const char yaml[] = "address-settings:\n"
@@ -218,11 +219,61 @@ static void test_reload(void **state) {
   mqr_config_destroy(cfg2);
 }
 
+/* An embedded broker that listens, and a network client on the same loop: the listener's
+ * ephemeral port, a send in over TCP, delivered to an in-process consumer. */
+static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f;
+  *(int *)arg = status ? status : 1;
+}
+
+static void test_listening_embedded(void **state) {
+  (void)state;
+  static const char net[] = "listeners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_config_t *cfg;
+  assert_int_equal(mqr_config_load_string("net.yaml", net, sizeof net - 1, &cfg, NULL), 0);
+  mqr_broker_options_t opt = {.config = cfg, .listen = true};
+  mqr_broker_t *b;
+  mqr_error_t err;
+  if (mqr_broker_create(&loop, &opt, &b, &err) != 0) fail_msg("%s", err.message);
+  int port = mqr_broker_listener_port(b, 0);
+  assert_true(port > 0);
+  assert_int_equal(mqr_broker_listener_port(b, 1), -1);
+  sink_t s = {.ack = true};
+  mqr_broker_consumer_t *k;
+  assert_int_equal(mqr_broker_subscribe(b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_msg, &s, &k, NULL, NULL),
+                   0);
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  mqr_client_t *c;
+  int up = 0, receipt = 0;
+  assert_int_equal(mqr_client_create(&loop, NULL, &c), 0);
+  assert_int_equal(mqr_client_connect(c, url, on_ready, &up, NULL), 0);
+  while (up == 0) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(up, 1);
+  mqr_client_message_t m = {MQR_STR("q"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("over tcp")};
+  assert_int_equal(mqr_client_send(c, &m, on_ready, &receipt, NULL), 0);
+  while (receipt == 0) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(receipt, 1);
+  assert_int_equal(s.n, 1);
+  assert_string_equal(s.seen[0], "over tcp");
+  mqr_broker_stats_t st;
+  mqr_broker_stats(b, &st);
+  assert_int_equal(st.connections, 1);
+  mqr_client_close(c, NULL, NULL);
+  mqr_broker_unsubscribe(k);
+  mqr_broker_close(b, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  mqr_config_destroy(cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_consume), cmocka_unit_test(test_reentrant_callbacks),
       cmocka_unit_test(test_full_policies),    cmocka_unit_test(test_no_allocation_per_send),
-      cmocka_unit_test(test_reload),
+      cmocka_unit_test(test_reload),           cmocka_unit_test(test_listening_embedded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
