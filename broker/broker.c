@@ -135,8 +135,9 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
     len += mqr_message_write_tail(m->data + len, s->keys, s->values, s->n_props, s->body);
   }
-  b->stats.bytes -= m->len - len; /* counted at the bound by the allocation */
   m->len = (uint32_t)len;
+  b->stats.messages++; /* and back down in mqr__msg_release */
+  b->stats.bytes += len;
 
   uint32_t taken = 0;
   for (uint32_t i = 0; i < res.count; i++) {

@@ -213,7 +213,8 @@ struct mqr_broker_s {
   void *close_arg;
 };
 
-/* store.c */
+/* store.c: a message of room for len bytes (its caller sets len and counts it in the
+ * stats); the release that drops its last reference uncounts it and recycles it. */
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len);
 void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m);
 void mqr__msg_pools_free(mqr_broker_t *b);

@@ -13,7 +13,6 @@
 static void conn_close(mqr__conn_t *c, bool graceful);
 static void process(mqr__conn_t *c);
 static void start_reading(mqr__conn_t *c);
-static bool output_full(const mqr__conn_t *c);
 
 /* ---- read buffers ------------------------------------------------------------------------ */
 
@@ -103,9 +102,14 @@ static int write_frame(mqr__conn_t *c, const mqr_frame_t *f) {
   return add_own(w, off, buf.len - off);
 }
 
-bool mqr__conn_paused(const mqr__conn_t *c) {
-  return c->state == MQR__CONN_CLOSING || c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
+/* A connection whose answers it does not read (receipts, errors) would make its output
+ * grow: past max_pending_write unwritten, it gets no deliveries and is not read from until
+ * that drains. */
+static bool output_full(const mqr__conn_t *c) {
+  return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
 }
+
+bool mqr__conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || output_full(c); }
 
 int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e) {
   mqr__wreq_t *w = out(c);
@@ -515,12 +519,6 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
 }
 
 /* Takes every whole frame in the read buffer, while the connection may go on. */
-/* A connection whose answers it does not read (receipts, errors) would make its output
- * grow: past max_pending_write unwritten, it is not read from until that drains. */
-static bool output_full(const mqr__conn_t *c) {
-  return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
-}
-
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 static void process(mqr__conn_t *c) {
   while (c->state != MQR__CONN_CLOSING && c->blocked_on == 0 && c->rbuf && !output_full(c)) {

@@ -69,8 +69,6 @@ mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
   m->cls = (uint8_t)cls;
   m->acct = NULL;
   m->next_free = NULL;
-  b->stats.messages++;
-  b->stats.bytes += len;
   return m;
 }
 

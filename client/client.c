@@ -438,12 +438,7 @@ void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg) {
   c->state = C_CLOSING;
   if (c->tcp_open && was_open) uv_read_stop((uv_stream_t *)&c->tcp);
   fail_pending(c, MQR_ECLOSED);
-  if (was_open) {
-    /* what is queued goes first: flush by hand (the state no longer takes frames) */
-    c->state = C_OPEN;
-    flush(c);
-    c->state = C_CLOSING;
-  }
+  if (was_open) flush(c); /* what is queued (the DISCONNECT last) goes first */
   if (!c->write_in_flight) finish_close(c);
 }
 
