@@ -74,8 +74,9 @@ static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *wh
 }
 
 /* The address is missing: create it if the settings allow. */
-static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, int t, mqr_address_t **out,
+static int auto_create_address(mqr_router_t *r, const mqr__key_t *k, int t, mqr_address_t **out,
                                mqr_route_result_t *res, mqr_error_t *err) {
+  mqr_str_t name = mqr_str_n(k->ptr, k->len);
   if (mqr_wildcard_is_pattern(&r->wildcard, name)) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
   if (name.len > MQR__NAME_MAX)
     return mqr_error_set(err, MQR_ENAMETOOLONG, "address name of %zu bytes is too long", name.len);
@@ -84,14 +85,15 @@ static int auto_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, i
   if (!s.auto_create_addresses)
     return addr_error(err, MQR_ENOADDR, name, "does not exist (auto-create-addresses is off)");
   int type = t != MQR_ROUTING_NONE ? t : (int)s.default_address_routing_type;
-  int rc = mqr__router_create_address(r, name, hash, mqr_routing_set_of(type), MQR_ADDRESS_AUTO_CREATED, out, err);
+  int rc = mqr__router_create_address(r, k, mqr_routing_set_of(type), MQR_ADDRESS_AUTO_CREATED, out, err);
   if (rc == 0) res->flags |= MQR_ROUTE_CREATED_ADDRESS;
   return rc;
 }
 
 /* The address lacks routing type t: add it if the settings allow (ARTEMIS-4212: never
- * drop silently). */
-static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_error_t *err) {
+ * drop silently). The first type a send adds saves the info it had, for an undo. */
+static int auto_add_type(mqr_router_t *r, mqr_address_t *a, int t, mqr_address_info_t *saved, mqr_route_result_t *res,
+                         mqr_error_t *err) {
   mqr_str_t name = a->key.name;
   if (!a->bind.cold->settings.auto_create_addresses) {
     char what[96];
@@ -99,7 +101,10 @@ static int auto_add_type(mqr_address_t *a, int t, mqr_route_result_t *res, mqr_e
              mqr_routing_type_name(t));
     return addr_error(err, MQR_ENOADDR, name, what);
   }
-  mqr_address_info_add_type(&a->key.info, t);
+  if (!(res->flags & MQR_ROUTE_ADDED_TYPE)) *saved = a->key.info;
+  mqr_address_info_t info = a->key.info;
+  mqr_address_info_add_type(&info, t);
+  mqr__address_set_info(r, a, info);
   res->flags |= MQR_ROUTE_ADDED_TYPE;
   return 0;
 }
@@ -163,30 +168,38 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   /* One pass: the reads that hash the name also say whether it holds a ':'; only then
    * is "::" looked for, and the address part hashed again. */
   bool colon;
-  uint64_t h = mqr__hash_scan(p, len, &colon);
+  mqr__key_t k = mqr__key_scan(p, len, &colon);
   size_t sep = len;
   if (colon) {
     for (size_t i = 0; i + 1 < len; i++)
       if (p[i] == ':' && p[i + 1] == ':') {
         sep = i;
-        h = mqr__hash(p, sep);
+        k = mqr__key(p, sep);
         break;
       }
   }
   mqr_str_t name = mqr_str_n(p, sep);
   if (name.len == 0) return mqr_error_set(err, MQR_EEMPTYADDR, "empty address name");
 
+  /* The slot has the routing types and the flags: an existing address is found and
+   * checked without reading it. */
   int rc;
-  mqr_address_t *a = mqr__table_find(&r->addresses, h, name.ptr, name.len), *created = NULL;
-  if (a == NULL) {
-    if ((rc = auto_create_address(r, name, h, t, &a, res, err)) != 0) return rc;
+  const mqr__slot_t *slot = mqr__table_slot(&r->addresses, &k);
+  mqr_address_t *a, *created = NULL;
+  mqr_routing_set_t types;
+  mqr_address_info_t saved;
+  if (slot == NULL) {
+    if ((rc = auto_create_address(r, &k, t, &a, res, err)) != 0) return rc;
     created = a;
-  } else if (mqr__is_wildcard(a)) {
+    types = a->key.info.types;
+  } else if (slot->aux[MQR__AUX_FLAGS] & MQR_ADDRESS_WILDCARD) {
     return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
+  } else {
+    a = slot->val;
+    types.bits = slot->aux[MQR__AUX_TYPES];
   }
-  mqr_address_info_t saved = a->key.info;
-  if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, t)) {
-    if ((rc = auto_add_type(a, t, res, err)) != 0) goto undo;
+  if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(types, t)) {
+    if ((rc = auto_add_type(r, a, t, &saved, res, err)) != 0) goto undo;
   }
 
   /* Which queue, if any, this send creates: the named one of address::queue, or for an
@@ -198,7 +211,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     make_name = mqr_str_n(p + sep + 2, len - sep - 2);
     if ((rc = resolve_fqqn(r, a, make_name, t, &fqqn, &make_type, err)) != 0) goto undo;
     if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, make_type) &&
-        (rc = auto_add_type(a, make_type, res, err)) != 0)
+        (rc = auto_add_type(r, a, make_type, &saved, res, err)) != 0)
       goto undo;
   } else if (t == MQR_ANYCAST && a->bind.n_anycast == 0 && a->bind.cold->settings.auto_create_queues &&
              mqr_router_find_queue(r, name) == NULL) {
@@ -266,8 +279,8 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
 undo:
   if (created)
     mqr__router_drop_address(r, created);
-  else
-    a->key.info = saved;
+  else if (res->flags & MQR_ROUTE_ADDED_TYPE)
+    mqr__address_set_info(r, a, saved);
   res->flags = 0;
   return rc;
 }

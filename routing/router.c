@@ -116,11 +116,38 @@ void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t ad
 }
 
 mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
-  return mqr__table_find(&r->addresses, mqr__hash(name.ptr, name.len), name.ptr, name.len);
+  mqr__key_t k = mqr__key(name.ptr, name.len);
+  return mqr__table_find(&r->addresses, &k);
+}
+
+__attribute__((noinline)) static mqr_address_t *find_types_probe(const mqr_router_t *r, mqr_str_t name,
+                                                                 mqr_routing_set_t *types) {
+  mqr__key_t k = mqr__key(name.ptr, name.len);
+  const mqr__slot_t *s = mqr__table_probe(&r->addresses, k.ptr, k.len, k.hash);
+  types->bits = s ? s->aux[MQR__AUX_TYPES] : 0;
+  return s ? s->val : NULL;
+}
+
+/* A leaf on its fast path: the rest is a tail call. */
+mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
+  if (name.len > 16) return find_types_probe(r, name, types);
+  mqr__key_t k = mqr__key_short(name.ptr, name.len);
+  const mqr__slot_t *s = mqr__table_slot_quick(&r->addresses, &k);
+  if (s == NULL) return find_types_probe(r, name, types);
+  types->bits = s->aux[MQR__AUX_TYPES];
+  return s->val;
 }
 
 mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name) {
-  return mqr__table_find(&r->queues, mqr__hash(name.ptr, name.len), name.ptr, name.len);
+  mqr__key_t k = mqr__key(name.ptr, name.len);
+  return mqr__table_find(&r->queues, &k);
+}
+
+void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t info) {
+  a->key.info = info;
+  mqr__key_t k = mqr__key(a->key.name.ptr, a->key.name.len);
+  mqr__slot_t *s = mqr__table_slot(&r->addresses, &k);
+  if (s) s->aux[MQR__AUX_TYPES] = info.types.bits;
 }
 
 /* ---- binding arrays, staged ----------------------------------------------------- */
@@ -253,8 +280,9 @@ static int check_name(mqr_str_t name, int empty_code, const char *what, mqr_erro
   return 0;
 }
 
-int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, mqr_routing_set_t types, uint32_t flags,
+int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing_set_t types, uint32_t flags,
                                mqr_address_t **out, mqr_error_t *err) {
+  mqr_str_t name = mqr_str_n(k->ptr, k->len);
   bool wildcard = mqr_wildcard_is_pattern(&r->wildcard, name);
   if (mqr__table_reserve(&r->addresses) != 0) goto nomem;
   if (wildcard && r->n_wildcards == r->cap_wildcards) {
@@ -288,7 +316,6 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
   memcpy(nm, name.ptr, name.len);
   nm[name.len] = '\0';
   a->key.name = mqr_str_n(nm, name.len);
-  a->bind.cold->hash = hash;
   a->key.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
   mqr_address_info_set_types(&a->key.info, types);
   if (!wildcard) {
@@ -306,7 +333,7 @@ int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, m
   }
   a->bind.cold->seq = r->next_seq++;
   mqr_router_resolve_settings(r, name, &a->bind.cold->settings);
-  mqr__table_insert(&r->addresses, hash, a);
+  mqr__table_insert(&r->addresses, k, a, a->key.info.types.bits, a->key.flags);
   if (wildcard) r->wildcards[r->n_wildcards++] = a;
   if (out) *out = a;
   return 0;
@@ -318,15 +345,16 @@ int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t ty
                            mqr_address_t **out, mqr_error_t *err) {
   int rc = check_name(name, MQR_EEMPTYADDR, "address", err);
   if (rc) return rc;
-  uint64_t h = mqr__hash(name.ptr, name.len);
-  if (mqr__table_find(&r->addresses, h, name.ptr, name.len))
+  mqr__key_t k = mqr__key(name.ptr, name.len);
+  if (mqr__table_find(&r->addresses, &k))
     return mqr_error_set(err, MQR_EADDREXISTS, "address '%.*s' already exists", (int)name.len, name.ptr);
-  return mqr__router_create_address(r, name, h, types, flags, out, err);
+  return mqr__router_create_address(r, &k, types, flags, out, err);
 }
 
 /* Unlinks a queue from the queue table and from its address's own list (no allocation). */
 static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
-  mqr__table_remove(&r->queues, q->hash, q->name.ptr, q->name.len);
+  mqr__key_t k = mqr__key(q->name.ptr, q->name.len);
+  mqr__table_remove(&r->queues, &k);
   mqr_address_t *a = q->address;
   for (uint32_t i = 0; i < a->bind.cold->n_own; i++) {
     if (a->bind.cold->own[i] != q) continue;
@@ -346,7 +374,8 @@ void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
       break;
     }
   }
-  mqr__table_remove(&r->addresses, a->bind.cold->hash, a->key.name.ptr, a->key.name.len);
+  mqr__key_t k = mqr__key(a->key.name.ptr, a->key.name.len);
+  mqr__table_remove(&r->addresses, &k);
   free_address(r, a);
 }
 
@@ -378,7 +407,11 @@ int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_e
   if (mqr_routing_type_name(t) == NULL) return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
   mqr_address_t *a = mqr_router_find_address(r, address);
   if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)address.len, address.ptr);
-  if (!mqr_routing_set_contains(a->key.info.types, t)) mqr_address_info_add_type(&a->key.info, t);
+  if (!mqr_routing_set_contains(a->key.info.types, t)) {
+    mqr_address_info_t info = a->key.info;
+    mqr_address_info_add_type(&info, t);
+    mqr__address_set_info(r, a, info);
+  }
   return 0;
 }
 
@@ -391,7 +424,9 @@ int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mq
       return mqr_error_set(err, MQR_ETYPEINUSE, "address '%.*s' still has %s queue '%.*s'", (int)address.len,
                            address.ptr, mqr_routing_type_name(t), (int)a->bind.cold->own[i]->name.len,
                            a->bind.cold->own[i]->name.ptr);
-  mqr_address_info_remove_type(&a->key.info, t);
+  mqr_address_info_t info = a->key.info;
+  mqr_address_info_remove_type(&info, t);
+  mqr__address_set_info(r, a, info);
   return 0;
 }
 
@@ -419,7 +454,6 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   ft[cfg->filter.len] = '\0';
   q->name = mqr_str_n(nm, cfg->name.len);
   q->filter_text = mqr_str_n(ft, cfg->filter.len);
-  q->hash = mqr__hash(nm, cfg->name.len);
   q->address = a;
   q->type = (uint8_t)cfg->routing_type;
   q->durable = cfg->durable;
@@ -435,7 +469,8 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   plan_commit(&p);
   q->seq = r->next_seq++;
   a->bind.cold->own[a->bind.cold->n_own++] = q;
-  mqr__table_insert(&r->queues, q->hash, q);
+  mqr__key_t k = mqr__key(nm, cfg->name.len);
+  mqr__table_insert(&r->queues, &k, q, q->type, 0);
   if (out) *out = q;
   return 0;
 nomem:
@@ -475,21 +510,24 @@ int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_que
   bool created = false;
   mqr_address_info_t saved = {0};
   if (a == NULL) {
-    rc = mqr__router_create_address(r, cfg->address, mqr__hash(cfg->address.ptr, cfg->address.len),
-                                    mqr_routing_set_of(cfg->routing_type), MQR_ADDRESS_AUTO_CREATED, &a, err);
+    mqr__key_t k = mqr__key(cfg->address.ptr, cfg->address.len);
+    rc = mqr__router_create_address(r, &k, mqr_routing_set_of(cfg->routing_type), MQR_ADDRESS_AUTO_CREATED, &a, err);
     if (rc) return rc;
     created = true;
   } else {
     saved = a->key.info;
-    if (!mqr_routing_set_contains(a->key.info.types, cfg->routing_type))
-      mqr_address_info_add_type(&a->key.info, cfg->routing_type);
+    if (!mqr_routing_set_contains(a->key.info.types, cfg->routing_type)) {
+      mqr_address_info_t info = saved;
+      mqr_address_info_add_type(&info, cfg->routing_type);
+      mqr__address_set_info(r, a, info);
+    }
   }
   rc = mqr__router_create_queue(r, cfg, a, out, err);
   if (rc) {
     if (created)
       mqr__router_drop_address(r, a);
     else
-      a->key.info = saved;
+      mqr__address_set_info(r, a, saved);
   }
   return rc;
 }

@@ -27,7 +27,6 @@ struct mqr_queue_s {
   mqr_address_t *address;
   int32_t max_consumers;
   uint64_t seq;
-  uint64_t hash;
   void *data;
   mqr_str_t filter_text;
 };
@@ -67,7 +66,6 @@ typedef struct {
 
 /* What a send does not read: topology, counters of the exceptional paths, settings. */
 typedef struct mqr__address_cold_s {
-  uint64_t hash;
   uint64_t seq;
   uint64_t unrouted;
   void *block;       /* the block's own allocation; NULL when it is a pool cell */
@@ -91,14 +89,21 @@ typedef struct mqr__settings_entry_s {
   mqr_address_settings_t s;
 } mqr__settings_entry_t;
 
+/* What the address table keeps in a slot's two owner bytes. */
+#define MQR__AUX_TYPES 0 /* the routing-type set's bits */
+#define MQR__AUX_FLAGS 1 /* MQR_ADDRESS_* flags */
+
 static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->key.flags & MQR_ADDRESS_WILDCARD) != 0; }
 
 /* The longest address or queue name, in bytes. */
 #define MQR__NAME_MAX 65535u
 
 /* Internal topology steps shared by router.c and route.c. */
-int mqr__router_create_address(mqr_router_t *r, mqr_str_t name, uint64_t hash, mqr_routing_set_t types, uint32_t flags,
+int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing_set_t types, uint32_t flags,
                                mqr_address_t **out, mqr_error_t *err);
+/* Sets a's routing types and default, in the address and in its table slot. Every
+ * change of an address's info goes through here. */
+void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t info);
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err);
 /* Unlinks and frees an address that has no queues (no allocation). */

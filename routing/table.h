@@ -2,20 +2,46 @@
  * tombstones), power-of-two capacity, load kept at or under 3/4.
  *
  * Invariant: every entry sits in the probe run that starts at (hash & mask) and no empty
- * slot lies between that home slot and the entry. A slot is 16 bytes, {hash, object};
- * empty when the object is NULL. Each object carries its key's length in an mqr_str_t at
- * the table's key_off and the key's bytes at bytes_off, both offsets into the object, so a
- * probe compares the 64-bit hash in the slot first and, on a match, loads the length and
- * the bytes in parallel: their addresses are known without reading a pointer. */
+ * slot lies between that home slot and the entry. A slot is 32 bytes, half a cache line,
+ * empty when its object is NULL. It holds the key's digest (its 32-bit hash, its length,
+ * and the two words the hash read: for a key of up to 16 bytes those words are the key
+ * itself) and two bytes the owner keeps there (the address table: the routing-type set
+ * and the flags). So finding a name of up to 16 bytes, and testing what the owner keeps
+ * in the slot, reads the slot's line and nothing else; a longer key is compared in full
+ * at the object, whose key length is at the table's key_off and bytes at bytes_off. */
 #ifndef MQR_ROUTING_TABLE_H
 #define MQR_ROUTING_TABLE_H
+
+#include <assert.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "mqr/routing.h"
 
 typedef struct {
-  uint64_t hash;
+  uint64_t a, b; /* mqr__key_t's words */
   void *val;
+  uint32_t hash; /* the low half of the key's hash */
+  uint16_t len;  /* the key's length, modulo 2^16 */
+  uint8_t aux[2];
 } mqr__slot_t;
+
+static_assert(sizeof(mqr__slot_t) == 32, "a slot is half a cache line");
+
+#define MQR__TAG_WINDOW 16u
+extern const uint8_t mqr__no_tags[MQR__TAG_WINDOW];
+
+/* A key's digest, computed once and used for every probe. For a key of up to 16 bytes,
+ * (len, a, b) is the key: 8 to 16 bytes are its first and last 8, 4 to 7 its first and
+ * last 4 (in a), 1 to 3 its first, middle and last byte (in a). Longer keys: the last 16
+ * bytes, and the hash covers all of them. */
+typedef struct {
+  uint64_t hash, a, b;
+  const char *ptr;
+  size_t len;
+} mqr__key_t;
 
 static inline uint64_t mqr__load64(const char *p) {
   uint64_t v;
@@ -43,11 +69,12 @@ static inline uint64_t mqr__fold(uint64_t a, uint64_t b) {
 /* True when a byte of w is zero. */
 static inline uint64_t mqr__zero_byte(uint64_t w) { return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull; }
 
-/* The name hash: word at a time, every byte read once, lengths mixed in. Two 8-byte
+/* The name hash and digest: word at a time, every byte read once, lengths mixed in. Two 8-byte
  * (or overlapping 4-byte) reads cover a name of up to 16 bytes, so a short name costs
  * two multiplies. *colon (may be NULL) says whether the name holds a ':' byte; the
  * reads that hash it find out for free. */
-__attribute__((always_inline)) static inline uint64_t mqr__hash_scan(const char *p, size_t n, bool *colon) {
+__attribute__((always_inline)) static inline mqr__key_t mqr__key_scan(const char *p, size_t n, bool *colon) {
+  const char *p0 = p;
   uint64_t a, b, seed = MQR__HK0 ^ (uint64_t)n, c = 0;
   if (n <= 16) {
     if (n >= 8) {
@@ -76,17 +103,17 @@ __attribute__((always_inline)) static inline uint64_t mqr__hash_scan(const char 
     c |= mqr__zero_byte(a ^ MQR__COLONS) | mqr__zero_byte(b ^ MQR__COLONS);
   }
   if (colon) *colon = c != 0;
-  return mqr__fold(MQR__HK2 ^ (uint64_t)n, mqr__fold(a ^ MQR__HK1, b ^ seed));
+  mqr__key_t k = {mqr__fold(MQR__HK2 ^ (uint64_t)n, mqr__fold(a ^ MQR__HK1, b ^ seed)), a, b, p0, n};
+  return k;
 }
 
-static inline uint64_t mqr__hash(const char *p, size_t n) { return mqr__hash_scan(p, n, NULL); }
-
-/* Equality of two keys of length n, without a call for short ones. */
-static inline bool mqr__key_eq(const char *a, const char *b, size_t n) {
-  if (n >= 8 && n <= 16) return mqr__load64(a) == mqr__load64(b) && mqr__load64(a + n - 8) == mqr__load64(b + n - 8);
-  if (n >= 4 && n < 8) return mqr__load32(a) == mqr__load32(b) && mqr__load32(a + n - 4) == mqr__load32(b + n - 4);
-  return memcmp(a, b, n) == 0;
+static inline mqr__key_t mqr__key(const char *p, size_t n) { return mqr__key_scan(p, n, NULL); }
+/* The same, for n <= 16 only: no code for longer keys. */
+__attribute__((always_inline)) static inline mqr__key_t mqr__key_short(const char *p, size_t n) {
+  if (n > 16) __builtin_unreachable();
+  return mqr__key_scan(p, n, NULL);
 }
+static inline uint64_t mqr__hash(const char *p, size_t n) { return mqr__key_scan(p, n, NULL).hash; }
 
 /* key_off: where each object keeps its mqr_str_t key (its .len is read); bytes_off:
  * where the key's bytes are, from the start of the object. */
@@ -95,24 +122,81 @@ void mqr__table_free(mqr__table_t *t);
 /* Makes room for one more entry, so that the next insert cannot fail. 0 or MQR_ENOMEM
  * (table unchanged). */
 int mqr__table_reserve(mqr__table_t *t);
-/* Inserts val (whose key must be absent); room must have been reserved. */
-void mqr__table_insert(mqr__table_t *t, uint64_t hash, void *val);
+/* Inserts val (whose key must be absent) with the owner's two bytes; room must have been
+ * reserved. */
+void mqr__table_insert(mqr__table_t *t, const mqr__key_t *k, void *val, uint8_t aux0, uint8_t aux1);
 
-static inline bool mqr__table_key_is(const mqr__table_t *t, const void *val, const char *key, size_t len) {
-  const mqr_str_t *k = (const mqr_str_t *)((const char *)val + t->key_off);
-  return k->len == len && mqr__key_eq((const char *)val + t->bytes_off, key, len);
+/* The object's key is ptr[0, len): the full comparison, for a key over 16 bytes. */
+bool mqr__slot_key_is(const mqr__table_t *t, const mqr__slot_t *s, const char *ptr, size_t len);
+
+/* True when slot s holds key k. The digest decides for a key of up to 16 bytes; a longer
+ * one is compared at the object. */
+__attribute__((always_inline)) static inline bool mqr__slot_is(const mqr__table_t *t, const mqr__slot_t *s,
+                                                               const mqr__key_t *k) {
+  if (((s->hash ^ (uint32_t)k->hash) | (uint32_t)(s->len ^ (uint16_t)k->len)) != 0 ||
+      ((s->a ^ k->a) | (s->b ^ k->b)) != 0)
+    return false;
+  return k->len <= 16 || mqr__slot_key_is(t, s, k->ptr, k->len);
 }
 
-static inline void *mqr__table_find(const mqr__table_t *t, uint64_t hash, const char *key, size_t len) {
-  if (t->count == 0) return NULL;
-  const mqr__slot_t *s = t->slots;
-  for (uint32_t i = (uint32_t)hash & t->mask;; i = (i + 1) & t->mask) {
-    if (s[i].val == NULL) return NULL;
-    if (s[i].hash == hash && mqr__table_key_is(t, s[i].val, key, len)) return s[i].val;
-  }
+/* A slot's tag: a byte of the hash the slot does not keep, never 0 (an empty slot's). */
+static inline uint8_t mqr__tag(uint64_t hash) {
+  uint8_t b = (uint8_t)(hash >> 56);
+  return (uint8_t)(b + (b == 0));
 }
 
-/* Removes the entry for key; returns its value or NULL. */
-void *mqr__table_remove(mqr__table_t *t, uint64_t hash, const char *key, size_t len);
+/* Which of the 16 tags from p equal tag: bit j for p[j]. */
+static inline unsigned mqr__tag_match(const uint8_t *p, uint8_t tag) {
+#ifdef __SSE2__
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)tag)));
+#else
+  unsigned m = 0;
+  for (unsigned j = 0; j < MQR__TAG_WINDOW; j++) m |= (unsigned)(p[j] == tag) << j;
+  return m;
+#endif
+}
+
+/* The whole probe, from the home slot to an empty one, for the key ptr[0, len) whose
+ * digest has this hash. Out of line: the tag window finds nearly every short key. */
+mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const char *ptr, size_t len, uint64_t hash);
+
+/* The slot holding key k, if it is the first candidate of the tag window: the 16 tags
+ * from the home slot are compared at once, so a key within 15 slots of its home (all
+ * but a few in a thousand, at the table's load) is found with no branch that depends on
+ * where it sits, and the candidates are nearly always one. NULL says nothing: ask
+ * mqr__table_slot. No call, so a caller's fast path stays a leaf. The first 15 tags are
+ * repeated past the last, so a window near the end sees the run that wraps round. */
+__attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(const mqr__table_t *t,
+                                                                                const mqr__key_t *k) {
+  uint32_t i = (uint32_t)k->hash & t->mask;
+  __builtin_prefetch((const mqr__slot_t *)t->slots + i); /* while the tags load */
+  unsigned m = mqr__tag_match(t->tags + i, mqr__tag(k->hash));
+  if (m == 0) return NULL;
+  mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
+  if (((s->hash ^ (uint32_t)k->hash) | (uint32_t)(s->len ^ (uint16_t)k->len)) != 0 ||
+      ((s->a ^ k->a) | (s->b ^ k->b)) != 0 || k->len > 16)
+    return NULL;
+  return s;
+}
+
+/* The slot holding key k, or NULL. What the window misses (a later candidate, a key over
+ * 16 bytes or past the window, a key that is absent) the full probe settles. */
+__attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot(const mqr__table_t *t, const mqr__key_t *k) {
+  mqr__slot_t *s = mqr__table_slot_quick(t, k);
+  return s ? s : mqr__table_probe(t, k->ptr, k->len, k->hash);
+}
+
+static inline void *mqr__table_find(const mqr__table_t *t, const mqr__key_t *k) {
+  const mqr__slot_t *s = mqr__table_slot(t, k);
+  return s ? s->val : NULL;
+}
+
+/* Removes the entry for key k; returns its value or NULL. */
+void *mqr__table_remove(mqr__table_t *t, const mqr__key_t *k);
+
+/* The invariants, for tests: every entry reachable from its home, a tag exactly where
+ * an entry is, the first tags repeated past the end, the count right. */
+bool mqr__table_check(const mqr__table_t *t);
 
 #endif

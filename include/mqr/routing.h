@@ -343,7 +343,9 @@ typedef struct {
 
 /* Private: an open-addressed table of name -> object. */
 typedef struct {
-  void *slots;
+  void *slots;   /* 32-byte aligned, inside mem */
+  uint8_t *tags; /* one byte per slot, then the first 15 again; inside mem */
+  void *mem;
   uint32_t mask;
   uint32_t count;
   uint32_t key_off, bytes_off;
@@ -392,6 +394,13 @@ MQR_EXTERN int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool f
 
 /* The address named name, or NULL. */
 MQR_EXTERN mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name);
+
+/* The address named name and its routing-type set (empty when missing), or NULL. The
+ * router keeps each address's set beside its name in the lookup table, so for a name of
+ * up to 16 bytes this reads one slot of the table and not the address: the check a send
+ * makes before it routes. */
+MQR_EXTERN mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name,
+                                                        mqr_routing_set_t *types);
 
 /* Adds routing type t to an address (0 if already there). MQR_ENOADDR, MQR_EINVAL. */
 MQR_EXTERN int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err);

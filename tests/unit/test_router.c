@@ -489,6 +489,76 @@ static void test_result_too_small_changes_nothing(void **state) {
   free(after);
 }
 
+/* The lookup table keeps each address's routing types beside its name: every change of
+ * the types (added, removed, added by a queue or a send, undone by a refused send) shows
+ * in mqr_router_find_address_types as in the address, for short and long names. */
+static void expect_types(mqr_router_t *r, const char *name, mqr_routing_set_t want) {
+  mqr_routing_set_t got;
+  mqr_address_t *a = mqr_router_find_address_types(r, mqr_str(name), &got);
+  assert_non_null(a);
+  assert_ptr_equal(a, mqr_router_find_address(r, mqr_str(name)));
+  assert_int_equal(got.bits, want.bits);
+  assert_int_equal(mqr_address_routing_types(a).bits, want.bits);
+}
+
+static void test_lookup_types_follow_every_change(void **state) {
+  mqr_router_t *r = *state;
+  const char *names[] = {"a", "sixteen-bytes-16", "a-name-longer-than-sixteen-bytes"};
+  for (int i = 0; i < 3; i++) {
+    const char *n = names[i];
+    char q[64];
+    addr(r, n, ANY_SET);
+    expect_types(r, n, ANY_SET);
+    assert_int_equal(mqr_router_add_routing_type(r, mqr_str(n), MQR_MULTICAST, NULL), 0);
+    expect_types(r, n, BOTH_SET);
+    assert_int_equal(mqr_router_remove_routing_type(r, mqr_str(n), MQR_ANYCAST, NULL), 0);
+    expect_types(r, n, MULTI_SET);
+    snprintf(q, sizeof q, "%s.q", n); /* a queue of a missing type adds it */
+    assert_int_equal(try_queue(r, q, n, MQR_ANYCAST, true), 0);
+    expect_types(r, n, BOTH_SET);
+    assert_int_equal(mqr_router_remove_queue(r, mqr_str(q), NULL), 0);
+    assert_int_equal(mqr_router_remove_routing_type(r, mqr_str(n), MQR_ANYCAST, NULL), 0);
+    expect_types(r, n, MULTI_SET);
+    /* a send refused after adding its type (result too small) takes the type back */
+    snprintf(q, sizeof q, "%s.m", n);
+    queue(r, q, n, MQR_MULTICAST);
+    mqr_queue_t *none[1];
+    mqr_route_result_t small = {none, 0, 0, 0, 0, 0, NULL};
+    mqr_route_request_t req = {mqr_str(n), MQR_ANYCAST, {0}, NULL, NULL};
+    assert_int_equal(mqr_router_route(r, &req, &small, NULL), MQR_ENOSPC);
+    expect_types(r, n, MULTI_SET);
+    /* and a send that succeeds keeps it */
+    mqr_queue_t *t[4];
+    mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+    assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
+    assert_true(res.flags & MQR_ROUTE_ADDED_TYPE);
+    expect_types(r, n, BOTH_SET);
+    /* removed and made again: the slot is the new address's */
+    assert_int_equal(mqr_router_remove_address(r, mqr_str(n), true, NULL), 0);
+    mqr_routing_set_t got;
+    assert_null(mqr_router_find_address_types(r, mqr_str(n), &got));
+    assert_true(mqr_routing_set_is_empty(got));
+    addr(r, n, MULTI_SET);
+    expect_types(r, n, MULTI_SET);
+  }
+  /* an address auto-created by a send */
+  mqr_queue_t *t[4];
+  mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+  mqr_route_request_t req = {S("made.by.a.send.to.a.long.name"), MQR_ANYCAST, {0}, NULL, NULL};
+  assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
+  expect_types(r, "made.by.a.send.to.a.long.name", ANY_SET);
+  /* many addresses: growth moves slots, and each keeps its types */
+  char nm[32];
+  for (int i = 0; i < 3000; i++) {
+    snprintf(nm, sizeof nm, i % 2 ? "grow.%d" : "grow.longer.than.sixteen.%d", i);
+    addr(r, nm, i % 3 ? ANY_SET : MULTI_SET);
+  }
+  for (int i = 0; i < 3000; i++) {
+    snprintf(nm, sizeof nm, i % 2 ? "grow.%d" : "grow.longer.than.sixteen.%d", i);
+    expect_types(r, nm, i % 3 ? ANY_SET : MULTI_SET);
+  }
+}
+
 /* ---- Wildcards ---------------------------------------------------------------------- */
 
 static void test_wildcard_queues_get_copies_of_matching_sends(void **state) {
@@ -758,6 +828,7 @@ int main(void) {
       T(test_no_route_goes_to_dead_letter_address_once),
       T(test_route_status_names),
       T(test_result_too_small_changes_nothing),
+      T(test_lookup_types_follow_every_change),
       T(test_wildcard_queues_get_copies_of_matching_sends),
       T(test_sending_to_a_wildcard_address_is_refused),
       T(test_wildcard_bindings_are_recomputed_when_bindings_change),
