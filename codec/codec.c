@@ -197,6 +197,63 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
   return 0;
 }
 
+/* The fast path of a flat plan: a leaf, with one room check per op for the most any op
+ * here writes (a 10-byte varint; a length byte and up to 63 bytes of string, fixed or
+ * default) and a dispatch without a range check. NULL for what it leaves to enc_flat
+ * (a buffer short of that room, a longer string, fixed or default, a bad enum ordinal),
+ * which then encodes the value again from the same place. */
+#define MQR__FAST_ROOM 74
+__attribute__((always_inline)) static inline uint8_t *
+enc_flat_fast(const mqr__op_t *op, const mqr__op_t *last, const uint8_t *base, uint8_t *p, const uint8_t *end) {
+  for (; op < last; op++) {
+    if (end - p < MQR__FAST_ROOM) return NULL;
+    switch ((mqr__opcode_t)op->code) {
+    case MQR__OP_BOOL: *p++ = LD(bool, base, op->off); break;
+    case MQR__OP_INT: p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off))); break;
+    case MQR__OP_LONG: p = mqr__put_varint(p, mqr__zigzag64(LD(int64_t, base, op->off))); break;
+    case MQR__OP_FLOAT:
+      memcpy(p, base + op->off, 4);
+      p += 4;
+      break;
+    case MQR__OP_DOUBLE:
+      memcpy(p, base + op->off, 8);
+      p += 8;
+      break;
+    case MQR__OP_STR: {
+      mqr_str_t v = LD(mqr_str_t, base, op->off);
+      if (v.len >= 64) return NULL;
+      *p++ = (uint8_t)(v.len << 1);
+      p = mqr__copy_lt64(p, v.ptr, v.len);
+      break;
+    }
+    case MQR__OP_STRS:
+      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) {
+        mqr_str_t v = LD(mqr_str_t, base, *off);
+        if (v.len >= 64 || end - p < MQR__FAST_ROOM) return NULL;
+        *p++ = (uint8_t)(v.len << 1);
+        p = mqr__copy_lt64(p, v.ptr, v.len);
+      }
+      break;
+    case MQR__OP_ENUM: {
+      int32_t v = LD(int32_t, base, op->off);
+      if ((uint32_t)v >= op->n) return NULL;
+      p = mqr__put_varint(p, mqr__zigzag32(v));
+      break;
+    }
+    case MQR__OP_FIXED:
+      if (op->n >= 64) return NULL;
+      p = mqr__copy_lt64(p, base + op->off, op->n);
+      break;
+    case MQR__OP_DEFAULT:
+      if (op->n >= 64) return NULL;
+      p = mqr__copy_lt64(p, op->bytes, op->n);
+      break;
+    default: __builtin_unreachable(); /* a flat plan has no other op */
+    }
+  }
+  return p;
+}
+
 /* A flat plan: one straight run of scalar ops (most records). */
 static int enc_flat(const mqr__plan_t *pl, const uint8_t *base, mqr_avro_buf_t *o, mqr_error_t *err) {
   uint8_t *p = o->data + o->len, *end = o->data + o->cap;
@@ -287,20 +344,23 @@ static __attribute__((noinline, cold)) int encode_failed(const mqr_avro_codec_t 
     /* Measure by encoding into a scratch buffer. */
     mqr_avro_buf_t tmp;
     mqr_avro_buf_init_growable(&tmp);
-    if (mqr_avro_buf_reserve(&tmp, 256) == 0 && enc(c->root, value, &tmp, NULL, 0) == 0 && needed)
-      *needed = mark + tmp.len;
+    size_t datum = 0;
+    if (mqr_avro_buf_reserve(&tmp, 256) == 0 && enc(c->root, value, &tmp, NULL, 0) == 0) {
+      datum = tmp.len;
+      if (needed) *needed = mark + datum;
+    }
     mqr_avro_buf_free(&tmp);
-    return mqr_error_set(err, MQR_ENOSPC, "the datum needs %zu bytes, the buffer has %zu", tmp.len, out->cap - mark);
+    return mqr_error_set(err, MQR_ENOSPC, "the datum needs %zu bytes, the buffer has %zu", datum, out->cap - mark);
   }
   if (rc == MQR_ENOMEM) mqr_error_set(err, rc, "out of memory growing the output");
   return rc;
 }
 
-int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
-                    mqr_error_t *err) {
+__attribute__((noinline)) static int encode_general(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out,
+                                                    size_t *needed, mqr_error_t *err) {
   size_t mark = out->len;
   int rc;
-  if (__builtin_expect(out->data != NULL && c->root->flat, 1)) {
+  if (out->data != NULL && c->root->flat) {
     rc = enc_flat(c->root, value, out, err);
   } else {
     rc = out->data ? 0 : mqr_avro_buf_reserve(out, 1); /* a first use: never a NULL buffer below */
@@ -308,6 +368,20 @@ int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t
   }
   if (__builtin_expect(rc == 0, 1)) return 0;
   return encode_failed(c, value, out, mark, needed, err, rc);
+}
+
+/* A leaf on the fast path of a flat plan; everything else is a tail call. */
+int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                    mqr_error_t *err) {
+  const mqr__plan_t *pl = c->root;
+  if (__builtin_expect(out->data != NULL && pl->flat, 1)) {
+    uint8_t *end = enc_flat_fast(pl->ops, pl->ops + pl->n, value, out->data + out->len, out->data + out->cap);
+    if (__builtin_expect(end != NULL, 1)) {
+      out->len = (size_t)(end - out->data);
+      return 0;
+    }
+  }
+  return encode_general(c, value, out, needed, err);
 }
 
 /* ---- decode ------------------------------------------------------------------------- */
@@ -481,11 +555,107 @@ static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_aren
   return 0;
 }
 
-int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
-                    mqr_avro_arena_t *arena, mqr_error_t *err) {
+/* A varint of one byte, the common case: true and *z set, else false and nothing read. */
+#define ONE_BYTE(p, end, z) ((p) < (end) && *(p) < 0x80 && ((z) = *(p), (p)++, true))
+
+/* The fast path of a flat plan: a leaf. NULL for what it leaves to dec (varints of more
+ * than a byte near the end of the input, a DEFAULT to skip, and every error, whose
+ * message dec writes), which then decodes the value again from the start: every op
+ * writes its field, so nothing of this attempt survives. */
+__attribute__((always_inline)) static inline const uint8_t *
+dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const uint8_t *p, const uint8_t *end) {
+  for (; op < last; op++) {
+    switch ((mqr__opcode_t)op->code) {
+    case MQR__OP_BOOL:
+      if (p == end || *p > 1) return NULL;
+      ST(bool, base, op->off) = *p++;
+      break;
+    case MQR__OP_INT:
+    case MQR__OP_ENUM: {
+      int32_t v;
+      uint32_t z;
+      if (ONE_BYTE(p, end, z))
+        v = (int32_t)((z >> 1) ^ (0u - (z & 1)));
+      else if (end - p < 5 || !mqr__get_int_fast(&p, &v))
+        return NULL;
+      if (op->code == MQR__OP_ENUM && (uint32_t)v >= op->n) return NULL;
+      ST(int32_t, base, op->off) = v;
+      break;
+    }
+    case MQR__OP_LONG: {
+      uint64_t z = 0;
+      if (!ONE_BYTE(p, end, z)) {
+        if (end - p < 10) return NULL;
+        int shift = 0;
+        for (;; shift += 7) { /* at most 10 bytes, the last at most 1 */
+          uint8_t b = *p++;
+          z |= (uint64_t)(b & 0x7f) << shift;
+          if (b < 0x80) break;
+          if (shift == 63) return NULL;
+        }
+        if (shift == 63 && p[-1] > 1) return NULL; /* over 64 bits */
+      }
+      ST(int64_t, base, op->off) = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+      break;
+    }
+    case MQR__OP_FLOAT:
+      if (end - p < 4) return NULL;
+      memcpy(base + op->off, p, 4);
+      p += 4;
+      break;
+    case MQR__OP_DOUBLE:
+      if (end - p < 8) return NULL;
+      memcpy(base + op->off, p, 8);
+      p += 8;
+      break;
+    case MQR__OP_STR: {
+      uint32_t z;
+      if (!ONE_BYTE(p, end, z) || (z & 1) || (size_t)(end - p) < (z >> 1)) return NULL;
+      ST(mqr_str_t, base, op->off) = mqr_str_n((const char *)p, z >> 1);
+      p += z >> 1;
+      break;
+    }
+    case MQR__OP_STRS:
+      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) {
+        uint32_t z;
+        if (!ONE_BYTE(p, end, z) || (z & 1) || (size_t)(end - p) < (z >> 1)) return NULL;
+        ST(mqr_str_t, base, *off) = mqr_str_n((const char *)p, z >> 1);
+        p += z >> 1;
+      }
+      break;
+    case MQR__OP_FIXED:
+      if ((size_t)(end - p) < op->n) return NULL;
+      memcpy(base + op->off, p, op->n);
+      p += op->n;
+      break;
+    case MQR__OP_DEFAULT: return NULL;
+    default: __builtin_unreachable(); /* a flat plan has no other op */
+    }
+  }
+  return p;
+}
+#undef ONE_BYTE
+
+__attribute__((noinline)) static int decode_general(const mqr_avro_codec_t *c, const uint8_t *in, size_t len,
+                                                    size_t *used, void *value, mqr_avro_arena_t *arena,
+                                                    mqr_error_t *err) {
   mqr_avro_arena_t none = {NULL, 0, 0};
   mqr__rd_t r = mqr__rd_init(in, len, err);
   int rc = dec(c->root, &r, value, arena ? arena : &none, 0);
   if (rc == 0 && used) *used = mqr__rd_offset(&r);
   return rc;
+}
+
+/* A leaf on the fast path of a flat plan; everything else is a tail call. */
+int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                    mqr_avro_arena_t *arena, mqr_error_t *err) {
+  const mqr__plan_t *pl = c->root;
+  if (__builtin_expect(pl->flat && in != NULL, 1)) {
+    const uint8_t *end = dec_flat_fast(pl->ops, pl->ops + pl->n, value, in, in + len);
+    if (__builtin_expect(end != NULL, 1)) {
+      if (used) *used = (size_t)(end - in);
+      return 0;
+    }
+  }
+  return decode_general(c, in, len, used, value, arena, err);
 }

@@ -203,6 +203,9 @@ static void test_every_kind(void **state) {
       assert_int_equal(rc, MQR_ENOSPC);
       assert_int_equal(fb.len, 0);
       assert_int_equal(needed, b.len);
+      char want[96];
+      snprintf(want, sizeof want, "needs %zu bytes, the buffer has %zu", b.len, cap);
+      if (!strstr(err.message, want)) fail_msg("'%s' lacks '%s'", err.message, want);
     } else {
       assert_int_equal(rc, 0);
       assert_memory_equal(st, b.data, b.len);
@@ -244,6 +247,206 @@ static void test_every_kind(void **state) {
   mqr_avro_buf_free(&b);
   mqr_avro_codec_destroy(c);
   mqr_avro_schema_destroy(s);
+}
+
+/* A flat record (scalars, strings, an enum, a fixed, a nested record, a field the C
+ * struct leaves to its default) goes through the encoder's and decoder's fast paths when
+ * there is room and input enough, and through the general ones otherwise. Both give the
+ * same bytes and the same values, for strings around the fast path's 64-byte bound and
+ * varints of every length, and both refuse the same bad input. */
+typedef struct {
+  bool b;
+  int32_t i;
+  int64_t l;
+  float f;
+  double d;
+  mqr_str_t s, raw;
+  int32_t e;
+  uint8_t fx[4];
+  struct {
+    mqr_str_t a, b2;
+    int64_t n;
+  } in;
+} flat_t;
+
+/* The fields' schemas; a test orders them, so that every op stands first, last, alone
+ * and beside its own kind. */
+static const char *const flat_field_json[] = {
+    "{\"name\":\"b\",\"type\":\"boolean\"}",
+    "{\"name\":\"i\",\"type\":\"int\"}",
+    "{\"name\":\"l\",\"type\":\"long\"}",
+    "{\"name\":\"f\",\"type\":\"float\"}",
+    "{\"name\":\"d\",\"type\":\"double\"}",
+    "{\"name\":\"s\",\"type\":\"string\"}",
+    "{\"name\":\"raw\",\"type\":\"bytes\"}",
+    "{\"name\":\"e\",\"type\":{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"X\",\"Y\",\"Z\"]}}",
+    "{\"name\":\"fx\",\"type\":{\"type\":\"fixed\",\"name\":\"Fx\",\"size\":4}}",
+    "{\"name\":\"in\",\"type\":{\"type\":\"record\",\"name\":\"In\",\"fields\":["
+    "{\"name\":\"a\",\"type\":\"string\"},{\"name\":\"b2\",\"type\":\"string\"},"
+    "{\"name\":\"n\",\"type\":\"long\"}]}}",
+    "{\"name\":\"dflt\",\"type\":\"string\",\"default\":\"dd\"}",
+};
+
+static const mqr_avro_cfield_t flat_in_fields[] = {{"a", 0, &mqr_avro_c_str},
+                                                   {"b2", sizeof(mqr_str_t), &mqr_avro_c_str},
+                                                   {"n", 2 * sizeof(mqr_str_t), &mqr_avro_c_int64}};
+static const mqr_avro_ctype_t flat_in = {
+    MQR_AVRO_C_RECORD, 2 * sizeof(mqr_str_t) + 8, flat_in_fields, 3, NULL, NULL, 0, 0};
+static const mqr_avro_cfield_t flat_fields[] = {
+    {"b", offsetof(flat_t, b), &mqr_avro_c_bool},    {"i", offsetof(flat_t, i), &mqr_avro_c_int32},
+    {"l", offsetof(flat_t, l), &mqr_avro_c_int64},   {"f", offsetof(flat_t, f), &mqr_avro_c_float},
+    {"d", offsetof(flat_t, d), &mqr_avro_c_double},  {"s", offsetof(flat_t, s), &mqr_avro_c_str},
+    {"raw", offsetof(flat_t, raw), &mqr_avro_c_str}, {"e", offsetof(flat_t, e), &mqr_avro_c_int32},
+    {"fx", offsetof(flat_t, fx), &fixed4},           {"in", offsetof(flat_t, in), &flat_in}};
+
+static void expect_flat_equal(const flat_t *a, const flat_t *b) {
+  assert_int_equal(a->b, b->b);
+  assert_int_equal(a->i, b->i);
+  assert_true(a->l == b->l && a->in.n == b->in.n);
+  assert_memory_equal(&a->f, &b->f, sizeof a->f);
+  assert_memory_equal(&a->d, &b->d, sizeof a->d);
+  assert_true(mqr_str_eq(a->s, b->s) && mqr_str_eq(a->raw, b->raw));
+  assert_true(mqr_str_eq(a->in.a, b->in.a) && mqr_str_eq(a->in.b2, b->in.b2));
+  assert_int_equal(a->e, b->e);
+  assert_memory_equal(a->fx, b->fx, 4);
+}
+
+/* The record with its fields in the order given (-1 ends it). */
+static void flat_paths_agree(const int *order, bool bad_cases) {
+  char json[2048] = "{\"type\":\"record\",\"name\":\"F\",\"fields\":[";
+  for (int k = 0; order[k] >= 0; k++) {
+    if (k) strcat(json, ",");
+    strcat(json, flat_field_json[order[k]]);
+  }
+  strcat(json, "]}");
+  mqr_avro_schema_t *sc = schema(json);
+  /* The struct's fields the schema has; the others stay zero on both sides. */
+  mqr_avro_cfield_t bound[10];
+  size_t n_bound = 0;
+  for (int k = 0; order[k] >= 0; k++)
+    if (order[k] < 10) bound[n_bound++] = flat_fields[order[k]];
+  const mqr_avro_ctype_t type = {MQR_AVRO_C_RECORD, sizeof(flat_t), bound, n_bound, NULL, NULL, 0, 0};
+  mqr_avro_codec_t *c;
+  mqr_error_t err;
+  if (mqr_avro_codec_compile(sc, &type, &c, &err) != 0) fail_msg("%s", err.message);
+  static char text[200];
+  memset(text, 'q', sizeof text);
+  const int64_t longs[] = {0, -1, 63, -64, 64, 8191, -8192, 1ll << 40, INT64_MAX, INT64_MIN};
+  const int32_t ints[] = {0, -1, 63, -64, 64, 1 << 20, INT32_MAX, INT32_MIN};
+  const size_t lens[] = {0, 1, 3, 7, 15, 16, 31, 63, 64, 65, 127, 199};
+  static uint8_t big[1200], exact[1200], in[1300];
+  for (int k = 0; k < 400; k++) {
+    flat_t v;
+    memset(&v, 0, sizeof v);
+    v.b = k & 1;
+    v.i = ints[k % 8];
+    v.l = longs[k % 10];
+    v.in.n = longs[(k / 10) % 10];
+    v.f = (float)k / 3;
+    v.d = -k * 1e100;
+    v.s = mqr_str_n(text, lens[k % 12]);
+    v.raw = mqr_str_n(text, lens[(k / 12) % 12]);
+    v.in.a = mqr_str_n(text, lens[(k / 3) % 12]);
+    v.in.b2 = mqr_str_n(text, lens[(k / 7) % 12]);
+    v.e = k % 3;
+    memcpy(v.fx, &k, 4);
+    flat_t only;
+    memset(&only, 0, sizeof only);
+    for (size_t f = 0; f < n_bound; f++)
+      memcpy((char *)&only + bound[f].offset, (char *)&v + bound[f].offset, bound[f].type->size);
+    v = only;
+    /* Roomy (the fast path) after a few bytes already in the buffer, then exactly the
+     * room needed (too little for the fast path's bound: the general path). */
+    mqr_avro_buf_t b;
+    mqr_avro_buf_init(&b, big, sizeof big);
+    b.len = 5;
+    if (mqr_avro_encode(c, &v, &b, NULL, &err) != 0) fail_msg("%s", err.message);
+    size_t n = b.len - 5;
+    mqr_avro_buf_init(&b, exact, n);
+    if (mqr_avro_encode(c, &v, &b, NULL, &err) != 0) fail_msg("%s", err.message);
+    assert_int_equal(b.len, n);
+    assert_memory_equal(exact, big + 5, n);
+    /* Decoding: exactly the datum (varints near the end leave the fast path), and the
+     * datum followed by more bytes (the fast path), give the same values and length. */
+    memcpy(in, exact, n);
+    memset(in + n, 0x55, 16);
+    flat_t back1, back2;
+    memset(&back1, 0, sizeof back1);
+    memset(&back2, 0, sizeof back2);
+    size_t used1 = 0, used2 = 0;
+    if (mqr_avro_decode(c, in, n, &used1, &back1, NULL, &err) != 0) fail_msg("%s", err.message);
+    if (mqr_avro_decode(c, in, n + 16, &used2, &back2, NULL, &err) != 0) fail_msg("%s", err.message);
+    assert_int_equal(used1, n);
+    assert_int_equal(used2, n);
+    expect_flat_equal(&back1, &v);
+    expect_flat_equal(&back2, &v);
+    /* Every truncation is refused. */
+    for (size_t t = 0; t < n; t++)
+      assert_int_equal(mqr_avro_decode(c, in, t, NULL, &back1, NULL, &err), MQR_ETRUNCATED);
+  }
+  flat_t v;
+  mqr_avro_buf_t b;
+  if (order[0] == 5) { /* a lone string first: a negative length */
+    memset(in, 0, 80);
+    in[0] = 0x01;
+    assert_int_equal(mqr_avro_decode(c, in, 80, NULL, &v, NULL, &err), MQR_EBADDATA);
+    assert_non_null(strstr(err.message, "negative length"));
+  }
+  if (!bad_cases) goto done;
+  /* Bad input, with room behind it (the fast path sees it first): each refused with the
+   * general path's error. The datum: b, i, l, f, d, s, raw, e, then the rest. */
+  memset(&v, 0, sizeof v);
+  mqr_avro_buf_init(&b, exact, sizeof exact);
+  if (mqr_avro_encode(c, &v, &b, NULL, &err) != 0) fail_msg("%s", err.message);
+  size_t n = b.len;
+  struct {
+    const uint8_t patch[12];
+    size_t at, len;
+    int rc;
+    const char *needle;
+  } bad[] = {
+      {{2}, 0, 1, MQR_EBADDATA, "boolean"},
+      {{0xff, 0xff, 0xff, 0xff, 0x1f}, 1, 5, MQR_EBADDATA, "int"},
+      {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 2, 10, MQR_EBADDATA, "64 bits"},
+      {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 2, 11, MQR_EBADDATA, "10 bytes"},
+      {{0x01}, 3 + 4 + 8, 1, MQR_EBADDATA, "negative length"},
+      {{0x7e}, 3 + 4 + 8, 1, MQR_ETRUNCATED, "past the end"},
+      {{0x06}, 3 + 4 + 8 + 2, 1, MQR_EBADDATA, "enum ordinal 3"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    memcpy(in, exact, n);
+    memcpy(in + bad[k].at + bad[k].len, exact + bad[k].at + 1, n - bad[k].at - 1);
+    memcpy(in + bad[k].at, bad[k].patch, bad[k].len);
+    size_t len = n - 1 + bad[k].len;
+    memset(in + len, 0, 64);
+    flat_t back;
+    int rc = mqr_avro_decode(c, in, bad[k].rc == MQR_ETRUNCATED ? len : len + 64, NULL, &back, NULL, &err);
+    assert_int_equal(rc, bad[k].rc);
+    if (!strstr(err.message, bad[k].needle)) fail_msg("case %zu: '%s' lacks '%s'", k, err.message, bad[k].needle);
+  }
+  /* A bad ordinal to encode: refused whichever path, nothing written. */
+  memset(&v, 0, sizeof v);
+  v.e = 3;
+  mqr_avro_buf_init(&b, big, sizeof big);
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), MQR_EBADDATA);
+  assert_int_equal(b.len, 0);
+done:
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(sc);
+}
+
+static void test_flat_fast_and_general_paths_agree(void **state) {
+  (void)state;
+  const int in_order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1}, with_default[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 9, -1};
+  const int alone_first[] = {5, 1, 6, 4, 9, 7, 0, 8, 3, 2, -1}, double_last[] = {9, 2, 6, 3, 5, 8, 7, 1, 0, 4, -1};
+  const int bool_last[] = {4, 5, 2, 8, 6, 1, 3, 9, 7, 0, -1}, one_string[] = {5, -1}, one_long[] = {2, -1};
+  flat_paths_agree(in_order, true);
+  flat_paths_agree(with_default, true);
+  flat_paths_agree(alone_first, false);
+  flat_paths_agree(double_last, false);
+  flat_paths_agree(bool_last, false);
+  flat_paths_agree(one_string, false);
+  flat_paths_agree(one_long, false);
 }
 
 static void bad_binding(const char *sch, const mqr_avro_ctype_t *t, const char *needle) {
@@ -352,6 +555,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_big_record),
       cmocka_unit_test(test_every_kind),
+      cmocka_unit_test(test_flat_fast_and_general_paths_agree),
       cmocka_unit_test(test_bad_bindings),
       cmocka_unit_test(test_long_scalar_arrays),
   };
