@@ -195,19 +195,21 @@ static inline bool mqr__utf8_valid(const uint8_t *p, size_t n) {
   return true;
 }
 
-/* n < 64 bytes from src to p; returns p + n. No call: 16-byte moves, the last one
- * overlapping, then overlapping 8- and 4-byte moves, then bytes. */
+/* n < 64 bytes from src to p; returns p + n. No call, and two branches to any length:
+ * 16-byte moves, the last one overlapping; or overlapping 8- or 4-byte moves; or bytes. */
 __attribute__((always_inline)) static inline uint8_t *mqr__copy_lt64(uint8_t *p, const void *src, size_t n) {
   const uint8_t *s = src;
-  if (n >= 16) {
-    for (size_t k = 0; k + 16 < n; k += 16) memcpy(p + k, s + k, 16);
-    memcpy(p + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    uint64_t a, b;
-    memcpy(&a, s, 8);
-    memcpy(&b, s + n - 8, 8);
-    memcpy(p, &a, 8);
-    memcpy(p + n - 8, &b, 8);
+  if (n >= 8) {
+    if (n >= 16) {
+      for (size_t k = 0; k + 16 < n; k += 16) memcpy(p + k, s + k, 16);
+      memcpy(p + n - 16, s + n - 16, 16);
+    } else {
+      uint64_t a, b;
+      memcpy(&a, s, 8);
+      memcpy(&b, s + n - 8, 8);
+      memcpy(p, &a, 8);
+      memcpy(p + n - 8, &b, 8);
+    }
   } else if (n >= 4) {
     uint32_t a, b;
     memcpy(&a, s, 4);
