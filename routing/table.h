@@ -103,7 +103,12 @@ __attribute__((always_inline)) static inline mqr__key_t mqr__key_scan(const char
     c |= mqr__zero_byte(a ^ MQR__COLONS) | mqr__zero_byte(b ^ MQR__COLONS);
   }
   if (colon) *colon = c != 0;
-  mqr__key_t k = {mqr__fold(MQR__HK2 ^ (uint64_t)n, mqr__fold(a ^ MQR__HK1, b ^ seed)), a, b, p0, n};
+  /* Up to 16 bytes, one multiply: the length is in seed already, and the fold of the full
+   * product mixes every bit of a and b into the low bits (the home slot) and the high
+   * byte (the tag). */
+  uint64_t h = mqr__fold(a ^ MQR__HK1, b ^ seed);
+  if (n > 16) h = mqr__fold(MQR__HK2 ^ (uint64_t)n, h);
+  mqr__key_t k = {h, a, b, p0, n};
   return k;
 }
 

@@ -70,6 +70,34 @@ static void test_table_against_array(void **state) {
   mqr__table_free(&t);
 }
 
+/* Names as brokers see them (numbered, dotted, padded, long) spread over the home slots
+ * and the tags as a random function would: the chi-square of the counts per degree of
+ * freedom stays near 1 (a sum of 16 zero bits, or a tag taken from a badly mixed byte,
+ * gives hundreds). Tag 1 also holds the hashes whose byte is 0, hence the looser bound. */
+static void test_hash_spreads_names(void **state) {
+  (void)state;
+  const char *fmts[] = {"address.%u", "q%u",         "news.europe.%u",
+                        "%u",         "orders/%08u", "a.very.long.address.name.number.%u"};
+  enum { NB = 1 << 16, N = 40000 };
+  static uint32_t cnt[NB];
+  for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+    uint32_t tags[256] = {0};
+    memset(cnt, 0, sizeof cnt);
+    char buf[64];
+    for (uint32_t i = 0; i < N; i++) {
+      int len = snprintf(buf, sizeof buf, fmts[f], i);
+      mqr__key_t k = mqr__key(buf, (size_t)len);
+      cnt[k.hash & (NB - 1)]++;
+      tags[mqr__tag(k.hash)]++;
+    }
+    double chi = 0, e = (double)N / NB, chit = 0, et = (double)N / 255;
+    for (uint32_t b = 0; b < NB; b++) chi += (cnt[b] - e) * (cnt[b] - e) / e;
+    for (int t = 1; t < 256; t++) chit += (tags[t] - et) * (tags[t] - et) / et;
+    if (chi / (NB - 1) > 1.3 || chit / 254 > 3)
+      fail_msg("%s: chi-square per degree %.2f (slots), %.2f (tags)", fmts[f], chi / (NB - 1), chit / 254);
+  }
+}
+
 /* The hash reads every byte: names that differ in one byte, at any position and for
  * every length up to 40, hash apart; its ':' detection is exact; and up to 16 bytes the
  * digest's words differ too (a slot decides equality by them). */
@@ -123,6 +151,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_against_array),
       cmocka_unit_test(test_hash_sees_every_byte),
+      cmocka_unit_test(test_hash_spreads_names),
       cmocka_unit_test(test_dupcache_against_fifo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
