@@ -175,7 +175,8 @@ mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const char *ptr, size_t len
 __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(const mqr__table_t *t,
                                                                                 const mqr__key_t *k) {
   uint32_t i = (uint32_t)k->hash & t->mask;
-  __builtin_prefetch((const mqr__slot_t *)t->slots + i); /* while the tags load */
+  /* The slot's line, while the tags load (in integers: a table without slots has none). */
+  __builtin_prefetch((const void *)((uintptr_t)t->slots + (uintptr_t)i * sizeof(mqr__slot_t)));
   unsigned m = mqr__tag_match(t->tags + i, mqr__tag(k->hash));
   if (m == 0) return NULL;
   mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);

@@ -30,6 +30,12 @@ paths = []
 for d in ("schemas", "resolution"):
     base = os.path.join(src, "tests/data/avro", d)
     paths += [os.path.join(base, f) for f in sorted(os.listdir(base)) if f.endswith(".avsc")]
+if kind == "binary":
+    # The flat records bound to a C struct (fuzz_binary.c): zero values, then small ones.
+    for k in range(2):
+        for j, body in enumerate([bytes(8) + bytes(4) + bytes(8), bytes([2, 4]) + b"ab" * 40]):
+            with open(os.path.join(out, "flat-%d-%d" % (k, j)), "wb") as f:
+                f.write(bytes([0x80 | k]) + body + bytes(40))
 for i, path in enumerate(paths):
     if kind == "schema":
         shutil.copy(path, os.path.join(out, "%02d.avsc" % i))
