@@ -24,7 +24,7 @@ typedef struct {
   uint64_t a, b; /* mqr__key_t's words */
   void *val;
   uint32_t hash; /* the low half of the key's hash */
-  uint16_t len;  /* the key's length, modulo 2^16 */
+  uint16_t len;  /* the key's length: keys are at most 65535 bytes (MQR__NAME_MAX) */
   uint8_t aux[2];
 } mqr__slot_t;
 
@@ -71,7 +71,7 @@ static inline uint64_t mqr__zero_byte(uint64_t w) { return (w - 0x01010101010101
 
 /* The name hash and digest: word at a time, every byte read once, lengths mixed in. Two 8-byte
  * (or overlapping 4-byte) reads cover a name of up to 16 bytes, so a short name costs
- * two multiplies. *colon (may be NULL) says whether the name holds a ':' byte; the
+ * one multiply. *colon (may be NULL) says whether the name holds a ':' byte; the
  * reads that hash it find out for free. */
 __attribute__((always_inline)) static inline mqr__key_t mqr__key_scan(const char *p, size_t n, bool *colon) {
   const char *p0 = p;
