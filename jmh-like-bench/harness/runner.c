@@ -472,8 +472,9 @@ size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt
   int nc = combos_count(&ps);
   for (int m = 0; m < MQR_BM_COUNT; m++) {
     if (!(modes & (1 << m))) continue;
+    size_t first = n;
+    *arr = realloc(*arr, (n + (size_t)nc) * sizeof **arr);
     for (int ci = 0; ci < nc; ci++) {
-      *arr = realloc(*arr, (n + 1) * sizeof **arr);
       mqr_bench_result_t *r = &(*arr)[n++];
       memset(r, 0, sizeof *r);
       snprintf(r->name, sizeof r->name, "%s", def->name);
@@ -489,18 +490,35 @@ size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt
         fprintf(stderr, " (%s, %d fork%s x %d+%d iterations)\n", mode_names[m], opt->forks, opt->forks == 1 ? "" : "s",
                 opt->warmup_iterations, opt->iterations);
       }
-      if (opt->forks == 0) {
+    }
+    /* Fork 1 of every combination, then fork 2 of every one, and so on: the sides of a
+     * comparison (impl=mqr against impl=avroc, say) share the machine's slow and fast
+     * phases instead of one side running wholly in one of them. */
+    if (opt->forks == 0) {
+      for (int ci = 0; ci < nc; ci++) {
+        mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
         out_t o = {NULL, r, 0};
         trial(def, &r->combo, m, opt, &o);
-      } else {
-        for (int f = 0; f < opt->forks && f < MQR__MAX_FORKS && !r->failed; f++) run_fork(def, &r->combo, m, opt, r, f);
       }
+    } else {
+      for (int f = 0; f < opt->forks && f < MQR__MAX_FORKS; f++)
+        for (int ci = 0; ci < nc; ci++) {
+          mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
+          if (!r->failed) run_fork(def, &r->combo, m, opt, r, f);
+        }
+    }
+    for (int ci = 0; ci < nc; ci++) {
+      mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
       if (!r->failed && r->n_samples == 0) {
         r->failed = true;
         snprintf(r->why, sizeof r->why, "no measurement (0 iterations?)");
       }
       finish(r);
-      if (progress && r->failed) fprintf(stderr, "#   FAILED: %s\n", r->why);
+      if (progress && r->failed) {
+        fprintf(stderr, "#   FAILED: %s", r->name);
+        for (int k = 0; k < r->combo.n; k++) fprintf(stderr, " %s=%s", r->combo.keys[k], r->combo.vals[k]);
+        fprintf(stderr, ": %s\n", r->why);
+      }
     }
   }
   return n;

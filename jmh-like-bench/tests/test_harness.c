@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -169,6 +170,30 @@ static void test_forks_are_separate_processes(void **state) {
   mqr_bench_results_free(r, n);
 }
 
+static int setup_clock(mqr_bench_ctx_t *c) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  mqr_bench_aux(c, "start", (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec, "ns");
+  return 0;
+}
+
+/* The forks of a benchmark's parameter combinations take turns: fork 1 of each, then
+ * fork 2 of each. */
+static void test_forks_of_combinations_interleave(void **state) {
+  (void)state;
+  mqr_bench_def_t d = {"t.order", "side=a,b", "avgt", setup_clock, NULL, NULL, NULL, run_nothing};
+  mqr_bench_options_t o = quick(2);
+  size_t n;
+  mqr_bench_result_t *r = mqr_bench_run_def(&d, &o, &n);
+  assert_int_equal(n, 2);
+  double a0 = mqr_bench_result_aux_fork(r, 0, "start", 0), b0 = mqr_bench_result_aux_fork(r, 1, "start", 0),
+         a1 = mqr_bench_result_aux_fork(r, 0, "start", 1), b1 = mqr_bench_result_aux_fork(r, 1, "start", 1);
+  assert_true(a0 < b0 && b0 < a1 && a1 < b1);
+  assert_int_equal(mqr_bench_result_count(r, 0), 6);
+  assert_int_equal(mqr_bench_result_count(r, 1), 6);
+  mqr_bench_results_free(r, n);
+}
+
 static void test_failing_body_is_a_failure_not_a_score(void **state) {
   (void)state;
   mqr_bench_def_t d = {"t.fails", NULL, "avgt", NULL, NULL, NULL, NULL, run_fails};
@@ -216,9 +241,13 @@ static void test_modes_and_params(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_t_quantiles_match_published_tables),    cmocka_unit_test(test_stats_of_a_fixed_sample),
-      cmocka_unit_test(test_alloc_counter_reports_the_size_class),  cmocka_unit_test(test_forks_are_separate_processes),
-      cmocka_unit_test(test_failing_body_is_a_failure_not_a_score), cmocka_unit_test(test_modes_and_params),
+      cmocka_unit_test(test_t_quantiles_match_published_tables),
+      cmocka_unit_test(test_stats_of_a_fixed_sample),
+      cmocka_unit_test(test_alloc_counter_reports_the_size_class),
+      cmocka_unit_test(test_forks_are_separate_processes),
+      cmocka_unit_test(test_forks_of_combinations_interleave),
+      cmocka_unit_test(test_failing_body_is_a_failure_not_a_score),
+      cmocka_unit_test(test_modes_and_params),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
