@@ -50,7 +50,7 @@ test: build test-asan
 # The whole suite, then docs/benchmarks.md and docs/bench/*.svg regenerated from the
 # JSON. Two forks as the harness's defaults, but 2 warmup and 3 measurement iterations of
 # 500 ms (the harness defaults to 3 and 5) so that the 53 trials fit in about 5 minutes.
-BENCH_ARGS ?= -f 3 -wi 1 -i 2
+BENCH_ARGS ?= -f 5 -wi 1 -i 1
 bench: build
 	@mkdir -p $(BUILD)/bench
 	@rc=0; $(BUILD)/jmh-like-bench/mqr-bench $(BENCH_ARGS) --json $(BUILD)/bench/results.json \
