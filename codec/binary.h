@@ -224,33 +224,11 @@ __attribute__((always_inline)) static inline uint8_t *mqr__copy_lt64(uint8_t *p,
   return p + n;
 }
 
-/* n bytes from src to p; returns p + n. Short copies inline (overlapping word moves,
- * never reading past src + n); 64 bytes and more through memcpy. */
+/* n bytes from src to p; returns p + n. Short copies inline (never reading past
+ * src + n); 64 bytes and more through memcpy. */
 static inline uint8_t *mqr__copy_short(uint8_t *p, const void *src, size_t n) {
-  const uint8_t *s = src;
-  if (n >= 64) {
-    memcpy(p, s, n);
-  } else if (n >= 16) {
-    /* 16-byte moves, the last one overlapping: no call below 64 bytes. */
-    for (size_t k = 0; k + 16 < n; k += 16) memcpy(p + k, s + k, 16);
-    memcpy(p + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    uint64_t a, b;
-    memcpy(&a, s, 8);
-    memcpy(&b, s + n - 8, 8);
-    memcpy(p, &a, 8);
-    memcpy(p + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    memcpy(&a, s, 4);
-    memcpy(&b, s + n - 4, 4);
-    memcpy(p, &a, 4);
-    memcpy(p + n - 4, &b, 4);
-  } else if (n) {
-    p[0] = s[0];
-    p[n / 2] = s[n / 2];
-    p[n - 1] = s[n - 1];
-  }
+  if (n < 64) return mqr__copy_lt64(p, src, n);
+  memcpy(p, src, n);
   return p + n;
 }
 
