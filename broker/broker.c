@@ -176,17 +176,42 @@ static void in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
   uint8_t head[MQR_MESSAGE_HEADER_MAX];
   size_t hl = mqr_message_head(head, c->subscription, e->delivery, e->delivery_count, e->msg->len);
-  /* The frame a network consumer would read, decoded: head then stored bytes. */
-  uint8_t small[512], *frame = small;
+  /* The frame a network consumer would read, decoded: head then stored bytes, in this
+   * depth's buffer (broker_int.h). */
   size_t n = hl + e->msg->len;
-  if (n > sizeof small && (frame = mqr_malloc(n)) == NULL) return;
+  uint32_t d = b->deliver_depth;
+  uint8_t *frame, *arena_mem;
+  if (d < MQR__DELIVER_DEPTH) {
+    if (b->deliver[d].frame_cap < n) {
+      size_t cap = b->deliver[d].frame_cap ? b->deliver[d].frame_cap * 2 : 1024;
+      while (cap < n) cap *= 2;
+      uint8_t *p = mqr_realloc(b->deliver[d].frame, cap);
+      if (p == NULL) return;
+      b->deliver[d].frame = p;
+      b->deliver[d].frame_cap = cap;
+    }
+    if (b->deliver[d].arena == NULL && (b->deliver[d].arena = mqr_malloc(MQR__DELIVER_ARENA)) == NULL) return;
+    frame = b->deliver[d].frame;
+    arena_mem = b->deliver[d].arena;
+  } else {
+    frame = mqr_malloc(n);
+    arena_mem = mqr_malloc(MQR__DELIVER_ARENA);
+    if (frame == NULL || arena_mem == NULL) goto done;
+  }
   memcpy(frame, head, hl);
   memcpy(frame + hl, e->msg->data, e->msg->len);
   mqr_frame_t f;
-  mqr_avro_arena_t arena = {b->scratch, sizeof b->scratch, 0};
-  if (mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL) == 0)
+  mqr_avro_arena_t arena = {arena_mem, MQR__DELIVER_ARENA, 0};
+  if (mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL) == 0) {
+    b->deliver_depth++;
     c->fn(c, &f.u.message, c->arg);
-  if (frame != small) mqr_free(frame);
+    b->deliver_depth--;
+  }
+done:
+  if (d >= MQR__DELIVER_DEPTH) {
+    mqr_free(frame);
+    mqr_free(arena_mem);
+  }
 }
 
 void mqr__dispatch(mqr__bq_t *bq) {
@@ -520,6 +545,10 @@ static void free_broker(mqr_broker_t *b) {
   mqr__server_free_pools(b);
   mqr__pool_free(&b->consumers);
   mqr__msg_pools_free(b);
+  for (uint32_t d = 0; d < MQR__DELIVER_DEPTH; d++) {
+    mqr_free(b->deliver[d].frame);
+    mqr_free(b->deliver[d].arena);
+  }
   for (uint32_t i = 0; i < b->n_listeners; i++) mqr_free(b->listeners[i].strings);
   mqr_free(b->listeners);
   mqr_config_destroy(b->own_config);

@@ -180,6 +180,9 @@ typedef struct mqr__conn_s {
 
 /* ---- the broker ------------------------------------------------------------------------------ */
 
+#define MQR__DELIVER_DEPTH 8
+#define MQR__DELIVER_ARENA 16384
+
 struct mqr_broker_s {
   uv_loop_t *loop;
   mqr_broker_options_t opt;
@@ -207,6 +210,16 @@ struct mqr_broker_s {
   bool idle_on;
   mqr_broker_stats_t stats;
   uint8_t scratch[16384]; /* decoding arena for control frames */
+  /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
+   * delivers inside its own delivery): each depth has its own frame buffer and decoding
+   * arena, kept and grown, so that an outer callback's views stay whole and a warm
+   * broker allocates nothing to deliver. Deeper than MQR__DELIVER_DEPTH, a delivery
+   * allocates its own. */
+  uint32_t deliver_depth;
+  struct {
+    uint8_t *frame, *arena;
+    size_t frame_cap;
+  } deliver[MQR__DELIVER_DEPTH];
   bool closing;
   uint32_t open_handles;
   void (*close_cb)(void *arg);

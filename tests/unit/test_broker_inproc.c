@@ -135,6 +135,86 @@ static void test_reentrant_callbacks(void **state) {
   fx_close(&f);
 }
 
+/* A delivery callback that sends to another queue whose consumer takes the message at
+ * once: that delivery runs inside this one. Each sees its own message whole, before and
+ * after the nested one, and neither allocates, whatever the size. */
+typedef struct {
+  mqr_broker_t *b;
+  int depth, max_depth, n;
+  size_t big;
+  bool bad;
+} nest_t;
+
+static bool props_are(const mqr_frame_message_t *m, const char *k, const char *v) {
+  return m->properties.count == 1 && mqr_str_eq(m->properties.keys[0], mqr_str(k)) &&
+         mqr_str_eq(((const mqr_str_t *)m->properties.values)[0], mqr_str(v));
+}
+
+static void on_nest(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  nest_t *s = arg;
+  char want[32];
+  snprintf(want, sizeof want, "v%d", s->depth);
+  s->n++;
+  if (!props_are(m, "k", want) || m->body.len != s->big + (size_t)s->depth) s->bad = true;
+  if (s->depth < s->max_depth) {
+    char addr[32], val[32];
+    snprintf(addr, sizeof addr, "nest.%d", s->depth + 1);
+    snprintf(val, sizeof val, "v%d", s->depth + 1);
+    static char body[4096];
+    memset(body, 'a' + s->depth, sizeof body);
+    mqr_str_t k = MQR_STR("k"), v = mqr_str(val);
+    mqr_broker_message_t out = {
+        mqr_str(addr), MQR_ANYCAST, false, MQR_STR(""), &k, &v, 1, mqr_str_n(body, s->big + (size_t)s->depth + 1)};
+    s->depth++;
+    if (mqr_broker_send(s->b, &out, NULL, NULL) != 0) s->bad = true;
+    s->depth--;
+  }
+  /* After the nested delivery: still this message's properties and body. */
+  if (!props_are(m, "k", want) || m->body.len != s->big + (size_t)s->depth) s->bad = true;
+  for (size_t i = 0; i < m->body.len; i++)
+    if (m->body.ptr[i] != 'a' + s->depth - 1 && s->depth > 0) {
+      s->bad = true;
+      break;
+    }
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static void test_nested_deliveries_keep_their_views(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  /* Body sizes on both sides of a small frame, 5 levels (each with its own buffers) and
+   * 11 (the last ones past the kept depth: they allocate, and must still be right). */
+  const size_t bigs[] = {10, 600, 3000, 600};
+  const int depths[] = {4, 4, 4, 10};
+  for (int r = 0; r < 4; r++) {
+    int top = depths[r];
+    nest_t s = {f.b, 0, top, 0, bigs[r], false};
+    mqr_broker_consumer_t *cs[11];
+    for (int d = 0; d <= top; d++) {
+      char addr[32];
+      snprintf(addr, sizeof addr, "nest.%d", d);
+      assert_int_equal(
+          mqr_broker_subscribe(f.b, mqr_str(addr), MQR_ANYCAST, MQR_STR(""), 100, on_nest, &s, &cs[d], NULL, NULL), 0);
+    }
+    static char body0[4096];
+    memset(body0, '-', sizeof body0);
+    mqr_str_t k = MQR_STR("k"), v = MQR_STR("v0");
+    mqr_broker_message_t m = {MQR_STR("nest.0"), MQR_ANYCAST, false, MQR_STR(""), &k, &v, 1, mqr_str_n(body0, bigs[r])};
+    for (int i = 0; i < 3; i++) assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0); /* warm */
+    if (top < 8) talloc_install();
+    for (int i = 0; i < 20; i++) assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
+    if (top < 8) {
+      talloc_uninstall();
+      assert_int_equal(talloc.calls, 0);
+    }
+    assert_int_equal(s.n, 23 * (top + 1));
+    assert_false(s.bad);
+    for (int d = 0; d <= top; d++) mqr_broker_unsubscribe(cs[d]);
+  }
+  fx_close(&f);
+}
+
 static void test_full_policies(void **state) {
   (void)state;
   fx_t f;
@@ -271,9 +351,13 @@ static void test_listening_embedded(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_send_and_consume), cmocka_unit_test(test_reentrant_callbacks),
-      cmocka_unit_test(test_full_policies),    cmocka_unit_test(test_no_allocation_per_send),
-      cmocka_unit_test(test_reload),           cmocka_unit_test(test_listening_embedded),
+      cmocka_unit_test(test_send_and_consume),
+      cmocka_unit_test(test_reentrant_callbacks),
+      cmocka_unit_test(test_nested_deliveries_keep_their_views),
+      cmocka_unit_test(test_full_policies),
+      cmocka_unit_test(test_no_allocation_per_send),
+      cmocka_unit_test(test_reload),
+      cmocka_unit_test(test_listening_embedded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
