@@ -221,7 +221,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   /* Room first, so that a refused send changes nothing. */
   mqr_address_t *dla = NULL;
   uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST && a->bind.n_anycast == 0 ? 1 : 0);
-  if (a->bind.cold->settings.send_to_dla_on_no_route && a->bind.cold->settings.dead_letter_address.len) {
+  if (a->bind.dla_no_route) { /* the bind line's copy: the cold part is not read per send */
     dla = mqr_router_find_address(r, a->bind.cold->settings.dead_letter_address);
     if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
     if (dla && max_targets(dla) > needed) needed = max_targets(dla);

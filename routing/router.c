@@ -332,7 +332,7 @@ int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing
     plan_commit(&p);
   }
   a->bind.cold->seq = r->next_seq++;
-  mqr_router_resolve_settings(r, name, &a->bind.cold->settings);
+  mqr__address_settings(r, a);
   mqr__table_insert(&r->addresses, k, a, a->key.info.types.bits, a->key.flags);
   if (wildcard) r->wildcards[r->n_wildcards++] = a;
   if (out) *out = a;

@@ -50,7 +50,9 @@ typedef struct {
   mqr_queue_t **multicast; /* MULTICAST binding array, same order */
   uint32_t n_anycast;
   uint32_t n_multicast;
-  uint32_t cursor; /* round-robin position in anycast[] */
+  uint32_t cursor;   /* round-robin position in anycast[] */
+  bool dla_no_route; /* send-to-dla-on-no-route with a dead-letter address: a copy of the
+                        cold settings that every send reads, kept by mqr__address_settings */
   uint64_t routed;
   mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
   struct mqr__address_cold_s *cold;
@@ -101,6 +103,8 @@ static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->key.fla
 /* Internal topology steps shared by router.c and route.c. */
 int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing_set_t types, uint32_t flags,
                                mqr_address_t **out, mqr_error_t *err);
+/* Resolves a's merged settings into its cold part, and the copy every send reads. */
+void mqr__address_settings(const mqr_router_t *r, mqr_address_t *a);
 /* Sets a's routing types and default, in the address and in its table slot. Every
  * change of an address's info goes through here. */
 void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t info);

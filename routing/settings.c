@@ -46,6 +46,12 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   out->set |= take;
 }
 
+void mqr__address_settings(const mqr_router_t *r, mqr_address_t *a) {
+  mqr_address_settings_t *s = &a->bind.cold->settings;
+  mqr_router_resolve_settings(r, a->key.name, s);
+  a->bind.dla_no_route = s->send_to_dla_on_no_route && s->dead_letter_address.len != 0;
+}
+
 void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
   memset(out, 0, sizeof *out);
   for (uint32_t i = 0; i < r->n_settings && out->set != MQR_SET_ALL; i++) {
@@ -63,7 +69,7 @@ static void resolve_all(mqr_router_t *r) {
   mqr__slot_t *s = r->addresses.slots;
   for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a) mqr_router_resolve_settings(r, a->key.name, &a->bind.cold->settings);
+    if (a) mqr__address_settings(r, a);
   }
 }
 

@@ -456,6 +456,10 @@ static void test_no_route_goes_to_dead_letter_address_once(void **state) {
   assert_int_equal(mqr_router_add_address_settings(r, S("orders"), &s, NULL), 0);
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS);
+  /* and on again for an existing address when those settings go */
+  assert_int_equal(mqr_router_remove_address_settings(r, S("orders")), 0);
+  assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
+  assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS_DLA);
 }
 
 static void test_route_status_names(void **state) {
