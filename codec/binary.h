@@ -123,6 +123,25 @@ static inline bool mqr__get_int_fast(const uint8_t **pp, int32_t *out) {
   return true;
 }
 
+/* A long where at least 10 bytes are left: no bounds checks. false for a varint over 10
+ * bytes or 64 bits, which the caller reads again with mqr__get_long for its error. */
+static inline bool mqr__get_long_fast(const uint8_t **pp, int64_t *out) {
+  const uint8_t *p = *pp;
+  uint64_t z = 0;
+  for (int shift = 0;; shift += 7) {
+    uint8_t b = *p++;
+    z |= (uint64_t)(b & 0x7f) << shift;
+    if (b < 0x80) {
+      if (shift == 63 && b > 1) return false;
+      break;
+    }
+    if (shift == 63) return false;
+  }
+  *pp = p;
+  *out = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+  return true;
+}
+
 /* A length (of bytes or a string): non-negative and no more than what is left. */
 static inline int mqr__get_len(mqr__rd_t *r, size_t *out) {
   int64_t n = 0;

@@ -203,6 +203,14 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
  * (a buffer short of that room, a longer string, fixed or default, a bad enum ordinal),
  * which then encodes the value again from the same place. */
 #define MQR__FAST_ROOM 74
+
+/* A string of under 64 bytes (one length byte); NULL for a longer one. */
+__attribute__((always_inline)) static inline uint8_t *enc_str_fast(uint8_t *p, mqr_str_t v) {
+  if (v.len >= 64) return NULL;
+  *p++ = (uint8_t)(v.len << 1);
+  return mqr__copy_lt64(p, v.ptr, v.len);
+}
+
 __attribute__((always_inline)) static inline uint8_t *
 enc_flat_fast(const mqr__op_t *op, const mqr__op_t *last, const uint8_t *base, uint8_t *p, const uint8_t *end) {
   for (; op < last; op++) {
@@ -219,20 +227,12 @@ enc_flat_fast(const mqr__op_t *op, const mqr__op_t *last, const uint8_t *base, u
       memcpy(p, base + op->off, 8);
       p += 8;
       break;
-    case MQR__OP_STR: {
-      mqr_str_t v = LD(mqr_str_t, base, op->off);
-      if (v.len >= 64) return NULL;
-      *p++ = (uint8_t)(v.len << 1);
-      p = mqr__copy_lt64(p, v.ptr, v.len);
+    case MQR__OP_STR:
+      if ((p = enc_str_fast(p, LD(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
-    }
     case MQR__OP_STRS:
-      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) {
-        mqr_str_t v = LD(mqr_str_t, base, *off);
-        if (v.len >= 64 || end - p < MQR__FAST_ROOM) return NULL;
-        *p++ = (uint8_t)(v.len << 1);
-        p = mqr__copy_lt64(p, v.ptr, v.len);
-      }
+      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
+        if (end - p < MQR__FAST_ROOM || (p = enc_str_fast(p, LD(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
     case MQR__OP_ENUM: {
       int32_t v = LD(int32_t, base, op->off);
@@ -558,6 +558,15 @@ static int dec(const mqr__plan_t *pl, mqr__rd_t *r, uint8_t *base, mqr_avro_aren
 /* A varint of one byte, the common case: true and *z set, else false and nothing read. */
 #define ONE_BYTE(p, end, z) ((p) < (end) && *(p) < 0x80 && ((z) = *(p), (p)++, true))
 
+/* A string with a one-byte length, as a view; NULL for anything else. */
+__attribute__((always_inline)) static inline const uint8_t *dec_str_fast(const uint8_t *p, const uint8_t *end,
+                                                                         mqr_str_t *out) {
+  uint32_t z;
+  if (!ONE_BYTE(p, end, z) || (z & 1) || (size_t)(end - p) < (z >> 1)) return NULL;
+  *out = mqr_str_n((const char *)p, z >> 1);
+  return p + (z >> 1);
+}
+
 /* The fast path of a flat plan: a leaf. NULL for what it leaves to dec (varints of more
  * than a byte near the end of the input, a DEFAULT to skip, and every error, whose
  * message dec writes), which then decodes the value again from the start: every op
@@ -583,19 +592,13 @@ dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const u
       break;
     }
     case MQR__OP_LONG: {
-      uint64_t z = 0;
-      if (!ONE_BYTE(p, end, z)) {
-        if (end - p < 10) return NULL;
-        int shift = 0;
-        for (;; shift += 7) { /* at most 10 bytes, the last at most 1 */
-          uint8_t b = *p++;
-          z |= (uint64_t)(b & 0x7f) << shift;
-          if (b < 0x80) break;
-          if (shift == 63) return NULL;
-        }
-        if (shift == 63 && p[-1] > 1) return NULL; /* over 64 bits */
-      }
-      ST(int64_t, base, op->off) = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+      int64_t v;
+      uint32_t z;
+      if (ONE_BYTE(p, end, z))
+        v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+      else if (end - p < 10 || !mqr__get_long_fast(&p, &v))
+        return NULL;
+      ST(int64_t, base, op->off) = v;
       break;
     }
     case MQR__OP_FLOAT:
@@ -608,20 +611,12 @@ dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const u
       memcpy(base + op->off, p, 8);
       p += 8;
       break;
-    case MQR__OP_STR: {
-      uint32_t z;
-      if (!ONE_BYTE(p, end, z) || (z & 1) || (size_t)(end - p) < (z >> 1)) return NULL;
-      ST(mqr_str_t, base, op->off) = mqr_str_n((const char *)p, z >> 1);
-      p += z >> 1;
+    case MQR__OP_STR:
+      if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
-    }
     case MQR__OP_STRS:
-      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++) {
-        uint32_t z;
-        if (!ONE_BYTE(p, end, z) || (z & 1) || (size_t)(end - p) < (z >> 1)) return NULL;
-        ST(mqr_str_t, base, *off) = mqr_str_n((const char *)p, z >> 1);
-        p += z >> 1;
-      }
+      for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
+        if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
     case MQR__OP_FIXED:
       if ((size_t)(end - p) < op->n) return NULL;

@@ -123,12 +123,13 @@ mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
 __attribute__((noinline)) static mqr_address_t *find_types_probe(const mqr_router_t *r, mqr_str_t name,
                                                                  mqr_routing_set_t *types) {
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  const mqr__slot_t *s = mqr__table_probe(&r->addresses, k.ptr, k.len, k.hash);
+  const mqr__slot_t *s = mqr__table_slot(&r->addresses, &k);
   types->bits = s ? s->aux[MQR__AUX_TYPES] : 0;
   return s ? s->val : NULL;
 }
 
-/* A leaf on its fast path: the rest is a tail call. */
+/* A leaf on its fast path (a name of up to 16 bytes, its window's first candidate): the
+ * rest is a tail call. */
 mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
   if (name.len > 16) return find_types_probe(r, name, types);
   mqr__key_t k = mqr__key_short(name.ptr, name.len);

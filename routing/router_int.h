@@ -36,10 +36,10 @@ struct mqr_queue_s {
  *
  *   bind line  what a send walks once it has the address: the binding arrays, the
  *              round-robin cursor, the counters, the cold pointer, the embedder's data
- *   key line   what a lookup reads: the name's view, the routing-type set and flags,
+ *   key line   the name's view, the routing-type set and flags (the table's slot keeps
+ *              copies of both, so a lookup of a short name does not read this line),
  *              then the name's bytes; a name of up to MQR__POOLED_NAME_MAX bytes lies
- *              wholly in this line, so finding an address and testing its routing type
- *              reads one line of it
+ *              wholly in this line, so comparing a long name reads one line of it
  *
  * Blocks with such names are cells of the router's pool (routing/cellpool.h), side by
  * side in 64 KiB chunks; an address with a longer name has a block of its own, its bytes

@@ -64,14 +64,12 @@ bool mqr__slot_key_is(const mqr__table_t *t, const mqr__slot_t *s, const char *p
   return key->len == len && memcmp((const char *)s->val + t->bytes_off, ptr, len) == 0;
 }
 
-mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const char *ptr, size_t len, uint64_t hash) {
-  mqr__key_t k = mqr__key(ptr, len);
-  k.hash = hash; /* the caller's: tests give weak ones */
+mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const mqr__key_t *k) {
   mqr__slot_t *s = t->slots;
   if (s == NULL) return NULL;
-  for (uint32_t i = (uint32_t)hash & t->mask;; i = (i + 1) & t->mask) {
+  for (uint32_t i = (uint32_t)k->hash & t->mask;; i = (i + 1) & t->mask) {
     if (s[i].val == NULL) return NULL;
-    if (mqr__slot_is(t, &s[i], &k)) return &s[i];
+    if (mqr__slot_is(t, &s[i], k)) return &s[i];
   }
 }
 

@@ -162,15 +162,16 @@ static inline unsigned mqr__tag_match(const uint8_t *p, uint8_t tag) {
 #endif
 }
 
-/* The whole probe, from the home slot to an empty one, for the key ptr[0, len) whose
- * digest has this hash. Out of line: the tag window finds nearly every short key. */
-mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const char *ptr, size_t len, uint64_t hash);
+/* The whole probe, from the home slot to an empty one. Out of line: the tag window finds
+ * nearly every key. */
+mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const mqr__key_t *k);
 
-/* The slot holding key k, if it is the first candidate of the tag window: the 16 tags
- * from the home slot are compared at once, so a key within 15 slots of its home (all
- * but a few in a thousand, at the table's load) is found with no branch that depends on
- * where it sits, and the candidates are nearly always one. NULL says nothing: ask
- * mqr__table_slot. No call, so a caller's fast path stays a leaf. The first 15 tags are
+/* The first candidate of the tag window whose digest is k's: the 16 tags from the home
+ * slot are compared at once, so a key within 15 slots of its home (all but a few in a
+ * thousand, at the table's load) is found with no branch that depends on where it sits,
+ * and the candidates are nearly always one. For a key of up to 16 bytes the slot holds
+ * k; a longer one is still to be compared in full (mqr__slot_key_is). NULL says nothing:
+ * ask mqr__table_slot. No call, so a caller's fast path stays a leaf. The first 15 tags are
  * repeated past the last, so a window near the end sees the run that wraps round. */
 __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(const mqr__table_t *t,
                                                                                 const mqr__key_t *k) {
@@ -181,16 +182,17 @@ __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(
   if (m == 0) return NULL;
   mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
   if (((s->hash ^ (uint32_t)k->hash) | (uint32_t)(s->len ^ (uint16_t)k->len)) != 0 ||
-      ((s->a ^ k->a) | (s->b ^ k->b)) != 0 || k->len > 16)
+      ((s->a ^ k->a) | (s->b ^ k->b)) != 0)
     return NULL;
   return s;
 }
 
-/* The slot holding key k, or NULL. What the window misses (a later candidate, a key over
- * 16 bytes or past the window, a key that is absent) the full probe settles. */
+/* The slot holding key k, or NULL. What the window misses (a later candidate, a key past
+ * the window, a key that is absent) the full probe settles, with the same digest. */
 __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot(const mqr__table_t *t, const mqr__key_t *k) {
   mqr__slot_t *s = mqr__table_slot_quick(t, k);
-  return s ? s : mqr__table_probe(t, k->ptr, k->len, k->hash);
+  if (s != NULL && (k->len <= 16 || mqr__slot_key_is(t, s, k->ptr, k->len))) return s;
+  return mqr__table_probe(t, k);
 }
 
 static inline void *mqr__table_find(const mqr__table_t *t, const mqr__key_t *k) {
