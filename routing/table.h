@@ -181,9 +181,10 @@ __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(
   unsigned m = mqr__tag_match(t->tags + i, mqr__tag(k->hash));
   if (m == 0) return NULL;
   mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
-  if (((s->hash ^ (uint32_t)k->hash) | (uint32_t)(s->len ^ (uint16_t)k->len)) != 0 ||
-      ((s->a ^ k->a) | (s->b ^ k->b)) != 0)
-    return NULL;
+  /* (len, a, b) decide: they are a short key, and the hash is a function of them (a long
+   * key is compared in full after). Not the hash, and the length on its own: 12% fewer
+   * nanoseconds per lookup than one test of all four (docs/architecture.md). */
+  if (((s->a ^ k->a) | (s->b ^ k->b)) != 0 || s->len != k->len) return NULL;
   return s;
 }
 
