@@ -73,7 +73,10 @@ static void test_table_against_array(void **state) {
 /* Names as brokers see them (numbered, dotted, padded, long) spread over the home slots
  * and the tags as a random function would: the chi-square of the counts per degree of
  * freedom stays near 1 (a sum of 16 zero bits, or a tag taken from a badly mixed byte,
- * gives hundreds). Tag 1 also holds the hashes whose byte is 0, hence the looser bound. */
+ * gives hundreds). A tag is 7 bits of the hash with the high bit set (never 0, an empty
+ * slot's): 128 values, 0x80 to 0xff, and no other. Names of one to five digits give
+ * about 2.3 for the tags (the hash of a name under 4 bytes is one multiply), a filter's
+ * harmless unevenness; hence the looser bound there. */
 static void test_hash_spreads_names(void **state) {
   (void)state;
   const char *fmts[] = {"address.%u", "q%u",         "news.europe.%u",
@@ -90,11 +93,12 @@ static void test_hash_spreads_names(void **state) {
       cnt[k.hash & (NB - 1)]++;
       tags[mqr__tag(k.hash)]++;
     }
-    double chi = 0, e = (double)N / NB, chit = 0, et = (double)N / 255;
+    double chi = 0, e = (double)N / NB, chit = 0, et = (double)N / 128;
     for (uint32_t b = 0; b < NB; b++) chi += (cnt[b] - e) * (cnt[b] - e) / e;
-    for (int t = 1; t < 256; t++) chit += (tags[t] - et) * (tags[t] - et) / et;
-    if (chi / (NB - 1) > 1.3 || chit / 254 > 3)
-      fail_msg("%s: chi-square per degree %.2f (slots), %.2f (tags)", fmts[f], chi / (NB - 1), chit / 254);
+    for (int t = 0; t < 0x80; t++) assert_int_equal(tags[t], 0);
+    for (int t = 0x80; t < 256; t++) chit += (tags[t] - et) * (tags[t] - et) / et;
+    if (chi / (NB - 1) > 1.3 || chit / 127 > 3)
+      fail_msg("%s: chi-square per degree %.2f (slots), %.2f (tags)", fmts[f], chi / (NB - 1), chit / 127);
   }
 }
 
