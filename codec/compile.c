@@ -225,6 +225,9 @@ int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *c
   if (rc == 0) {
     c->root->flat = true;
     for (uint32_t i = 0; i < c->root->n; i++) c->root->flat &= c->root->ops[i].code <= MQR__OP_DEFAULT;
+    c->fast = c->root->flat ? MQR__FAST_PLAIN : MQR__FAST_NONE;
+    for (uint32_t i = 0; c->root->flat && i < c->root->n; i++)
+      if (c->root->ops[i].code == MQR__OP_STRS) c->fast = MQR__FAST_STRS;
   }
   if (rc) {
     mqr_avro_codec_destroy(c);

@@ -56,6 +56,11 @@ struct mqr_avro_codec_s {
   const mqr_avro_schema_t *schema;
   mqr__arena_t arena; /* plans, defaults */
   mqr__plan_t *root;
+  uint8_t fast; /* the encoder's fast path for the root: MQR__FAST_* */
 };
+
+/* A flat root is encoded by one of two leaves (codec.c): the one without STRS, no inner
+ * loop, needs few enough registers to save none on entry. */
+enum { MQR__FAST_NONE, MQR__FAST_PLAIN, MQR__FAST_STRS };
 
 #endif

@@ -227,12 +227,23 @@ MQR_EXTERN int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro
 /* Frees a codec; NULL is accepted. */
 MQR_EXTERN void mqr_avro_codec_destroy(mqr_avro_codec_t *c);
 
+/* The two halves of mqr_avro_encode, not for direct use. _flat encodes a flat record
+ * (no union, array or map) into a buffer with room for it, its strings, fixed and
+ * defaults under 64 bytes: 0, or 1 having written nothing, for _any, which encodes every
+ * value and reports every error. */
+MQR_EXTERN int mqr__avro_encode_flat(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out);
+MQR_EXTERN int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                                    mqr_error_t *err);
+
 /* Encodes the C value at value, appending to out. No allocation unless out grows.
  * Errors: MQR_EBADDATA (an enum ordinal or union branch out of range), MQR_ENOSPC (a fixed
  * buffer: *needed, when not NULL, gets the total size out would need), MQR_ENOMEM. On
- * error out->len is unchanged. */
-MQR_EXTERN int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
-                               mqr_error_t *err);
+ * error out->len is unchanged. Inline: the common case is one call of three arguments,
+ * the caller keeping needed and err, which only the general encoder reads. */
+static inline int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                                  mqr_error_t *err) {
+  return mqr__avro_encode_flat(c, value, out) == 0 ? 0 : mqr__avro_encode_any(c, value, out, needed, err);
+}
 
 /* Decodes one datum from in[0..len) into the C value at value. Strings and bytes become
  * views into in (valid while in is); arrays and maps are placed in arena. *used (may be
