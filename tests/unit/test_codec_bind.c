@@ -459,6 +459,80 @@ static void test_flat_fast_and_general_paths_agree(void **state) {
   flat_paths_agree(one_long, false, MQR__FAST_PLAIN);
 }
 
+/* The test's own varint writer, a byte at a time: what Avro's spec says. */
+static size_t ref_varints(uint8_t *out, const int32_t *v, size_t n) {
+  size_t at = 0;
+  if (n) {
+    uint64_t z = ((uint64_t)n << 1); /* the block count, positive */
+    for (; z >= 0x80; z >>= 7) out[at++] = (uint8_t)(z | 0x80);
+    out[at++] = (uint8_t)z;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t z = ((uint32_t)v[i] << 1) ^ (uint32_t)(v[i] >> 31);
+    for (; z >= 0x80; z >>= 7) out[at++] = (uint8_t)(z | 0x80);
+    out[at++] = (uint8_t)z;
+  }
+  out[at++] = 0;
+  return at;
+}
+
+/* Int arrays go four at a time when the four take the same number of bytes: runs of each
+ * length 1 to 5 (and at each length's bounds), lengths going up or down every 1 to 5 items
+ * or changing at random, every tail length, into a growable buffer and into fixed buffers of exactly the size
+ * and up to 17 bytes more (the wide stores must stay inside): the bytes are the
+ * reference's, and they decode back. */
+static void test_int_arrays_four_at_a_time(void **state) {
+  (void)state;
+  const char *sch = "{\"type\":\"array\",\"items\":\"int\"}";
+  mqr_avro_schema_t *s;
+  mqr_avro_codec_t *c;
+  assert_int_equal(mqr_avro_schema_parse(sch, strlen(sch), &s, NULL), 0);
+  assert_int_equal(mqr_avro_codec_compile(s, &ints_t, &c, NULL), 0);
+  /* zigzag bounds of each length: 1 byte up to 63 / -64, 2 to 8191 / -8192, ... */
+  static const int32_t lo[5] = {0, 64, 8192, 1048576, 134217728}, hi[5] = {63, 8191, 1048575, 134217727, INT32_MAX};
+  enum { N = 70 };
+  static int32_t v[N];
+  static uint8_t ref[N * 5 + 16], fixed[N * 5 + 40], mem[N * 4 + 64];
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int pattern = 0; pattern < 5 * 12; pattern++) {
+    /* every: how many items before the length changes (0: at random, each item); the
+     * length goes up or (second half) down, so a run's first item can be the longest */
+    int len = pattern % 5, every = (int[]){N, 1, 3, 4, 5, 2}[pattern / 5 % 6], step = pattern < 30 ? 1 : 4;
+    for (size_t n = 0; n <= N; n++) {
+      for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int l = every == N ? (step == 1 ? len : (int)(x >> 61) % 5) : (len + step * (int)(i / (size_t)every)) % 5;
+        int32_t m = i % 7 == 0 ? lo[l] : i % 7 == 1 ? hi[l] : lo[l] + (int32_t)(x % (uint64_t)(hi[l] - lo[l] + 1));
+        /* negative numbers of the same length: -m - 1 zigzags next to m */
+        v[i] = (x >> 40) & 1 ? -m - 1 : m;
+      }
+      size_t want = ref_varints(ref, v, n);
+      mqr_avro_array_t a = {v, n};
+      mqr_avro_buf_t b;
+      mqr_avro_buf_init_growable(&b);
+      assert_int_equal(mqr_avro_encode(c, &a, &b, NULL, NULL), 0);
+      assert_int_equal(b.len, want);
+      assert_memory_equal(b.data, ref, want);
+      mqr_avro_buf_free(&b);
+      for (size_t extra = 0; extra <= 17; extra++) {
+        memset(fixed, 0xa5, sizeof fixed);
+        mqr_avro_buf_init(&b, fixed, want + extra);
+        assert_int_equal(mqr_avro_encode(c, &a, &b, NULL, NULL), 0);
+        assert_int_equal(b.len, want);
+        assert_memory_equal(fixed, ref, want);
+        for (size_t k = want + extra; k < sizeof fixed; k++) assert_int_equal(fixed[k], 0xa5);
+      }
+      mqr_avro_arena_t arena = {mem, sizeof mem, 0};
+      mqr_avro_array_t back;
+      assert_int_equal(mqr_avro_decode(c, ref, want, NULL, &back, &arena, NULL), 0);
+      assert_int_equal(back.count, n);
+      if (n) assert_memory_equal(back.items, v, n * sizeof *v);
+    }
+  }
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
+}
+
 static void bad_binding(const char *sch, const mqr_avro_ctype_t *t, const char *needle) {
   mqr_avro_schema_t *s = schema(sch);
   mqr_avro_codec_t *c = (mqr_avro_codec_t *)0x1;
@@ -568,6 +642,7 @@ int main(void) {
       cmocka_unit_test(test_flat_fast_and_general_paths_agree),
       cmocka_unit_test(test_bad_bindings),
       cmocka_unit_test(test_long_scalar_arrays),
+      cmocka_unit_test(test_int_arrays_four_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
