@@ -637,11 +637,12 @@ __attribute__((always_inline)) static inline const uint8_t *dec_str_fast(const u
 }
 
 /* The fast path of a flat plan: a leaf. NULL for what it leaves to dec (varints of more
- * than a byte near the end of the input, a DEFAULT to skip, and every error, whose
- * message dec writes), which then decodes the value again from the start: every op
- * writes its field, so nothing of this attempt survives. */
-__attribute__((always_inline)) static inline const uint8_t *
-dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const uint8_t *p, const uint8_t *end) {
+ * than a byte near the end of the input, a fixed of 64 bytes or more, a DEFAULT to skip,
+ * and every error, whose message dec writes), which then decodes the value again from the
+ * start: every op writes its field, so nothing of this attempt survives. */
+__attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last,
+                                                                          uint8_t *base, const uint8_t *p,
+                                                                          const uint8_t *end, const bool strs) {
   for (; op < last; op++) {
     switch ((mqr__opcode_t)op->code) {
     case MQR__OP_BOOL:
@@ -684,12 +685,13 @@ dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const u
       if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
     case MQR__OP_STRS:
+      if (!strs) __builtin_unreachable(); /* compiled out of the plain leaf */
       for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
         if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
-    case MQR__OP_FIXED:
-      if ((size_t)(end - p) < op->n) return NULL;
-      memcpy(base + op->off, p, op->n);
+    case MQR__OP_FIXED: /* no call to memcpy: the leaf would save registers for it */
+      if (op->n >= 64 || (size_t)(end - p) < op->n) return NULL;
+      mqr__copy_lt64(base + op->off, p, op->n);
       p += op->n;
       break;
     case MQR__OP_DEFAULT: return NULL;
@@ -700,9 +702,8 @@ dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last, uint8_t *base, const u
 }
 #undef ONE_BYTE
 
-__attribute__((noinline)) static int decode_general(const mqr_avro_codec_t *c, const uint8_t *in, size_t len,
-                                                    size_t *used, void *value, mqr_avro_arena_t *arena,
-                                                    mqr_error_t *err) {
+int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                         mqr_avro_arena_t *arena, mqr_error_t *err) {
   mqr_avro_arena_t none = {NULL, 0, 0};
   mqr__rd_t r = mqr__rd_init(in, len, err);
   int rc = dec(c->root, &r, value, arena ? arena : &none, 0);
@@ -710,16 +711,23 @@ __attribute__((noinline)) static int decode_general(const mqr_avro_codec_t *c, c
   return rc;
 }
 
-/* A leaf on the fast path of a flat plan; everything else is a tail call. */
-int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
-                    mqr_avro_arena_t *arena, mqr_error_t *err) {
+/* The decoder's fast leaves, as the encoder's: three arguments and a length (the inline
+ * mqr_avro_decode keeps used, arena and err), and the plain one without the STRS loop. */
+__attribute__((always_inline)) static inline ptrdiff_t dec_fast(const mqr_avro_codec_t *c, const uint8_t *in,
+                                                                size_t len, void *value, const bool strs) {
   const mqr__plan_t *pl = c->root;
-  if (__builtin_expect(pl->flat && in != NULL, 1)) {
-    const uint8_t *end = dec_flat_fast(pl->ops, pl->ops + pl->n, value, in, in + len);
-    if (__builtin_expect(end != NULL, 1)) {
-      if (used) *used = (size_t)(end - in);
-      return 0;
-    }
-  }
-  return decode_general(c, in, len, used, value, arena, err);
+  if (__builtin_expect(in == NULL, 0)) return -1;
+  const uint8_t *end = dec_flat_fast(pl->ops, pl->ops + pl->n, value, in, in + len, strs);
+  return __builtin_expect(end != NULL, 1) ? end - in : -1;
+}
+
+__attribute__((noinline)) static ptrdiff_t dec_fast_strs(const mqr_avro_codec_t *c, const uint8_t *in, size_t len,
+                                                         void *value) {
+  return dec_fast(c, in, len, value, true);
+}
+
+ptrdiff_t mqr__avro_decode_flat(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value) {
+  if (__builtin_expect(c->fast != MQR__FAST_PLAIN, 0))
+    return c->fast == MQR__FAST_STRS ? dec_fast_strs(c, in, len, value) : -1;
+  return dec_fast(c, in, len, value, false);
 }

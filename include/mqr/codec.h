@@ -245,12 +245,24 @@ static inline int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, 
   return mqr__avro_encode_flat(c, value, out) == 0 ? 0 : mqr__avro_encode_any(c, value, out, needed, err);
 }
 
+/* The two halves of mqr_avro_decode, not for direct use. _flat decodes a flat record
+ * whose lengths and most varints are one byte: the bytes read, or -1 for _any, which
+ * decodes every value and reports every error. */
+MQR_EXTERN ptrdiff_t mqr__avro_decode_flat(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value);
+MQR_EXTERN int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                                    mqr_avro_arena_t *arena, mqr_error_t *err);
+
 /* Decodes one datum from in[0..len) into the C value at value. Strings and bytes become
  * views into in (valid while in is); arrays and maps are placed in arena. *used (may be
  * NULL) gets the bytes read. No heap allocation. Errors: those of mqr_avro_skip, and
- * MQR_ENOSPC when the arena is full. */
-MQR_EXTERN int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
-                               mqr_avro_arena_t *arena, mqr_error_t *err);
+ * MQR_ENOSPC when the arena is full. Inline, as mqr_avro_encode is. */
+static inline int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                                  mqr_avro_arena_t *arena, mqr_error_t *err) {
+  ptrdiff_t n = mqr__avro_decode_flat(c, in, len, value);
+  if (n < 0) return mqr__avro_decode_any(c, in, len, used, value, arena, err);
+  if (used) *used = (size_t)n;
+  return 0;
+}
 
 /* ---------------------------------------------------------------------------------- */
 /* Streaming writer and reader                                                          */

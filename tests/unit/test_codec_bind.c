@@ -459,6 +459,69 @@ static void test_flat_fast_and_general_paths_agree(void **state) {
   flat_paths_agree(one_long, false, MQR__FAST_PLAIN);
 }
 
+/* Fixeds of every size around the fast paths' 64-byte bound, before and after a string:
+ * the bytes are the fields' in order, each path (roomy and exact buffers, input with and
+ * without bytes after it) gives them and reads them back, and every truncation is
+ * refused. */
+static void test_fixed_sizes(void **state) {
+  (void)state;
+  static const unsigned sizes[] = {1, 3, 4, 7, 8, 15, 16, 17, 63, 64, 65, 100};
+  typedef struct {
+    uint8_t f[100];
+    mqr_str_t s;
+  } fs_t;
+  for (size_t k = 0; k < 2 * sizeof sizes / sizeof sizes[0]; k++) {
+    unsigned n = sizes[k / 2];
+    bool last = k & 1; /* the fixed after the string: nothing behind it checks the end */
+    char json[256], fixed[96];
+    snprintf(fixed, sizeof fixed, "{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"F\",\"size\":%u}}", n);
+    snprintf(json, sizeof json, "{\"type\":\"record\",\"name\":\"R\",\"fields\":[%s,%s]}",
+             last ? "{\"name\":\"s\",\"type\":\"string\"}" : fixed,
+             last ? fixed : "{\"name\":\"s\",\"type\":\"string\"}");
+    const mqr_avro_ctype_t ft = {MQR_AVRO_C_FIXED, n, NULL, 0, NULL, NULL, 0, 0};
+    const mqr_avro_cfield_t fields[] = {{"f", offsetof(fs_t, f), &ft}, {"s", offsetof(fs_t, s), &mqr_avro_c_str}};
+    const mqr_avro_ctype_t rt = {MQR_AVRO_C_RECORD, sizeof(fs_t), fields, 2, NULL, NULL, 0, 0};
+    mqr_avro_schema_t *sc = schema(json);
+    mqr_avro_codec_t *c;
+    mqr_error_t err;
+    if (mqr_avro_codec_compile(sc, &rt, &c, &err) != 0) fail_msg("%s", err.message);
+    fs_t v;
+    memset(&v, 0, sizeof v);
+    for (unsigned i = 0; i < n; i++) v.f[i] = (uint8_t)(i * 7 + 1);
+    v.s = mqr_str("xyz");
+    uint8_t want[128], roomy[512], exact[128], in[256];
+    memcpy(want + (last ? 4 : 0), v.f, n);
+    memcpy(want + (last ? 0 : n), "\x06xyz", 4);
+    size_t wn = n + 4;
+    mqr_avro_buf_t b;
+    mqr_avro_buf_init(&b, roomy, sizeof roomy);
+    assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+    assert_int_equal(b.len, wn);
+    assert_memory_equal(roomy, want, wn);
+    mqr_avro_buf_init(&b, exact, wn);
+    assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+    assert_memory_equal(exact, want, wn);
+    memcpy(in, want, wn);
+    memset(in + wn, 0x55, 32);
+    for (size_t extra = 0; extra <= 32; extra += 32) {
+      fs_t back;
+      memset(&back, 0, sizeof back);
+      size_t used = 0;
+      assert_int_equal(mqr_avro_decode(c, in, wn + extra, &used, &back, NULL, &err), 0);
+      assert_int_equal(used, wn);
+      assert_memory_equal(back.f, v.f, n);
+      assert_int_equal(back.s.len, 3);
+      assert_memory_equal(back.s.ptr, "xyz", 3);
+    }
+    for (size_t t = 0; t < wn; t++) {
+      fs_t back;
+      assert_int_equal(mqr_avro_decode(c, in, t, NULL, &back, NULL, &err), MQR_ETRUNCATED);
+    }
+    mqr_avro_codec_destroy(c);
+    mqr_avro_schema_destroy(sc);
+  }
+}
+
 /* The test's own varint writer, a byte at a time: what Avro's spec says. */
 static size_t ref_varints(uint8_t *out, const int32_t *v, size_t n) {
   size_t at = 0;
@@ -643,6 +706,7 @@ int main(void) {
       cmocka_unit_test(test_bad_bindings),
       cmocka_unit_test(test_long_scalar_arrays),
       cmocka_unit_test(test_int_arrays_four_at_a_time),
+      cmocka_unit_test(test_fixed_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
