@@ -254,10 +254,11 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
   return 0;
 }
 
-/* The fast path of a flat plan: a leaf, with one room check per op for the most any op here writes (a 10-byte varint; a
- * length byte and up to 63 bytes of string, fixed or default) and a dispatch without a range check. NULL for what it
- * leaves to the general encoder (a buffer short of that room, a longer string, fixed or default, a bad enum ordinal),
- * which then encodes the value again from the same place. */
+/* The fast path of a flat plan: a leaf, with one room check per op for the most any op
+ * here writes (a 10-byte varint; a length byte and up to 63 bytes of string, fixed or
+ * default) and a dispatch without a range check. NULL for what it leaves to the general
+ * encoder (a buffer short of that room, a longer string, fixed or default, a bad enum
+ * ordinal), which then encodes the value again from the same place. */
 #define MQR__FAST_ROOM 74
 
 /* A string of under 64 bytes (one length byte); NULL for a longer one. */

@@ -56,11 +56,11 @@ struct mqr_avro_codec_s {
   const mqr_avro_schema_t *schema;
   mqr__arena_t arena; /* plans, defaults */
   mqr__plan_t *root;
-  uint8_t fast; /* the encoder's fast path for the root: MQR__FAST_* */
+  uint8_t fast; /* which fast leaves encode and decode the root: MQR__FAST_* */
 };
 
-/* A flat root is encoded by one of two leaves (codec.c): the one without STRS, no inner
- * loop, needs few enough registers to save none on entry. */
+/* A flat root is encoded and decoded by one of two pairs of leaves (codec.c): the pair
+ * without STRS, with no inner loop, saves fewer registers. */
 enum { MQR__FAST_NONE, MQR__FAST_PLAIN, MQR__FAST_STRS };
 
 #endif
