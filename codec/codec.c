@@ -254,11 +254,12 @@ static inline __attribute__((always_inline)) int enc_flat_op(const mqr__op_t *op
   return 0;
 }
 
-/* The fast path of a flat plan: a leaf, with one room check per op for the most any op
- * here writes (a 10-byte varint; a length byte and up to 63 bytes of string, fixed or
- * default) and a dispatch without a range check. NULL for what it leaves to the general
- * encoder (a buffer short of that room, a longer string, fixed or default, a bad enum
- * ordinal), which then encodes the value again from the same place. */
+/* The fast path of a flat plan of at least one op: a leaf, with a dispatch without a
+ * range check, and (checked) a room check per op for the most any op here writes (a
+ * 10-byte varint; a length byte and up to 63 bytes of string, fixed or default), or
+ * (not checked) none, its caller having checked room for them all. NULL for what it
+ * leaves to the general encoder (a buffer short of that room, a longer string, fixed or
+ * default, a bad enum ordinal), which then encodes the value again from the same place. */
 #define MQR__FAST_ROOM 74
 
 /* A string of under 64 bytes (one length byte); NULL for a longer one. */
@@ -270,9 +271,9 @@ __attribute__((always_inline)) static inline uint8_t *enc_str_fast(uint8_t *p, m
 
 __attribute__((always_inline)) static inline uint8_t *enc_flat_fast(const mqr__op_t *op, const mqr__op_t *last,
                                                                     const uint8_t *base, uint8_t *p, const uint8_t *end,
-                                                                    const bool strs) {
-  for (; op < last; op++) {
-    if (end - p < MQR__FAST_ROOM) return NULL;
+                                                                    const bool checked) {
+  do {
+    if (checked && end - p < MQR__FAST_ROOM) return NULL;
     switch ((mqr__opcode_t)op->code) {
     case MQR__OP_BOOL: *p++ = LD(bool, base, op->off); break;
     case MQR__OP_INT: p = mqr__put_varint(p, mqr__zigzag32(LD(int32_t, base, op->off))); break;
@@ -289,7 +290,7 @@ __attribute__((always_inline)) static inline uint8_t *enc_flat_fast(const mqr__o
       if ((p = enc_str_fast(p, LD(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
     case MQR__OP_STRS:
-      if (!strs) __builtin_unreachable(); /* compiled out of the plain leaf */
+      if (!checked) __builtin_unreachable(); /* compiled out of the bounded leaf */
       for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
         if (end - p < MQR__FAST_ROOM || (p = enc_str_fast(p, LD(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
@@ -309,7 +310,7 @@ __attribute__((always_inline)) static inline uint8_t *enc_flat_fast(const mqr__o
       break;
     default: __builtin_unreachable(); /* a flat plan has no other op */
     }
-  }
+  } while (++op < last);
   return p;
 }
 
@@ -429,28 +430,30 @@ int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_
   return encode_failed(c, value, out, mark, needed, err, rc);
 }
 
-/* The fast path's leaves, one for each kind of flat plan: three arguments (mqr_avro_encode,
- * inline in codec.h, keeps the other two in its caller), and the plain one has no inner
- * loop for STRS. Together that took the registers it saves from six on entry to three
- * after its first checks (GCC 12), and a one-string record's encode from 4.75 to 4.10 ns
+/* The encoder's fast leaves, one for each kind of flat root (plan.h): three arguments
+ * (mqr_avro_encode, inline in codec.h, keeps the other two in its caller), and the
+ * bounded one has no inner loop for STRS and no room check per op. Together that took
+ * the registers saved from six on entry to two after the first checks (GCC 12), and a
+ * one-string record's encode from 67 instructions to 60 and 4.75 to about 4.2 ns
  * (docs/architecture.md). */
 __attribute__((always_inline)) static inline int enc_fast(const mqr_avro_codec_t *c, const void *value,
-                                                          mqr_avro_buf_t *out, const bool strs) {
-  const mqr__plan_t *pl = c->root;
+                                                          mqr_avro_buf_t *out, const bool checked) {
   if (__builtin_expect(out->data == NULL, 0)) return 1;
-  uint8_t *end = enc_flat_fast(pl->ops, pl->ops + pl->n, value, out->data + out->len, out->data + out->cap, strs);
+  if (!checked && out->cap - out->len < c->fast_max) return 1;
+  uint8_t *end = enc_flat_fast(c->fast_ops, c->fast_last, value, out->data + out->len, out->data + out->cap, checked);
   if (__builtin_expect(end == NULL, 0)) return 1;
   out->len = (size_t)(end - out->data);
   return 0;
 }
 
-__attribute__((noinline)) static int enc_fast_strs(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out) {
+__attribute__((noinline)) static int enc_fast_checked(const mqr_avro_codec_t *c, const void *value,
+                                                      mqr_avro_buf_t *out) {
   return enc_fast(c, value, out, true);
 }
 
 int mqr__avro_encode_flat(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out) {
-  if (__builtin_expect(c->fast != MQR__FAST_PLAIN, 0))
-    return c->fast == MQR__FAST_STRS ? enc_fast_strs(c, value, out) : 1;
+  if (__builtin_expect(c->fast != MQR__FAST_BOUNDED, 0))
+    return c->fast == MQR__FAST_CHECKED ? enc_fast_checked(c, value, out) : 1;
   return enc_fast(c, value, out, false);
 }
 
@@ -637,14 +640,14 @@ __attribute__((always_inline)) static inline const uint8_t *dec_str_fast(const u
   return p + (z >> 1);
 }
 
-/* The fast path of a flat plan: a leaf. NULL for what it leaves to dec (varints of more
+/* The fast path of a flat plan of at least one op: a leaf. NULL for what it leaves to dec (varints of more
  * than a byte near the end of the input, a fixed of 64 bytes or more, a DEFAULT to skip,
  * and every error, whose message dec writes), which then decodes the value again from the
  * start: every op writes its field, so nothing of this attempt survives. */
 __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last,
                                                                           uint8_t *base, const uint8_t *p,
                                                                           const uint8_t *end, const bool strs) {
-  for (; op < last; op++) {
+  do {
     switch ((mqr__opcode_t)op->code) {
     case MQR__OP_BOOL:
       if (p == end || *p > 1) return NULL;
@@ -686,7 +689,7 @@ __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const 
       if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
     case MQR__OP_STRS:
-      if (!strs) __builtin_unreachable(); /* compiled out of the plain leaf */
+      if (!strs) __builtin_unreachable(); /* compiled out of the bounded root's leaf */
       for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
         if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
@@ -698,7 +701,7 @@ __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const 
     case MQR__OP_DEFAULT: return NULL;
     default: __builtin_unreachable(); /* a flat plan has no other op */
     }
-  }
+  } while (++op < last);
   return p;
 }
 #undef ONE_BYTE
@@ -713,22 +716,22 @@ int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t le
 }
 
 /* The decoder's fast leaves, as the encoder's: three arguments and a length (the inline
- * mqr_avro_decode keeps used, arena and err), and the plain one without the STRS loop. */
+ * mqr_avro_decode keeps used, arena and err), and the bounded root's without the STRS
+ * loop. */
 __attribute__((always_inline)) static inline ptrdiff_t dec_fast(const mqr_avro_codec_t *c, const uint8_t *in,
                                                                 size_t len, void *value, const bool strs) {
-  const mqr__plan_t *pl = c->root;
   if (__builtin_expect(in == NULL, 0)) return -1;
-  const uint8_t *end = dec_flat_fast(pl->ops, pl->ops + pl->n, value, in, in + len, strs);
+  const uint8_t *end = dec_flat_fast(c->fast_ops, c->fast_last, value, in, in + len, strs);
   return __builtin_expect(end != NULL, 1) ? end - in : -1;
 }
 
-__attribute__((noinline)) static ptrdiff_t dec_fast_strs(const mqr_avro_codec_t *c, const uint8_t *in, size_t len,
-                                                         void *value) {
+__attribute__((noinline)) static ptrdiff_t dec_fast_checked(const mqr_avro_codec_t *c, const uint8_t *in, size_t len,
+                                                            void *value) {
   return dec_fast(c, in, len, value, true);
 }
 
 ptrdiff_t mqr__avro_decode_flat(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value) {
-  if (__builtin_expect(c->fast != MQR__FAST_PLAIN, 0))
-    return c->fast == MQR__FAST_STRS ? dec_fast_strs(c, in, len, value) : -1;
+  if (__builtin_expect(c->fast != MQR__FAST_BOUNDED, 0))
+    return c->fast == MQR__FAST_CHECKED ? dec_fast_checked(c, in, len, value) : -1;
   return dec_fast(c, in, len, value, false);
 }

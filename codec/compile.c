@@ -213,6 +213,29 @@ static int bind(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_t *t, s
   return mismatch(k, "unknown schema node");
 }
 
+/* The fast leaves' kind and bound for a flat root (plan.h). */
+static void fast_leaves(mqr_avro_codec_t *c) {
+  uint64_t max = 0;
+  bool strs = false;
+  for (uint32_t i = 0; i < c->root->n; i++) {
+    const mqr__op_t *op = &c->root->ops[i];
+    switch (op->code) {
+    case MQR__OP_BOOL: max += 1; break;
+    case MQR__OP_INT:
+    case MQR__OP_ENUM: max += 5; break;
+    case MQR__OP_LONG: max += 10; break;
+    case MQR__OP_FLOAT: max += 4; break;
+    case MQR__OP_DOUBLE: max += 8; break;
+    case MQR__OP_STRS: strs = true; break;
+    default: max += 64; break; /* a string's length byte and 63 bytes; a fixed or default under 64 */
+    }
+  }
+  c->fast = strs || max > MQR__FAST_BOUND ? MQR__FAST_CHECKED : MQR__FAST_BOUNDED;
+  c->fast_max = (uint32_t)max;
+  c->fast_ops = c->root->ops;
+  c->fast_last = c->root->ops + c->root->n;
+}
+
 int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *ctype, mqr_avro_codec_t **out,
                            mqr_error_t *err) {
   if (s == NULL || ctype == NULL || out == NULL) return mqr_error_set(err, MQR_EINVAL, "no schema or C type");
@@ -225,9 +248,7 @@ int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *c
   if (rc == 0) {
     c->root->flat = true;
     for (uint32_t i = 0; i < c->root->n; i++) c->root->flat &= c->root->ops[i].code <= MQR__OP_DEFAULT;
-    c->fast = c->root->flat ? MQR__FAST_PLAIN : MQR__FAST_NONE;
-    for (uint32_t i = 0; c->root->flat && i < c->root->n; i++)
-      if (c->root->ops[i].code == MQR__OP_STRS) c->fast = MQR__FAST_STRS;
+    if (c->root->flat && c->root->n) fast_leaves(c);
   }
   if (rc) {
     mqr_avro_codec_destroy(c);

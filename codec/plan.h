@@ -56,11 +56,17 @@ struct mqr_avro_codec_s {
   const mqr_avro_schema_t *schema;
   mqr__arena_t arena; /* plans, defaults */
   mqr__plan_t *root;
-  uint8_t fast; /* which fast leaves encode and decode the root: MQR__FAST_* */
+  /* The fast leaves (codec.c) of a flat root of at least one op: its ops, and the most
+   * they write with strings, fixeds and defaults under 64 bytes. */
+  uint8_t fast; /* MQR__FAST_* */
+  uint32_t fast_max;
+  const mqr__op_t *fast_ops, *fast_last;
 };
 
-/* A flat root is encoded and decoded by one of two pairs of leaves (codec.c): the pair
- * without STRS, with no inner loop, saves fewer registers. */
-enum { MQR__FAST_NONE, MQR__FAST_PLAIN, MQR__FAST_STRS };
+/* Which pair of fast leaves a root gets. BOUNDED: no STRS and at most MQR__FAST_BOUND
+ * bytes, so the encoder checks room once for all the ops and its leaf, with no inner
+ * loop, saves two registers; CHECKED: any other flat root, room checked per op. */
+enum { MQR__FAST_NONE, MQR__FAST_BOUNDED, MQR__FAST_CHECKED };
+#define MQR__FAST_BOUND 1024
 
 #endif

@@ -368,6 +368,18 @@ static void flat_paths_agree(const int *order, bool bad_cases, int fast_kind) {
     if (mqr_avro_encode(c, &v, &b, NULL, &err) != 0) fail_msg("%s", err.message);
     assert_int_equal(b.len, n);
     assert_memory_equal(exact, big + 5, n);
+    /* A byte short: refused, with the size needed, and nothing written past the buffer. */
+    if (n) {
+      memset(exact, 0xa5, sizeof exact);
+      mqr_avro_buf_init(&b, exact, n - 1);
+      size_t needed = 0;
+      assert_int_equal(mqr_avro_encode(c, &v, &b, &needed, &err), MQR_ENOSPC);
+      assert_int_equal(b.len, 0);
+      assert_int_equal(needed, n);
+      for (size_t g = n - 1; g < sizeof exact; g++) assert_int_equal(exact[g], 0xa5);
+      mqr_avro_buf_init(&b, exact, n);
+      assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+    }
     /* Decoding: exactly the datum (varints near the end leave the fast path), and the
      * datum followed by more bytes (the fast path), give the same values and length. */
     memcpy(in, exact, n);
@@ -449,14 +461,74 @@ static void test_flat_fast_and_general_paths_agree(void **state) {
   const int alone_first[] = {5, 1, 6, 4, 9, 7, 0, 8, 3, 2, -1}, double_last[] = {9, 2, 6, 3, 5, 8, 7, 1, 0, 4, -1};
   const int bool_last[] = {4, 5, 2, 8, 6, 1, 3, 9, 7, 0, -1}, one_string[] = {5, -1}, one_long[] = {2, -1};
   const int strings_apart[] = {5, 0, 6, 1, 7, 2, 8, 3, 4, -1}; /* no two strings in a row: no STRS */
-  flat_paths_agree(in_order, true, MQR__FAST_STRS);
-  flat_paths_agree(with_default, true, MQR__FAST_STRS);
-  flat_paths_agree(alone_first, false, MQR__FAST_STRS);
-  flat_paths_agree(double_last, false, MQR__FAST_STRS);
-  flat_paths_agree(bool_last, false, MQR__FAST_STRS);
-  flat_paths_agree(strings_apart, false, MQR__FAST_PLAIN);
-  flat_paths_agree(one_string, false, MQR__FAST_PLAIN);
-  flat_paths_agree(one_long, false, MQR__FAST_PLAIN);
+  flat_paths_agree(in_order, true, MQR__FAST_CHECKED);
+  flat_paths_agree(with_default, true, MQR__FAST_CHECKED);
+  flat_paths_agree(alone_first, false, MQR__FAST_CHECKED);
+  flat_paths_agree(double_last, false, MQR__FAST_CHECKED);
+  flat_paths_agree(bool_last, false, MQR__FAST_CHECKED);
+  flat_paths_agree(strings_apart, false, MQR__FAST_BOUNDED);
+  flat_paths_agree(one_string, false, MQR__FAST_BOUNDED);
+  flat_paths_agree(one_long, false, MQR__FAST_BOUNDED);
+}
+
+/* A flat record with no two strings in a row but more than MQR__FAST_BOUND bytes at
+ * most (20 strings between 20 ints): the fast leaves that check room per op take it, and
+ * encode as the JSON path does, into a roomy buffer and one of exactly the datum's size,
+ * and decode it back. */
+static void test_long_flat_record(void **state) {
+  (void)state;
+  enum { N = 20 };
+  char json[4096] = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[", datum[2048] = "{";
+  typedef struct {
+    mqr_str_t s[N];
+    int32_t i[N];
+  } long_t;
+  mqr_avro_cfield_t fields[2 * N];
+  static char names[2 * N][8];
+  long_t v;
+  for (int k = 0; k < N; k++) {
+    snprintf(names[2 * k], 8, "s%d", k);
+    snprintf(names[2 * k + 1], 8, "i%d", k);
+    snprintf(json + strlen(json), sizeof json - strlen(json),
+             "%s{\"name\":\"s%d\",\"type\":\"string\"},{\"name\":\"i%d\",\"type\":\"int\"}", k ? "," : "", k, k);
+    fields[2 * k] = (mqr_avro_cfield_t){names[2 * k], offsetof(long_t, s) + k * sizeof(mqr_str_t), &mqr_avro_c_str};
+    fields[2 * k + 1] =
+        (mqr_avro_cfield_t){names[2 * k + 1], offsetof(long_t, i) + k * sizeof(int32_t), &mqr_avro_c_int32};
+    v.s[k] = mqr_str_n("abcdefghijklmnopqrstuvwxyz", (size_t)k);
+    v.i[k] = k * 1000 - 7000;
+    snprintf(datum + strlen(datum), sizeof datum - strlen(datum), "%s\"s%d\":\"%.*s\",\"i%d\":%d", k ? "," : "", k, k,
+             "abcdefghijklmnopqrstuvwxyz", k, v.i[k]);
+  }
+  strcat(json, "]}");
+  strcat(datum, "}");
+  const mqr_avro_ctype_t t = {MQR_AVRO_C_RECORD, sizeof(long_t), fields, 2 * N, NULL, NULL, 0, 0};
+  mqr_avro_schema_t *sc = schema(json);
+  mqr_avro_codec_t *c;
+  mqr_error_t err;
+  if (mqr_avro_codec_compile(sc, &t, &c, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(c->fast, MQR__FAST_CHECKED);
+  assert_true(c->fast_max > MQR__FAST_BOUND);
+  static uint8_t roomy[4096], exact[2048];
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init(&b, roomy, sizeof roomy);
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+  expect_same_as_json(sc, roomy, b.len, datum);
+  size_t n = b.len;
+  mqr_avro_buf_init(&b, exact, n);
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+  assert_memory_equal(exact, roomy, n);
+  long_t back;
+  memset(&back, 0, sizeof back);
+  size_t used = 0;
+  assert_int_equal(mqr_avro_decode(c, roomy, n, &used, &back, NULL, &err), 0);
+  assert_int_equal(used, n);
+  for (int k = 0; k < N; k++) {
+    assert_int_equal(back.i[k], v.i[k]);
+    assert_int_equal(back.s[k].len, v.s[k].len);
+    if (k) assert_memory_equal(back.s[k].ptr, v.s[k].ptr, (size_t)k);
+  }
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(sc);
 }
 
 /* Fixeds of every size around the fast paths' 64-byte bound, before and after a string:
@@ -707,6 +779,7 @@ int main(void) {
       cmocka_unit_test(test_long_scalar_arrays),
       cmocka_unit_test(test_int_arrays_four_at_a_time),
       cmocka_unit_test(test_fixed_sizes),
+      cmocka_unit_test(test_long_flat_record),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
