@@ -213,12 +213,15 @@ static int bind(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_t *t, s
   return mismatch(k, "unknown schema node");
 }
 
-/* The fast leaves' kind and bound for a flat root (plan.h). */
-static void fast_leaves(mqr_avro_codec_t *c) {
+/* The fast leaves' kind and bound for a flat root (plan.h). 0, or MQR_ENOMEM. */
+static int fast_leaves(mqr_avro_codec_t *c) {
   uint64_t max = 0;
-  bool strs = false;
+  uint32_t n_strs = 0;
+  bool strs = false, only_strs = true;
   for (uint32_t i = 0; i < c->root->n; i++) {
     const mqr__op_t *op = &c->root->ops[i];
+    only_strs &= op->code == MQR__OP_STR || op->code == MQR__OP_STRS;
+    n_strs += op->code == MQR__OP_STRS ? op->n : op->code == MQR__OP_STR;
     switch (op->code) {
     case MQR__OP_BOOL: max += 1; break;
     case MQR__OP_INT:
@@ -226,14 +229,28 @@ static void fast_leaves(mqr_avro_codec_t *c) {
     case MQR__OP_LONG: max += 10; break;
     case MQR__OP_FLOAT: max += 4; break;
     case MQR__OP_DOUBLE: max += 8; break;
-    case MQR__OP_STRS: strs = true; break;
+    case MQR__OP_STRS:
+      strs = true;
+      max += 64ull * op->n;
+      break;
     default: max += 64; break; /* a string's length byte and 63 bytes; a fixed or default under 64 */
     }
   }
   c->fast = strs || max > MQR__FAST_BOUND ? MQR__FAST_CHECKED : MQR__FAST_BOUNDED;
-  c->fast_max = (uint32_t)max;
+  c->fast_max = (uint32_t)(max > UINT32_MAX ? UINT32_MAX : max);
   c->fast_ops = c->root->ops;
   c->fast_last = c->root->ops + c->root->n;
+  if (!only_strs || max > MQR__FAST_BOUND) return 0;
+  uint32_t *o = mqr__arena_alloc(&c->arena, n_strs * sizeof *o);
+  if (o == NULL) return MQR_ENOMEM;
+  c->str_offs = o;
+  c->str_last = o + n_strs;
+  for (uint32_t i = 0; i < c->root->n; i++) {
+    const mqr__op_t *op = &c->root->ops[i];
+    if (op->code == MQR__OP_STR) *o++ = op->off;
+    for (uint32_t j = 0; op->code == MQR__OP_STRS && j < op->n; j++) *o++ = op->offs[j];
+  }
+  return 0;
 }
 
 int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *ctype, mqr_avro_codec_t **out,
@@ -248,7 +265,7 @@ int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro_ctype_t *c
   if (rc == 0) {
     c->root->flat = true;
     for (uint32_t i = 0; i < c->root->n; i++) c->root->flat &= c->root->ops[i].code <= MQR__OP_DEFAULT;
-    if (c->root->flat && c->root->n) fast_leaves(c);
+    if (c->root->flat && c->root->n && fast_leaves(c) != 0) rc = nomem(&k);
   }
   if (rc) {
     mqr_avro_codec_destroy(c);

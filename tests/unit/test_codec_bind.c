@@ -313,7 +313,7 @@ static void expect_flat_equal(const flat_t *a, const flat_t *b) {
 }
 
 /* The record with its fields in the order given (-1 ends it). */
-static void flat_paths_agree(const int *order, bool bad_cases, int fast_kind) {
+static void flat_paths_agree(const int *order, bool bad_cases, int fast_kind, bool strings_leaf) {
   char json[2048] = "{\"type\":\"record\",\"name\":\"F\",\"fields\":[";
   for (int k = 0; order[k] >= 0; k++) {
     if (k) strcat(json, ",");
@@ -330,7 +330,8 @@ static void flat_paths_agree(const int *order, bool bad_cases, int fast_kind) {
   mqr_avro_codec_t *c;
   mqr_error_t err;
   if (mqr_avro_codec_compile(sc, &type, &c, &err) != 0) fail_msg("%s", err.message);
-  assert_int_equal(c->fast, fast_kind); /* which fast leaf encodes it (plan.h) */
+  assert_int_equal(c->fast, fast_kind); /* which fast leaves encode and decode it (plan.h) */
+  assert_int_equal(c->str_offs != NULL, strings_leaf);
   static char text[200];
   memset(text, 'q', sizeof text);
   const int64_t longs[] = {0, -1, 63, -64, 64, 8191, -8192, 1ll << 40, INT64_MAX, INT64_MIN};
@@ -461,14 +462,19 @@ static void test_flat_fast_and_general_paths_agree(void **state) {
   const int alone_first[] = {5, 1, 6, 4, 9, 7, 0, 8, 3, 2, -1}, double_last[] = {9, 2, 6, 3, 5, 8, 7, 1, 0, 4, -1};
   const int bool_last[] = {4, 5, 2, 8, 6, 1, 3, 9, 7, 0, -1}, one_string[] = {5, -1}, one_long[] = {2, -1};
   const int strings_apart[] = {5, 0, 6, 1, 7, 2, 8, 3, 4, -1}; /* no two strings in a row: no STRS */
-  flat_paths_agree(in_order, true, MQR__FAST_CHECKED);
-  flat_paths_agree(with_default, true, MQR__FAST_CHECKED);
-  flat_paths_agree(alone_first, false, MQR__FAST_CHECKED);
-  flat_paths_agree(double_last, false, MQR__FAST_CHECKED);
-  flat_paths_agree(bool_last, false, MQR__FAST_CHECKED);
-  flat_paths_agree(strings_apart, false, MQR__FAST_BOUNDED);
-  flat_paths_agree(one_string, false, MQR__FAST_BOUNDED);
-  flat_paths_agree(one_long, false, MQR__FAST_BOUNDED);
+  const int strings_and_long[] = {6, 9, 5, -1};                /* raw, in (a, b2, n), s */
+  const int two_strings[] = {6, 5, -1}, string_default[] = {5, 10, 6, -1};
+  flat_paths_agree(in_order, true, MQR__FAST_CHECKED, false);
+  flat_paths_agree(with_default, true, MQR__FAST_CHECKED, false);
+  flat_paths_agree(alone_first, false, MQR__FAST_CHECKED, false);
+  flat_paths_agree(double_last, false, MQR__FAST_CHECKED, false);
+  flat_paths_agree(bool_last, false, MQR__FAST_CHECKED, false);
+  flat_paths_agree(strings_apart, false, MQR__FAST_BOUNDED, false);
+  flat_paths_agree(strings_and_long, false, MQR__FAST_CHECKED, false);
+  flat_paths_agree(two_strings, false, MQR__FAST_CHECKED, true);
+  flat_paths_agree(string_default, false, MQR__FAST_BOUNDED, false);
+  flat_paths_agree(one_string, false, MQR__FAST_BOUNDED, true);
+  flat_paths_agree(one_long, false, MQR__FAST_BOUNDED, false);
 }
 
 /* A flat record with no two strings in a row but more than MQR__FAST_BOUND bytes at
@@ -529,6 +535,59 @@ static void test_long_flat_record(void **state) {
   }
   mqr_avro_codec_destroy(c);
   mqr_avro_schema_destroy(sc);
+}
+
+/* Records of strings only: 16 fit the bound (64 bytes each at most), so the encoder's
+ * strings leaf takes them; 17 do not. Both encode as the JSON path does, strings of every
+ * length up to 70 (past 63 the leaf gives up), and a buffer a byte short is refused. */
+static void test_strings_only_records(void **state) {
+  (void)state;
+  static const char text[] = "0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  for (int n = 16; n <= 17; n++) {
+    char json[2048] = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[";
+    static char names[17][8];
+    mqr_avro_cfield_t fields[17];
+    for (int k = 0; k < n; k++) {
+      snprintf(names[k], sizeof names[k], "s%d", k);
+      snprintf(json + strlen(json), sizeof json - strlen(json), "%s{\"name\":\"s%d\",\"type\":\"%s\"}", k ? "," : "", k,
+               k % 3 ? "string" : "bytes");
+      fields[k] = (mqr_avro_cfield_t){names[k], (size_t)k * sizeof(mqr_str_t), &mqr_avro_c_str};
+    }
+    strcat(json, "]}");
+    const mqr_avro_ctype_t t = {MQR_AVRO_C_RECORD, 17 * sizeof(mqr_str_t), fields, (size_t)n, NULL, NULL, 0, 0};
+    mqr_avro_schema_t *sc = schema(json);
+    mqr_avro_codec_t *c;
+    mqr_error_t err;
+    if (mqr_avro_codec_compile(sc, &t, &c, &err) != 0) fail_msg("%s", err.message);
+    assert_int_equal(c->str_offs != NULL, n == 16);
+    for (size_t len = 0; len <= 70; len += 7) {
+      mqr_str_t v[17];
+      char datum[4096] = "{";
+      for (int k = 0; k < n; k++) {
+        size_t l = (len + (size_t)k) % 71;
+        v[k] = mqr_str_n(text, l);
+        snprintf(datum + strlen(datum), sizeof datum - strlen(datum), "%s\"s%d\":\"%.*s\"", k ? "," : "", k, (int)l,
+                 text);
+      }
+      strcat(datum, "}");
+      static uint8_t roomy[4096], exact[4096];
+      mqr_avro_buf_t b;
+      mqr_avro_buf_init(&b, roomy, sizeof roomy);
+      assert_int_equal(mqr_avro_encode(c, v, &b, NULL, &err), 0);
+      expect_same_as_json(sc, roomy, b.len, datum);
+      size_t size = b.len, needed = 0;
+      memset(exact, 0xa5, sizeof exact);
+      mqr_avro_buf_init(&b, exact, size - 1);
+      assert_int_equal(mqr_avro_encode(c, v, &b, &needed, &err), MQR_ENOSPC);
+      assert_int_equal(needed, size);
+      for (size_t g = size - 1; g < sizeof exact; g++) assert_int_equal(exact[g], 0xa5);
+      mqr_str_t back[17];
+      assert_int_equal(mqr_avro_decode(c, roomy, size, NULL, back, NULL, &err), 0);
+      for (int k = 0; k < n; k++) assert_int_equal(back[k].len, v[k].len);
+    }
+    mqr_avro_codec_destroy(c);
+    mqr_avro_schema_destroy(sc);
+  }
 }
 
 /* Fixeds of every size around the fast paths' 64-byte bound, before and after a string:
@@ -780,6 +839,7 @@ int main(void) {
       cmocka_unit_test(test_int_arrays_four_at_a_time),
       cmocka_unit_test(test_fixed_sizes),
       cmocka_unit_test(test_long_flat_record),
+      cmocka_unit_test(test_strings_only_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
