@@ -433,9 +433,8 @@ int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_
 /* The encoder's fast leaves, one for each kind of flat root (plan.h): three arguments
  * (mqr_avro_encode, inline in codec.h, keeps the other two in its caller), and the
  * bounded one has no inner loop for STRS and no room check per op. Together that took
- * the registers saved from six on entry to two after the first checks (GCC 12), and a
- * one-string record's encode from 67 instructions to 60 and 4.75 to about 4.2 ns
- * (docs/architecture.md). */
+ * the registers saved from six on entry to two, after the first checks (GCC 12;
+ * docs/architecture.md has the instructions and nanoseconds). */
 __attribute__((always_inline)) static inline int enc_fast(const mqr_avro_codec_t *c, const void *value,
                                                           mqr_avro_buf_t *out, const bool checked) {
   if (__builtin_expect(out->data == NULL, 0)) return 1;

@@ -61,8 +61,8 @@ struct mqr_avro_codec_s {
   uint8_t fast; /* MQR__FAST_* */
   uint32_t fast_max;
   const mqr__op_t *fast_ops, *fast_last;
-  /* A BOUNDED root of strings and bytes only (STR and STRS ops): their offsets, which the
-   * encoder's cheapest leaf walks with no dispatch; else NULL. */
+  /* A root of strings and bytes only (STR and STRS ops), at most MQR__FAST_BOUND bytes:
+   * their offsets, which the encoder's cheapest leaf walks with no dispatch; else NULL. */
   const uint32_t *str_offs, *str_last;
 };
 
