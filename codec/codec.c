@@ -657,13 +657,14 @@ __attribute__((always_inline)) static inline const uint8_t *dec_str_fast(const u
   return p + (z >> 1);
 }
 
-/* The fast path of a flat plan of at least one op: a leaf. NULL for what it leaves to dec (varints of more
- * than a byte near the end of the input, a fixed of 64 bytes or more, a DEFAULT to skip,
- * and every error, whose message dec writes), which then decodes the value again from the
- * start: every op writes its field, so nothing of this attempt survives. */
+/* The fast path of a flat plan of at least one op: a leaf. NULL for what it leaves to
+ * dec (varints of more than a byte near the end of the input, a fixed of 64 bytes or
+ * more, a DEFAULT to skip, and every error, whose message dec writes), which then decodes
+ * the value again from the start: every op writes its field, so nothing of this attempt
+ * survives. Only the checked kind's leaf meets STRS. */
 __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const mqr__op_t *op, const mqr__op_t *last,
                                                                           uint8_t *base, const uint8_t *p,
-                                                                          const uint8_t *end, const bool strs) {
+                                                                          const uint8_t *end, const bool checked) {
   do {
     switch ((mqr__opcode_t)op->code) {
     case MQR__OP_BOOL:
@@ -706,7 +707,7 @@ __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const 
       if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, op->off))) == NULL) return NULL;
       break;
     case MQR__OP_STRS:
-      if (!strs) __builtin_unreachable(); /* compiled out of the bounded root's leaf */
+      if (!checked) __builtin_unreachable(); /* compiled out of the bounded root's leaf */
       for (const uint32_t *off = op->offs, *stop = op->offs + op->n; off < stop; off++)
         if ((p = dec_str_fast(p, end, &ST(mqr_str_t, base, *off))) == NULL) return NULL;
       break;
@@ -736,9 +737,9 @@ int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t le
  * mqr_avro_decode keeps used, arena and err), and the bounded root's without the STRS
  * loop. */
 __attribute__((always_inline)) static inline ptrdiff_t dec_fast(const mqr_avro_codec_t *c, const uint8_t *in,
-                                                                size_t len, void *value, const bool strs) {
+                                                                size_t len, void *value, const bool checked) {
   if (__builtin_expect(in == NULL, 0)) return -1;
-  const uint8_t *end = dec_flat_fast(c->fast_ops, c->fast_last, value, in, in + len, strs);
+  const uint8_t *end = dec_flat_fast(c->fast_ops, c->fast_last, value, in, in + len, checked);
   return __builtin_expect(end != NULL, 1) ? end - in : -1;
 }
 
