@@ -24,15 +24,16 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
 static void free_queue(mqr_queue_t *q) { mqr_free(q); }
 
 static void free_address(mqr_router_t *r, mqr_address_t *a) {
+  mqr__address_cold_t *cold = a->bind.cold; /* a long name's block holds a itself */
   mqr_free(a->bind.anycast);
   mqr_free(a->bind.multicast);
-  mqr_free(a->bind.cold->own);
+  mqr_free(cold->own);
   mqr__dupcache_destroy(a->bind.dups);
-  if (a->bind.cold->block)
-    mqr_free(a->bind.cold->block);
+  if (cold->block)
+    mqr_free(cold->block);
   else
     mqr__cellpool_put(&r->cells, a);
-  mqr_free(a->bind.cold);
+  mqr_free(cold);
 }
 
 void mqr_router_close(mqr_router_t *r) {

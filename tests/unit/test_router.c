@@ -563,6 +563,29 @@ static void test_lookup_types_follow_every_change(void **state) {
   }
 }
 
+/* An address whose name does not fit a pool cell (over 39 bytes) has a block of its own,
+ * which holds the address: removing it, with or without queues, frees everything and
+ * reads nothing freed (ASan), and one left in place is freed by close (teardown). */
+static void test_address_with_long_name_is_removed_and_freed(void **state) {
+  mqr_router_t *r = *state;
+  char nm[1100];
+  for (size_t len = 38; len <= 1024; len = len < 42 ? len + 1 : len * 2) {
+    memset(nm, 'x', len);
+    nm[len] = '\0';
+    for (int round = 0; round < 2; round++) {
+      addr(r, nm, ANY_SET);
+      char q[1200];
+      snprintf(q, sizeof q, "%s.q", nm);
+      queue(r, q, nm, MQR_ANYCAST);
+      assert_int_equal(mqr_router_remove_address(r, mqr_str(nm), false, NULL), MQR_EADDRHASQUEUES);
+      assert_int_equal(mqr_router_remove_address(r, mqr_str(nm), round == 0, NULL),
+                       round == 0 ? 0 : MQR_EADDRHASQUEUES);
+      assert_true((mqr_router_find_address(r, mqr_str(nm)) == NULL) == (round == 0));
+      assert_true((mqr_router_find_queue(r, mqr_str(q)) == NULL) == (round == 0));
+    }
+  }
+}
+
 /* ---- Wildcards ---------------------------------------------------------------------- */
 
 static void test_wildcard_queues_get_copies_of_matching_sends(void **state) {
@@ -833,6 +856,7 @@ int main(void) {
       T(test_route_status_names),
       T(test_result_too_small_changes_nothing),
       T(test_lookup_types_follow_every_change),
+      T(test_address_with_long_name_is_removed_and_freed),
       T(test_wildcard_queues_get_copies_of_matching_sends),
       T(test_sending_to_a_wildcard_address_is_refused),
       T(test_wildcard_bindings_are_recomputed_when_bindings_change),
