@@ -129,12 +129,12 @@ __attribute__((noinline)) static mqr_address_t *find_types_probe(const mqr_route
   return s ? s->val : NULL;
 }
 
-/* A leaf on its fast path (a name of up to 16 bytes, its window's first candidate): the
- * rest is a tail call. */
-mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
+/* The inline lookup's other half (mqr/routing.h): a leaf on its fast path (a name of up
+ * to 16 bytes, its window's first candidate); the rest is a tail call. */
+mqr_address_t *mqr__router_find_types_any(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
   if (name.len > 16) return find_types_probe(r, name, types);
   mqr__key_t k = mqr__key_short(name.ptr, name.len);
-  const mqr__slot_t *s = mqr__table_slot_quick(&r->addresses, &k);
+  const mqr__slot_t *s = mqr__table_window(&r->addresses, k.hash, k.a, k.b, k.len);
   if (s == NULL) return find_types_probe(r, name, types);
   types->bits = s->aux[MQR__AUX_TYPES];
   return s->val;

@@ -91,9 +91,8 @@ typedef struct mqr__settings_entry_s {
   mqr_address_settings_t s;
 } mqr__settings_entry_t;
 
-/* What the address table keeps in a slot's two owner bytes. */
-#define MQR__AUX_TYPES 0 /* the routing-type set's bits */
-#define MQR__AUX_FLAGS 1 /* MQR_ADDRESS_* flags */
+/* What the address table keeps in a slot's two owner bytes: MQR__AUX_TYPES and
+ * MQR__AUX_FLAGS, in mqr/routing.h (its inline lookup reads the first). */
 
 static inline bool mqr__is_wildcard(const mqr_address_t *a) { return (a->key.flags & MQR_ADDRESS_WILDCARD) != 0; }
 

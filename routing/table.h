@@ -14,23 +14,13 @@
 
 #include <assert.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "mqr/routing.h"
 
-typedef struct {
-  uint64_t a, b; /* mqr__key_t's words */
-  void *val;
-  uint32_t hash; /* the low half of the key's hash */
-  uint16_t len;  /* the key's length: keys are at most 65535 bytes (MQR__NAME_MAX) */
-  uint8_t aux[2];
-} mqr__slot_t;
-
+/* The slot (mqr__slot_t), the hash's fold and the tag window are in mqr/routing.h: the
+ * router's lookup inlines them into its callers. */
 static_assert(sizeof(mqr__slot_t) == 32, "a slot is half a cache line");
 
-#define MQR__TAG_WINDOW 16u
 extern const uint8_t mqr__no_tags[MQR__TAG_WINDOW];
 
 /* A key's digest, computed once and used for every probe. For a key of up to 16 bytes,
@@ -43,27 +33,12 @@ typedef struct {
   size_t len;
 } mqr__key_t;
 
-static inline uint64_t mqr__load64(const char *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
 static inline uint64_t mqr__load32(const char *p) {
   uint32_t v;
   memcpy(&v, p, 4);
   return v;
 }
 
-/* 64x64 -> 128-bit multiply, folded: the mixing step of the hash. */
-static inline uint64_t mqr__fold(uint64_t a, uint64_t b) {
-  __uint128_t r = (__uint128_t)a * b;
-  return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-#define MQR__HK0 0x9e3779b97f4a7c15ull /* 2^64 / golden ratio */
-#define MQR__HK1 0xc2b2ae3d27d4eb4full
-#define MQR__HK2 0x165667b19e3779f9ull
 #define MQR__COLONS 0x3a3a3a3a3a3a3a3aull
 
 /* True when a byte of w is zero. */
@@ -134,67 +109,27 @@ void mqr__table_insert(mqr__table_t *t, const mqr__key_t *k, void *val, uint8_t 
 /* The object's key is ptr[0, len): the full comparison, for a key over 16 bytes. */
 bool mqr__slot_key_is(const mqr__table_t *t, const mqr__slot_t *s, const char *ptr, size_t len);
 
-/* True when slot s has k's digest (len, a, b): for a key of up to 16 bytes, the key
- * itself, whose hash is a function of them. a and b are tested first and the length
- * apart: 12% fewer nanoseconds per lookup than one test of the hash and all three
- * (docs/architecture.md). */
-__attribute__((always_inline)) static inline bool mqr__slot_digest_is(const mqr__slot_t *s, const mqr__key_t *k) {
-  return ((s->a ^ k->a) | (s->b ^ k->b)) == 0 && s->len == k->len;
-}
-
 /* True when slot s holds key k. The digest decides for a key of up to 16 bytes; a longer
  * one, its hash matching too, is compared at the object. */
 __attribute__((always_inline)) static inline bool mqr__slot_is(const mqr__table_t *t, const mqr__slot_t *s,
                                                                const mqr__key_t *k) {
-  return mqr__slot_digest_is(s, k) &&
+  return mqr__slot_digest_eq(s, k->a, k->b, k->len) &&
          (k->len <= 16 || (s->hash == (uint32_t)k->hash && mqr__slot_key_is(t, s, k->ptr, k->len)));
 }
 
-/* A slot's tag: 7 bits of the hash the slot does not keep, and the high bit, so never 0
- * (an empty slot's) with no test: a uop or two fewer per lookup than the whole byte made
- * non-zero, for a false candidate in 128 tags instead of 255 (nearly always past the key,
- * so no cost: docs/architecture.md). */
+/* A slot's tag, the one mqr__tag_match looks for: 7 bits of the hash the slot does not
+ * keep, and the high bit. A false candidate in 128 tags instead of 255 is nearly always
+ * past the key, so it costs nothing (docs/architecture.md). */
 static inline uint8_t mqr__tag(uint64_t hash) { return (uint8_t)(hash >> 57 | 0x80); }
-
-/* Which of the 16 tags from p equal tag: bit j for p[j]. The tag is spread over a 32-bit
- * word by a multiply, then over the vector by one shuffle (three uops, not four). */
-static inline unsigned mqr__tag_match(const uint8_t *p, uint8_t tag) {
-#ifdef __SSE2__
-  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi32((int)(tag * 0x01010101u))));
-#else
-  unsigned m = 0;
-  for (unsigned j = 0; j < MQR__TAG_WINDOW; j++) m |= (unsigned)(p[j] == tag) << j;
-  return m;
-#endif
-}
 
 /* The whole probe, from the home slot to an empty one. Out of line: the tag window finds
  * nearly every key. */
 mqr__slot_t *mqr__table_probe(const mqr__table_t *t, const mqr__key_t *k);
 
-/* The first candidate of the tag window whose digest is k's: the 16 tags from the home
- * slot are compared at once, so a key within 15 slots of its home (all but a few in a
- * thousand, at the table's load) is found with no branch that depends on where it sits,
- * and the candidates are nearly always one. For a key of up to 16 bytes the slot holds
- * k; a longer one is still to be compared in full (mqr__slot_key_is). NULL says nothing:
- * ask mqr__table_slot. No call, so a caller's fast path stays a leaf. The first 15 tags are
- * repeated past the last, so a window near the end sees the run that wraps round. */
-__attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot_quick(const mqr__table_t *t,
-                                                                                const mqr__key_t *k) {
-  uint32_t i = (uint32_t)k->hash & t->mask;
-  /* The slot's line, while the tags load (in integers: a table without slots has none). */
-  __builtin_prefetch((const void *)((uintptr_t)t->slots + (uintptr_t)i * sizeof(mqr__slot_t)));
-  unsigned m = mqr__tag_match(t->tags + i, mqr__tag(k->hash));
-  if (m == 0) return NULL;
-  mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
-  return mqr__slot_digest_is(s, k) ? s : NULL; /* a long key is compared in full after */
-}
-
 /* The slot holding key k, or NULL. What the window misses (a later candidate, a key past
  * the window, a key that is absent) the full probe settles, with the same digest. */
 __attribute__((always_inline)) static inline mqr__slot_t *mqr__table_slot(const mqr__table_t *t, const mqr__key_t *k) {
-  mqr__slot_t *s = mqr__table_slot_quick(t, k);
+  mqr__slot_t *s = mqr__table_window(t, k->hash, k->a, k->b, k->len);
   if (s != NULL && (k->len <= 16 || mqr__slot_key_is(t, s, k->ptr, k->len))) return s;
   return mqr__table_probe(t, k);
 }

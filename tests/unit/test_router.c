@@ -586,6 +586,77 @@ static void test_address_with_long_name_is_removed_and_freed(void **state) {
   }
 }
 
+/* The lookup's inline half (mqr/routing.h) answers as its exported half and as
+ * mqr_router_find_address do: names of every length from 1 to 40 present, and names
+ * absent that share a present one's first and last 8 bytes (8 and 16 bytes: the same two
+ * words, told apart by the length alone), differ in one byte, or are present with a
+ * different length; through growth, which moves slots, and after removals, which shift
+ * them back. The name bytes sit at the end of a guarded buffer, so an inline read past a
+ * name is a fault under ASan. */
+static void expect_lookup(const mqr_router_t *r, const char *name, size_t len, bool present) {
+  char *copy = malloc(len ? len : 1);
+  memcpy(copy, name, len);
+  mqr_str_t n = mqr_str_n(copy, len);
+  mqr_routing_set_t inl = {0xff}, any = {0xff};
+  mqr_address_t *a = mqr_router_find_address_types(r, n, &inl);
+  mqr_address_t *b = mqr__router_find_types_any(r, n, &any);
+  if (a != b || a != mqr_router_find_address(r, n) || inl.bits != any.bits || (a != NULL) != present)
+    fail_msg("lookup of %.*s (%zu bytes): inline %p types %x, exported %p types %x, present %d", (int)len, name, len,
+             (void *)a, inl.bits, (void *)b, any.bits, present);
+  if (a != NULL && inl.bits != mqr_address_routing_types(a).bits) fail_msg("%.*s: types differ", (int)len, name);
+  if (a == NULL && inl.bits != 0) fail_msg("%.*s: absent, yet types %x", (int)len, name, inl.bits);
+  free(copy);
+}
+
+/* Name i of the test below: 1 + i % 40 bytes, the same length every 40; its first and
+ * last byte say which of those 50 it is, so no two are alike. */
+static size_t lookup_name(int i, char *out) {
+  static const char A[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  size_t len = 1 + (size_t)(i % 40);
+  int k = i / 40;
+  for (size_t j = 0; j < len; j++) out[j] = A[(k * 7 + (int)j * 13) % 62];
+  out[0] = out[len - 1] = A[k];
+  return len;
+}
+
+static void test_lookup_inline_half_answers_as_exported_half(void **state) {
+  mqr_router_t *r = *state;
+  char nm[64];
+  expect_lookup(r, "abcdefgh", 8, false); /* an empty table */
+  addr(r, "abcdefgh", ANY_SET);
+  expect_lookup(r, "abcdefgh", 8, true);
+  expect_lookup(r, "abcdefghabcdefgh", 16, false); /* the same (a, b), 16 bytes */
+  addr(r, "abcdefghabcdefgh", MULTI_SET);
+  expect_lookup(r, "abcdefghabcdefgh", 16, true);
+  assert_int_equal(mqr_router_remove_address(r, S("abcdefgh"), false, NULL), 0);
+  expect_lookup(r, "abcdefgh", 8, false);
+  expect_lookup(r, "abcdefghabcdefgh", 16, true);
+  enum { N = 2000 };
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      size_t len = lookup_name(i, nm);
+      mqr_str_t n = mqr_str_n(nm, len);
+      /* round 0 adds all (growth moves slots), round 1 removes every third (backward
+       * shifts move the rest), round 2 adds them again */
+      if (round == 0 || (round == 2 && i % 3 == 0)) {
+        mqr_error_t e;
+        if (mqr_router_add_address(r, n, i % 2 ? ANY_SET : BOTH_SET, 0, NULL, &e) != 0) fail_msg("%s", e.message);
+      }
+      if (round == 1 && i % 3 == 0) assert_int_equal(mqr_router_remove_address(r, n, false, NULL), 0);
+    }
+    for (int i = 0; i < N; i++) {
+      size_t len = lookup_name(i, nm);
+      expect_lookup(r, nm, len, round != 1 || i % 3 != 0);
+      char c0 = nm[0];
+      nm[0] = '#'; /* not in the names' alphabet: absent */
+      expect_lookup(r, nm, len, false);
+      nm[0] = c0;
+      nm[len / 2] = '#'; /* a middle byte: past 16 bytes, outside both words */
+      expect_lookup(r, nm, len, false);
+    }
+  }
+}
+
 /* ---- Wildcards ---------------------------------------------------------------------- */
 
 static void test_wildcard_queues_get_copies_of_matching_sends(void **state) {
@@ -856,6 +927,7 @@ int main(void) {
       T(test_route_status_names),
       T(test_result_too_small_changes_nothing),
       T(test_lookup_types_follow_every_change),
+      T(test_lookup_inline_half_answers_as_exported_half),
       T(test_address_with_long_name_is_removed_and_freed),
       T(test_wildcard_queues_get_copies_of_matching_sends),
       T(test_sending_to_a_wildcard_address_is_refused),

@@ -1,4 +1,5 @@
-/* Routes one send and encodes one Avro datum through an installed mqr: prints "OK q". */
+/* Routes one send, looks two addresses up and encodes one Avro datum through an installed
+ * mqr: prints "OK q". */
 #include <mqr/codec.h>
 #include <mqr/mqr.h>
 #include <stdio.h>
@@ -15,6 +16,12 @@ int main(void) {
   mqr_route_request_t req = {MQR_STR("a"), MQR_ANYCAST, {0}, NULL, NULL};
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
   if (mqr_router_route(&r, &req, &res, NULL) != 0 || res.count != 1) return 1;
+  /* the lookup inlined from the installed header, and its exported half */
+  mqr_routing_set_t ty;
+  if (mqr_router_add_address(&r, MQR_STR("orders.eu"), mqr_routing_set_of(MQR_MULTICAST), 0, NULL, NULL) != 0 ||
+      mqr_router_find_address_types(&r, MQR_STR("orders.eu"), &ty) == NULL || ty.bits != 1u << MQR_MULTICAST ||
+      mqr_router_find_address_types(&r, MQR_STR("a"), &ty) == NULL || ty.bits != 1u << MQR_ANYCAST)
+    return 1;
   mqr_str_t n = mqr_queue_name(res.queues[0]);
   printf("%s %.*s\n", mqr_route_status_name(res.status), (int)n.len, n.ptr);
   mqr_router_close(&r);
