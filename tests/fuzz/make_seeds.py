@@ -4,9 +4,10 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router
 """
 import json
+import random
 import os
 import shutil
 import sys
@@ -18,6 +19,17 @@ from avro_gen import gen, py_encode, to_json  # noqa: E402
 
 kind, out, src = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
+if kind == "router":
+    # Scripts of 3-byte steps (fuzz_router.c): each operation on its own, then random
+    # scripts, some with failing allocations.
+    rnd = random.Random(7)
+    for op in range(8):
+        with open(os.path.join(out, "router-op-%d" % op), "wb") as f:
+            f.write(bytes([0, 5, 0x10, 2 | 8, 5, 1, op, 5, 0x21, op | 8, 5, 0x13]))
+    for k in range(16):
+        with open(os.path.join(out, "router-%02d" % k), "wb") as f:
+            f.write(bytes(rnd.randrange(256) & (0xFF if k >= 8 else 0x7F) for _ in range(3 * 60)))
+    sys.exit(0)
 if kind == "frame":
     # Frame bodies: each frame type's record, random, behind its branch index.
     schema = avro.schema.parse(open(os.path.join(src, "conf/schemas/protocol/frame.avsc")).read())
