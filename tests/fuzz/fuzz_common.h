@@ -9,18 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "mqr/codec.h"
 
 #define FUZZ_MAX_SCHEMAS 32
-
-/* A property that must hold: a failure says which, then aborts for libFuzzer. */
-#define FUZZ_CHECK(cond)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);                                      \
-      abort();                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
 
 static mqr_avro_schema_t *fuzz_schemas[FUZZ_MAX_SCHEMAS];
 static int fuzz_n_schemas;

@@ -14,16 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "mqr/routing.h"
 #include "table.h"
-
-#define FUZZ_CHECK(cond)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);                                      \
-      abort();                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
 
 enum { N_ADDR = 40, N_QUEUE = 16, N_NAMES = N_ADDR + N_QUEUE + N_ADDR }; /* queues, then queues named as addresses */
 
