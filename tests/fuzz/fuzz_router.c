@@ -1,15 +1,18 @@
 /* libFuzzer: a router driven by a script of operations (add and remove addresses, queues
- * and routing types; sends), with allocations failing where the script says. After every
- * step, against what the router said before it:
+ * and routing types; sends, plain and to address::queue), with allocations failing where
+ * the script says. After every step, against what the router said before it:
  *   - a refused operation changed nothing: every address and queue is where it was, with
  *     the same routing types and bindings;
  *   - one that succeeded did what it says (an address added has exactly its types, one
  *     removed is gone with its queues, a queue added is bound to its address, ...);
+ *   - every concrete address's binding arrays hold its own queues of the type and those
+ *     of every wildcard address that matches it, and no others; a wildcard address's
+ *     are empty;
  *   - the inline lookup, its exported half and mqr_router_find_address agree, with the
  *     types the address holds; the counts are right; both tables keep their invariants.
- * Names come from a fixed set of 40 addresses and 16 queues, 1 to 92 bytes, so a script
- * meets existing names often and crosses the pool cell's 39 bytes and the 16 bytes of
- * the inline lookup. */
+ * Names come from a fixed set: 40 addresses of 1 to 92 bytes (crossing the pool cell's
+ * 39 bytes and the inline lookup's 16), 10 dotted ones of which 6 are wildcard patterns,
+ * and 16 queues, so a script meets existing names often. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +21,30 @@
 #include "mqr/routing.h"
 #include "table.h"
 
-enum { N_ADDR = 40, N_QUEUE = 16, N_NAMES = N_ADDR + N_QUEUE + N_ADDR }; /* queues, then queues named as addresses */
+/* Addresses (N_PLAIN letters, then dotted names), queues, then queues named as addresses:
+ * an ANYCAST send auto-creates a queue named as its address. */
+enum { N_PLAIN = 40, N_ADDR = N_PLAIN + 10, N_QUEUE = 16, N_NAMES = N_ADDR + N_QUEUE + N_ADDR };
+static const char *const dotted[N_ADDR - N_PLAIN] = {"n.x", "n.x.y", "n.y",   "m.x",   "n.#",
+                                                     "n.*", "#",     "n.*.y", "n.x.#", "*.x"};
 
 static char names[N_NAMES][100];
 static size_t lens[N_NAMES];
 
 static void make_names(void) {
   static const char A[] = "abcdefghijklmnopqrstuvwxyz";
-  for (int i = 0; i < N_ADDR; i++) { /* lengths 1..40 and past 40; first and last byte say which */
+  for (int i = 0; i < N_PLAIN; i++) { /* lengths 1..30, then 40..94; first and last byte say which */
     size_t len = i < 30 ? (size_t)(1 + i) : (size_t)(40 + (i - 30) * 6);
     for (size_t j = 0; j < len; j++) names[i][j] = A[(i * 7 + (int)j * 3) % 26];
     names[i][0] = A[i % 26];
     names[i][len - 1] = (char)('A' + i / 26);
     lens[i] = len;
   }
+  for (int i = N_PLAIN; i < N_ADDR; i++) lens[i] = (size_t)snprintf(names[i], 100, "%s", dotted[i - N_PLAIN]);
   for (int i = 0; i < N_QUEUE; i++)
     lens[N_ADDR + i] =
         (size_t)snprintf(names[N_ADDR + i], 100, "queue.%d.%.*s", i, i * 5,
-                         "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp");
-  for (int i = 0; i < N_ADDR; i++) { /* an ANYCAST send auto-creates a queue named as its address */
+                         "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp");
+  for (int i = 0; i < N_ADDR; i++) {
     memcpy(names[N_ADDR + N_QUEUE + i], names[i], lens[i]);
     lens[N_ADDR + N_QUEUE + i] = lens[i];
   }
@@ -49,7 +57,8 @@ typedef struct {
   bool addr[N_ADDR];
   uint8_t types[N_ADDR];
   uint32_t nq[N_ADDR];
-  int queue_addr[N_NAMES]; /* a queue's address, -1 when there is no such queue */
+  uint32_t bound[N_ADDR][2]; /* binding counts, MULTICAST and ANYCAST */
+  int queue_addr[N_NAMES];   /* a queue's address, -1 when there is no such queue */
   int queue_type[N_NAMES];
 } view_t;
 
@@ -58,6 +67,46 @@ static int addr_index(const mqr_address_t *a) {
   for (int i = 0; i < N_ADDR; i++)
     if (n.len == lens[i] && memcmp(n.ptr, names[i], n.len) == 0) return i;
   return -2;
+}
+
+/* Address i's binding arrays: for a concrete address, its own queues of each type and
+ * those of every wildcard address matching it, each once; for a wildcard one, none. */
+static void check_bindings(const mqr_router_t *r, view_t *v) {
+  mqr_wildcard_t wc = mqr_wildcard_default();
+  int wilds[N_ADDR], n_wild = 0;
+  for (int j = N_PLAIN; j < N_ADDR; j++) {
+    const mqr_address_t *w = mqr_router_find_address(r, name(j));
+    bool pattern = mqr_wildcard_is_pattern(&wc, name(j));
+    if (w != NULL) FUZZ_CHECK(((mqr_address_flags(w) & MQR_ADDRESS_WILDCARD) != 0) == pattern);
+    if (w != NULL && pattern) wilds[n_wild++] = j;
+  }
+  for (int i = 0; i < N_ADDR; i++) {
+    const mqr_address_t *a = mqr_router_find_address(r, name(i));
+    v->bound[i][0] = v->bound[i][1] = 0;
+    if (a == NULL) continue;
+    bool wild = (mqr_address_flags(a) & MQR_ADDRESS_WILDCARD) != 0;
+    for (int t = 0; t < 2; t++) {
+      uint32_t n = mqr_address_binding_count(a, (mqr_routing_type_t)t), want = 0;
+      v->bound[i][t] = n;
+      if (wild) {
+        FUZZ_CHECK(n == 0);
+        continue;
+      }
+      for (int k = -1; k < n_wild; k++) { /* the address itself, and each wildcard matching it */
+        const mqr_address_t *w = k < 0 ? a : mqr_router_find_address(r, name(wilds[k]));
+        if (k >= 0 && !mqr_wildcard_match(&wc, name(wilds[k]), name(i))) continue;
+        for (uint32_t m = 0; m < mqr_address_queue_count(w); m++) {
+          mqr_queue_t *q = mqr_address_queue(w, m);
+          if ((int)mqr_queue_routing_type(q) != t) continue;
+          want++;
+          uint32_t seen = 0;
+          for (uint32_t b = 0; b < n; b++) seen += mqr_address_binding(a, (mqr_routing_type_t)t, b) == q;
+          FUZZ_CHECK(seen == 1);
+        }
+      }
+      FUZZ_CHECK(n == want);
+    }
+  }
 }
 
 static void look(const mqr_router_t *r, view_t *v) {
@@ -82,6 +131,7 @@ static void look(const mqr_router_t *r, view_t *v) {
   }
   FUZZ_CHECK(mqr_router_address_count(r) == na && mqr_router_queue_count(r) == nq);
   FUZZ_CHECK(mqr__table_check(&r->addresses) && mqr__table_check(&r->queues));
+  check_bindings(r, v);
 }
 
 /* The allocator: fails the allocation the script names, counting from the step's start. */
@@ -95,9 +145,11 @@ static void *f_calloc(size_t c, size_t n) { return may_alloc() ? calloc(c, n) : 
 static void say_diff(int op, int x, int y, int rc, const mqr_error_t *err, const view_t *b, const view_t *a) {
   fprintf(stderr, "step %d %d %d refused (%s: %s), yet:\n", op, x, y, mqr_err_name(rc), err->message);
   for (int i = 0; i < N_ADDR; i++)
-    if (b->addr[i] != a->addr[i] || b->types[i] != a->types[i] || b->nq[i] != a->nq[i])
-      fprintf(stderr, "  address %.*s: present %d->%d, types %x->%x, queues %u->%u\n", (int)lens[i], names[i],
-              b->addr[i], a->addr[i], b->types[i], a->types[i], b->nq[i], a->nq[i]);
+    if (b->addr[i] != a->addr[i] || b->types[i] != a->types[i] || b->nq[i] != a->nq[i] ||
+        memcmp(b->bound[i], a->bound[i], sizeof b->bound[i]) != 0)
+      fprintf(stderr, "  address %.*s: present %d->%d, types %x->%x, queues %u->%u, bound %u,%u->%u,%u\n", (int)lens[i],
+              names[i], b->addr[i], a->addr[i], b->types[i], a->types[i], b->nq[i], a->nq[i], b->bound[i][0],
+              b->bound[i][1], a->bound[i][0], a->bound[i][1]);
   for (int i = N_ADDR; i < N_NAMES; i++)
     if (b->queue_addr[i] != a->queue_addr[i] || b->queue_type[i] != a->queue_type[i])
       fprintf(stderr, "  queue %.*s: address %d->%d, type %d->%d\n", (int)lens[i], names[i], b->queue_addr[i],
@@ -134,10 +186,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 4: rc = mqr_router_remove_queue(&r, name(op & 8 ? N_ADDR + N_QUEUE + a : q), &err); break;
     case 5: rc = (op & 8 ? mqr_router_remove_routing_type : mqr_router_add_routing_type)(&r, name(a), t, &err); break;
     default: {
-      mqr_route_request_t req = {name(a), op & 8 ? MQR_ROUTING_NONE : t, {0}, NULL, NULL};
+      char fq[256]; /* op & 0x10: to address::queue */
+      mqr_str_t to = name(a);
+      if (op & 0x10) to = mqr_str_n(fq, (size_t)snprintf(fq, sizeof fq, "%s::%s", names[a], names[q]));
+      mqr_route_request_t req = {to, op & 8 ? MQR_ROUTING_NONE : t, {0}, NULL, NULL};
       mqr_route_result_t res = {targets, N_NAMES + 2, 0, 0, 0, 0, NULL};
       rc = mqr_router_route(&r, &req, &res, &err);
-      if (rc == 0) FUZZ_CHECK(res.count <= N_NAMES && before.addr[a] == !(res.flags & MQR_ROUTE_CREATED_ADDRESS));
+      if (rc != 0 || res.status != MQR_ROUTE_OK) break;
+      FUZZ_CHECK(res.address == mqr_router_find_address(&r, name(a)) && res.count >= 1 && res.count <= N_NAMES);
+      FUZZ_CHECK(before.addr[a] == !(res.flags & MQR_ROUTE_CREATED_ADDRESS));
+      if (op & 0x10) FUZZ_CHECK(res.count == 1 && res.queues[0] == mqr_router_find_queue(&r, name(q)));
+      for (uint32_t i = 0; i < res.count; i++) { /* each target is bound to the address */
+        uint32_t seen = 0;
+        for (int bt = 0; bt < 2; bt++)
+          for (uint32_t b = 0; b < mqr_address_binding_count(res.address, (mqr_routing_type_t)bt); b++)
+            seen += mqr_address_binding(res.address, (mqr_routing_type_t)bt, b) == res.queues[i];
+        FUZZ_CHECK(seen == 1);
+      }
       break;
     }
     }
