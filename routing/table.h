@@ -17,8 +17,8 @@
 
 #include "mqr/routing.h"
 
-/* The slot (mqr__slot_t), the hash's fold and the tag window are in mqr/routing.h: the
- * router's lookup inlines them into its callers. */
+/* The slot (mqr__slot_t), the hash's last step, the tags and the tag window are in
+ * mqr/routing.h: the router's lookup inlines them into its callers. */
 static_assert(sizeof(mqr__slot_t) == 32, "a slot is half a cache line");
 
 extern const uint8_t mqr__no_tags[MQR__TAG_WINDOW];
@@ -81,7 +81,7 @@ __attribute__((always_inline)) static inline mqr__key_t mqr__key_scan(const char
   /* Up to 16 bytes, one multiply: the length is in seed already, and the fold of the full
    * product mixes every bit of a and b into the low bits (the home slot) and the high
    * byte (the tag). */
-  uint64_t h = mqr__fold(a ^ MQR__HK1, b ^ seed);
+  uint64_t h = mqr__mix(a, b, seed);
   if (n > 16) h = mqr__fold(MQR__HK2 ^ (uint64_t)n, h);
   mqr__key_t k = {h, a, b, p0, n};
   return k;
@@ -116,11 +116,6 @@ __attribute__((always_inline)) static inline bool mqr__slot_is(const mqr__table_
   return mqr__slot_digest_eq(s, k->a, k->b, k->len) &&
          (k->len <= 16 || (s->hash == (uint32_t)k->hash && mqr__slot_key_is(t, s, k->ptr, k->len)));
 }
-
-/* A slot's tag, the one mqr__tag_match looks for: 7 bits of the hash the slot does not
- * keep, and the high bit. A false candidate in 128 tags instead of 255 is nearly always
- * past the key, so it costs nothing (docs/architecture.md). */
-static inline uint8_t mqr__tag(uint64_t hash) { return (uint8_t)(hash >> 57 | 0x80); }
 
 /* The whole probe, from the home slot to an empty one. Out of line: the tag window finds
  * nearly every key. */
