@@ -168,11 +168,25 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
+static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    c->unacked_head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    c->unacked_tail = e->prev;
+}
+
 static bool can_take(const mqr_broker_consumer_t *c) {
   return c->credit > 0 && !c->closing && (c->conn == NULL || !mqr__conn_paused(c->conn));
 }
 
-static void in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
+/* Delivers e to in-process consumer c: the Message frame a network consumer would read,
+ * decoded, to its callback. MQR_ENOMEM when the buffers cannot be had: then nothing was
+ * delivered, and the caller puts e back. */
+static int in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
   uint8_t head[MQR_MESSAGE_HEADER_MAX];
   size_t hl = mqr_message_head(head, c->subscription, e->delivery, e->delivery_count, e->msg->len);
@@ -180,17 +194,19 @@ static void in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
    * depth's buffer (broker_int.h). */
   size_t n = hl + e->msg->len;
   uint32_t d = b->deliver_depth;
-  uint8_t *frame, *arena_mem;
+  uint8_t *frame = NULL, *arena_mem = NULL, *big = NULL;
+  int rc = MQR_ENOMEM;
   if (d < MQR__DELIVER_DEPTH) {
     if (b->deliver[d].frame_cap < n) {
       size_t cap = b->deliver[d].frame_cap ? b->deliver[d].frame_cap * 2 : 1024;
       while (cap < n) cap *= 2;
       uint8_t *p = mqr_realloc(b->deliver[d].frame, cap);
-      if (p == NULL) return;
+      if (p == NULL) return MQR_ENOMEM;
       b->deliver[d].frame = p;
       b->deliver[d].frame_cap = cap;
     }
-    if (b->deliver[d].arena == NULL && (b->deliver[d].arena = mqr_malloc(MQR__DELIVER_ARENA)) == NULL) return;
+    if (b->deliver[d].arena == NULL && (b->deliver[d].arena = mqr_malloc(MQR__DELIVER_ARENA)) == NULL)
+      return MQR_ENOMEM;
     frame = b->deliver[d].frame;
     arena_mem = b->deliver[d].arena;
   } else {
@@ -202,16 +218,33 @@ static void in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   memcpy(frame + hl, e->msg->data, e->msg->len);
   mqr_frame_t f;
   mqr_avro_arena_t arena = {arena_mem, MQR__DELIVER_ARENA, 0};
-  if (mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL) == 0) {
+  rc = mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL);
+  if (rc == MQR_ENOSPC) {
+    /* More properties than the arena holds: one that holds any frame this long (a
+     * property takes at least 2 bytes there, and 32 decoded). */
+    size_t cap = 16 * n + 1024;
+    if ((big = mqr_malloc(cap)) == NULL) {
+      rc = MQR_ENOMEM;
+      goto done;
+    }
+    arena = (mqr_avro_arena_t){big, cap, 0};
+    rc = mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL);
+  }
+  if (rc == 0) {
     b->deliver_depth++;
     c->fn(c, &f.u.message, c->arg);
     b->deliver_depth--;
+  } else { /* the broker wrote this frame: it decodes, or the broker is wrong */
+    mqr__log(b, MQR_LOG_ERROR, "an in-process delivery did not decode (%s): it stays unacknowledged", mqr_err_name(rc));
+    rc = 0;
   }
 done:
+  mqr_free(big);
   if (d >= MQR__DELIVER_DEPTH) {
     mqr_free(frame);
     mqr_free(arena_mem);
   }
+  return rc;
 }
 
 void mqr__dispatch(mqr__bq_t *bq) {
@@ -245,10 +278,20 @@ void mqr__dispatch(mqr__bq_t *bq) {
       c->unacked_tail = e;
       c->credit--;
       bq->in_flight++;
-      if (c->conn)
+      if (c->conn) {
         mqr__conn_deliver(c->conn, c->subscription, e);
-      else
-        in_process_deliver(c, e);
+      } else if (in_process_deliver(c, e) == MQR_ENOMEM) {
+        /* Nothing delivered: back to the head as it was, for the next dispatch (a send,
+         * an ack, credit) to try again. */
+        unlink_unacked(c, e);
+        c->next_delivery--;
+        e->delivery_count--;
+        c->credit++;
+        bq->in_flight--;
+        bq->store.ops->push_front(&bq->store, e);
+        bq->again = false;
+        break;
+      }
     }
   } while (bq->again);
   bq->dispatching = false;
@@ -262,17 +305,6 @@ void mqr__dispatch(mqr__bq_t *bq) {
 }
 
 /* ---- acknowledgements ---------------------------------------------------------------------- */
-
-static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
-  if (e->prev)
-    e->prev->next = e->next;
-  else
-    c->unacked_head = e->next;
-  if (e->next)
-    e->next->prev = e->prev;
-  else
-    c->unacked_tail = e->prev;
-}
 
 static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
@@ -366,6 +398,8 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   return mqr_router_add_queue(&b->router, &cfg, out, err);
 }
 
+static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq);
+
 int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, uint32_t credit,
                    mqr_broker_consumer_t **out, mqr_error_t *err) {
   if (target.len == 0) return mqr_error_set(err, MQR_EINVAL, "a subscription needs a target");
@@ -377,18 +411,28 @@ int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, u
   if (rc) return rc;
   mqr__bq_t *bq = bq_of(b, q);
   mqr_broker_consumer_t *c = bq ? mqr__pool_get(&b->consumers) : NULL;
-  if (c == NULL || (bq->n_consumers == bq->cap_consumers &&
-                    !(bq->consumers = mqr_realloc(bq->consumers,
-                                                  (bq->cap_consumers = bq->cap_consumers ? bq->cap_consumers * 2 : 4) *
-                                                      sizeof *bq->consumers)))) {
-    mqr__pool_put(&b->consumers, c);
-    if (temporary) mqr_router_remove_queue(&b->router, mqr_queue_name(q), NULL);
-    return mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing");
+  if (c != NULL && bq->n_consumers == bq->cap_consumers) {
+    uint32_t cap = bq->cap_consumers ? bq->cap_consumers * 2 : 4;
+    mqr_broker_consumer_t **grown = mqr_realloc(bq->consumers, cap * sizeof *grown);
+    if (grown == NULL) { /* the queue's consumers stay as they were */
+      mqr__pool_put(&b->consumers, c);
+      c = NULL;
+    } else {
+      bq->consumers = grown;
+      bq->cap_consumers = cap;
+    }
   }
-  if ((rc = mqr_queue_add_consumer(q)) != 0) {
+  if (c == NULL || (rc = mqr_queue_add_consumer(q)) != 0) {
     mqr__pool_put(&b->consumers, c);
-    return mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
-                         mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
+    rc = c == NULL ? mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing")
+                   : mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
+                                   mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
+    /* A subscription queue made for this consumer goes, with its state when it has one. */
+    if (temporary && bq != NULL)
+      drop_queue(b, bq);
+    else if (temporary)
+      mqr_router_remove_queue(&b->router, mqr_queue_name(q), NULL);
+    return rc;
   }
   bq->temporary |= temporary;
   c->b = b;

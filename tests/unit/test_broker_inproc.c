@@ -349,6 +349,75 @@ static void test_listening_embedded(void **state) {
   mqr_config_destroy(cfg);
 }
 
+/* Out of memory at each allocation of a send that an in-process consumer is waiting for:
+ * the send fails whole, or it is stored and reaches the consumer, now or at the next
+ * dispatch; never counted in flight without the consumer being told. */
+static void test_out_of_memory_in_a_send_to_a_waiting_consumer(void **state) {
+  (void)state;
+  for (unsigned k = 1; k <= 30; k++) {
+    talloc_install();
+    fx_t f;
+    fx_open(&f);
+    sink_t s = {.ack = false};
+    mqr_broker_consumer_t *c;
+    assert_int_equal(
+        mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s, &c, NULL, NULL), 0);
+    talloc.fail_at = talloc.calls + k;
+    int rc1 = send_body(f.b, "q", MQR_ANYCAST, "m1", NULL);
+    talloc.fail_at = 0;
+    assert_true(rc1 == 0 || rc1 == MQR_ENOMEM);
+    assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "m2", NULL), 0);
+    assert_int_equal(s.n, rc1 == 0 ? 2 : 1);
+    assert_string_equal(s.seen[0], rc1 == 0 ? "m1" : "m2");
+    mqr_broker_queue_stats_t st;
+    assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+    assert_int_equal(st.depth, 0);
+    assert_int_equal(st.in_flight, (uint64_t)s.n);
+    mqr_broker_unsubscribe(c);
+    fx_close(&f);
+    assert_int_equal(talloc.live, 0);
+    talloc_uninstall();
+  }
+}
+
+/* Out of memory at each allocation of a subscription: refused with nothing left behind (a
+ * made-up subscription queue goes with its state), and the queue's other consumers keep
+ * getting messages when its consumer array could not grow. */
+static void test_out_of_memory_in_a_subscription(void **state) {
+  (void)state;
+  for (unsigned k = 1; k <= 12; k++) {
+    talloc_install();
+    fx_t f;
+    fx_open(&f);
+    mqr_router_t *r = mqr_broker_router(f.b);
+    sink_t s[4] = {{.ack = true}, {.ack = true}, {.ack = true}, {.ack = true}}, extra = {.ack = true};
+    mqr_broker_consumer_t *c[5] = {NULL}, *ct = NULL;
+    for (int i = 0; i < 4; i++) /* the consumer array's first size */
+      assert_int_equal(
+          mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s[i], &c[i], NULL, NULL),
+          0);
+    uint32_t queues = mqr_router_queue_count(r);
+    talloc.fail_at = talloc.calls + k;
+    int rc =
+        mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &extra, &c[4], NULL, NULL);
+    talloc.fail_at = talloc.calls + k;
+    int rct = mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), 100, on_msg, &extra, &ct, NULL, NULL);
+    talloc.fail_at = 0;
+    assert_true((rc == 0 || rc == MQR_ENOMEM) && (rct == 0 || rct == MQR_ENOMEM));
+    assert_int_equal(mqr_router_queue_count(r), queues + (rct == 0));
+    for (int i = 0; i < 10; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "x", NULL), 0);
+    int got = extra.n;
+    for (int i = 0; i < 4; i++) got += s[i].n;
+    assert_int_equal(got, 10);
+    for (int i = 0; i < 5; i++)
+      if (c[i]) mqr_broker_unsubscribe(c[i]);
+    if (ct) mqr_broker_unsubscribe(ct);
+    fx_close(&f);
+    assert_int_equal(talloc.live, 0);
+    talloc_uninstall();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_consume),
@@ -357,6 +426,8 @@ int main(void) {
       cmocka_unit_test(test_full_policies),
       cmocka_unit_test(test_no_allocation_per_send),
       cmocka_unit_test(test_reload),
+      cmocka_unit_test(test_out_of_memory_in_a_send_to_a_waiting_consumer),
+      cmocka_unit_test(test_out_of_memory_in_a_subscription),
       cmocka_unit_test(test_listening_embedded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
