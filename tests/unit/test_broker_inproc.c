@@ -418,6 +418,43 @@ static void test_out_of_memory_in_a_subscription(void **state) {
   }
 }
 
+/* A message with more properties than the delivery arena holds (2,000: 64 KB decoded)
+ * reaches an in-process consumer whole. */
+static int n_props_seen;
+static void on_props(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  (void)arg;
+  n_props_seen = (int)m->properties.count;
+  const mqr_str_t *v = m->properties.values;
+  if (n_props_seen != 2000 || !mqr_str_eq(m->properties.keys[1999], MQR_STR("k1999")) ||
+      !mqr_str_eq(v[1999], MQR_STR("v1999")))
+    n_props_seen = -1;
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static void test_many_properties_reach_an_in_process_consumer(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  enum { N = 2000 };
+  static char text[N][2][8];
+  static mqr_str_t keys[N], values[N];
+  for (int i = 0; i < N; i++) {
+    keys[i] = mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
+    values[i] = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
+  }
+  mqr_broker_consumer_t *c;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_props, NULL, &c, NULL, NULL), 0);
+  mqr_broker_message_t m = {MQR_STR("q"), MQR_ANYCAST, false, MQR_STR(""), keys, values, N, MQR_STR("body")};
+  assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
+  assert_int_equal(n_props_seen, N);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.acknowledged, 1);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_consume),
@@ -428,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_reload),
       cmocka_unit_test(test_out_of_memory_in_a_send_to_a_waiting_consumer),
       cmocka_unit_test(test_out_of_memory_in_a_subscription),
+      cmocka_unit_test(test_many_properties_reach_an_in_process_consumer),
       cmocka_unit_test(test_listening_embedded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
