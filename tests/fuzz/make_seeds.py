@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker
 """
 import json
 import random
@@ -19,6 +19,15 @@ from avro_gen import gen, py_encode, to_json  # noqa: E402
 
 kind, out, src = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
+if kind == "broker":
+    # Scripts of 3-byte steps (fuzz_broker.c): subscribe, send, ack, credit, then random.
+    rnd = random.Random(11)
+    with open(os.path.join(out, "broker-basic"), "wb") as f:
+        f.write(bytes([2, 0, 7, 0, 0, 0x10, 0, 0, 0x10, 3, 0, 0, 4, 0, 5, 0, 7, 0, 5, 0, 0]))
+    for k in range(16):
+        with open(os.path.join(out, "broker-%02d" % k), "wb") as f:
+            f.write(bytes(rnd.randrange(256) & (0xFF if k >= 8 else 0x7F) for _ in range(3 * 80)))
+    sys.exit(0)
 if kind == "router":
     # Scripts of 3-byte steps (fuzz_router.c): each operation on its own, then random
     # scripts, some with failing allocations.
