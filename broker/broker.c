@@ -278,11 +278,10 @@ void mqr__dispatch(mqr__bq_t *bq) {
       c->unacked_tail = e;
       c->credit--;
       bq->in_flight++;
-      if (c->conn) {
-        mqr__conn_deliver(c->conn, c->subscription, e);
-      } else if (in_process_deliver(c, e) == MQR_ENOMEM) {
-        /* Nothing delivered: back to the head as it was, for the next dispatch (a send,
-         * an ack, credit) to try again. */
+      if ((c->conn ? mqr__conn_deliver(c->conn, c->subscription, e) : in_process_deliver(c, e)) == MQR_ENOMEM) {
+        /* Nothing delivered (no room to write it, or to decode it for the callback): back
+         * to the head as it was, for the next dispatch (a send, an ack, credit) to try
+         * again. */
         unlink_unacked(c, e);
         c->next_delivery--;
         e->delivery_count--;

@@ -455,6 +455,80 @@ static void test_many_properties_reach_an_in_process_consumer(void **state) {
   fx_close(&f);
 }
 
+/* Out of memory at each allocation of in-process sends to a network consumer: a message
+ * is refused, or it reaches the consumer over TCP, in order, now or with a later send;
+ * never counted in flight without being written. */
+typedef struct {
+  char seen[64][16];
+  int n;
+} net_sink_t;
+
+static void on_net_msg(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void *arg) {
+  net_sink_t *s = arg;
+  if (s->n < 64) snprintf(s->seen[s->n], sizeof s->seen[0], "%.*s", (int)m->body.len, m->body.ptr);
+  s->n++;
+  assert_int_equal(mqr_client_ack(sub, m->delivery, false), 0);
+}
+
+static void test_out_of_memory_delivering_to_a_network_consumer(void **state) {
+  (void)state;
+  static const char net[] = "listeners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
+  /* A fresh broker and client each time, and a burst of 20 with no loop pass between: the
+   * connection's first write request grows while they wait, so its allocations are among
+   * the sends' too. */
+  for (unsigned k = 1; k <= 40; k++) {
+    talloc_install();
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    mqr_config_t *cfg;
+    assert_int_equal(mqr_config_load_string("net.yaml", net, sizeof net - 1, &cfg, NULL), 0);
+    mqr_broker_options_t opt = {.config = cfg, .listen = true};
+    mqr_broker_t *b;
+    assert_int_equal(mqr_broker_create(&loop, &opt, &b, NULL), 0);
+    char url[64];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", mqr_broker_listener_port(b, 0));
+    mqr_client_t *c;
+    int up = 0;
+    assert_int_equal(mqr_client_create(&loop, NULL, &c), 0);
+    assert_int_equal(mqr_client_connect(c, url, on_ready, &up, NULL), 0);
+    while (up == 0) uv_run(&loop, UV_RUN_ONCE);
+    net_sink_t s = {.n = 0};
+    mqr_client_sub_t *sub;
+    assert_int_equal(
+        mqr_client_subscribe(c, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1000, on_net_msg, NULL, &s, &sub, NULL),
+        0);
+    mqr_broker_queue_stats_t st = {0};
+    while (st.consumers == 0) { /* until the broker has the consumer */
+      uv_run(&loop, UV_RUN_ONCE);
+      if (mqr_broker_queue_stats(b, MQR_STR("q"), &st) != 0) st.consumers = 0;
+    }
+    int want = 0;
+    char expect[24][16];
+    talloc.fail_at = talloc.calls + k;
+    for (int i = 0; i <= 20; i++) {
+      char body[16];
+      snprintf(body, sizeof body, "%u.%d", k, i);
+      if (i == 20) talloc.fail_at = 0; /* the last one goes, and dispatches what waits */
+      int rc = send_body(b, "q", MQR_ANYCAST, body, NULL);
+      assert_true(rc == 0 || (rc == MQR_ENOMEM && i < 20));
+      if (rc == 0) snprintf(expect[want++], 16, "%s", body);
+    }
+    for (int spin = 0; spin < 2000 && s.n < want; spin++) {
+      uv_run(&loop, UV_RUN_NOWAIT);
+      if (s.n < want) uv_sleep(1);
+    }
+    assert_int_equal(s.n, want);
+    for (int i = 0; i < want; i++) assert_string_equal(s.seen[i], expect[i]);
+    mqr_client_close(c, NULL, NULL);
+    mqr_broker_close(b, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    mqr_config_destroy(cfg);
+    assert_int_equal(talloc.live, 0);
+    talloc_uninstall();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_consume),
@@ -466,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_memory_in_a_send_to_a_waiting_consumer),
       cmocka_unit_test(test_out_of_memory_in_a_subscription),
       cmocka_unit_test(test_many_properties_reach_an_in_process_consumer),
+      cmocka_unit_test(test_out_of_memory_delivering_to_a_network_consumer),
       cmocka_unit_test(test_listening_embedded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
