@@ -1,10 +1,11 @@
 /* libFuzzer: the broker in-process, driven by a script of 3-byte steps: sends (plain, to
- * address::queue, to a wildcard, with duplicate ids, to full addresses of each policy),
- * subscriptions (to queues, addresses of either type, named and made-up subscription
- * queues), acknowledgements (single, cumulative, of deliveries that are not outstanding),
- * credit and unsubscribes, with allocations failing where the script says. A consumer's
- * callback may acknowledge, grant credit, send (a nested delivery) or unsubscribe, as the
- * script says. After every step, for every queue a consumer is on:
+ * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
+ * addresses of each policy), subscriptions (to queues, addresses of either type, named
+ * and made-up subscription queues), acknowledgements (single, cumulative, of deliveries
+ * that are not outstanding), credit and unsubscribes, with allocations failing where the
+ * script says. A consumer's callback may acknowledge, grant credit, send (a nested
+ * delivery) or unsubscribe, as the script says. After every step, for every queue a
+ * consumer is on:
  *   - its counters add up: enqueued = acknowledged + waiting + in flight;
  *   - in flight is what its consumers were delivered and have not acknowledged, and its
  *     consumer count is theirs;
@@ -12,7 +13,7 @@
  *     number is new;
  *   - an acknowledgement is refused (MQR_ENOTFOUND) exactly when its delivery is not
  *     outstanding.
- * Close frees everything (LeakSanitizer). */
+ * Close frees everything (LeakSanitizer). FUZZ_TRACE=1 prints the steps and deliveries. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,12 +58,21 @@ static void *f_malloc(size_t n) { return may_alloc() ? malloc(n) : NULL; }
 static void *f_realloc(void *p, size_t n) { return may_alloc() ? realloc(p, n) : NULL; }
 static void *f_calloc(size_t c, size_t n) { return may_alloc() ? calloc(c, n) : NULL; }
 
-static int send_to(int target, int rt, size_t body_len, int dup) {
+/* A send of body_len bytes with n_props properties (up to 640: 20 KB decoded, past the
+ * delivery arena). */
+static int send_to(int target, int rt, size_t body_len, int dup, size_t n_props) {
   static char body[400];
+  static char text[640][2][8];
+  static mqr_str_t keys[640], values[640];
+  if (keys[0].ptr == NULL)
+    for (int i = 0; i < 640; i++) {
+      keys[i] = mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
+      values[i] = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
+    }
   char id[8];
   memset(body, 'b', sizeof body);
   snprintf(id, sizeof id, "d%d", dup);
-  mqr_broker_message_t m = {mqr_str(targets[target]), rt, false, dup ? mqr_str(id) : MQR_STR(""), NULL, NULL, 0,
+  mqr_broker_message_t m = {mqr_str(targets[target]), rt, false, dup ? mqr_str(id) : MQR_STR(""), keys, values, n_props,
                             mqr_str_n(body, body_len)};
   return mqr_broker_send(broker, &m, NULL, NULL);
 }
@@ -110,7 +120,7 @@ static void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void 
   }
   if ((k->how & 4) && depth < 3) {
     depth++;
-    (void)send_to((int)(m->delivery % N_TARGETS), MQR_ANYCAST, 10, 0);
+    (void)send_to((int)(m->delivery % N_TARGETS), MQR_ANYCAST, 10, 0, 0);
     depth--;
   }
   if ((k->how & 8) && k->delivered == 3 && k->c != NULL) unsubscribe(k);
@@ -160,7 +170,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
               op & 0x80 ? " (alloc fails)" : "");
     switch (op & 7) {
     case 0:
-    case 1: (void)send_to(x % N_TARGETS, rts[y & 3], (size_t)(y >> 2) * 6, op & 8 ? (y >> 4) & 3 : 0); break;
+    case 1:
+      (void)send_to(x % N_TARGETS, rts[y & 3], (size_t)(y >> 2) * 6, op & 8 ? (y >> 4) & 3 : 0,
+                    op & 0x40 ? (size_t)(y & 31) * 20 : 0);
+      break;
     case 2:
       if (k->c == NULL) {
         char qn[16];
