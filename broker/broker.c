@@ -239,7 +239,7 @@ static int in_process_deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
     rc = 0;
   }
 done:
-  mqr_free(big);
+  if (big != NULL) mqr_free(big); /* no call on the common path */
   if (d >= MQR__DELIVER_DEPTH) {
     mqr_free(frame);
     mqr_free(arena_mem);
