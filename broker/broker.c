@@ -410,22 +410,21 @@ int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, u
   if (rc) return rc;
   mqr__bq_t *bq = bq_of(b, q);
   mqr_broker_consumer_t *c = bq ? mqr__pool_get(&b->consumers) : NULL;
-  if (c != NULL && bq->n_consumers == bq->cap_consumers) {
+  bool room = c != NULL;
+  if (room && bq->n_consumers == bq->cap_consumers) {
     uint32_t cap = bq->cap_consumers ? bq->cap_consumers * 2 : 4;
     mqr_broker_consumer_t **grown = mqr_realloc(bq->consumers, cap * sizeof *grown);
-    if (grown == NULL) { /* the queue's consumers stay as they were */
-      mqr__pool_put(&b->consumers, c);
-      c = NULL;
-    } else {
+    room = grown != NULL; /* if not, the queue's consumers stay as they were */
+    if (room) {
       bq->consumers = grown;
       bq->cap_consumers = cap;
     }
   }
-  if (c == NULL || (rc = mqr_queue_add_consumer(q)) != 0) {
+  if (!room || (rc = mqr_queue_add_consumer(q)) != 0) {
     mqr__pool_put(&b->consumers, c);
-    rc = c == NULL ? mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing")
-                   : mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
-                                   mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
+    rc = !room ? mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing")
+               : mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
+                               mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
     /* A subscription queue made for this consumer goes, with its state when it has one. */
     if (temporary && bq != NULL)
       drop_queue(b, bq);

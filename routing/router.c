@@ -121,10 +121,12 @@ mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
   return mqr__table_find(&r->addresses, &k);
 }
 
+/* The rest of the lookup: a name over 16 bytes from its window (then compared in full),
+ * a shorter one, whose window has missed already, by the probe from its home. */
 __attribute__((noinline)) static mqr_address_t *find_types_probe(const mqr_router_t *r, mqr_str_t name,
                                                                  mqr_routing_set_t *types) {
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  const mqr__slot_t *s = mqr__table_slot(&r->addresses, &k);
+  const mqr__slot_t *s = name.len > 16 ? mqr__table_slot(&r->addresses, &k) : mqr__table_probe(&r->addresses, &k);
   types->bits = s ? s->aux[MQR__AUX_TYPES] : 0;
   return s ? s->val : NULL;
 }
