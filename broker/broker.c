@@ -265,7 +265,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
           bq->rr = (bq->rr + k + 1) % bq->n_consumers;
         }
       }
-      if (c == NULL) break;
+      if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
       mqr__entry_t *e = bq->store.ops->pop(&bq->store);
       e->delivery = c->next_delivery++;
       e->delivery_count++;
@@ -276,6 +276,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
       else
         c->unacked_head = e;
       c->unacked_tail = e;
+      mqr__idx_put(c, e);
       c->credit--;
       bq->in_flight++;
       if ((c->conn ? mqr__conn_deliver(c->conn, c->subscription, e) : in_process_deliver(c, e)) == MQR_ENOMEM) {
@@ -283,6 +284,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
          * to the head as it was, for the next dispatch (a send, an ack, credit) to try
          * again. */
         unlink_unacked(c, e);
+        mqr__idx_del(c, e->delivery);
         c->next_delivery--;
         e->delivery_count--;
         c->credit++;
@@ -308,6 +310,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
 static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
   unlink_unacked(c, e);
+  mqr__idx_del(c, e->delivery);
   c->bq->acked++;
   c->bq->in_flight--;
   mqr__msg_release(b, e->msg);
@@ -315,8 +318,7 @@ static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
 }
 
 int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) {
-  mqr__entry_t *e = c->unacked_head;
-  while (e && e->delivery != delivery) e = e->next;
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
   if (e == NULL) return MQR_ENOTFOUND;
   if (cumulative)
     while (c->unacked_head != e) acked(c, c->unacked_head);
@@ -476,6 +478,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     bq->store.ops->push_front(&bq->store, e);
   }
   c->unacked_head = c->unacked_tail = NULL;
+  mqr__idx_clear(c);
   for (uint32_t i = 0; i < bq->n_consumers; i++)
     if (bq->consumers[i] == c) {
       memmove(&bq->consumers[i], &bq->consumers[i + 1], (bq->n_consumers - i - 1) * sizeof *bq->consumers);
@@ -568,6 +571,7 @@ static void free_broker(mqr_broker_t *b) {
         mqr__msg_release(b, u->msg);
         mqr__pool_put(&b->entries, u);
       }
+      mqr__idx_clear(c);
       mqr__pool_put(&b->consumers, c);
     }
     mqr_queue_set_data(bq->q, NULL);

@@ -111,6 +111,10 @@ struct mqr_broker_consumer_s {
   uint32_t credit;
   int64_t next_delivery;
   mqr__entry_t *unacked_head, *unacked_tail; /* in delivery order */
+  /* The same entries by delivery number, for an ack in O(1) whatever is in flight: open
+   * addressing, linear probing, at most half full (ack.c). */
+  mqr__entry_t **idx;
+  uint32_t idx_mask, idx_n; /* idx_mask + 1 slots; 0 before the first delivery */
   bool closing;                              /* unsubscribed while its queue was dispatching */
   /* A network consumer writes to its connection; an in-process one calls fn. */
   struct mqr__conn_s *conn;
@@ -231,6 +235,14 @@ struct mqr_broker_s {
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len);
 void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m);
 void mqr__msg_pools_free(mqr_broker_t *b);
+
+/* ack.c: the in-flight index of a consumer. reserve makes room for one more (false:
+ * out of memory, nothing changed); put then cannot fail. */
+bool mqr__idx_reserve(mqr_broker_consumer_t *c);
+void mqr__idx_put(mqr_broker_consumer_t *c, mqr__entry_t *e);
+mqr__entry_t *mqr__idx_find(const mqr_broker_consumer_t *c, int64_t delivery);
+void mqr__idx_del(mqr_broker_consumer_t *c, int64_t delivery);
+void mqr__idx_clear(mqr_broker_consumer_t *c); /* empty, its memory freed */
 
 /* broker.c */
 void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

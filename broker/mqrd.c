@@ -2,6 +2,7 @@
  * on stderr. SIGINT/SIGTERM: stop accepting, finish what is in flight, close cleanly.
  * SIGHUP: reload the config file and apply what can be applied live. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,9 @@ int main(int argc, char **argv) {
     mqr_config_destroy(d.config);
     return 0;
   }
+  /* A client that resets its connection while a delivery is being written must not end
+   * the daemon, however it was started (a shell's default dispositions included). */
+  signal(SIGPIPE, SIG_IGN);
   uv_loop_t loop;
   uv_loop_init(&loop);
   d.loop = &loop;

@@ -5,6 +5,7 @@
  *
  * A bad frame (too long, cut, unknown, not Avro) gets an ERROR frame and the connection
  * is closed; nothing of it stays in the broker. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -645,9 +646,25 @@ static void on_connection(uv_stream_t *server, int status) {
 
 static void listener_closed(uv_handle_t *h) { mqr__broker_handle_closed(((mqr__listener_t *)h->data)->b); }
 
+/* libuv writes to sockets with write(2), not send(2) with MSG_NOSIGNAL: a peer that
+ * resets its connection while a delivery is being written raises SIGPIPE, whose default
+ * action ends the process. A broker that listens must not depend on how its process was
+ * started, so it ignores SIGPIPE when nobody has chosen a disposition for it (an
+ * application's own handler, or SIG_IGN, is left as it is; broker.h says so). */
+static void sigpipe_ignore(mqr_broker_t *b) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL || (sa.sa_flags & SA_SIGINFO)) return;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGPIPE, &sa, NULL) == 0)
+    mqr__log(b, MQR_LOG_DEBUG, "SIGPIPE was at its default action: now ignored (a reset peer must not end the process)");
+}
+
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
   uint32_t n = mqr_config_listener_count(b->config);
   if (n == 0) return 0;
+  sigpipe_ignore(b);
   if ((b->listeners = mqr_calloc(n, sizeof *b->listeners)) == NULL)
     return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
   for (uint32_t i = 0; i < n; i++) {

@@ -224,6 +224,12 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
     return;
   }
   case MQR_FRAME_DISCONNECT: lost(c, MQR_ECLOSED); return;
+  case MQR_FRAME_PING: { /* the broker checks that this client is there */
+    mqr_frame_t pong = {MQR_FRAME_PONG, {.pong = {f->u.ping.token}}};
+    if (queue_frame(c, &pong, NULL) == MQR_ENOMEM) lost(c, MQR_ENOMEM);
+    return;
+  }
+  case MQR_FRAME_PONG: return;
   default: lost(c, MQR_EPROTOCOL); return;
   }
 }

@@ -100,10 +100,17 @@ static const mqr_avro_cfield_t error_f[] = {
 RECORD(error_t, mqr_frame_error_t, error_f);
 static const mqr_avro_cfield_t disconnect_f[] = {F(mqr_frame_disconnect_t, reason, mqr_avro_c_str)};
 RECORD(disconnect_t, mqr_frame_disconnect_t, disconnect_f);
+static const mqr_avro_cfield_t ping_f[] = {F(mqr_frame_ping_t, token, mqr_avro_c_int64)};
+RECORD(ping_t, mqr_frame_ping_t, ping_f);
+static const mqr_avro_cfield_t pong_f[] = {F(mqr_frame_pong_t, token, mqr_avro_c_int64)};
+RECORD(pong_t, mqr_frame_pong_t, pong_f);
 
+/* Each branch's C description is named for its member (connect_t, ...). */
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {
-    &connect_t, &connected_t, &send_t,        &receipt_t, &subscribe_t,    &subscribed_t, &message_t,
-    &ack_t,     &credit_t,    &unsubscribe_t, &query_t,   &query_result_t, &error_t,      &disconnect_t};
+#define BRANCH(e, name, rec, member) &member##_t,
+    MQR_FRAME_TYPES(BRANCH)
+#undef BRANCH
+};
 static const mqr_avro_ctype_t frame_t = {MQR_AVRO_C_UNION, sizeof(mqr_frame_t),     NULL, 0, NULL, branches,
                                          MQR_FRAME_COUNT,  offsetof(mqr_frame_t, u)};
 
@@ -114,11 +121,19 @@ static mqr_avro_schema_t *schema;
 static mqr_avro_codec_t *codec;
 static const mqr__avro_node_t *send_props; /* Send's properties, for the view */
 
+static mqr_error_t compile_err; /* why it failed: a binding mistake says so, not "out of memory" */
+
 static void compile_once(void) {
   mqr_avro_schema_t *s = NULL;
   mqr_avro_codec_t *c = NULL;
-  if (mqr_avro_schema_parse(mqr__frame_schema, mqr__frame_schema_len, &s, NULL) != 0) return;
-  if (mqr_avro_codec_compile(s, &frame_t, &c, NULL) != 0) {
+  if (mqr_avro_schema_parse(mqr__frame_schema, mqr__frame_schema_len, &s, &compile_err) != 0) return;
+  if (s->root->type != MQR_AVRO_UNION || s->root->n != MQR_FRAME_COUNT) {
+    mqr_error_set(&compile_err, MQR_EINVAL, "frame.avsc has %u branches, MQR_FRAME_TYPES %d", (unsigned)s->root->n,
+                  MQR_FRAME_COUNT);
+    mqr_avro_schema_destroy(s);
+    return;
+  }
+  if (mqr_avro_codec_compile(s, &frame_t, &c, &compile_err) != 0) {
     mqr_avro_schema_destroy(s);
     return;
   }
@@ -136,14 +151,17 @@ const mqr_avro_schema_t *mqr_protocol_schema(void) {
 mqr_str_t mqr_protocol_schema_text(void) { return mqr_str_n(mqr__frame_schema, mqr__frame_schema_len); }
 
 const char *mqr_frame_type_name(int type) {
-  static const char *const names[MQR_FRAME_COUNT] = {"CONNECT",    "CONNECTED",    "SEND",  "RECEIPT",   "SUBSCRIBE",
-                                                     "SUBSCRIBED", "MESSAGE",      "ACK",   "CREDIT",    "UNSUBSCRIBE",
-                                                     "QUERY",      "QUERY_RESULT", "ERROR", "DISCONNECT"};
+  static const char *const names[MQR_FRAME_COUNT] = {
+#define NAME(e, name, rec, member) name,
+      MQR_FRAME_TYPES(NAME)
+#undef NAME
+  };
   return type >= 0 && type < MQR_FRAME_COUNT ? names[type] : "?";
 }
 
 static int not_ready(mqr_error_t *err) {
-  return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling the protocol's schema");
+  if (compile_err.code == 0) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling the protocol's schema");
+  return mqr_error_set(err, compile_err.code, "the protocol's schema: %s", compile_err.message);
 }
 
 /* ---- frames ------------------------------------------------------------------------- */

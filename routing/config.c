@@ -289,6 +289,46 @@ static bool get_int(ctx_t *c, const pair_t *p, bool bytes, int64_t min, int64_t 
   return true;
 }
 
+/* A duration: an integer of milliseconds, or with a unit (ms, s, m, h); 0 turns the
+ * thing off. */
+static bool parse_duration(mqr_str_t s, int64_t *out) {
+  char buf[64];
+  if (s.len == 0 || s.len >= sizeof buf) return false;
+  memcpy(buf, s.ptr, s.len);
+  buf[s.len] = '\0';
+  char *end;
+  errno = 0;
+  long long v = strtoll(buf, &end, 10);
+  if (end == buf || errno == ERANGE || v < 0) return false;
+  int64_t mul = strcmp(end, "") == 0 || strcmp(end, "ms") == 0 ? 1
+                : strcmp(end, "s") == 0                        ? 1000
+                : strcmp(end, "m") == 0                        ? 60000
+                : strcmp(end, "h") == 0                        ? 3600000
+                                                               : 0;
+  if (mul == 0 || v > INT64_MAX / mul) return false;
+  *out = v * mul;
+  return true;
+}
+
+static bool get_duration(ctx_t *c, const pair_t *p, int64_t max_ms, int64_t *out) {
+  const yaml_node_t *n = p->value;
+  int64_t v;
+  if (n->type != YAML_SCALAR_NODE || !parse_duration(scalar(n), &v)) {
+    if (n->type == YAML_SCALAR_NODE)
+      ERR(c, n, "'%.*s' must be a duration such as 30s, 500ms or 2m (0: off), not '%.*s'", (int)p->name.len,
+          p->name.ptr, (int)n->data.scalar.length, (const char *)n->data.scalar.value);
+    else
+      ERR(c, n, "'%.*s' must be a duration, not %s", (int)p->name.len, p->name.ptr, kind_name(n));
+    return false;
+  }
+  if (v > max_ms) {
+    ERR(c, n, "'%.*s' must be at most %" PRId64 " ms, not %" PRId64, (int)p->name.len, p->name.ptr, max_ms, v);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 static bool get_string(ctx_t *c, const pair_t *p, mqr_str_t *out) {
   if (p->value->type != YAML_SCALAR_NODE) {
     ERR(c, p->value, "'%.*s' must be a string, not %s", (int)p->name.len, p->name.ptr, kind_name(p->value));
@@ -448,12 +488,14 @@ static void parse_settings(ctx_t *c, yaml_node_t *map) {
 static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   mqr_config_t *cfg = c->cfg;
   if (!want(c, map, YAML_MAPPING_NODE, "a listener")) return;
-  static const char known[] = "name, host, port, anycast-prefix, multicast-prefix, max-frame-size";
+  static const char known[] =
+      "name, host, port, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, idle-timeout";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
   const yaml_node_t *name_node = map, *px_node = NULL;
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
+  int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
   FOREACH_PAIR(c, map, p) {
     if (!check_key(c, p.key, "a listener")) continue;
     p.name = scalar(p.key);
@@ -479,6 +521,12 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       get_int(c, &p, false, 0, 65535, &port);
     } else if (mqr_str_eq(p.name, MQR_STR("max-frame-size"))) {
       get_int(c, &p, true, 1024, MQR_MAX_FRAME_LIMIT, &max_frame);
+    } else if (mqr_str_eq(p.name, MQR_STR("handshake-timeout"))) {
+      get_duration(c, &p, 24 * 3600000, &handshake_ms);
+    } else if (mqr_str_eq(p.name, MQR_STR("idle-timeout"))) {
+      if (get_duration(c, &p, 24 * 3600000, &idle_ms) && idle_ms > 0 && idle_ms < 1000) {
+        ERR(c, p.value, "'idle-timeout' must be at least 1s (or 0: off), not %" PRId64 " ms", idle_ms);
+      }
     } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
       get_string(c, &p, &px[0]);
       px_node = p.value;
@@ -502,6 +550,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.host = l->host;
   l->pub.port = (uint16_t)port;
   l->pub.max_frame = (uint32_t)max_frame;
+  l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
+  l->pub.idle_timeout_ms = (uint32_t)idle_ms;
   l->pub.line = (uint32_t)map->start_mark.line + 1;
   l->pub.column = (uint32_t)map->start_mark.column + 1;
   static const mqr_routing_type_t types[2] = {MQR_ANYCAST, MQR_MULTICAST};
@@ -820,6 +870,7 @@ __attribute__((format(printf, 4, 5))) static void report(mqr_config_report_fn fn
 
 static bool listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b) {
   if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
+      a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
       a->prefixes.count != b->prefixes.count)
     return false;
   for (uint32_t i = 0; i < a->prefixes.count; i++)

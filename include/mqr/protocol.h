@@ -14,26 +14,37 @@
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION 1
+#define MQR_PROTOCOL_VERSION 2 /* 2: PING and PONG */
 #define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
+
+/* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
+ * frame.avsc union, in its order. The enum, the names, the union's members and the
+ * codec's binding are all made from this list; test_protocol checks it against the
+ * schema. */
+#define MQR_FRAME_TYPES(XX)                                                                                            \
+  XX(CONNECT, "CONNECT", Connect, connect)                                                                             \
+  XX(CONNECTED, "CONNECTED", Connected, connected)                                                                     \
+  XX(SEND, "SEND", Send, send)                                                                                         \
+  XX(RECEIPT, "RECEIPT", Receipt, receipt)                                                                             \
+  XX(SUBSCRIBE, "SUBSCRIBE", Subscribe, subscribe)                                                                     \
+  XX(SUBSCRIBED, "SUBSCRIBED", Subscribed, subscribed)                                                                 \
+  XX(MESSAGE, "MESSAGE", Message, message)                                                                             \
+  XX(ACK, "ACK", Ack, ack)                                                                                             \
+  XX(CREDIT, "CREDIT", Credit, credit)                                                                                 \
+  XX(UNSUBSCRIBE, "UNSUBSCRIBE", Unsubscribe, unsubscribe)                                                             \
+  XX(QUERY, "QUERY", Query, query)                                                                                     \
+  XX(QUERY_RESULT, "QUERY_RESULT", QueryResult, query_result)                                                          \
+  XX(ERROR, "ERROR", Error, error)                                                                                     \
+  XX(DISCONNECT, "DISCONNECT", Disconnect, disconnect)                                                                 \
+  XX(PING, "PING", Ping, ping)                                                                                         \
+  XX(PONG, "PONG", Pong, pong)
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
-  MQR_FRAME_CONNECT,
-  MQR_FRAME_CONNECTED,
-  MQR_FRAME_SEND,
-  MQR_FRAME_RECEIPT,
-  MQR_FRAME_SUBSCRIBE,
-  MQR_FRAME_SUBSCRIBED,
-  MQR_FRAME_MESSAGE,
-  MQR_FRAME_ACK,
-  MQR_FRAME_CREDIT,
-  MQR_FRAME_UNSUBSCRIBE,
-  MQR_FRAME_QUERY,
-  MQR_FRAME_QUERY_RESULT,
-  MQR_FRAME_ERROR,
-  MQR_FRAME_DISCONNECT,
-  MQR_FRAME_COUNT
+#define MQR__FRAME_ENUM(e, name, rec, member) MQR_FRAME_##e,
+  MQR_FRAME_TYPES(MQR__FRAME_ENUM)
+#undef MQR__FRAME_ENUM
+      MQR_FRAME_COUNT
 } mqr_frame_type_t;
 
 /* "CONNECT", ...; "?" for an unknown type. */
@@ -162,24 +173,22 @@ typedef struct {
   mqr_str_t reason;
 } mqr_frame_disconnect_t;
 
+/* PING (either side) and PONG (the answer, same token). */
+typedef struct {
+  int64_t token;
+} mqr_frame_ping_t;
+
+typedef struct {
+  int64_t token;
+} mqr_frame_pong_t;
+
 /* A frame: its type, then the record of that type. */
 typedef struct {
   int32_t type; /* mqr_frame_type_t */
   union {
-    mqr_frame_connect_t connect;
-    mqr_frame_connected_t connected;
-    mqr_frame_send_t send;
-    mqr_frame_receipt_t receipt;
-    mqr_frame_subscribe_t subscribe;
-    mqr_frame_subscribed_t subscribed;
-    mqr_frame_message_t message;
-    mqr_frame_ack_t ack;
-    mqr_frame_credit_t credit;
-    mqr_frame_unsubscribe_t unsubscribe;
-    mqr_frame_query_t query;
-    mqr_frame_query_result_t query_result;
-    mqr_frame_error_t error;
-    mqr_frame_disconnect_t disconnect;
+#define MQR__FRAME_MEMBER(e, name, rec, member) mqr_frame_##member##_t member;
+    MQR_FRAME_TYPES(MQR__FRAME_MEMBER)
+#undef MQR__FRAME_MEMBER
   } u;
 } mqr_frame_t;
 

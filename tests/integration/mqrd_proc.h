@@ -74,6 +74,12 @@ static inline void mqrd_start(mqrd_t *d, const char *yaml) {
   if (pipe(fds) != 0) abort();
   d->pid = fork();
   if (d->pid == 0) {
+    /* As a shell starts it: default dispositions (exec keeps a SIG_IGN the test process
+     * set) and no signal blocked. */
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);

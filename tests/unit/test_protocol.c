@@ -59,6 +59,12 @@ static void test_every_frame_round_trips(void **state) {
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.query_result.queues.count, 2);
   assert_int_equal(((mqr_frame_queue_info_t *)g.u.query_result.queues.items)[0].depth, 5);
+  f = (mqr_frame_t){MQR_FRAME_PING, {.ping = {-42}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(g.type == MQR_FRAME_PING && g.u.ping.token == -42);
+  f = (mqr_frame_t){MQR_FRAME_PONG, {.pong = {7}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(g.type == MQR_FRAME_PONG && g.u.pong.token == 7);
   for (int t = 0; t < MQR_FRAME_COUNT; t++) assert_string_not_equal(mqr_frame_type_name(t), "?");
   assert_string_equal(mqr_frame_type_name(MQR_FRAME_COUNT), "?");
 
@@ -182,9 +188,38 @@ static void test_hostile_frames(void **state) {
   mqr_avro_buf_free(&b);
 }
 
+/* The one table of frames (MQR_FRAME_TYPES) names frame.avsc's records in the union's
+ * order: the enum, names and codec binding made from it match the published schema. */
+static void test_frame_table_matches_schema(void **state) {
+  (void)state;
+  static const char *const records[] = {
+#define REC(e, name, rec, member) #rec,
+      MQR_FRAME_TYPES(REC)
+#undef REC
+  };
+  assert_int_equal(sizeof records / sizeof records[0], MQR_FRAME_COUNT);
+  mqr_str_t text = mqr_protocol_schema_text();
+  char *t = strndup(text.ptr, text.len);
+  const char *at = t;
+  for (int i = 0; i < MQR_FRAME_COUNT; i++) {
+    char needle[80];
+    snprintf(needle, sizeof needle, "\n  {\"type\": \"record\", \"name\": \"%s\",", records[i]);
+    const char *hit = strstr(at, needle);
+    if (hit == NULL) fail_msg("branch %d: record %s is not next in frame.avsc", i, records[i]);
+    /* No other top-level record (one indented as a union branch) before this one. */
+    const char *other = strstr(at, "\n  {\"type\": \"record\", \"name\": ");
+    assert_ptr_equal(other, hit);
+    at = hit + 1;
+  }
+  assert_null(strstr(at, "\n  {\"type\": \"record\", \"name\": \"")); /* and none after the last */
+  free(t);
+  assert_non_null(mqr_protocol_schema());
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_frame_round_trips),
+      cmocka_unit_test(test_frame_table_matches_schema),
       cmocka_unit_test(test_send_to_delivery),
       cmocka_unit_test(test_hostile_frames),
   };
