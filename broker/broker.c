@@ -179,8 +179,9 @@ static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
     c->unacked_tail = e->prev;
 }
 
-static bool can_take(const mqr_broker_consumer_t *c) {
-  return c->credit > 0 && !c->closing && (c->conn == NULL || !mqr__conn_paused(c->conn));
+static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
+  return c->credit > 0 && !c->closing && (c->conn == NULL || !mqr__conn_paused(c->conn)) &&
+         head->msg->id != c->too_big;
 }
 
 /* Delivers e to in-process consumer c: the Message frame a network consumer would read,
@@ -258,9 +259,10 @@ void mqr__dispatch(mqr__bq_t *bq) {
     bq->again = false;
     while (bq->store.depth && bq->n_consumers) {
       mqr_broker_consumer_t *c = NULL;
+      const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
       for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
         mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
-        if (can_take(cand)) {
+        if (can_take(cand, head)) {
           c = cand;
           bq->rr = (bq->rr + k + 1) % bq->n_consumers;
         }
@@ -279,10 +281,13 @@ void mqr__dispatch(mqr__bq_t *bq) {
       mqr__idx_put(c, e);
       c->credit--;
       bq->in_flight++;
-      if ((c->conn ? mqr__conn_deliver(c->conn, c->subscription, e) : in_process_deliver(c, e)) == MQR_ENOMEM) {
-        /* Nothing delivered (no room to write it, or to decode it for the callback): back
-         * to the head as it was, for the next dispatch (a send, an ack, credit) to try
-         * again. */
+      int rc = c->conn ? mqr__conn_deliver(c->conn, c->subscription, e) : in_process_deliver(c, e);
+      if (rc != 0) {
+        /* Nothing delivered: back to the head as it was. MQR_ENOMEM (no room to write it,
+         * or to decode it for the callback): the next dispatch (a send, an ack, credit)
+         * tries again. MQR_ELIMIT (longer than the max_frame the consumer's client
+         * declared): the message is held for a consumer that can take it, and this one
+         * is told once and skips it while it is at the head. */
         unlink_unacked(c, e);
         mqr__idx_del(c, e->delivery);
         c->next_delivery--;
@@ -290,6 +295,11 @@ void mqr__dispatch(mqr__bq_t *bq) {
         c->credit++;
         bq->in_flight--;
         bq->store.ops->push_front(&bq->store, e);
+        if (rc == MQR_ELIMIT) {
+          c->too_big = e->msg->id;
+          mqr__conn_too_big(c->conn, c, e);
+          continue;
+        }
         bq->again = false;
         break;
       }
@@ -546,6 +556,14 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   uv_idle_init(loop, &b->idle);
   b->idle.data = b;
   b->open_handles = 1;
+  if (b->opt.listen) { /* connections' clocks: timeouts, heartbeats, peers gone while paused */
+    uv_timer_init(loop, &b->tick);
+    b->tick.data = b;
+    b->open_handles++;
+    b->tick_on = true;
+    uv_timer_start(&b->tick, mqr__server_tick, MQR__TICK_MS, MQR__TICK_MS);
+    uv_unref((uv_handle_t *)&b->tick); /* it keeps no loop alive by itself */
+  }
   if (b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) {
     mqr_broker_close(b, NULL, NULL);
     return rc;
@@ -621,6 +639,10 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   mqr__server_close(b); /* listeners and connections: each closed handle counts down */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
+  if (b->tick_on) {
+    b->tick_on = false;
+    uv_close((uv_handle_t *)&b->tick, idle_closed);
+  }
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {

@@ -5,6 +5,8 @@
  *
  * A bad frame (too long, cut, unknown, not Avro) gets an ERROR frame and the connection
  * is closed; nothing of it stays in the broker. */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 
 static void conn_close(mqr__conn_t *c, bool graceful);
 static void process(mqr__conn_t *c);
+__attribute__((format(printf, 5, 6))) static void send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
+                                                             const char *fmt, ...);
 static void start_reading(mqr__conn_t *c);
 
 /* ---- read buffers ------------------------------------------------------------------------ */
@@ -90,6 +94,8 @@ static int add_own(mqr__wreq_t *w, size_t off, size_t len) {
   return 0;
 }
 
+/* Appends a frame to this pass's write: MQR_ENOMEM, or MQR_ELIMIT when it is longer than
+ * the max_frame the client declared (then nothing was added). */
 static int write_frame(mqr__conn_t *c, const mqr_frame_t *f) {
   mqr__wreq_t *w = out(c);
   if (w == NULL) return MQR_ENOMEM;
@@ -99,8 +105,21 @@ static int write_frame(mqr__conn_t *c, const mqr_frame_t *f) {
   w->bytes = buf.data;
   w->cap_bytes = buf.cap;
   if (rc) return rc;
+  if (buf.len - off - MQR_FRAME_HEADER > c->peer_max_frame) return MQR_ELIMIT;
+  if ((rc = add_own(w, off, buf.len - off)) != 0) return rc;
   w->n_bytes = buf.len;
-  return add_own(w, off, buf.len - off);
+  return 0;
+}
+
+/* An answer the client waits for (CONNECTED, RECEIPT, SUBSCRIBED, an ERROR...): if it
+ * cannot be written, the client must not wait forever for it, so the connection closes
+ * (its consumers' deliveries go back to their queues). */
+static void reply(mqr__conn_t *c, const mqr_frame_t *f) {
+  int rc = write_frame(c, f);
+  if (rc == 0) return;
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a %s frame could not be written (%s); closing it",
+           (long long)c->session, c->peer, mqr_frame_type_name(f->type), mqr_strerror(rc));
+  conn_close(c, false);
 }
 
 /* A connection whose answers it does not read (receipts, errors) would make its output
@@ -113,6 +132,11 @@ static bool output_full(const mqr__conn_t *c) {
 bool mqr__conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || output_full(c); }
 
 int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e) {
+  if ((uint64_t)e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > c->peer_max_frame) {
+    uint8_t head[MQR_MESSAGE_HEADER_MAX];
+    size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, e->msg->len);
+    if (hl - MQR_FRAME_HEADER + e->msg->len > c->peer_max_frame) return MQR_ELIMIT;
+  }
   mqr__wreq_t *w = out(c);
   if (w == NULL) return MQR_ENOMEM;
   if (w->cap_bytes - w->n_bytes < MQR_MESSAGE_HEADER_MAX) {
@@ -128,12 +152,21 @@ int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e) {
   size_t off = w->n_bytes;
   size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, e->msg->len);
   w->n_bytes += hl;
-  add_own(w, off, hl);
+  add_own(w, off, hl); /* cannot fail: room for two segments was made above */
   w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, e->msg->len};
   w->total += e->msg->len;
   e->msg->refs++;
   w->msgs[w->n_msgs++] = e->msg;
   return 0;
+}
+
+void mqr__conn_too_big(mqr__conn_t *c, mqr_broker_consumer_t *k, const mqr__entry_t *e) {
+  mqr_str_t q = mqr_queue_name(k->bq->q);
+  send_error(c, MQR_ELIMIT, k->subscription, false,
+             "message %lld (a frame of %u bytes) is more than the max_frame %u this connection declared: it stays at "
+             "the head of queue '%.*s' until a consumer that can take it does",
+             (long long)e->msg->id, (unsigned)(e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER),
+             c->peer_max_frame, (int)q.len, q.ptr);
 }
 
 /* A request done with: its messages released, its arrays kept for the next. */
@@ -196,6 +229,7 @@ static void write_cb(uv_write_t *req, int status) {
   mqr__conn_t *c = w->conn;
   mqr_broker_t *b = c->b;
   bool was_paused = mqr__conn_paused(c);
+  c->progress_ms = uv_now(b->loop);
   c->in_flight -= w->total;
   c->writes--;
   wreq_recycle(b, w);
@@ -237,16 +271,20 @@ static void flush_conn(mqr__conn_t *c) {
     conn_close(c, false);
     return;
   }
+  if (c->writes == 0) c->progress_ms = uv_now(c->b->loop); /* its clock starts with the wait */
   c->in_flight += w->total;
   c->writes++;
 }
 
 void mqr__server_flush(mqr_broker_t *b) {
   /* Producers a drained address lets go: what they sent meanwhile is in their buffers. */
-  while (b->resume) {
-    mqr__conn_t *c = b->resume;
-    b->resume = c->next_resume;
+  mqr__conn_t *list = b->resume;
+  b->resume = NULL;
+  while (list) {
+    mqr__conn_t *c = list;
+    list = c->next_resume;
     c->resume = false;
+    c->deferred = false;
     if (c->state == MQR__CONN_CLOSING || c->blocked_on) continue;
     process(c);
   }
@@ -257,6 +295,14 @@ void mqr__server_flush(mqr_broker_t *b) {
     flush_conn(c);
     if (c->state == MQR__CONN_CLOSING) maybe_finish_close(c);
   }
+}
+
+static void schedule(mqr__conn_t *c) {
+  if (c->resume || c->state == MQR__CONN_CLOSING) return;
+  c->resume = true;
+  c->next_resume = c->b->resume;
+  c->b->resume = c;
+  mqr__broker_wake(c->b);
 }
 
 void mqr__conn_resume(mqr__conn_t *c) {
@@ -278,7 +324,7 @@ __attribute__((format(printf, 5, 6))) static void send_error(mqr__conn_t *c, int
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   mqr_frame_t f = {MQR_FRAME_ERROR, {.error = {code, mqr_str(mqr_err_name(code)), mqr_str(text), receipt, fatal}}};
-  write_frame(c, &f);
+  reply(c, &f);
   if (fatal) {
     mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): %s: %s; closing it", (long long)c->session, c->peer,
              mqr_err_name(code), text);
@@ -314,6 +360,15 @@ static mqr_broker_consumer_t *find_sub(mqr__conn_t *c, int64_t id) {
   return NULL;
 }
 
+/* Names are UTF-8, as every Avro reader of the frames they are sent on in requires. */
+static bool utf8_ok(mqr__conn_t *c, mqr_str_t s, const char *what, int64_t receipt, bool fatal) {
+  size_t bad = mqr_utf8_check(s.ptr, s.len);
+  if (bad == s.len) return true;
+  send_error(c, MQR_EINVAL, receipt, fatal, "the %s is not valid UTF-8 (byte %zu of %zu is 0x%02x)", what, bad, s.len,
+             (uint8_t)s.ptr[bad]);
+  return false;
+}
+
 static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
   mqr_broker_t *b = c->b;
   mqr_send_view_t v;
@@ -323,6 +378,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
     send_error(c, rc, 0, true, "bad SEND frame: %s", err.message);
     return;
   }
+  /* the view checked that every string is UTF-8 */
   mqr__send_t s = {v.address,
                    mqr_proto_rt_to_routing(v.routing_type),
                    v.durable,
@@ -342,7 +398,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
   }
   if (v.receipt) {
     mqr_frame_t f = {MQR_FRAME_RECEIPT, {.receipt = {v.receipt, r.status, (int32_t)r.queues}}};
-    write_frame(c, &f);
+    reply(c, &f);
   }
   if (blocked) mqr__acct_block(blocked, c);
 }
@@ -361,6 +417,8 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
                (long long)s->subscription);
     return;
   }
+  if (!utf8_ok(c, s->target, "target", s->subscription, false) || !utf8_ok(c, s->queue, "queue", s->subscription, false))
+    return;
   if (s->routing_type < MQR_PROTO_RT_NONE || s->routing_type > MQR_PROTO_RT_MULTICAST || s->credit < 0) {
     send_error(c, MQR_EINVAL, s->subscription, false, "routing type %d or credit %d out of range", s->routing_type,
                s->credit);
@@ -379,7 +437,8 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   k->conn_next = c->consumers;
   c->consumers = k;
   mqr_frame_t f = {MQR_FRAME_SUBSCRIBED, {.subscribed = {s->subscription, mqr_queue_name(k->bq->q)}}};
-  write_frame(c, &f);
+  reply(c, &f);
+  if (c->state == MQR__CONN_CLOSING) return;
   mqr__dispatch(k->bq);
 }
 
@@ -447,7 +506,12 @@ static void on_query(mqr__conn_t *c, int64_t id) {
     mqr_broker_stats(c->b, &st);
     mqr_frame_t f = {MQR_FRAME_QUERY_RESULT,
                      {.query_result = {id, {x.a, x.n}, {x.q, x.nq}, (int32_t)st.connections, (int64_t)st.dropped}}};
-    write_frame(c, &f);
+    rc = write_frame(c, &f);
+    if (rc == MQR_ELIMIT)
+      send_error(c, MQR_ELIMIT, id, false, "the query's result (%u addresses, %u queues) is more than the max_frame %u this connection declared",
+                 x.n, x.nq, c->peer_max_frame);
+    else if (rc)
+      reply(c, &f); /* it fails again: the connection closes with the reason logged */
   }
   mqr_free(types);
   mqr_free(x.a);
@@ -481,12 +545,18 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     } else if (f.u.connect.version != MQR_PROTOCOL_VERSION) {
       send_error(c, MQR_EPROTOCOL, 0, true, "protocol version %d is not supported (%d is)", f.u.connect.version,
                  MQR_PROTOCOL_VERSION);
+    } else if (f.u.connect.max_frame < MQR__MIN_PEER_FRAME) {
+      send_error(c, MQR_EINVAL, 0, true, "max_frame %d is less than the %d bytes every client must take",
+                 f.u.connect.max_frame, MQR__MIN_PEER_FRAME);
+    } else if (!utf8_ok(c, f.u.connect.client_id, "client id", 0, true)) {
+      return;
     } else {
       c->state = MQR__CONN_OPEN;
+      c->peer_max_frame = (uint32_t)f.u.connect.max_frame;
       mqr_frame_t r = {MQR_FRAME_CONNECTED,
                        {.connected = {MQR_PROTOCOL_VERSION, mqr_str(b->opt.server_name), c->session,
                                       (int32_t)c->l->cfg->max_frame}}};
-      write_frame(c, &r);
+      reply(c, &r);
       mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): client '%.*s' connected", (long long)c->session, c->peer,
                (int)f.u.connect.client_id.len, f.u.connect.client_id.ptr);
     }
@@ -513,6 +583,12 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): disconnected", (long long)c->session, c->peer);
     conn_close(c, true);
     return;
+  case MQR_FRAME_PING: {
+    mqr_frame_t r = {MQR_FRAME_PONG, {.pong = {f.u.ping.token}}};
+    reply(c, &r);
+    return;
+  }
+  case MQR_FRAME_PONG: return; /* hearing it was the point (read_cb) */
   default:
     send_error(c, MQR_EPROTOCOL, 0, true, "a %s frame is not one a client sends", mqr_frame_type_name(f.type));
     return;
@@ -522,7 +598,13 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 static void process(mqr__conn_t *c) {
+  uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
   while (c->state != MQR__CONN_CLOSING && c->blocked_on == 0 && c->rbuf && !output_full(c)) {
+    if (budget-- == 0) {
+      c->deferred = true;
+      schedule(c);
+      break;
+    }
     uint32_t body = 0;
     int rc = mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->l->cfg->max_frame, &body);
     if (rc == MQR_ELIMIT) {
@@ -538,9 +620,10 @@ static void process(mqr__conn_t *c) {
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
-  bool hold = c->blocked_on || output_full(c);
+  bool hold = c->blocked_on || output_full(c) || c->deferred;
   if (!hold && !c->reading) {
     c->reading = true;
+    c->heard_ms = uv_now(c->b->loop); /* it was not listened to while held */
     start_reading(c);
   } else if (hold && c->reading) {
     uv_read_stop((uv_stream_t *)&c->tcp);
@@ -594,6 +677,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0) return;
+  c->heard_ms = uv_now(c->b->loop);
+  c->ping_out = false;
   c->rlen += (size_t)nread;
   c->reading = true;
   process(c);
@@ -601,6 +686,60 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void start_reading(mqr__conn_t *c) {
   if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) conn_close(c, false);
+}
+
+/* ---- clocks: timeouts, heartbeats, peers that went away -------------------------------------- */
+
+/* Whether the peer has closed or reset the connection, asked of the kernel: a connection
+ * the broker does not read from (paused by BLOCK, or by its own unread output) would
+ * otherwise never hear of it. */
+static bool peer_gone(mqr__conn_t *c) {
+  uv_os_fd_t fd;
+  struct tcp_info ti;
+  socklen_t n = sizeof ti;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) return false;
+  return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
+}
+
+static void tick_conn(mqr__conn_t *c, uint64_t now) {
+  const mqr_listener_config_t *cfg = c->l->cfg;
+  if (!c->reading && !c->deferred && peer_gone(c)) {
+    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): closed by the peer while %s", (long long)c->session, c->peer,
+             c->blocked_on ? "held by a full address" : "not read from");
+    conn_close(c, false);
+    return;
+  }
+  if (c->state == MQR__CONN_HANDSHAKE) {
+    if (cfg->handshake_timeout_ms && now - c->opened_ms >= cfg->handshake_timeout_ms)
+      send_error(c, MQR_ETIMEOUT, 0, true, "no CONNECT within handshake-timeout (%u ms)", cfg->handshake_timeout_ms);
+    return;
+  }
+  if (cfg->idle_timeout_ms == 0) return;
+  if (c->writes && now - c->progress_ms >= cfg->idle_timeout_ms) {
+    /* Nothing it was sent has been taken for a whole idle-timeout: it is not reading. */
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): took none of %zu bytes written to it in %u ms; closing it",
+             (long long)c->session, c->peer, c->in_flight, cfg->idle_timeout_ms);
+    conn_close(c, false);
+    return;
+  }
+  if (!c->reading) return; /* the broker holds it: its silence is not its own */
+  uint64_t silent = now - c->heard_ms;
+  if (silent >= cfg->idle_timeout_ms) {
+    send_error(c, MQR_ETIMEOUT, 0, true, "nothing heard for idle-timeout (%u ms)", cfg->idle_timeout_ms);
+  } else if (silent >= cfg->idle_timeout_ms / 2 && !c->ping_out) {
+    mqr_frame_t f = {MQR_FRAME_PING, {.ping = {(int64_t)now}}};
+    c->ping_out = true;
+    reply(c, &f);
+  }
+}
+
+void mqr__server_tick(uv_timer_t *t) {
+  mqr_broker_t *b = t->data;
+  uint64_t now = uv_now(b->loop);
+  for (mqr__conn_t *c = b->conns, *next; c; c = next) {
+    next = c->next; /* closing only marks it: it leaves the list in its close callback */
+    if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
+  }
 }
 
 /* ---- listeners --------------------------------------------------------------------------------- */
@@ -617,6 +756,8 @@ static void on_connection(uv_stream_t *server, int status) {
   c->l = l;
   c->session = ++b->next_session;
   c->state = MQR__CONN_HANDSHAKE;
+  c->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
+  c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
   b->open_handles++;
   b->n_conns++;
   c->next = b->conns;
@@ -722,7 +863,7 @@ void mqr__server_close(mqr_broker_t *b) {
     if (c->state == MQR__CONN_CLOSING) continue;
     if (c->state == MQR__CONN_OPEN) {
       mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("the broker is shutting down")}}};
-      write_frame(c, &f);
+      (void)write_frame(c, &f); /* closing anyway: a DISCONNECT that cannot be written is not waited for */
     }
     conn_close(c, true);
   }

@@ -143,7 +143,9 @@ static mqr__entry_t *mem_pop(mqr__store_t *s) {
   return e;
 }
 
-static const mqr__store_ops_t memstore_ops = {mem_push, mem_push_front, mem_pop};
+static mqr__entry_t *mem_peek(mqr__store_t *s) { return s->head; }
+
+static const mqr__store_ops_t memstore_ops = {mem_push, mem_push_front, mem_pop, mem_peek};
 
 void mqr__memstore_init(mqr__store_t *s) {
   memset(s, 0, sizeof *s);

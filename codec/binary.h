@@ -185,34 +185,8 @@ static inline int mqr__get_count(mqr__rd_t *r, uint32_t min_size, uint64_t *out)
   return 0;
 }
 
-/* Whether p[0..n) is UTF-8: shortest forms, no surrogates, nothing past U+10FFFF. */
-static inline bool mqr__utf8_valid(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint8_t c = p[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF)
-      k = 1, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-      k = 2, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-      k = 3, cp = c & 0x07, min = 0x10000;
-    else
-      return false;
-    if (n - i <= k) return false;
-    for (size_t j = 1; j <= k; j++) {
-      if ((p[i + j] & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (p[i + j] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return false;
-    i += k + 1;
-  }
-  return true;
-}
+/* Whether p[0..n) is UTF-8 (mqr_utf8_check, common.h). */
+static inline bool mqr__utf8_valid(const uint8_t *p, size_t n) { return mqr_utf8_check(p, n) == n; }
 
 /* n < 64 bytes from src to p; returns p + n. No call, and two branches to any length:
  * 16-byte moves, the last one overlapping; or overlapping 8- or 4-byte moves; or bytes. */

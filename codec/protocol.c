@@ -119,7 +119,6 @@ static const mqr_avro_ctype_t frame_t = {MQR_AVRO_C_UNION, sizeof(mqr_frame_t), 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static mqr_avro_schema_t *schema;
 static mqr_avro_codec_t *codec;
-static const mqr__avro_node_t *send_props; /* Send's properties, for the view */
 
 static mqr_error_t compile_err; /* why it failed: a binding mistake says so, not "out of memory" */
 
@@ -137,8 +136,6 @@ static void compile_once(void) {
     mqr_avro_schema_destroy(s);
     return;
   }
-  const mqr__avro_node_t *send = s->root->branches[MQR_FRAME_SEND];
-  send_props = send->fields[5].type;
   schema = s;
   codec = c;
 }
@@ -216,6 +213,33 @@ static int get_str(mqr__rd_t *r, mqr_str_t *out) {
   return 0;
 }
 
+/* A string that must be UTF-8 (Avro's strings are; a reader of the frames the broker
+ * passes it on in would fail on one that is not). */
+static int get_utf8(mqr__rd_t *r, mqr_str_t *out, const char *what) {
+  const uint8_t *at = r->p;
+  int rc = get_str(r, out);
+  if (rc) return rc;
+  size_t bad = mqr_utf8_check(out->ptr, out->len);
+  if (bad == out->len) return 0;
+  r->p = at;
+  return mqr__rd_fail(r, MQR_EBADDATA, "the %s is not valid UTF-8 (byte %zu of %zu is 0x%02x)", what, bad, out->len,
+                      (uint8_t)out->ptr[bad]);
+}
+
+/* Send's properties (a map of strings), walked: every key and value UTF-8. */
+static int check_props(mqr__rd_t *r) {
+  uint64_t count = 0;
+  int rc;
+  while ((rc = mqr__get_count(r, 2, &count)) == 0 && count) {
+    for (uint64_t i = 0; i < count; i++) {
+      mqr_str_t k, v;
+      if ((rc = get_utf8(r, &k, "property key")) != 0) return rc;
+      if ((rc = get_utf8(r, &v, "property value")) != 0) return rc;
+    }
+  }
+  return rc;
+}
+
 int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr_error_t *err) {
   if (mqr_protocol_schema() == NULL) return not_ready(err);
   mqr__rd_t r = mqr__rd_init(body, len, err);
@@ -224,18 +248,18 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
   int rc = mqr__get_int(&r, &type);
   if (rc) return rc;
   if (type != MQR_FRAME_SEND) return mqr__rd_fail(&r, MQR_EBADDATA, "a %s frame, not SEND", mqr_frame_type_name(type));
-  if ((rc = get_str(&r, &v->address)) != 0) return rc;
+  if ((rc = get_utf8(&r, &v->address, "address")) != 0) return rc;
   if ((rc = mqr__get_int(&r, &rt)) != 0) return rc;
   if (rt < 0 || rt > MQR_PROTO_RT_MULTICAST) return mqr__rd_fail(&r, MQR_EBADDATA, "routing type %d out of range", rt);
   if ((rc = mqr__need(&r, 1)) != 0) return rc;
   if (*r.p > 1) return mqr__rd_fail(&r, MQR_EBADDATA, "boolean byte %u is neither 0 nor 1", *r.p);
   v->durable = *r.p++;
-  if ((rc = get_str(&r, &v->duplicate_id)) != 0) return rc;
+  if ((rc = get_utf8(&r, &v->duplicate_id, "duplicate id")) != 0) return rc;
   if ((rc = mqr__get_long(&r, &receipt)) != 0) return rc;
   v->routing_type = rt;
   v->receipt = receipt;
   v->tail = r.p;
-  if ((rc = mqr__avro_skip_node(&r, send_props, 1)) != 0) return rc;
+  if ((rc = check_props(&r)) != 0) return rc;
   size_t blen = 0;
   if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
   r.p += blen;

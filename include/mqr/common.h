@@ -147,6 +147,11 @@ MQR_EXTERN void mqr_free(void *ptr);
 /* Version of the library, "MAJOR.MINOR.PATCH". */
 MQR_EXTERN const char *mqr_version(void);
 
+/* Checks that text[0..n) is well-formed UTF-8 (RFC 3629: shortest forms, no surrogates,
+ * nothing past U+10FFFF), as Avro strings and every name mqr takes must be. Returns n
+ * when it is, else the offset of the first byte that is not. Any thread; no allocation. */
+MQR_EXTERN size_t mqr_utf8_check(const void *text, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

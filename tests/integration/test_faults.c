@@ -14,6 +14,8 @@ static const char config[] = "listeners:\n"
                              "    host: 127.0.0.1\n"
                              "    port: 0\n"
                              "    max-frame-size: 256KiB\n"
+                             "    handshake-timeout: 1s\n"
+                             "    idle-timeout: 2s\n"
                              "address-settings:\n"
                              "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
                              "  'block.#': {max-size-bytes: 4KiB, address-full-policy: BLOCK}\n"
@@ -102,7 +104,7 @@ typedef struct {
   bool closed;
 } reader_t;
 
-__attribute__((unused)) static bool read_until(int s, reader_t *r, int want, mqr_frame_t *f, double wait_s) {
+static bool read_until(int s, reader_t *r, int want, mqr_frame_t *f, double wait_s) {
   double end = now_s() + wait_s;
   for (;;) {
     uint32_t body;
@@ -270,6 +272,191 @@ static void test_blocked_producer_vanishes(void **state) {
   assert_alive();
 }
 
+/* mqrd ignores SIGPIPE whatever it inherited (mqrd_start execs it with SIGPIPE at its
+ * default action, as a shell does). */
+static void test_sigpipe_ignored(void **state) {
+  (void)state;
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)broker.pid);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  unsigned long long ign = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "SigIgn: %llx", &ign) == 1) break;
+  fclose(f);
+  assert_true(ign & (1ull << (SIGPIPE - 1)));
+}
+
+/* ---- timeouts and heartbeats ------------------------------------------------------------- */
+
+/* A connection that never says CONNECT is told and closed after handshake-timeout. */
+static void test_handshake_timeout(void **state) {
+  (void)state;
+  int s = raw_connect(broker.port);
+  static reader_t r;
+  memset(&r, 0, sizeof r);
+  mqr_frame_t f;
+  double t0 = now_s();
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 5));
+  assert_int_equal(f.u.error.code, MQR_ETIMEOUT);
+  assert_true(f.u.error.fatal);
+  assert_true(now_s() - t0 >= 0.9);
+  assert_false(read_until(s, &r, MQR_FRAME_ERROR, &f, 2));
+  assert_true(r.closed);
+  close(s);
+}
+
+/* A silent connection gets a PING after half of idle-timeout; one that answers it stays,
+ * one that does not is closed at idle-timeout. */
+static void test_idle_timeout_and_ping(void **state) {
+  (void)state;
+  int quiet = raw_client(1 << 20), answers = raw_client(1 << 20);
+  static reader_t rq, ra;
+  memset(&rq, 0, sizeof rq);
+  memset(&ra, 0, sizeof ra);
+  mqr_frame_t f;
+  assert_true(read_until(quiet, &rq, MQR_FRAME_CONNECTED, &f, 2));
+  assert_true(read_until(answers, &ra, MQR_FRAME_CONNECTED, &f, 2));
+  double t0 = now_s();
+  for (int i = 0; i < 3; i++) { /* 3 idle periods: answered each time */
+    assert_true(read_until(answers, &ra, MQR_FRAME_PING, &f, 3));
+    mqr_frame_t pong = {MQR_FRAME_PONG, {.pong = {f.u.ping.token}}};
+    send_frame(answers, &pong);
+  }
+  assert_true(now_s() - t0 >= 2.5);
+  assert_true(read_until(quiet, &rq, MQR_FRAME_PING, &f, 1));
+  assert_true(read_until(quiet, &rq, MQR_FRAME_ERROR, &f, 3));
+  assert_int_equal(f.u.error.code, MQR_ETIMEOUT);
+  assert_false(read_until(quiet, &rq, MQR_FRAME_ERROR, &f, 1));
+  assert_true(rq.closed);
+  /* The one that answered is still served. */
+  mqr_frame_t q = {MQR_FRAME_QUERY, {.query = {5}}};
+  send_frame(answers, &q);
+  assert_true(read_until(answers, &ra, MQR_FRAME_QUERY_RESULT, &f, 2));
+  close(quiet);
+  close(answers);
+  /* The library's client answers PINGs while it waits. */
+  mqr_bclient_t *bc = connect_();
+  mqr_bclient_message_t *m;
+  assert_int_equal(mqr_bclient_receive(bc, 3000, &m, NULL), MQR_ETIMEOUT);
+  mqr_frame_query_result_t *res;
+  assert_int_equal(mqr_bclient_query(bc, &res, NULL), 0);
+  mqr_free(res);
+  mqr_bclient_close(bc);
+}
+
+/* ---- names that are not UTF-8 ------------------------------------------------------------ */
+
+static bool address_listed(const char *name, size_t len) {
+  mqr_bclient_t *bc = connect_();
+  mqr_frame_query_result_t *r;
+  assert_int_equal(mqr_bclient_query(bc, &r, NULL), 0);
+  bool found = false;
+  const mqr_frame_address_info_t *a = r->addresses.items;
+  for (size_t i = 0; i < r->addresses.count; i++)
+    if (mqr_str_eq(a[i].name, mqr_str_n(name, len))) found = true;
+  mqr_free(r);
+  mqr_bclient_close(bc);
+  return found;
+}
+
+/* Addresses, queue names and property keys and values that are not UTF-8 are refused
+ * with an error that says so; nothing of them is routed or listed. Before, they were
+ * routed, then returned in QUERY results and deliveries no Avro reader can read. */
+static void test_invalid_utf8_refused(void **state) {
+  (void)state;
+  static const char bad_addr[] = "utf8.\xff\xfe";
+  static reader_t r;
+  mqr_frame_t f;
+  /* SEND to a bad address: a malformed frame (Avro strings are UTF-8), fatal. */
+  memset(&r, 0, sizeof r);
+  int s = raw_client(1 << 20);
+  raw_send_msg(s, bad_addr, MQR_STR("x"), 1);
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+  assert_non_null(strstr(f.u.error.text.ptr, "not valid UTF-8"));
+  assert_false(read_until(s, &r, MQR_FRAME_RECEIPT, &f, 1));
+  close(s);
+  assert_false(address_listed(bad_addr, strlen(bad_addr)));
+  /* A property key, and a property value, that are not UTF-8. */
+  for (int which = 0; which < 2; which++) {
+    memset(&r, 0, sizeof r);
+    s = raw_client(1 << 20);
+    mqr_str_t keys[1] = {which ? MQR_STR("k") : MQR_STR("\xc3\x28")};
+    mqr_str_t values[1] = {which ? MQR_STR("\xed\xa0\x80") : MQR_STR("v")}; /* a surrogate */
+    mqr_frame_t send = {MQR_FRAME_SEND,
+                        {.send = {MQR_STR("utf8.props"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 1,
+                                  {keys, values, 1}, MQR_STR("x")}}};
+    send_frame(s, &send);
+    assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+    assert_non_null(strstr(f.u.error.text.ptr, which ? "property value is not valid UTF-8" : "property key is not valid UTF-8"));
+    close(s);
+  }
+  assert_false(address_listed("utf8.props", 10));
+  /* SUBSCRIBE to a bad target: refused, the connection goes on. */
+  memset(&r, 0, sizeof r);
+  s = raw_client(1 << 20);
+  mqr_frame_t sub = {MQR_FRAME_SUBSCRIBE,
+                     {.subscribe = {3, mqr_str(bad_addr), MQR_PROTO_RT_ANYCAST, MQR_STR(""), 10}}};
+  send_frame(s, &sub);
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+  assert_int_equal(f.u.error.receipt, 3);
+  assert_false(f.u.error.fatal);
+  assert_non_null(strstr(f.u.error.text.ptr, "target is not valid UTF-8"));
+  mqr_frame_t q = {MQR_FRAME_QUERY, {.query = {9}}};
+  send_frame(s, &q);
+  assert_true(read_until(s, &r, MQR_FRAME_QUERY_RESULT, &f, 2));
+  close(s);
+  assert_false(address_listed(bad_addr, strlen(bad_addr)));
+}
+
+/* ---- a client's declared max_frame ------------------------------------------------------ */
+
+/* A client that declared max_frame 1024 is never sent a longer frame: a message that does
+ * not fit is held at the head of its queue (the client is told, once) until a consumer
+ * that can take it does; then the small one gets what follows. */
+static void test_max_frame_honoured(void **state) {
+  (void)state;
+  mqr_bclient_t *p = connect_();
+  char big[2000];
+  memset(big, 'B', sizeof big);
+  mqr_client_message_t m1 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str_n(big, sizeof big)};
+  mqr_client_message_t m2 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("tiny")};
+  assert_int_equal(mqr_bclient_send(p, &m1, true, NULL, NULL), 0);
+  assert_int_equal(mqr_bclient_send(p, &m2, true, NULL, NULL), 0);
+  static reader_t r;
+  memset(&r, 0, sizeof r);
+  int s = raw_client(1024);
+  raw_subscribe(s, 7, "small", 10);
+  mqr_frame_t f;
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+  assert_int_equal(f.u.error.code, MQR_ELIMIT);
+  assert_int_equal(f.u.error.receipt, 7);
+  assert_false(f.u.error.fatal);
+  assert_false(read_until(s, &r, MQR_FRAME_MESSAGE, &f, 0.5)); /* held: nothing longer came */
+  assert_int_equal(queue_field("small", false), 2);
+  /* A consumer that takes it: then the small one gets the next. */
+  mqr_bclient_t *c = connect_();
+  int64_t sub;
+  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("small"), MQR_ROUTING_NONE, MQR_STR(""), 1, &sub, NULL, 0, NULL), 0);
+  mqr_bclient_message_t *msg;
+  assert_int_equal(mqr_bclient_receive(c, 2000, &msg, NULL), 0);
+  assert_int_equal(msg->body.len, sizeof big);
+  assert_int_equal(mqr_bclient_ack(c, msg->subscription, msg->delivery, false, NULL), 0);
+  mqr_bclient_message_free(msg);
+  mqr_bclient_close(c);
+  assert_true(read_until(s, &r, MQR_FRAME_MESSAGE, &f, 3));
+  assert_true(mqr_str_eq(f.u.message.body, MQR_STR("tiny")));
+  /* Each frame it was sent fits what it declared. */
+  close(s);
+  mqr_bclient_close(p);
+  /* A client that declares less than the minimum every client must take is refused. */
+  memset(&r, 0, sizeof r);
+  s = raw_client(100);
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+  assert_true(f.u.error.fatal);
+  close(s);
+}
+
 static int group_setup(void **state) {
   (void)state;
   srandom((unsigned)getpid());
@@ -287,8 +474,13 @@ static int group_teardown(void **state) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN); /* this process's own sockets; mqrd_start resets it for mqrd */
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sigpipe_ignored),
       cmocka_unit_test(test_consumer_reset_does_not_kill),
       cmocka_unit_test(test_blocked_producer_vanishes),
+      cmocka_unit_test(test_handshake_timeout),
+      cmocka_unit_test(test_idle_timeout_and_ping),
+      cmocka_unit_test(test_invalid_utf8_refused),
+      cmocka_unit_test(test_max_frame_honoured),
   };
   return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);
 }

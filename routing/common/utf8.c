@@ -1,0 +1,32 @@
+/* UTF-8 as the Avro specification's strings and mqr's names require it: shortest forms,
+ * no surrogates, nothing past U+10FFFF (RFC 3629). */
+#include "mqr/common.h"
+
+size_t mqr_utf8_check(const void *text, size_t n) {
+  const uint8_t *p = text;
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k;
+    uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF)
+      k = 1, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+      k = 2, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+      k = 3, cp = c & 0x07, min = 0x10000;
+    else
+      return i;
+    if (n - i <= k) return i;
+    for (size_t j = 1; j <= k; j++) {
+      if ((p[i + j] & 0xC0) != 0x80) return i;
+      cp = cp << 6 | (p[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return i;
+    i += k + 1;
+  }
+  return n;
+}
