@@ -234,9 +234,14 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
   bool check_dup = req->duplicate_id.len && a->bind.cold->settings.id_cache_size > 0;
   if (check_dup && a->bind.dups == NULL &&
-      (a->bind.dups = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size)) == NULL) {
-    rc = mqr_error_set(err, MQR_ENOMEM, "out of memory creating the duplicate-id cache of '%.*s'", (int)name.len,
-                       name.ptr);
+      (rc = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size, &r->dups, &a->bind.dups)) != 0) {
+    rc = rc == MQR_ELIMIT
+             ? mqr_error_set(err, MQR_ELIMIT,
+                             "the duplicate-id caches hold their limit (%zu bytes): no cache for '%.*s', whose send has "
+                             "a duplicate id",
+                             r->dups.limit, (int)name.len, name.ptr)
+             : mqr_error_set(err, rc, "%s creating the duplicate-id cache of '%.*s'", mqr_strerror(rc), (int)name.len,
+                             name.ptr);
     goto undo;
   }
   if (make_type != MQR_ROUTING_NONE) {
@@ -248,7 +253,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
 
   res->address = a;
-  if (check_dup && mqr__dupcache_check_add(a->bind.dups, req->duplicate_id)) {
+  if (check_dup && mqr__dupcache_check_add(a->bind.dups, req->duplicate_id, &r->dups)) {
     res->status = MQR_ROUTE_DUPLICATE_ID;
     return 0;
   }

@@ -18,8 +18,13 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   mqr__table_init(&r->addresses, offsetof(mqr_address_t, key.name), MQR__ADDRESS_NAME_OFF);
   mqr__cellpool_init(&r->cells);
   mqr__table_init(&r->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
+  r->dups.limit = MQR_DEFAULT_ID_CACHE_LIMIT;
   return 0;
 }
+
+void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes) { r->dups.limit = bytes; }
+
+size_t mqr_router_id_cache_bytes(const mqr_router_t *r) { return r->dups.used; }
 
 static void free_queue(mqr_queue_t *q) { mqr_free(q); }
 
@@ -28,7 +33,7 @@ static void free_address(mqr_router_t *r, mqr_address_t *a) {
   mqr_free(a->bind.anycast);
   mqr_free(a->bind.multicast);
   mqr_free(cold->own);
-  mqr__dupcache_destroy(a->bind.dups);
+  mqr__dupcache_destroy(a->bind.dups, &r->dups);
   if (cold->block)
     mqr_free(cold->block);
   else

@@ -447,6 +447,13 @@ typedef struct {
   uint32_t n_chunks, cap_chunks;
 } mqr__cellpool_t;
 
+/* Private: what a router's duplicate-id caches may hold together, and hold now (bytes). */
+typedef struct {
+  size_t used, limit;
+} mqr__dupbudget_t;
+
+#define MQR_DEFAULT_ID_CACHE_LIMIT ((size_t)64 << 20) /* all of a router's duplicate-id caches */
+
 /* A router: addresses, queues, wildcard bindings and address settings. Initialise on
  * caller storage; every field is private. */
 typedef struct {
@@ -459,6 +466,7 @@ typedef struct {
   uint32_t n_settings, cap_settings;
   uint64_t next_seq;     /* creation order of addresses and queues */
   mqr__cellpool_t cells; /* the addresses' hot blocks */
+  mqr__dupbudget_t dups; /* the duplicate-id caches' bytes */
 } mqr_router_t;
 
 /* Initialises r with wildcard syntax wc (NULL: the default). Allocates nothing.
@@ -467,6 +475,15 @@ MQR_EXTERN int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc);
 
 /* Frees everything r holds; every address, queue and view from it becomes invalid. */
 MQR_EXTERN void mqr_router_close(mqr_router_t *r);
+
+/* Duplicate-id caches (an address's id-cache-size) start small and grow with the ids
+ * sent; together they hold at most `bytes` (MQR_DEFAULT_ID_CACHE_LIMIT after init). A
+ * cache that may not grow keeps the newest ids it has room for; a send with a duplicate
+ * id to an address that has no cache yet, when not even a small one fits, is refused
+ * with MQR_ELIMIT. Lowering the limit frees nothing at once: caches stop growing. */
+MQR_EXTERN void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes);
+/* The bytes the caches hold now. */
+MQR_EXTERN size_t mqr_router_id_cache_bytes(const mqr_router_t *r);
 
 /* Adds an address with routing types `types` and flags (MQR_ADDRESS_TEMPORARY,
  * _INTERNAL, _PAUSED, _AUTO_CREATED). A name that is a wildcard pattern makes a wildcard

@@ -860,8 +860,13 @@ static void test_route_to_existing_concrete_address_allocates_nothing(void **sta
   queue(&r, "rr1", "rr", MQR_ANYCAST);
   queue(&r, "rr2", "rr", MQR_ANYCAST);
   mqr_prefixes_t px = {1, {{S("anycast://"), MQR_ANYCAST}}};
-  /* the first duplicate id of an address creates its cache: warm up once */
-  assert_int_equal(route_names(&r, "one", MQR_ANYCAST, "warm", NULL, 0), MQR_ROUTE_OK);
+  /* the first duplicate id of an address creates its cache, which doubles as ids fill it
+   * (16, 32, ... 4,096): warm up past what the loop adds */
+  for (int i = 0; i < 3000; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "warm-%d", i);
+    assert_int_equal(route_names(&r, "one", MQR_ANYCAST, id, NULL, 0), MQR_ROUTE_OK);
+  }
   long before = talloc.calls;
   mqr_queue_t *t[32];
   for (int i = 0; i < 1000; i++) {
@@ -885,6 +890,61 @@ static void test_route_to_existing_concrete_address_allocates_nothing(void **sta
   mqr_router_close(&r);
   assert_int_equal(talloc.live, 0);
   talloc_uninstall();
+}
+
+/* A duplicate-id cache grows with use, and all of them together are bounded: 1,000
+ * sends with a duplicate id, each to a new auto-created address, took ~133 MiB when each
+ * cache was made whole (id-cache-size 20,000) on its first id. */
+static void test_duplicate_caches_grow_with_use_and_are_bounded(void **state) {
+  (void)state;
+  mqr_router_t r;
+  assert_int_equal(mqr_router_init(&r, NULL), 0);
+  mqr_queue_t *t[4];
+  for (int i = 0; i < 1000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "auto.%d", i);
+    mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL};
+    assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
+    assert_int_equal(res.status, MQR_ROUTE_OK);
+  }
+  size_t per = mqr_router_id_cache_bytes(&r) / 1000;
+  printf("# %zu bytes per address with one duplicate id\n", per);
+  assert_true(per < 4096);
+  /* A budget: caches stop growing at it, and a new address's first id past it is
+   * refused (ELIMIT) rather than routed unchecked. */
+  size_t limit = mqr_router_id_cache_bytes(&r) + 8192;
+  mqr_router_set_id_cache_limit(&r, limit);
+  int refused = 0;
+  for (int i = 0; i < 200; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "more.%d", i);
+    mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL};
+    mqr_error_t err;
+    int rc = mqr_router_route(&r, &req, &res, &err);
+    if (rc == MQR_ELIMIT) {
+      refused++;
+      assert_non_null(strstr(err.message, "duplicate-id caches hold their limit"));
+    } else {
+      assert_int_equal(rc, 0);
+    }
+    assert_true(mqr_router_id_cache_bytes(&r) <= limit);
+  }
+  assert_true(refused > 0);
+  /* One address's cache, held at its size by the budget, still catches recent ids. */
+  for (int i = 0; i < 5000; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "x-%d", i);
+    mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+    mqr_route_request_t req = {S("auto.0"), MQR_ANYCAST, mqr_str(id), NULL, NULL};
+    assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
+    assert_int_equal(res.status, MQR_ROUTE_OK);
+    assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
+    assert_int_equal(res.status, MQR_ROUTE_DUPLICATE_ID);
+  }
+  assert_true(mqr_router_id_cache_bytes(&r) <= limit);
+  mqr_router_close(&r);
 }
 
 static void test_listing_is_in_creation_order(void **state) {
@@ -938,6 +998,7 @@ int main(void) {
       T(test_duplicate_id_is_not_routed),
       T(test_duplicate_cache_keeps_the_last_id_cache_size_ids),
       T(test_route_to_existing_concrete_address_allocates_nothing),
+      T(test_duplicate_caches_grow_with_use_and_are_bounded),
       T(test_listing_is_in_creation_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

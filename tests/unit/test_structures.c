@@ -126,29 +126,44 @@ static void test_hash_sees_every_byte(void **state) {
   }
 }
 
+/* The cache against a FIFO of the last ids: it grows from 16 ids to its max while the
+ * budget allows, and a cache the budget stops keeps the newest ids it has room for. */
 static void test_dupcache_against_fifo(void **state) {
   (void)state;
-  for (uint32_t cap = 1; cap <= 65; cap += 16) {
-    mqr__dupcache_t *c = mqr__dupcache_create(cap);
-    assert_non_null(c);
-    int fifo[128], n = 0; /* the last cap ids, oldest first */
-    for (int step = 0; step < 20000; step++) {
-      int id = (int)rnd(cap * 3 + 2);
-      char buf[100];
-      /* some ids longer than the inline bytes, differing only at the end */
-      int len = id % 5 == 0 ? snprintf(buf, sizeof buf, "%080d", id) : snprintf(buf, sizeof buf, "id%d", id);
-      bool want = false;
-      for (int i = 0; i < n; i++) want |= fifo[i] == id;
-      bool got = mqr__dupcache_check_add(c, mqr_str_n(buf, (size_t)len));
-      assert_int_equal(got, want);
-      if (!want) {
-        if ((uint32_t)n == cap) memmove(fifo, fifo + 1, (size_t)--n * sizeof *fifo);
-        fifo[n++] = id;
+  static const uint32_t maxes[] = {1, 17, 33, 49, 65, 200};
+  size_t room32 = sizeof(mqr__dupcache_t) + 32 * sizeof(uint32_t) + 32 * sizeof(mqr__dup_entry_t) + 8;
+  for (int limited = 0; limited < 2; limited++)
+    for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+      uint32_t max = maxes[m];
+      mqr__dupbudget_t budget = {0, limited ? room32 : SIZE_MAX};
+      uint32_t cap = limited && max > 32 ? 32 : max; /* what the model keeps */
+      mqr__dupcache_t *c = NULL;
+      assert_int_equal(mqr__dupcache_create(max, &budget, &c), 0);
+      int fifo[256], n = 0; /* the last cap ids, oldest first */
+      for (int step = 0; step < 20000; step++) {
+        int id = (int)rnd(cap * 3 + 2);
+        char buf[100];
+        /* some ids longer than the inline bytes, differing only at the end */
+        int len = id % 5 == 0 ? snprintf(buf, sizeof buf, "%080d", id) : snprintf(buf, sizeof buf, "id%d", id);
+        bool want = false;
+        for (int i = 0; i < n; i++) want |= fifo[i] == id;
+        bool got = mqr__dupcache_check_add(c, mqr_str_n(buf, (size_t)len), &budget);
+        assert_int_equal(got, want);
+        if (!want) {
+          if ((uint32_t)n == cap) memmove(fifo, fifo + 1, (size_t)--n * sizeof *fifo);
+          fifo[n++] = id;
+        }
+        assert_true(budget.used <= budget.limit);
       }
+      assert_int_equal(c->cap, cap);
+      assert_int_equal(budget.used, c->bytes);
+      mqr__dupcache_destroy(c, &budget);
+      assert_int_equal(budget.used, 0);
     }
-    mqr__dupcache_destroy(c);
-  }
-  assert_null(mqr__dupcache_create(0));
+  mqr__dupbudget_t none = {0, 10};
+  mqr__dupcache_t *c = NULL;
+  assert_int_equal(mqr__dupcache_create(0, &none, &c), MQR_EINVAL);
+  assert_int_equal(mqr__dupcache_create(100, &none, &c), MQR_ELIMIT);
 }
 
 int main(void) {
