@@ -2,9 +2,11 @@
  *
  *   store.c   pools: messages by size class, queue entries, write requests; the
  *             in-memory queue store behind the store interface
+ *   ack.c     a consumer's in-flight deliveries by number (an ack in O(1))
  *   broker.c  doSend (route, store once, enqueue), subscriptions, dispatch within
  *             credit, acknowledgements, redelivery, address accounting and policies
- *   server.c  listeners, connections, frames, one uv_write per connection per loop pass
+ *   server.c  listeners, connections, frames, one uv_write per connection per loop pass;
+ *             timeouts, heartbeats and peers gone while paused (a 250 ms timer)
  *
  * One libuv loop owns all of it (docs/architecture.md): no locks. */
 #ifndef MQR_BROKER_INT_H

@@ -25,7 +25,7 @@ typedef void (*mqr_log_fn)(void *ctx, mqr_log_level_t level, const char *line);
 typedef struct {
   const mqr_config_t *config; /* NULL: the embedded default; the broker keeps its own copy of nothing:
                                  the config must outlive the broker (or the next reload) */
-  bool listen;                /* bind the config's listeners */
+  bool listen;                /* bind the config's listeners (see SIGPIPE below) */
   const char *server_name;    /* said in CONNECTED; NULL: "mqrd" */
   mqr_log_fn log;             /* NULL: no log */
   void *log_ctx;
@@ -37,7 +37,14 @@ typedef struct {
 
 /* Builds the broker on loop: the router from the config, and (with listen) its
  * listeners bound and listening. Errors: the config's, MQR_EIO (a listener cannot bind;
- * err names it), MQR_ENOMEM. */
+ * err names it), MQR_ENOMEM. Not from a callback of this broker.
+ *
+ * SIGPIPE: libuv writes to sockets with write(2), so a client that resets its
+ * connection while a delivery is being written raises SIGPIPE, whose default action
+ * ends the process. With listen, this call sets SIGPIPE to SIG_IGN when its disposition
+ * is still the default (SIG_DFL), process-wide; a handler of the application's, or
+ * SIG_IGN, is left as it is. An application that needs SIGPIPE's default action must
+ * block SIGPIPE in the loop's thread instead (pthread_sigmask), or not listen. */
 MQR_EXTERN int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out,
                                  mqr_error_t *err);
 
