@@ -7,13 +7,10 @@
  *              fire-and-forget; the consumer acknowledges cumulatively and grants credit
  *              every 1000 messages
  *   impl=nats  nats-server (Debian's) in its own process; producer and consumer are two
- *              nats.c connections, the subscriber asynchronous with unlimited pending;
- *              the producer publishes and nats.c's flusher writes (no flush round
- *              trips), as NATS's own publishers run
+ *              nats.c connections, the subscriber asynchronous with unlimited pending
  *
- * Each peer runs as its own best client runs it: mqr within its credit window (WINDOW
- * messages sent and not yet received), NATS with no window but a guard against its
- * slow-consumer cut-off. size: the body's bytes. */
+ * Both keep at most WINDOW messages sent and not yet received, so neither runs ahead of
+ * its consumer into its own buffers. size: the body's bytes. */
 #include <nats/nats.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -172,20 +169,19 @@ static void wait_received(st_t *s, uint64_t n) {
   pthread_mutex_unlock(&s->mu);
 }
 
-/* As NATS's own publishers run: publish, and let nats.c's flusher thread write what is
- * buffered (no flush round trip), while the asynchronous subscriber counts. The only
- * brake is a guard against nats-server's slow-consumer cut-off (64 MiB pending by
- * default): more than NATS_AHEAD sent and not received waits for half of them. */
-#define NATS_AHEAD 1000000
-
 static int run_nats(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
   uint64_t target = atomic_load(&s->nreceived) + ops, end = s->sent + ops;
   while (s->sent < end) {
-    if (natsConnection_Publish(s->npub, "bench", s->body, (int)s->size) != NATS_OK)
-      return mqr_bench_fail(c, "publish");
-    s->sent++;
-    if (s->sent - atomic_load_explicit(&s->nreceived, memory_order_relaxed) > NATS_AHEAD)
-      wait_received(s, s->sent - NATS_AHEAD / 2);
+    uint64_t got = atomic_load_explicit(&s->nreceived, memory_order_acquire);
+    while (s->sent < end && s->sent - got < WINDOW) {
+      if (natsConnection_Publish(s->npub, "bench", s->body, (int)s->size) != NATS_OK)
+        return mqr_bench_fail(c, "publish");
+      s->sent++;
+    }
+    /* The window is full (or all is sent): what is buffered goes, then half the window
+     * drains before the producer fills it again. */
+    if (natsConnection_FlushTimeout(s->npub, 10000) != NATS_OK) return mqr_bench_fail(c, "flush");
+    if (s->sent < end) wait_received(s, s->sent - WINDOW / 2);
   }
   wait_received(s, target);
   return 0;
