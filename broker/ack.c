@@ -7,12 +7,13 @@
  * tombstones, so a flood of acks for unknown deliveries costs one short probe each). */
 #include "broker_int.h"
 
-static inline uint32_t slot_of(const mqr_broker_consumer_t *c, int64_t delivery) {
-  return (uint32_t)(((uint64_t)delivery * 0x9E3779B97F4A7C15ull) >> 32) & c->idx_mask;
+/* A delivery's home slot in a table of mask + 1 slots. */
+static inline uint32_t home(int64_t delivery, uint32_t mask) {
+  return (uint32_t)(((uint64_t)delivery * 0x9E3779B97F4A7C15ull) >> 32) & mask;
 }
 
 static void insert(mqr__entry_t **idx, uint32_t mask, mqr__entry_t *e) {
-  uint32_t i = (uint32_t)(((uint64_t)e->delivery * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+  uint32_t i = home(e->delivery, mask);
   while (idx[i]) i = (i + 1) & mask;
   idx[i] = e;
 }
@@ -38,14 +39,14 @@ void mqr__idx_put(mqr_broker_consumer_t *c, mqr__entry_t *e) {
 
 mqr__entry_t *mqr__idx_find(const mqr_broker_consumer_t *c, int64_t delivery) {
   if (c->idx == NULL) return NULL;
-  for (uint32_t i = slot_of(c, delivery);; i = (i + 1) & c->idx_mask) {
+  for (uint32_t i = home(delivery, c->idx_mask);; i = (i + 1) & c->idx_mask) {
     mqr__entry_t *e = c->idx[i];
     if (e == NULL || e->delivery == delivery) return e;
   }
 }
 
 void mqr__idx_del(mqr_broker_consumer_t *c, int64_t delivery) {
-  uint32_t mask = c->idx_mask, i = slot_of(c, delivery);
+  uint32_t mask = c->idx_mask, i = home(delivery, mask);
   while (c->idx[i] && c->idx[i]->delivery != delivery) i = (i + 1) & mask;
   if (c->idx[i] == NULL) return;
   c->idx_n--;
@@ -53,8 +54,8 @@ void mqr__idx_del(mqr_broker_consumer_t *c, int64_t delivery) {
    * does not lie (cyclically) between the hole and it. */
   uint32_t hole = i;
   for (uint32_t j = (i + 1) & mask; c->idx[j]; j = (j + 1) & mask) {
-    uint32_t home = slot_of(c, c->idx[j]->delivery);
-    if (((j - home) & mask) >= ((j - hole) & mask)) {
+    uint32_t at = home(c->idx[j]->delivery, mask);
+    if (((j - at) & mask) >= ((j - hole) & mask)) {
       c->idx[hole] = c->idx[j];
       hole = j;
     }

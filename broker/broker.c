@@ -180,8 +180,7 @@ static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
 }
 
 static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
-  return c->credit > 0 && !c->closing && (c->conn == NULL || !mqr__conn_paused(c->conn)) &&
-         head->msg->id != c->too_big;
+  return c->credit > 0 && !c->closing && (c->conn == NULL || !mqr__conn_paused(c->conn)) && head->msg->id != c->too_big;
 }
 
 /* Delivers e to in-process consumer c: the Message frame a network consumer would read,
@@ -297,7 +296,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
         bq->store.ops->push_front(&bq->store, e);
         if (rc == MQR_ELIMIT) {
           c->too_big = e->msg->id;
-          mqr__conn_too_big(c->conn, c, e);
+          mqr__conn_too_big(c, e);
           continue;
         }
         bq->again = false;
@@ -560,7 +559,6 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
     uv_timer_init(loop, &b->tick);
     b->tick.data = b;
     b->open_handles++;
-    b->tick_on = true;
     uv_timer_start(&b->tick, mqr__server_tick, MQR__TICK_MS, MQR__TICK_MS);
     uv_unref((uv_handle_t *)&b->tick); /* it keeps no loop alive by itself */
   }
@@ -639,10 +637,7 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   mqr__server_close(b); /* listeners and connections: each closed handle counts down */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
-  if (b->tick_on) {
-    b->tick_on = false;
-    uv_close((uv_handle_t *)&b->tick, idle_closed);
-  }
+  if (b->opt.listen) uv_close((uv_handle_t *)&b->tick, idle_closed);
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {

@@ -118,8 +118,8 @@ struct mqr_broker_consumer_s {
    * addressing, linear probing, at most half full (ack.c). */
   mqr__entry_t **idx;
   uint32_t idx_mask, idx_n; /* idx_mask + 1 slots; 0 before the first delivery */
-  bool closing;                              /* unsubscribed while its queue was dispatching */
-  int64_t too_big; /* the id of a message too long for its client's max_frame: held for others */
+  bool closing;             /* unsubscribed while its queue was dispatching */
+  int64_t too_big;          /* the id of a message too long for its client's max_frame: held for others */
   /* A network consumer writes to its connection; an in-process one calls fn. */
   struct mqr__conn_s *conn;
   mqr_deliver_fn fn;
@@ -178,9 +178,9 @@ typedef struct mqr__conn_s {
   size_t in_flight;    /* bytes handed to uv_write and not yet written */
   uint32_t writes;     /* uv_writes not yet called back */
   bool dirty, resume, closed;
-  bool deferred; /* stopped after its share of frames in a pass: goes on in the next */
-  bool ping_out; /* a PING sent and nothing heard since */
-  uint32_t peer_max_frame; /* the largest frame the client takes (its CONNECT) */
+  bool deferred;                             /* stopped after its share of frames in a pass: goes on in the next */
+  bool ping_out;                             /* a PING sent and nothing heard since */
+  uint32_t peer_max_frame;                   /* the largest frame the client takes (its CONNECT) */
   uint64_t opened_ms, heard_ms, progress_ms; /* uv_now of: accept; last bytes read; last write done */
   struct mqr__conn_s *next_dirty, *next_resume;
   mqr_broker_consumer_t *consumers;
@@ -222,8 +222,7 @@ struct mqr_broker_s {
   mqr__conn_t *dirty, *resume;
   uv_idle_t idle; /* started when writes or resumed producers wait: runs once per loop pass */
   bool idle_on;
-  uv_timer_t tick; /* timeouts, heartbeats, and paused peers that went away (server.c) */
-  bool tick_on;
+  uv_timer_t tick; /* with opt.listen: timeouts, heartbeats, paused peers gone (server.c) */
   mqr_broker_stats_t stats;
   uint8_t scratch[16384]; /* decoding arena for control frames */
   /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
@@ -292,8 +291,8 @@ void mqr__server_close(mqr_broker_t *b);
 bool mqr__conn_paused(const mqr__conn_t *c);
 /* 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame its client declared. */
 int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e);
-/* Tells consumer k's client that e is held back from it (MQR_ELIMIT above). */
-void mqr__conn_too_big(mqr__conn_t *c, mqr_broker_consumer_t *k, const mqr__entry_t *e);
+/* Tells network consumer k's client that e is held back from it (MQR_ELIMIT above). */
+void mqr__conn_too_big(mqr_broker_consumer_t *k, const mqr__entry_t *e);
 void mqr__conn_resume(mqr__conn_t *c);
 void mqr__server_flush(mqr_broker_t *b);
 void mqr__broker_wake(mqr_broker_t *b); /* writes or resumes are waiting: flush next pass */

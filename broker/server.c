@@ -114,12 +114,15 @@ static int write_frame(mqr__conn_t *c, const mqr_frame_t *f) {
 /* An answer the client waits for (CONNECTED, RECEIPT, SUBSCRIBED, an ERROR...): if it
  * cannot be written, the client must not wait forever for it, so the connection closes
  * (its consumers' deliveries go back to their queues). */
+static void reply_failed(mqr__conn_t *c, int type, int rc) {
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a %s frame could not be written (%s); closing it",
+           (long long)c->session, c->peer, mqr_frame_type_name(type), mqr_strerror(rc));
+  conn_close(c, false);
+}
+
 static void reply(mqr__conn_t *c, const mqr_frame_t *f) {
   int rc = write_frame(c, f);
-  if (rc == 0) return;
-  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a %s frame could not be written (%s); closing it",
-           (long long)c->session, c->peer, mqr_frame_type_name(f->type), mqr_strerror(rc));
-  conn_close(c, false);
+  if (rc) reply_failed(c, f->type, rc);
 }
 
 /* A connection whose answers it does not read (receipts, errors) would make its output
@@ -160,7 +163,8 @@ int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e) {
   return 0;
 }
 
-void mqr__conn_too_big(mqr__conn_t *c, mqr_broker_consumer_t *k, const mqr__entry_t *e) {
+void mqr__conn_too_big(mqr_broker_consumer_t *k, const mqr__entry_t *e) {
+  mqr__conn_t *c = k->conn;
   mqr_str_t q = mqr_queue_name(k->bq->q);
   send_error(c, MQR_ELIMIT, k->subscription, false,
              "message %lld (a frame of %u bytes) is more than the max_frame %u this connection declared: it stays at "
@@ -307,11 +311,7 @@ static void schedule(mqr__conn_t *c) {
 
 void mqr__conn_resume(mqr__conn_t *c) {
   if (c->blocked_on) c->blocked_on--;
-  if (c->blocked_on || c->resume || c->state == MQR__CONN_CLOSING) return;
-  c->resume = true;
-  c->next_resume = c->b->resume;
-  c->b->resume = c;
-  mqr__broker_wake(c->b);
+  if (c->blocked_on == 0) schedule(c);
 }
 
 /* ---- errors and closing --------------------------------------------------------------------- */
@@ -417,7 +417,8 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
                (long long)s->subscription);
     return;
   }
-  if (!utf8_ok(c, s->target, "target", s->subscription, false) || !utf8_ok(c, s->queue, "queue", s->subscription, false))
+  if (!utf8_ok(c, s->target, "target", s->subscription, false) ||
+      !utf8_ok(c, s->queue, "queue", s->subscription, false))
     return;
   if (s->routing_type < MQR_PROTO_RT_NONE || s->routing_type > MQR_PROTO_RT_MULTICAST || s->credit < 0) {
     send_error(c, MQR_EINVAL, s->subscription, false, "routing type %d or credit %d out of range", s->routing_type,
@@ -508,10 +509,11 @@ static void on_query(mqr__conn_t *c, int64_t id) {
                      {.query_result = {id, {x.a, x.n}, {x.q, x.nq}, (int32_t)st.connections, (int64_t)st.dropped}}};
     rc = write_frame(c, &f);
     if (rc == MQR_ELIMIT)
-      send_error(c, MQR_ELIMIT, id, false, "the query's result (%u addresses, %u queues) is more than the max_frame %u this connection declared",
+      send_error(c, MQR_ELIMIT, id, false,
+                 "the query's result (%u addresses, %u queues) is more than the max_frame %u this connection declared",
                  x.n, x.nq, c->peer_max_frame);
     else if (rc)
-      reply(c, &f); /* it fails again: the connection closes with the reason logged */
+      reply_failed(c, f.type, rc);
   }
   mqr_free(types);
   mqr_free(x.a);
@@ -595,7 +597,6 @@ static void handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   }
 }
 
-/* Takes every whole frame in the read buffer, while the connection may go on. */
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 static void process(mqr__conn_t *c) {
   uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
@@ -799,7 +800,8 @@ static void sigpipe_ignore(mqr_broker_t *b) {
   sa.sa_handler = SIG_IGN;
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGPIPE, &sa, NULL) == 0)
-    mqr__log(b, MQR_LOG_DEBUG, "SIGPIPE was at its default action: now ignored (a reset peer must not end the process)");
+    mqr__log(b, MQR_LOG_DEBUG,
+             "SIGPIPE was at its default action: now ignored (a reset peer must not end the process)");
 }
 
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {

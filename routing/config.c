@@ -240,15 +240,20 @@ static bool get_bool(ctx_t *c, const pair_t *p, bool *out) {
 
 /* Parses a decimal integer with an optional byte suffix (K, M, G with optional B or iB,
  * any case, all powers of 1024 as Artemis's byte notation). */
-static bool parse_int(mqr_str_t s, bool bytes, int64_t *out) {
-  char buf[64];
-  if (s.len == 0 || s.len >= sizeof buf) return false;
-  memcpy(buf, s.ptr, s.len);
-  buf[s.len] = '\0';
-  char *end;
+/* The decimal integer s starts with, and in *end what follows it (in buf). */
+static bool leading_int(mqr_str_t s, char (*buf)[64], long long *v, char **end) {
+  if (s.len == 0 || s.len >= sizeof *buf) return false;
+  memcpy(*buf, s.ptr, s.len);
+  (*buf)[s.len] = '\0';
   errno = 0;
-  long long v = strtoll(buf, &end, 10);
-  if (end == buf || errno == ERANGE) return false;
+  *v = strtoll(*buf, end, 10);
+  return *end != *buf && errno != ERANGE;
+}
+
+static bool parse_int(mqr_str_t s, bool bytes, int64_t *out) {
+  char buf[64], *end;
+  long long v;
+  if (!leading_int(s, &buf, &v, &end)) return false;
   if (!bytes) {
     *out = v;
     return *end == '\0';
@@ -292,14 +297,9 @@ static bool get_int(ctx_t *c, const pair_t *p, bool bytes, int64_t min, int64_t 
 /* A duration: an integer of milliseconds, or with a unit (ms, s, m, h); 0 turns the
  * thing off. */
 static bool parse_duration(mqr_str_t s, int64_t *out) {
-  char buf[64];
-  if (s.len == 0 || s.len >= sizeof buf) return false;
-  memcpy(buf, s.ptr, s.len);
-  buf[s.len] = '\0';
-  char *end;
-  errno = 0;
-  long long v = strtoll(buf, &end, 10);
-  if (end == buf || errno == ERANGE || v < 0) return false;
+  char buf[64], *end;
+  long long v;
+  if (!leading_int(s, &buf, &v, &end) || v < 0) return false;
   int64_t mul = strcmp(end, "") == 0 || strcmp(end, "ms") == 0 ? 1
                 : strcmp(end, "s") == 0                        ? 1000
                 : strcmp(end, "m") == 0                        ? 60000

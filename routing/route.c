@@ -235,13 +235,14 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   bool check_dup = req->duplicate_id.len && a->bind.cold->settings.id_cache_size > 0;
   if (check_dup && a->bind.dups == NULL &&
       (rc = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size, &r->dups, &a->bind.dups)) != 0) {
-    rc = rc == MQR_ELIMIT
-             ? mqr_error_set(err, MQR_ELIMIT,
-                             "the duplicate-id caches hold their limit (%zu bytes): no cache for '%.*s', whose send has "
-                             "a duplicate id",
-                             r->dups.limit, (int)name.len, name.ptr)
-             : mqr_error_set(err, rc, "%s creating the duplicate-id cache of '%.*s'", mqr_strerror(rc), (int)name.len,
-                             name.ptr);
+    rc =
+        rc == MQR_ELIMIT
+            ? mqr_error_set(err, MQR_ELIMIT,
+                            "the duplicate-id caches hold their limit (%zu bytes): no cache for '%.*s', whose send has "
+                            "a duplicate id",
+                            r->dups.limit, (int)name.len, name.ptr)
+            : mqr_error_set(err, rc, "%s creating the duplicate-id cache of '%.*s'", mqr_strerror(rc), (int)name.len,
+                            name.ptr);
     goto undo;
   }
   if (make_type != MQR_ROUTING_NONE) {

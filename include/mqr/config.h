@@ -30,17 +30,17 @@ MQR_EXTERN void mqr_diags_init(mqr_diags_t *d, mqr_error_t *items, uint32_t cap)
 /* A parsed, validated config. Opaque; create with a load, free with destroy. */
 typedef struct mqr_config_s mqr_config_t;
 
-#define MQR_DEFAULT_MAX_FRAME (1u << 20) /* a listener's max-frame-size when not set */
-#define MQR_MAX_FRAME_LIMIT (64u << 20)  /* the most max-frame-size may be */
+#define MQR_DEFAULT_MAX_FRAME (1u << 20)    /* a listener's max-frame-size when not set */
+#define MQR_MAX_FRAME_LIMIT (64u << 20)     /* the most max-frame-size may be */
 #define MQR_DEFAULT_HANDSHAKE_TIMEOUT 10000 /* ms a connection has to say CONNECT */
 #define MQR_DEFAULT_IDLE_TIMEOUT 60000      /* ms of silence before a connection is closed */
 
 /* A listener as configured (mqrd binds them). Strings live as long as the config. */
 typedef struct {
   const char *name;
-  const char *host;   /* an IPv4 or IPv6 literal */
-  uint16_t port;      /* 0: an ephemeral port */
-  uint32_t max_frame; /* the largest frame a client may send, bytes (1 KiB - 64 MiB) */
+  const char *host;              /* an IPv4 or IPv6 literal */
+  uint16_t port;                 /* 0: an ephemeral port */
+  uint32_t max_frame;            /* the largest frame a client may send, bytes (1 KiB - 64 MiB) */
   uint32_t handshake_timeout_ms; /* a connection that has not said CONNECT by then is closed; 0: never */
   uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
                                     (the broker sends PING after half of it); 0: never */

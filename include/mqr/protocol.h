@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define MQR_PROTOCOL_VERSION 2 /* 2: PING and PONG */
-#define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
+#define MQR_FRAME_HEADER 4     /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
  * frame.avsc union, in its order. The enum, the names, the union's members and the

@@ -1,6 +1,7 @@
 /* libFuzzer: frame bodies as the broker and the client read them. Any bytes either fail
  * with an error or decode; the broker's SEND view and the full decoder agree on whether
- * a SEND is good (the view also refuses strings that are not UTF-8) and on its fields; a frame that decodes encodes back to the same bytes. */
+ * a SEND is good (the view also refuses strings that are not UTF-8) and on its fields; a frame that decodes encodes
+ * back to the same bytes. */
 #include "fuzz_common.h"
 #include "mqr/protocol.h"
 

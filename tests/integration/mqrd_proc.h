@@ -121,6 +121,20 @@ static inline int mqrd_stop(mqrd_t *d, int sig) {
   return 128 + WTERMSIG(status);
 }
 
+/* A cmocka group's broker: started on yaml with a fresh random seed, and stopped with
+ * SIGTERM (its exit status is the teardown's, and its log is printed when not 0). */
+static inline int mqrd_group_start(mqrd_t *d, const char *yaml) {
+  srandom((unsigned)getpid());
+  mqrd_start(d, yaml);
+  return 0;
+}
+
+static inline int mqrd_group_stop(mqrd_t *d) {
+  int status = mqrd_stop(d, SIGTERM);
+  if (status != 0) fprintf(stderr, "mqrd exited %d:\n%s\n", status, d->log);
+  return status;
+}
+
 /* ---- raw sockets ------------------------------------------------------------------------ */
 
 static inline int raw_connect(int port) {

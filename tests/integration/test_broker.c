@@ -625,16 +625,12 @@ static void test_sigterm_under_load(void **state) {
 
 static int group_setup(void **state) {
   (void)state;
-  srandom((unsigned)getpid());
-  mqrd_start(&broker, config);
-  return 0;
+  return mqrd_group_start(&broker, config);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  int status = mqrd_stop(&broker, SIGTERM);
-  if (status != 0) fprintf(stderr, "mqrd exited %d:\n%s\n", status, broker.log);
-  return status;
+  return mqrd_group_stop(&broker);
 }
 
 int main(void) {

@@ -84,8 +84,7 @@ static int raw_client(int32_t max_frame) {
 }
 
 static void raw_subscribe(int s, int64_t id, const char *target, int32_t credit) {
-  mqr_frame_t f = {MQR_FRAME_SUBSCRIBE,
-                   {.subscribe = {id, mqr_str(target), MQR_PROTO_RT_NONE, MQR_STR(""), credit}}};
+  mqr_frame_t f = {MQR_FRAME_SUBSCRIBE, {.subscribe = {id, mqr_str(target), MQR_PROTO_RT_NONE, MQR_STR(""), credit}}};
   send_frame(s, &f);
 }
 
@@ -261,8 +260,8 @@ static void test_blocked_producer_vanishes(void **state) {
   /* Drain block.q for the tests after. */
   mqr_bclient_t *c = connect_();
   int64_t sub;
-  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("block.q"), MQR_ROUTING_NONE, MQR_STR(""), 100, &sub, NULL, 0, NULL),
-                   0);
+  assert_int_equal(
+      mqr_bclient_subscribe(c, MQR_STR("block.q"), MQR_ROUTING_NONE, MQR_STR(""), 100, &sub, NULL, 0, NULL), 0);
   mqr_bclient_message_t *msg;
   while (mqr_bclient_receive(c, 300, &msg, NULL) == 0) {
     mqr_bclient_ack(c, msg->subscription, msg->delivery, false, NULL);
@@ -383,20 +382,21 @@ static void test_invalid_utf8_refused(void **state) {
     s = raw_client(1 << 20);
     mqr_str_t keys[1] = {which ? MQR_STR("k") : MQR_STR("\xc3\x28")};
     mqr_str_t values[1] = {which ? MQR_STR("\xed\xa0\x80") : MQR_STR("v")}; /* a surrogate */
-    mqr_frame_t send = {MQR_FRAME_SEND,
-                        {.send = {MQR_STR("utf8.props"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 1,
-                                  {keys, values, 1}, MQR_STR("x")}}};
+    mqr_frame_t send = {
+        MQR_FRAME_SEND,
+        {.send = {
+             MQR_STR("utf8.props"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 1, {keys, values, 1}, MQR_STR("x")}}};
     send_frame(s, &send);
     assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
-    assert_non_null(strstr(f.u.error.text.ptr, which ? "property value is not valid UTF-8" : "property key is not valid UTF-8"));
+    assert_non_null(
+        strstr(f.u.error.text.ptr, which ? "property value is not valid UTF-8" : "property key is not valid UTF-8"));
     close(s);
   }
   assert_false(address_listed("utf8.props", 10));
   /* SUBSCRIBE to a bad target: refused, the connection goes on. */
   memset(&r, 0, sizeof r);
   s = raw_client(1 << 20);
-  mqr_frame_t sub = {MQR_FRAME_SUBSCRIBE,
-                     {.subscribe = {3, mqr_str(bad_addr), MQR_PROTO_RT_ANYCAST, MQR_STR(""), 10}}};
+  mqr_frame_t sub = {MQR_FRAME_SUBSCRIBE, {.subscribe = {3, mqr_str(bad_addr), MQR_PROTO_RT_ANYCAST, MQR_STR(""), 10}}};
   send_frame(s, &sub);
   assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
   assert_int_equal(f.u.error.receipt, 3);
@@ -437,7 +437,8 @@ static void test_max_frame_honoured(void **state) {
   /* A consumer that takes it: then the small one gets the next. */
   mqr_bclient_t *c = connect_();
   int64_t sub;
-  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("small"), MQR_ROUTING_NONE, MQR_STR(""), 1, &sub, NULL, 0, NULL), 0);
+  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("small"), MQR_ROUTING_NONE, MQR_STR(""), 1, &sub, NULL, 0, NULL),
+                   0);
   mqr_bclient_message_t *msg;
   assert_int_equal(mqr_bclient_receive(c, 2000, &msg, NULL), 0);
   assert_int_equal(msg->body.len, sizeof big);
@@ -459,27 +460,20 @@ static void test_max_frame_honoured(void **state) {
 
 static int group_setup(void **state) {
   (void)state;
-  srandom((unsigned)getpid());
-  mqrd_start(&broker, config);
-  return 0;
+  return mqrd_group_start(&broker, config);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  int status = mqrd_stop(&broker, SIGTERM);
-  if (status != 0) fprintf(stderr, "mqrd exited %d:\n%s\n", status, broker.log);
-  return status;
+  return mqrd_group_stop(&broker);
 }
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN); /* this process's own sockets; mqrd_start resets it for mqrd */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sigpipe_ignored),
-      cmocka_unit_test(test_consumer_reset_does_not_kill),
-      cmocka_unit_test(test_blocked_producer_vanishes),
-      cmocka_unit_test(test_handshake_timeout),
-      cmocka_unit_test(test_idle_timeout_and_ping),
-      cmocka_unit_test(test_invalid_utf8_refused),
+      cmocka_unit_test(test_sigpipe_ignored),           cmocka_unit_test(test_consumer_reset_does_not_kill),
+      cmocka_unit_test(test_blocked_producer_vanishes), cmocka_unit_test(test_handshake_timeout),
+      cmocka_unit_test(test_idle_timeout_and_ping),     cmocka_unit_test(test_invalid_utf8_refused),
       cmocka_unit_test(test_max_frame_honoured),
   };
   return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);

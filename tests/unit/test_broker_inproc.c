@@ -593,8 +593,9 @@ static void test_ack_cost_does_not_grow_with_in_flight(void **state) {
   (void)state;
   double oldest = ack_seconds(0), newest = ack_seconds(1);
   double unknown_many = ack_seconds(2), unknown_one = ack_seconds(3);
-  printf("# acks of %d: oldest first %.2f ms, newest first %.2f ms; unknown with %d in flight %.2f ms, with 1 %.2f ms\n",
-         ACK_N, oldest * 1e3, newest * 1e3, ACK_N, unknown_many * 1e3, unknown_one * 1e3);
+  printf(
+      "# acks of %d: oldest first %.2f ms, newest first %.2f ms; unknown with %d in flight %.2f ms, with 1 %.2f ms\n",
+      ACK_N, oldest * 1e3, newest * 1e3, ACK_N, unknown_many * 1e3, unknown_one * 1e3);
   assert_true(newest < 8 * oldest + 0.002);
   assert_true(unknown_many < 16 * unknown_one + 0.004); /* a bigger index misses the caches more */
 }
