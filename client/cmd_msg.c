@@ -263,7 +263,7 @@ static int cmd_recv(int argc, char **argv) {
   mqr_avro_cache_t *cache = NULL;
   if (schema) {
     const mqr_avro_schema_t *cached;
-    mqr_str_t text = mqr_avro_schema_canonical(schema);
+    mqr_str_t text = mqr_avro_schema_json(schema); /* with its defaults and aliases */
     if (mqr_avro_cache_create(&cache) != 0 || mqr_avro_cache_add(cache, text.ptr, text.len, &cached, NULL) != 0) {
       fprintf(stderr, "mqr: out of memory\n");
       mqr_avro_cache_destroy(cache);

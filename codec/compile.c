@@ -101,7 +101,7 @@ static int bind_record(cc_t *k, const mqr__avro_node_t *n, const mqr_avro_ctype_
       /* Not in C: write the default, skip it when decoding. */
       mqr_avro_buf_t b;
       mqr_avro_buf_init_growable(&b);
-      rc = mqr__avro_encode_json(af->type, af->def, &b, k->err);
+      rc = mqr__avro_encode_default(af->type, af->def, &b, k->err);
       mqr__op_t *op = rc ? NULL : emit(k, p, MQR__OP_DEFAULT, 0);
       uint8_t *copy = op ? mqr__arena_alloc(&k->c->arena, b.len + 1) : NULL;
       if (rc == 0 && copy == NULL) rc = nomem(k);

@@ -106,8 +106,9 @@ int mqr_avro_file_writer_create(const mqr_avro_schema_t *s, const mqr_avro_file_
     w->z_ready = true;
   }
   /* The header: magic, metadata {avro.schema, avro.codec}, sync. The schema is written
-   * as its canonical form, which every Avro reader accepts. */
-  mqr_str_t canon = mqr_avro_schema_canonical(s);
+   * as it was given: its canonical form would drop namespaces that decide names
+   * ("namespace": "" inside a namespaced record), defaults, aliases and logical types. */
+  mqr_str_t canon = mqr_avro_schema_json(s);
   const char *codec = w->codec == MQR_AVRO_FILE_DEFLATE ? "deflate" : "null";
   mqr_avro_buf_t *h = &w->frame;
   int rc = put(h, magic, 4);

@@ -283,6 +283,11 @@ typedef struct {
   mqr_avro_buf_t *o;
   mqr_error_t *err;
   mqr__path_t path;
+  /* Encoding a schema default rather than an Avro-JSON datum. The Avro 1.11
+   * specification: "Default values for union fields correspond to the first schema in
+   * the union", given as that schema's plain JSON value, not wrapped as {"type": value};
+   * everything inside a default is a default too. */
+  bool dflt;
 } enc_t;
 
 __attribute__((format(printf, 3, 4))) static int mismatch(enc_t *e, const mqr__json_t *at, const char *fmt, ...) {
@@ -366,6 +371,11 @@ static int encode_number(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t 
 }
 
 static int encode_union(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int depth) {
+  if (e->dflt) {
+    if (n->n == 0) return mismatch(e, v, "an empty union has no values");
+    int rc = put_varint(e, 0);
+    return rc ? rc : encode(e, n->branches[0], v, depth + 1);
+  }
   if (v->kind == MQR__JSON_NULL) {
     for (uint32_t i = 0; i < n->n; i++)
       if (n->branches[i]->type == MQR_AVRO_NULL) return put_varint(e, mqr__zigzag64(i));
@@ -446,12 +456,17 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
     for (uint32_t i = 0; i < n->n; i++) {
       const mqr__avro_field_t *f = &n->fields[i];
       const mqr__json_t *fv = mqr__json_get_str(v, f->name);
+      bool was = e->dflt;
       if (fv)
         matched++;
       else if ((fv = f->def) == NULL)
         return mismatch(e, v, "field '%.*s' is missing and has no default", (int)f->name.len, f->name.ptr);
+      else
+        e->dflt = true; /* the field's own default, in default form */
       size_t mark = mqr__path_push(&e->path, "%.*s", (int)f->name.len, f->name.ptr);
-      if ((rc = encode(e, f->type, fv, depth + 1)) != 0) return rc;
+      rc = encode(e, f->type, fv, depth + 1);
+      e->dflt = was;
+      if (rc) return rc;
       mqr__path_pop(&e->path, mark);
     }
     if (matched != v->n) {
@@ -507,8 +522,8 @@ static int encode(enc_t *e, const mqr__avro_node_t *n, const mqr__json_t *v, int
   return mismatch(e, v, "unknown schema node");
 }
 
-int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err) {
-  enc_t e = {out, err, {{0}, 0}};
+int mqr__avro_encode_default(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err) {
+  enc_t e = {out, err, {{0}, 0}, true};
   int rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   return rc ? rc : encode(&e, n, v, 0);
 }
@@ -524,7 +539,7 @@ int mqr_avro_json_to_binary(const mqr_avro_schema_t *s, const char *json, size_t
   int rc = mqr__json_parse(&arena, json, len, false, &doc, err);
   if (rc == 0 && out->growable) rc = mqr_avro_buf_reserve(out, 1); /* never a NULL buffer below */
   if (rc == 0) {
-    enc_t e = {out, err, {{0}, 0}};
+    enc_t e = {out, err, {{0}, 0}, false};
     rc = encode(&e, s->root, doc, 0);
     if (rc == MQR_ENOSPC || rc == MQR_ENOMEM) mqr_error_set(err, rc, "%s writing the binary datum", mqr_strerror(rc));
   }

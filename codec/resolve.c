@@ -236,7 +236,7 @@ static int resolve_record(rc_t *k, const mqr__avro_node_t *w, const mqr__avro_no
       mqr_avro_buf_t b;
       mqr_avro_buf_init_growable(&b);
       mqr_error_t e;
-      int rc = mqr__avro_encode_json(r->fields[j].type, r->fields[j].def, &b, &e);
+      int rc = mqr__avro_encode_default(r->fields[j].type, r->fields[j].def, &b, &e);
       uint8_t *bytes = rc == 0 && b.len ? mqr__arena_alloc(&k->res->arena, b.len) : NULL;
       size_t blen = b.len;
       if (bytes) memcpy(bytes, b.data, blen);

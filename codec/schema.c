@@ -558,7 +558,13 @@ static int collect(nodelist_t *l, mqr__avro_node_t *n) {
 static uint32_t sat_add(uint32_t a, uint32_t b) { return a > UINT32_MAX - b ? UINT32_MAX : a + b; }
 
 /* finite and min_size by fixpoint: a record is finite when all its fields are, a union
- * when one branch is; arrays and maps always are (they may be empty). */
+ * when one branch is; arrays and maps always are (they may be empty). A record's least
+ * size is the sum of its fields', a union's one index byte and its least branch. Sizes
+ * only ever go down, and keep going down until nothing changes: a union that became
+ * finite through a large branch must still learn of a smaller one found later (a record
+ * with no fields, say), or the count checks would refuse valid input. The least size
+ * has a derivation in which no node repeats on a path, so this takes at most as many
+ * passes as there are nodes. */
 static int graph_properties(ctx_t *c) {
   nodelist_t l = {0};
   if (collect(&l, c->s->root) != 0) {
@@ -573,15 +579,16 @@ static int graph_properties(ctx_t *c) {
     case MQR_AVRO_FLOAT: n->min_size = 4; break;
     case MQR_AVRO_DOUBLE: n->min_size = 8; break;
     case MQR_AVRO_FIXED: n->min_size = n->n; break;
+    case MQR_AVRO_RECORD:
+    case MQR_AVRO_UNION: n->min_size = UINT32_MAX; break;
     default: n->min_size = 1; break;
     }
-    if (n->type == MQR_AVRO_RECORD) n->min_size = 0;
   }
   for (bool changed = true; changed;) {
     changed = false;
     for (uint32_t i = 0; i < l.n; i++) {
       mqr__avro_node_t *n = l.v[i];
-      if (n->finite) continue;
+      if (n->type != MQR_AVRO_RECORD && n->type != MQR_AVRO_UNION) continue;
       bool f = n->type == MQR_AVRO_RECORD;
       uint32_t size = 0;
       if (n->type == MQR_AVRO_RECORD) {
@@ -596,9 +603,9 @@ static int graph_properties(ctx_t *c) {
             f = true;
             if (n->branches[k]->min_size < best) best = n->branches[k]->min_size;
           }
-        size = f ? sat_add(1, best) : 1;
+        size = sat_add(1, best);
       }
-      if (f) {
+      if (f && (!n->finite || size < n->min_size)) {
         n->finite = true;
         n->min_size = size;
         changed = true;
@@ -774,12 +781,14 @@ int mqr_avro_schema_parse(const char *json, size_t len, mqr_avro_schema_t **out,
     pcf_t o = {0};
     pcf(&o, s->root);
     char *text = o.oom ? NULL : mqr__arena_strdup(&s->arena, o.buf, o.len);
+    char *given = mqr__arena_strdup(&s->arena, json, len);
     mqr_free(o.buf);
     mqr_free(o.done);
-    if (text == NULL) {
+    if (text == NULL || given == NULL) {
       rc = nomem(&c);
     } else {
       s->canonical = mqr_str_n(text, o.len);
+      s->text = mqr_str_n(given, len);
       s->fingerprint = mqr_avro_crc64(text, o.len);
     }
   }
@@ -800,5 +809,7 @@ void mqr_avro_schema_destroy(mqr_avro_schema_t *s) {
 }
 
 mqr_str_t mqr_avro_schema_canonical(const mqr_avro_schema_t *s) { return s->canonical; }
+
+mqr_str_t mqr_avro_schema_json(const mqr_avro_schema_t *s) { return s->text; }
 uint64_t mqr_avro_schema_fingerprint(const mqr_avro_schema_t *s) { return s->fingerprint; }
 mqr_avro_type_t mqr_avro_schema_type(const mqr_avro_schema_t *s) { return (mqr_avro_type_t)s->root->type; }

@@ -45,6 +45,7 @@ struct mqr_avro_schema_s {
   mqr__arena_t arena;
   mqr__avro_node_t *root;
   mqr_str_t canonical;
+  mqr_str_t text; /* as given to mqr_avro_schema_parse */
   uint64_t fingerprint;
   mqr__avro_node_t **named; /* named types in definition order */
   uint32_t n_named;
@@ -61,7 +62,8 @@ mqr_str_t mqr__avro_branch_name(const mqr__avro_node_t *n);
  * record, array or map, and union). */
 int mqr__avro_skip_node(mqr__rd_t *r, const mqr__avro_node_t *n, int depth);
 
-/* The binary encoding of a JSON value (a default) for node n, appended to out. */
-int mqr__avro_encode_json(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err);
+/* The binary encoding of a schema default (plain JSON; a union's is its first branch's
+ * value) for node n, appended to out. */
+int mqr__avro_encode_default(const mqr__avro_node_t *n, const mqr__json_t *v, mqr_avro_buf_t *out, mqr_error_t *err);
 
 #endif

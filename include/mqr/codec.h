@@ -61,8 +61,15 @@ MQR_EXTERN int mqr_avro_schema_parse(const char *json, size_t len, mqr_avro_sche
 /* Frees a schema; NULL is accepted. */
 MQR_EXTERN void mqr_avro_schema_destroy(mqr_avro_schema_t *s);
 
-/* The schema's Parsing Canonical Form, valid as long as the schema. */
+/* The schema's Parsing Canonical Form, valid as long as the schema. The form identifies
+ * a schema (its fingerprint is taken of it) but drops what resolution and re-reading
+ * need: namespaces of names it has already made full, defaults, aliases, logical types
+ * and every other attribute. Hand a schema on with mqr_avro_schema_json instead. */
 MQR_EXTERN mqr_str_t mqr_avro_schema_canonical(const mqr_avro_schema_t *s);
+
+/* The schema's JSON text exactly as given to mqr_avro_schema_parse, valid as long as the
+ * schema. This is what container files store as avro.schema. */
+MQR_EXTERN mqr_str_t mqr_avro_schema_json(const mqr_avro_schema_t *s);
 
 /* The CRC-64-AVRO fingerprint of the canonical form. */
 MQR_EXTERN uint64_t mqr_avro_schema_fingerprint(const mqr_avro_schema_t *s);
@@ -449,7 +456,7 @@ typedef struct {
 typedef struct mqr_avro_file_writer_s mqr_avro_file_writer_t;
 
 /* Starts a container of datums of schema s (which must outlive the writer) and writes its
- * header (the schema as its canonical form) through write. opt may be NULL (codec null). */
+ * header (the schema's text as given, mqr_avro_schema_json) through write. opt may be NULL (codec null). */
 MQR_EXTERN int mqr_avro_file_writer_create(const mqr_avro_schema_t *s, const mqr_avro_file_options_t *opt,
                                            mqr_avro_write_fn write, void *ctx, mqr_avro_file_writer_t **out,
                                            mqr_error_t *err);

@@ -812,6 +812,40 @@ static void test_long_scalar_arrays(void **state) {
   mqr_avro_schema_destroy(s);
 }
 
+/* A field the C struct lacks is written from its default, which for a union is a value of
+ * the first branch, unwrapped (Avro 1.11: "Default values for union fields correspond to
+ * the first schema in the union"), inside records and arrays too; decoding skips it. */
+static void test_union_default_filled(void **state) {
+  (void)state;
+  mqr_avro_schema_t *s =
+      schema("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
+             "{\"name\":\"b\",\"type\":[\"int\",\"null\"],\"default\":3},"
+             "{\"name\":\"c\",\"type\":{\"type\":\"array\",\"items\":[\"long\",\"null\"]},\"default\":[5]},"
+             "{\"name\":\"d\",\"type\":{\"type\":\"record\",\"name\":\"In\",\"fields\":[{\"name\":\"u\","
+             "\"type\":[\"string\",\"null\"]}]},\"default\":{\"u\":\"z\"}}]}");
+  typedef struct {
+    int32_t a;
+  } only_a;
+  static const mqr_avro_cfield_t f[] = {{"a", offsetof(only_a, a), &mqr_avro_c_int32}};
+  static const mqr_avro_ctype_t t = {MQR_AVRO_C_RECORD, sizeof(only_a), f, 1, NULL, NULL, 0, 0};
+  mqr_avro_codec_t *c = NULL;
+  mqr_error_t err;
+  if (mqr_avro_codec_compile(s, &t, &c, &err) != 0) fail_msg("%s", err.message);
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  only_a v = {7}, back = {0};
+  assert_int_equal(mqr_avro_encode(c, &v, &b, NULL, &err), 0);
+  expect_same_as_json(s, b.data, b.len,
+                      "{\"a\":7,\"b\":{\"int\":3},\"c\":[{\"long\":5}],\"d\":{\"u\":{\"string\":\"z\"}}}");
+  size_t used = 0;
+  assert_int_equal(mqr_avro_decode(c, b.data, b.len, &used, &back, NULL, &err), 0);
+  assert_int_equal(used, b.len);
+  assert_int_equal(back.a, 7);
+  mqr_avro_buf_free(&b);
+  mqr_avro_codec_destroy(c);
+  mqr_avro_schema_destroy(s);
+}
+
 static void test_bad_bindings(void **state) {
   (void)state;
   bad_binding("\"long\"", &mqr_avro_c_int32, "C type INT32 cannot hold Avro long");
@@ -835,6 +869,7 @@ int main(void) {
       cmocka_unit_test(test_every_kind),
       cmocka_unit_test(test_flat_fast_and_general_paths_agree),
       cmocka_unit_test(test_bad_bindings),
+      cmocka_unit_test(test_union_default_filled),
       cmocka_unit_test(test_long_scalar_arrays),
       cmocka_unit_test(test_int_arrays_four_at_a_time),
       cmocka_unit_test(test_fixed_sizes),

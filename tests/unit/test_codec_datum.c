@@ -298,13 +298,43 @@ static void test_single_object(void **state) {
   mqr_avro_schema_destroy(s);
 }
 
+/* Avro 1.11 specification, "Binary Encoding": "A record is encoded by encoding the values
+ * of its fields in the order that they are declared", so a record with no fields takes no
+ * bytes; "A union is encoded by first writing an int value indicating the zero-based
+ * position within the union of the schema of its value. The value is then encoded per the
+ * indicated schema within the union", so a union with such a branch can take one byte.
+ * An array block's count is checked against the bytes left using the least size of an
+ * item; that least size must see the empty branch even when the union was first found
+ * finite through a larger one (here A, which the schema defines before the union). */
+#define EMPTY_BRANCH                                                                                                   \
+  "{\"type\":\"record\",\"name\":\"Root\",\"fields\":[{\"name\":\"a\",\"type\":{\"type\":\"record\",\"name\":\"A\","   \
+  "\"fields\":[{\"name\":\"x\",\"type\":\"int\"}]}},{\"name\":\"l\",\"type\":{\"type\":\"array\",\"items\":[\"A\","    \
+  "{\"type\":\"record\",\"name\":\"E\",\"fields\":[]}]}}]}"
+static void test_empty_record_branch(void **state) {
+  (void)state;
+  RT(EMPTY_BRANCH, "{\"a\":{\"x\":0},\"l\":[{\"E\":{}},{\"E\":{}},{\"E\":{}}]}", NULL, 0x00, 0x06, 0x02, 0x02, 0x02,
+     0x00);
+  RT(EMPTY_BRANCH, "{\"a\":{\"x\":1},\"l\":[{\"E\":{}},{\"A\":{\"x\":2}},{\"E\":{}}]}", NULL, 0x02, 0x06, 0x02, 0x00,
+     0x04, 0x02, 0x00);
+  /* A count the bytes left cannot hold is still refused: 4 one-byte items in 3 bytes. */
+  mqr_avro_schema_t *s = schema(EMPTY_BRANCH);
+  const uint8_t bad[] = {0x00, 0x08, 0x02, 0x02, 0x02};
+  mqr_avro_buf_t j;
+  mqr_avro_buf_init_growable(&j);
+  mqr_error_t err;
+  assert_int_equal(mqr_avro_binary_to_json(s, bad, sizeof bad, NULL, &j, &err), MQR_ETRUNCATED);
+  assert_int_equal(mqr_avro_skip(s, bad, sizeof bad, NULL, NULL), MQR_ETRUNCATED);
+  mqr_avro_buf_free(&j);
+  mqr_avro_schema_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_primitive_edges), cmocka_unit_test(test_complex),
       cmocka_unit_test(test_hostile_binary),  cmocka_unit_test(test_negative_block_counts),
       cmocka_unit_test(test_nesting_limit),   cmocka_unit_test(test_truncation_everywhere),
       cmocka_unit_test(test_bad_json_datums), cmocka_unit_test(test_map_repeated_keys),
-      cmocka_unit_test(test_single_object),
+      cmocka_unit_test(test_single_object),   cmocka_unit_test(test_empty_record_branch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

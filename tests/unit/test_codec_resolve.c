@@ -139,6 +139,53 @@ static void test_records(void **state) {
 
 #define W_ENUM "{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\",\"B\",\"C\",\"D\"]}"
 
+/* Avro 1.11 specification, "Complex Types / Records", on a field's default: "Default
+ * values for union fields correspond to the first schema in the union. Default values
+ * for bytes and fixed fields are JSON strings, where Unicode code points 0-255 are mapped
+ * to unsigned 8-bit byte values 0-255." The table beside it gives a union's default as the
+ * first schema's own JSON (its "json type" column: "any"), not Avro-JSON's
+ * {"type": value} wrapping; Apache Avro Java reads ["int","null"] with default 3 so. The
+ * rule holds inside record and array defaults, and for a nested record's own defaults. */
+static void test_union_defaults(void **state) {
+  (void)state;
+  const char *w = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}";
+  check(w,
+        "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
+        "{\"name\":\"b\",\"type\":[\"int\",\"null\"],\"default\":3},"
+        "{\"name\":\"c\",\"type\":[\"string\",\"int\"],\"default\":\"x\"},"
+        "{\"name\":\"d\",\"type\":{\"type\":\"array\",\"items\":[\"long\",\"null\"]},\"default\":[1,2]},"
+        "{\"name\":\"e\",\"type\":{\"type\":\"record\",\"name\":\"In\",\"fields\":["
+        "{\"name\":\"u\",\"type\":[\"double\",\"string\"]},"
+        "{\"name\":\"v\",\"type\":[\"boolean\",\"null\"],\"default\":true}]},\"default\":{\"u\":2.5}},"
+        "{\"name\":\"f\",\"type\":[\"null\",\"int\"],\"default\":null}]}",
+        "{\"a\":1}",
+        "{\"a\":1,\"b\":{\"int\":3},\"c\":{\"string\":\"x\"},\"d\":[{\"long\":1},{\"long\":2}],"
+        "\"e\":{\"u\":{\"double\":2.5},\"v\":{\"boolean\":true}},\"f\":null}");
+  /* A union default that is not of the first branch is not a default (schema refused). */
+  mqr_avro_schema_t *s = NULL;
+  mqr_error_t err;
+  const char *bad = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"b\",\"type\":[\"int\",\"null\"],"
+                    "\"default\":null}]}";
+  assert_int_equal(mqr_avro_schema_parse(bad, strlen(bad), &s, &err), MQR_ESCHEMA);
+  /* The JSON-to-binary encoder fills a missing field from the same default: the datum
+   * itself is Avro-JSON (wrapped), the default inside it is not. */
+  const char *r = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":[\"int\",\"null\"]},"
+                  "{\"name\":\"b\",\"type\":[\"int\",\"null\"],\"default\":3}]}";
+  mqr_avro_schema_t *rs = schema(r);
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  const char *datum = "{\"a\":{\"int\":1}}";
+  assert_int_equal(mqr_avro_json_to_binary(rs, datum, strlen(datum), &b, &err), 0);
+  const uint8_t want[] = {0, 2, 0, 6}; /* branch 0, 1; branch 0, 3 */
+  assert_int_equal(b.len, sizeof want);
+  assert_memory_equal(b.data, want, sizeof want);
+  b.len = 0;
+  const char *unwrapped = "{\"a\":1}"; /* still refused where a datum is expected */
+  assert_int_equal(mqr_avro_json_to_binary(rs, unwrapped, strlen(unwrapped), &b, &err), MQR_EBADDATA);
+  mqr_avro_buf_free(&b);
+  mqr_avro_schema_destroy(rs);
+}
+
 static void test_enums(void **state) {
   (void)state;
   const char *r_def = "{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"D\",\"B\",\"Z\"],\"default\":\"Z\"}";
@@ -340,6 +387,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_promotions),
       cmocka_unit_test(test_records),
+      cmocka_unit_test(test_union_defaults),
       cmocka_unit_test(test_enums),
       cmocka_unit_test(test_unions),
       cmocka_unit_test(test_recursion),
