@@ -280,13 +280,20 @@ __attribute__((noinline)) static int run_lookup(mqr_bench_ctx_t *c, uint64_t ops
 }
 
 static const mqr_bench_def_t bitmask_stack = {
-    "address_info.bitmask_stack", NULL, "avgt,thrpt", setup_stack, NULL, NULL, NULL, run_bitmask_stack};
+    "address_info.bitmask_stack", NULL, "avgt,thrpt", setup_stack, NULL, NULL, NULL, run_bitmask_stack, NULL};
 static const mqr_bench_def_t bitmask_heap = {
-    "address_info.bitmask_heap", NULL, "avgt,thrpt", setup_heap, NULL, NULL, NULL, run_bitmask_heap};
+    "address_info.bitmask_heap", NULL, "avgt,thrpt", setup_heap, NULL, NULL, NULL, run_bitmask_heap, NULL};
 static const mqr_bench_def_t hashset = {
-    "address_info.hashset", NULL, "avgt,thrpt", setup_hashset, NULL, NULL, NULL, run_hashset};
-static const mqr_bench_def_t lookup = {
-    "address_info.lookup", "addresses=10,10000", "avgt,thrpt", setup_lookup, teardown_lookup, NULL, NULL, run_lookup};
+    "address_info.hashset", NULL, "avgt,thrpt", setup_hashset, NULL, NULL, NULL, run_hashset, NULL};
+static const mqr_bench_def_t lookup = {"address_info.lookup",
+                                       "addresses=10,10000",
+                                       "avgt,thrpt",
+                                       setup_lookup,
+                                       teardown_lookup,
+                                       NULL,
+                                       NULL,
+                                       run_lookup,
+                                       NULL};
 
 MQR_BENCH_REGISTER(bitmask_stack)
 MQR_BENCH_REGISTER(bitmask_heap)

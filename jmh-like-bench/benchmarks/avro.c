@@ -456,24 +456,43 @@ __attribute__((noinline)) static int run_reuse(mqr_bench_ctx_t *c, uint64_t ops)
   return 0;
 }
 
-static const mqr_bench_def_t big_encode = {"avro.big.encode", "impl=mqr,avroc", "avgt", setup_big, teardown, NULL, NULL,
-                                           run_record_encode};
-static const mqr_bench_def_t big_decode = {"avro.big.decode", "impl=mqr,avroc", "avgt", setup_big, teardown, NULL, NULL,
-                                           run_record_decode};
+static const mqr_bench_def_t big_encode = {
+    "avro.big.encode", "impl=mqr,avroc", "avgt", setup_big, teardown, NULL, NULL, run_record_encode, NULL};
+static const mqr_bench_def_t big_decode = {
+    "avro.big.decode", "impl=mqr,avroc", "avgt", setup_big, teardown, NULL, NULL, run_record_decode, NULL};
 static const mqr_bench_def_t small_encode = {
-    "avro.small.encode", "impl=mqr,avroc,floor", "avgt", setup_small, teardown, NULL, NULL, run_record_encode};
+    "avro.small.encode", "impl=mqr,avroc,floor", "avgt", setup_small, teardown, NULL, NULL, run_record_encode, NULL};
 static const mqr_bench_def_t small_decode = {
-    "avro.small.decode", "impl=mqr,avroc", "avgt", setup_small, teardown, NULL, NULL, run_record_decode};
-static const mqr_bench_def_t enum_encode = {
-    "avro.enum200.encode", "impl=mqr,mqr_lookup,avroc", "avgt", setup_enum, teardown, NULL, NULL, run_enum_encode};
+    "avro.small.decode", "impl=mqr,avroc", "avgt", setup_small, teardown, NULL, NULL, run_record_decode, NULL};
+static const mqr_bench_def_t enum_encode = {"avro.enum200.encode",
+                                            "impl=mqr,mqr_lookup,avroc",
+                                            "avgt",
+                                            setup_enum,
+                                            teardown,
+                                            NULL,
+                                            NULL,
+                                            run_enum_encode,
+                                            NULL};
 static const mqr_bench_def_t enum_decode = {
-    "avro.enum200.decode", "impl=mqr,avroc", "avgt", setup_enum, teardown, NULL, NULL, run_enum_decode};
-static const mqr_bench_def_t array_write = {
-    "avro.array1m.write", "type=int,float,double;impl=mqr,avroc,memcpy", "avgt", setup_array, teardown, NULL, NULL,
-    run_array_write};
-static const mqr_bench_def_t array_read = {
-    "avro.array1m.read", "type=int,float,double;impl=mqr,avroc,memcpy", "avgt", setup_array, teardown, NULL, NULL,
-    run_array_read};
+    "avro.enum200.decode", "impl=mqr,avroc", "avgt", setup_enum, teardown, NULL, NULL, run_enum_decode, NULL};
+static const mqr_bench_def_t array_write = {"avro.array1m.write",
+                                            "type=int,float,double;impl=mqr,avroc,memcpy",
+                                            "avgt",
+                                            setup_array,
+                                            teardown,
+                                            NULL,
+                                            NULL,
+                                            run_array_write,
+                                            NULL};
+static const mqr_bench_def_t array_read = {"avro.array1m.read",
+                                           "type=int,float,double;impl=mqr,avroc,memcpy",
+                                           "avgt",
+                                           setup_array,
+                                           teardown,
+                                           NULL,
+                                           NULL,
+                                           run_array_read,
+                                           NULL};
 static const mqr_bench_def_t writer_reuse = {"avro.writer_reuse",
                                              "mode=reuse,per_message;runs=1,100,10000",
                                              "avgt",
@@ -481,7 +500,8 @@ static const mqr_bench_def_t writer_reuse = {"avro.writer_reuse",
                                              teardown,
                                              NULL,
                                              NULL,
-                                             run_reuse};
+                                             run_reuse,
+                                             NULL};
 
 MQR_BENCH_REGISTER(big_encode)
 MQR_BENCH_REGISTER(big_decode)

@@ -95,5 +95,5 @@ __attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
   return 0;
 }
 
-static const mqr_bench_def_t inproc = {"dosend.inproc", "queues=1,10", "avgt", setup, teardown, NULL, NULL, run};
+static const mqr_bench_def_t inproc = {"dosend.inproc", "queues=1,10", "avgt", setup, teardown, NULL, NULL, run, NULL};
 MQR_BENCH_REGISTER(inproc)

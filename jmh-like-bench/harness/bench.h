@@ -40,6 +40,11 @@ typedef struct {
   /* The measured body: performs `ops` operations. Returns 0, or non-zero after
    * mqr_bench_fail to report the benchmark as failed (it then has no score). */
   int (*run)(mqr_bench_ctx_t *c, uint64_t ops);
+  /* Optional, timed: completes what run started and did not wait for (messages still in
+   * flight, say), so that a pipeline is not drained after every batch. Called at the
+   * end of each timed iteration (and after each run in calibration, sample and ss
+   * modes), inside the timed region. Returns as run does. */
+  int (*finish)(mqr_bench_ctx_t *c);
 } mqr_bench_def_t;
 
 /* Registers a definition (normally through MQR_BENCH_REGISTER). */

@@ -253,13 +253,15 @@ static int fail_from(out_t *o, mqr_bench_ctx_t *c, const char *stage) {
   return -1;
 }
 
+static int finish_run(mqr_bench_ctx_t *c) { return c->def->finish ? c->def->finish(c) : 0; }
+
 /* Finds a batch size whose run takes about a millisecond, so that reading the clock
  * between batches costs nothing measurable. */
 static int calibrate(mqr_bench_ctx_t *c, uint64_t *batch) {
   uint64_t n = 1;
   for (;;) {
     uint64_t t0 = now_ns();
-    if (c->def->run(c, n) != 0) return -1;
+    if (c->def->run(c, n) != 0 || finish_run(c) != 0) return -1;
     uint64_t dt = now_ns() - t0;
     if (dt >= 1000000 || n >= (1ull << 40)) break;
     n *= dt < 10000 ? 10 : 2;
@@ -279,6 +281,8 @@ static int timed_iteration(mqr_bench_ctx_t *c, uint64_t batch, double seconds, i
     ops += batch;
     t = now_ns();
   } while (t - t0 < limit);
+  if (finish_run(c) != 0) return -1;
+  t = now_ns();
   int64_t a1 = mqr_bench_allocated_bytes();
   double ns = (double)(t - t0);
   if (mode == MQR_BM_THRPT)
@@ -304,7 +308,7 @@ static int sample_iteration(mqr_bench_ctx_t *c, double seconds, int tu, out_t *o
   int64_t a0 = mqr_bench_allocated_bytes();
   do {
     uint64_t t0 = now_ns();
-    if (c->def->run(c, 1) != 0) return -1;
+    if (c->def->run(c, 1) != 0 || finish_run(c) != 0) return -1;
     t1 = now_ns();
     double v = (double)(t1 - t0) / unit_ns(tu);
     if (seen < SAMPLE_CAP)
@@ -352,6 +356,7 @@ static int trial(const mqr_bench_def_t *def, const mqr__combo_t *combo, int mode
       int64_t a0 = mqr_bench_allocated_bytes();
       uint64_t t0 = now_ns();
       r = def->run(&c, 1);
+      if (r == 0) r = finish_run(&c);
       uint64_t t1 = now_ns();
       int64_t a1 = mqr_bench_allocated_bytes();
       score = (double)(t1 - t0) / unit_ns(opt->time_unit);
