@@ -159,6 +159,11 @@ typedef struct mqr__listener_s {
   char *strings; /* own's name, host and prefixes */
   int port;
   bool open;
+  /* A connection for which there is no memory is accepted into spare and closed, so
+   * that libuv, which stops accepting until uv_accept is called, keeps accepting and the
+   * client sees the close; one that comes while spare is closing waits for the tick. */
+  uv_tcp_t spare;
+  bool refusing, accept_pending;
 } mqr__listener_t;
 
 typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__conn_state_t;

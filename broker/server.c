@@ -734,9 +734,18 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
   }
 }
 
+static void on_connection(uv_stream_t *server, int status);
+
 void mqr__server_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
   uint64_t now = uv_now(b->loop);
+  for (uint32_t i = 0; i < b->n_listeners; i++) {
+    mqr__listener_t *l = &b->listeners[i];
+    if (l->open && l->accept_pending && !l->refusing) {
+      l->accept_pending = false;
+      on_connection((uv_stream_t *)&l->tcp, 0);
+    }
+  }
   for (mqr__conn_t *c = b->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
@@ -745,12 +754,37 @@ void mqr__server_tick(uv_timer_t *t) {
 
 /* ---- listeners --------------------------------------------------------------------------------- */
 
+static void refuse_closed(uv_handle_t *h) {
+  mqr__listener_t *l = h->data;
+  l->refusing = false;
+  mqr__broker_handle_closed(l->b);
+}
+
+/* No memory for a new connection: it is closed at once (see spare). */
+static void refuse(mqr__listener_t *l) {
+  mqr_broker_t *b = l->b;
+  if (l->refusing) {
+    l->accept_pending = true;
+    return;
+  }
+  l->refusing = true;
+  uv_tcp_init(b->loop, &l->spare);
+  l->spare.data = l;
+  b->open_handles++;
+  if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0)
+    mqr__log(b, MQR_LOG_WARN, "listener '%s': out of memory for a new connection; closed it", l->cfg->name);
+  uv_close((uv_handle_t *)&l->spare, refuse_closed);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
   mqr__listener_t *l = server->data;
   mqr_broker_t *b = l->b;
   if (status < 0 || b->closing) return;
   mqr__conn_t *c = mqr_calloc(1, sizeof *c);
-  if (c == NULL) return;
+  if (c == NULL) {
+    refuse(l);
+    return;
+  }
   uv_tcp_init(b->loop, &c->tcp);
   c->tcp.data = c;
   c->b = b;
