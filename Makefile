@@ -1,5 +1,6 @@
-# A thin wrapper over CMake. `make run` and `make test` work on a fresh Debian 12
-# machine: scripts/deps.sh installs what is missing first.
+# A thin wrapper over CMake. `make run`, `make test` and `make bench` work on a fresh
+# Debian 12 machine: scripts/deps.sh installs what each is missing first (run: only what
+# building and running needs; test: the test tools too; bench: the benchmarks' peers).
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -8,12 +9,16 @@ CMAKE_ARGS ?=
 CONFIG     ?=
 CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
 
-.PHONY: all deps configure build run test test-asan bench format clean
+.PHONY: all deps deps-test deps-bench configure build run test test-asan bench bench-docs format clean
 
 all: build
 
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh run
+deps-test:
+	@bash scripts/deps.sh test
+deps-bench:
+	@bash scripts/deps.sh bench
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DMQR_WERROR=ON $(CMAKE_ARGS)
@@ -25,36 +30,46 @@ build: deps configure
 
 # mqrd in the foreground on conf/mqr.yaml (or CONFIG=FILE); Ctrl-C stops it cleanly.
 run: build
-	@echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on tcp://127.0.0.1:61616"
-	@echo "   In another terminal:"
-	@echo "     $(BUILD)/client/mqr send --body hello --count 3 orders        # ANYCAST to the queue orders"
-	@echo "     $(BUILD)/client/mqr recv --count 3 orders                     # take them"
-	@echo "     $(BUILD)/client/mqr send --body hi news.europe                # MULTICAST: news.europe.reader and news.all"
-	@echo "     $(BUILD)/client/mqr recv news.all"
-	@echo "     $(BUILD)/client/mqr stat                                      # addresses, queues, counters"
-	@echo "   Ctrl-C (SIGINT) stops mqrd cleanly; SIGHUP reloads the config."
-	@echo
+	@$(BUILD)/broker/mqrd --check $(CFG_ARG) >/dev/null
+	@url=$$($(BUILD)/broker/mqrd --urls $(CFG_ARG) | head -1); \
+	 echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on $${url:-no listener}"; \
+	 echo "   In another terminal:"; \
+	 echo "     $(BUILD)/cli/mqr send --url $$url --body hello --count 3 orders   # ANYCAST to the queue orders"; \
+	 echo "     $(BUILD)/cli/mqr recv --url $$url --count 3 orders                # take them"; \
+	 echo "     $(BUILD)/cli/mqr stat --url $$url                                 # addresses, queues, counters"; \
+	 echo "   Ctrl-C (SIGINT) stops mqrd cleanly; SIGHUP reloads the config."; echo
 	@exec $(BUILD)/broker/mqrd $(CFG_ARG)
 
 $(BUILD_ASAN)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
 
-test-asan: deps $(BUILD_ASAN)/CMakeCache.txt
+test-asan: deps-test $(BUILD_ASAN)/CMakeCache.txt
+	cmake -S . -B $(BUILD_ASAN) -DMQR_BUILD_TESTS=ON >/dev/null
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -L "unit|cli|fuzz|integration"
 
-test: build test-asan
+test: deps-test build test-asan
+	cmake -S . -B $(BUILD) -DMQR_BUILD_TESTS=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
 	ctest --test-dir $(BUILD) --output-on-failure
 
-# The whole suite, then docs/benchmarks.md and docs/bench/*.svg regenerated from the
-# JSON. Two forks as the harness's defaults, but 2 warmup and 3 measurement iterations of
-# 500 ms (the harness defaults to 3 and 5) so that the 53 trials fit in about 5 minutes.
+# The whole suite: results in $(BUILD)/bench/ (results.txt, results.json, and the report
+# benchmarks.md with its charts). Five forks of one warmup and one measurement iteration
+# each, so that the 53 trials fit in about 5 minutes.
 BENCH_ARGS ?= -f 5 -wi 1 -i 1
-bench: build
+bench: deps-bench build
+	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
 	@mkdir -p $(BUILD)/bench
 	@rc=0; $(BUILD)/jmh-like-bench/mqr-bench $(BENCH_ARGS) --json $(BUILD)/bench/results.json \
 	  > $(BUILD)/bench/results.txt || rc=$$?; cat $(BUILD)/bench/results.txt; exit $$rc
+	/usr/bin/python3 jmh-like-bench/report $(BUILD)/bench/results.json $(BUILD)/bench
+	@echo "== report: $(BUILD)/bench/benchmarks.md"
+
+# The tracked docs/benchmarks.md and docs/bench/*.svg, from the last `make bench`.
+bench-docs:
+	@test -f $(BUILD)/bench/results.json || { echo "make bench first"; exit 1; }
 	/usr/bin/python3 jmh-like-bench/report $(BUILD)/bench/results.json docs
 
 format:

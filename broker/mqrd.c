@@ -102,19 +102,22 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static void usage(FILE *f) {
-  fputs("usage: mqrd [--config FILE] [--log-level error|warn|info|debug] [--check] [--version] [--help]\n"
+  fputs("usage: mqrd [--config FILE] [--log-level error|warn|info|debug] [--check] [--urls] [--version] [--help]\n"
         "  --config FILE    the routing config (default: the embedded conf/mqr.yaml)\n"
-        "  --check          load and check the config, then exit (0: good, 1: not)\n"
+        "  --check          load and check the config, then exit\n"
+        "  --urls           print the URL of each listener of the config, then exit\n"
         "  --log-level L    log lines up to L on stderr (default info)\n"
-        "Signals: SIGINT, SIGTERM stop cleanly; SIGHUP reloads the config.\n",
+        "Signals: SIGINT, SIGTERM stop cleanly; SIGHUP reloads the config.\n"
+        "Exit status: 0 ok, 1 error (a bad config, a port in use), 2 usage.\n",
         f);
 }
 
 int main(int argc, char **argv) {
   daemon_t d = {.level = MQR_LOG_INFO};
-  bool check = false;
+  bool check = false, urls = false;
   static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                        {"check", no_argument, NULL, 'k'},
+                                       {"urls", no_argument, NULL, 'u'},
                                        {"log-level", required_argument, NULL, 'l'},
                                        {"version", no_argument, NULL, 'V'},
                                        {"help", no_argument, NULL, 'h'},
@@ -124,6 +127,7 @@ int main(int argc, char **argv) {
     switch (o) {
     case 'c': d.config_path = optarg; break;
     case 'k': check = true; break;
+    case 'u': urls = true; break;
     case 'l': {
       int i = 0;
       while (i < 4 && strcasecmp(optarg, level_names[i]) != 0) i++;
@@ -145,6 +149,14 @@ int main(int argc, char **argv) {
   }
   d.config = load(&d);
   if (d.config == NULL) return 1;
+  if (urls) {
+    for (uint32_t i = 0; i < mqr_config_listener_count(d.config); i++) {
+      const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
+      printf(strchr(l->host, ':') ? "tcp://[%s]:%u\n" : "tcp://%s:%u\n", l->host, l->port);
+    }
+    mqr_config_destroy(d.config);
+    return 0;
+  }
   if (check) {
     printf("%s: ok: %u listeners, %u addresses, %u queues, %u address-settings\n", mqr_config_file(d.config),
            mqr_config_listener_count(d.config), mqr_config_address_count(d.config), mqr_config_queue_count(d.config),
@@ -175,7 +187,17 @@ int main(int argc, char **argv) {
   uv_signal_start(&d.sigint, on_signal, SIGINT);
   uv_signal_start(&d.sigterm, on_signal, SIGTERM);
   uv_signal_start(&d.sighup, on_signal, SIGHUP);
-  logf_(&d, MQR_LOG_INFO, "mqrd %s ready (%s)", mqr_version(), d.config_path ? d.config_path : "embedded config");
+  char where[512] = "";
+  size_t at = 0;
+  for (uint32_t i = 0; i < mqr_config_listener_count(d.config) && at < sizeof where - 64; i++) {
+    const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
+    at += (size_t)snprintf(where + at, sizeof where - at, strchr(l->host, ':') ? "%stcp://[%s]:%d" : "%stcp://%s:%d",
+                           i ? ", " : " on ", l->host, mqr_broker_listener_port(d.broker, i));
+  }
+  if (mqr_config_listener_count(d.config) == 0)
+    logf_(&d, MQR_LOG_WARN, "the config has no listeners: no client can connect (add one under listeners:)");
+  logf_(&d, MQR_LOG_INFO, "mqrd %s ready%s (%s)", mqr_version(), where,
+        d.config_path ? d.config_path : "embedded config");
   uv_run(&loop, UV_RUN_DEFAULT);
   int rc = uv_loop_close(&loop);
   mqr_config_destroy(d.config);

@@ -4,6 +4,9 @@
 #ifndef MQR_CODEC_BINARY_H
 #define MQR_CODEC_BINARY_H
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "mqr/codec.h"
 
 static inline uint64_t mqr__zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
@@ -46,7 +49,18 @@ static inline mqr__rd_t mqr__rd_init(const uint8_t *in, size_t len, mqr_error_t 
 
 static inline size_t mqr__rd_offset(const mqr__rd_t *r) { return (size_t)(r->p - r->start); }
 
-int mqr__rd_fail(mqr__rd_t *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure at the reader's offset. Defined here (a cold copy per file) so that the
+ * header is whole on its own: the protocol library reads frames with it and links the
+ * codec's exported API only. */
+__attribute__((cold, noinline, unused, format(printf, 3, 4))) static int mqr__rd_fail(mqr__rd_t *r, int code,
+                                                                                      const char *fmt, ...) {
+  char msg[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mqr_error_set(r->err, code, "at byte %zu: %s", mqr__rd_offset(r), msg);
+}
 
 /* A long: zigzag varint of at most 10 bytes whose value fits in 64 bits. */
 static inline int mqr__get_long(mqr__rd_t *r, int64_t *out) {

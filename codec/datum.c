@@ -10,15 +10,6 @@
 #include "path.h"
 #include "schema_int.h"
 
-int mqr__rd_fail(mqr__rd_t *r, int code, const char *fmt, ...) {
-  char msg[300];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return mqr_error_set(r->err, code, "at byte %zu: %s", mqr__rd_offset(r), msg);
-}
-
 /* ---- buffers ------------------------------------------------------------------------ */
 
 void mqr_avro_buf_free(mqr_avro_buf_t *b) {

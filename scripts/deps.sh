@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Installs, idempotently, every Debian package that mqr's build, tests and benchmarks use.
-# apt-get update runs only when something is missing, so a ready machine pays nothing.
+# Installs, idempotently, the Debian packages a task needs: `deps.sh run` (building and
+# running mqrd and mqr), `deps.sh test` (the tests too), `deps.sh bench` (the benchmarks
+# and their peers too). apt-get runs only when something is missing, so a ready machine
+# pays nothing. When another apt or dpkg holds the lock (unattended upgrades on a fresh
+# machine), it waits for it, at most DEPS_LOCK_WAIT seconds (default 600).
 set -euo pipefail
 
-packages=(
-  build-essential cmake pkg-config git
-  libuv1-dev libcmocka-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev
-  clang libclang-rt-14-dev clang-format valgrind
-  python3 gnuplot-nox
-  libavro-dev python3-avro
-  libnats-dev nats-server
-)
+what=${1:-test}
+run=(build-essential cmake pkg-config libuv1-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev)
+test=("${run[@]}" libcmocka-dev clang libclang-rt-14-dev python3 python3-avro libavro-dev binutils)
+bench=("${test[@]}" libnats-dev nats-server gnuplot-nox)
+case "$what" in
+  run) packages=("${run[@]}") ;;
+  test) packages=("${test[@]}") ;;
+  bench) packages=("${bench[@]}") ;;
+  *) echo "usage: deps.sh run|test|bench" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [ "$status" = "install ok installed" ] || missing+=("$p")
 done
-
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
+[ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps.sh: installing ${missing[*]}" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+# apt-get's own wait for the dpkg lock (apt >= 1.9.11), and a wait of ours for the lists
+# lock, which `apt-get update` does not wait for.
+wait_s=${DEPS_LOCK_WAIT:-600}
+apt=($sudo apt-get -o DPkg::Lock::Timeout="$wait_s")
+deadline=$((SECONDS + wait_s))
+until $sudo flock -n /var/lib/apt/lists/lock true 2>/dev/null; do
+  if [ $SECONDS -ge $deadline ]; then
+    echo "deps.sh: apt is still busy after ${wait_s}s (another apt-get or unattended-upgrades); try again later" >&2
+    exit 1
+  fi
+  [ $((SECONDS % 30)) -eq 0 ] && echo "deps.sh: waiting for another apt to finish..." >&2
+  sleep 1
+done
+"${apt[@]}" update -q
+"${apt[@]}" install -y -q --no-install-recommends "${missing[@]}"
