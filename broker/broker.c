@@ -127,7 +127,11 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
     return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
   }
   m->id = id;
-  int rt = mqr_proto_rt_from_routing(s->routing_type);
+  /* A listener's prefix decides the routing type the message carries, as in Artemis. */
+  mqr_str_t named = s->address;
+  int eff = s->routing_type;
+  mqr_prefixes_strip(s->prefixes, &named, &eff);
+  int rt = mqr_proto_rt_from_routing(eff);
   size_t len;
   if (s->tail) {
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);

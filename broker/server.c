@@ -425,10 +425,14 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
                s->credit);
     return;
   }
+  /* The listener's prefixes apply to a consumer's target as to a send's address:
+   * "anycast://orders" is the address orders, ANYCAST. */
+  mqr_str_t target = s->target;
+  int rt = mqr_proto_rt_to_routing(s->routing_type);
+  mqr_prefixes_strip(&c->l->cfg->prefixes, &target, &rt);
   mqr_broker_consumer_t *k;
   mqr_error_t err;
-  int rc = mqr__subscribe(c->b, s->target, mqr_proto_rt_to_routing(s->routing_type), s->queue, (uint32_t)s->credit, &k,
-                          &err);
+  int rc = mqr__subscribe(c->b, target, rt, s->queue, (uint32_t)s->credit, &k, &err);
   if (rc) {
     send_error(c, rc, s->subscription, false, "%s", err.message);
     return;

@@ -9,78 +9,28 @@
 #include "commands.h"
 #include "mqr/codec.h"
 
-static int read_all(FILE *f, uint8_t **out, size_t *len) {
-  size_t cap = 65536, n = 0;
-  uint8_t *buf = malloc(cap);
-  if (buf == NULL) return -1;
-  for (;;) {
-    if (n == cap) {
-      uint8_t *p = realloc(buf, cap *= 2);
-      if (p == NULL) {
-        free(buf);
-        return -1;
-      }
-      buf = p;
-    }
-    size_t k = fread(buf + n, 1, cap - n, f);
-    n += k;
-    if (k == 0) break;
-  }
-  if (ferror(f)) {
-    free(buf);
-    return -1;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
-}
+const char mqr_usage_schema[] = "usage: mqr schema canonical FILE | mqr schema fingerprint FILE\n"
+                                "  The schema's Parsing Canonical Form, or its CRC-64-AVRO fingerprint (hex).\n";
 
-/* The whole of the file at path, or -1 after saying why on stderr. */
+const char mqr_usage_avro[] =
+    "usage: mqr avro encode --schema FILE [--single-object]   (JSON lines on stdin, binary on stdout)\n"
+    "       mqr avro decode --schema FILE [--schema FILE]... [--reader-schema FILE] [--single-object]\n"
+    "       mqr avro cat [--reader-schema FILE] FILE.avro      (a container's datums as JSON lines)\n"
+    "       mqr avro write --schema FILE [--codec null|deflate] FILE.avro   (JSON lines on stdin)\n";
+
 static int read_file(const char *path, uint8_t **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "mqr: %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  int rc = read_all(f, out, len);
-  fclose(f);
-  if (rc) fprintf(stderr, "mqr: %s: cannot read\n", path);
-  return rc;
-}
-
-/* Reads FILE and parses its schema: into cache when one is given (then the cache owns
- * it), else as a schema of its own for the caller to destroy. NULL after saying why. */
-static const mqr_avro_schema_t *load_schema_into(const char *path, mqr_avro_cache_t *cache, mqr_avro_schema_t **own) {
-  uint8_t *text;
-  size_t len;
-  if (read_file(path, &text, &len) != 0) return NULL;
-  int rc;
-  const mqr_avro_schema_t *s = NULL;
-  mqr_error_t err;
-  mqr_error_clear(&err);
-  rc = cache ? mqr_avro_cache_add(cache, (const char *)text, len, &s, &err)
-             : mqr_avro_schema_parse((const char *)text, len, own, &err);
-  if (rc == 0 && !cache) s = *own;
-  if (rc) {
-    char line[1024];
-    snprintf(err.file, sizeof err.file, "%s", path);
-    fprintf(stderr, "mqr: %s\n", mqr_error_format(&err, line, sizeof line));
-    s = NULL;
-  }
-  free(text);
-  return s;
+  *out = (uint8_t *)cli_read_file(path, len);
+  return *out ? 0 : -1;
 }
 
 static mqr_avro_schema_t *load_schema(const char *path) {
   mqr_avro_schema_t *own = NULL;
-  return load_schema_into(path, NULL, &own) ? own : NULL;
+  return cli_load_schema(path, NULL, &own) ? own : NULL;
 }
 
 static int cmd_schema(int argc, char **argv) {
-  if (argc != 3 || (strcmp(argv[1], "canonical") && strcmp(argv[1], "fingerprint"))) {
-    fputs("usage: mqr schema canonical FILE | mqr schema fingerprint FILE\n", stderr);
-    return 2;
-  }
+  if (argc != 3 || (strcmp(argv[1], "canonical") && strcmp(argv[1], "fingerprint")))
+    return cli_usage_error(mqr_usage_schema, NULL);
   mqr_avro_schema_t *s = load_schema(argv[2]);
   if (s == NULL) return 1;
   if (argv[1][0] == 'c') {
@@ -213,9 +163,8 @@ typedef int (*stream_fn)(const avro_ctx_t *x, const uint8_t *in, size_t len, mqr
 static int run_stream(const avro_ctx_t *x, stream_fn fn, bool write_on_error) {
   uint8_t *in;
   size_t len;
-  if (read_all(stdin, &in, &len) != 0) {
-    fputs("mqr: cannot read stdin\n", stderr);
-    return 1;
+  if (cli_read_all(stdin, &in, &len) != 0) {
+    return cli_error("cannot read stdin");
   }
   mqr_avro_buf_t out;
   mqr_avro_buf_init_growable(&out);
@@ -226,14 +175,7 @@ static int run_stream(const avro_ctx_t *x, stream_fn fn, bool write_on_error) {
   return rc;
 }
 
-static int avro_usage(void) {
-  fputs("usage: mqr avro encode --schema FILE [--single-object]\n"
-        "       mqr avro decode --schema FILE [--schema FILE]... [--reader-schema FILE] [--single-object]\n"
-        "       mqr avro cat [--reader-schema FILE] FILE.avro\n"
-        "       mqr avro write --schema FILE [--codec null|deflate] FILE.avro\n",
-        stderr);
-  return 2;
-}
+static int avro_usage(void) { return cli_usage_error(mqr_usage_avro, NULL); }
 
 /* mqr avro cat [--reader-schema FILE] FILE.avro: the container's datums as JSON lines.
  * What decoded before an error is written. */
@@ -330,8 +272,8 @@ static int cmd_avro_write(int argc, char **argv) {
   mqr_avro_buf_init_growable(&bin);
   mqr_error_t err;
   mqr_error_clear(&err);
-  int rc = read_all(stdin, &in, &len) == 0 ? 0 : 1;
-  if (rc) fputs("mqr: cannot read stdin\n", stderr);
+  int rc = cli_read_all(stdin, &in, &len) == 0 ? 0 : 1;
+  if (rc) cli_error("cannot read stdin");
   FILE *f = rc == 0 ? fopen(path, "wb") : NULL;
   if (rc == 0 && f == NULL) {
     fprintf(stderr, "mqr: %s: %s\n", path, strerror(errno));
@@ -365,16 +307,15 @@ int mqr_cmd_avro(int argc, char **argv) {
     return avro_usage();
   avro_ctx_t x = {.single = o.single_object};
   if (mqr_avro_cache_create(&x.cache) != 0) {
-    fputs("mqr: out of memory\n", stderr);
-    return 1;
+    return cli_error("out of memory");
   }
   int rc = 0;
   for (int i = 0; i < o.n_schemas && rc == 0; i++) {
-    const mqr_avro_schema_t *s = load_schema_into(o.schemas[i], x.cache, NULL);
+    const mqr_avro_schema_t *s = cli_load_schema(o.schemas[i], x.cache, NULL);
     if (s == NULL) rc = 1;
     if (i == 0) x.schema = s;
   }
-  if (rc == 0 && o.reader && (x.reader = load_schema_into(o.reader, x.cache, NULL)) == NULL) rc = 1;
+  if (rc == 0 && o.reader && (x.reader = cli_load_schema(o.reader, x.cache, NULL)) == NULL) rc = 1;
   if (rc == 0) rc = encode ? run_stream(&x, encode_stream, false) : run_stream(&x, decode_stream, true);
   mqr_avro_cache_destroy(x.cache);
   return rc;

@@ -1,12 +1,51 @@
-/* The `mqr` tool's command groups, one file each. Each takes argv from the group's name
- * on and returns the process's exit code. */
-#ifndef MQR_CLIENT_COMMANDS_H
-#define MQR_CLIENT_COMMANDS_H
+/* The `mqr` tool's commands, one file each, and what they share (util.c). Each command
+ * takes argv from its name on and returns the exit status: 0 done, 1 an error (said on
+ * stderr as "mqr: ..."), 2 a usage error (the command's usage on stderr). */
+#ifndef MQR_CLI_COMMANDS_H
+#define MQR_CLI_COMMANDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mqr/client.h"
+#include "mqr/mqr.h"
 
 int mqr_cmd_schema(int argc, char **argv);
 int mqr_cmd_avro(int argc, char **argv);
 int mqr_cmd_send(int argc, char **argv);
 int mqr_cmd_recv(int argc, char **argv);
 int mqr_cmd_stat(int argc, char **argv);
+
+/* Each command's usage text, for --help (stdout, exit 0) and usage errors (stderr). */
+extern const char mqr_usage_send[], mqr_usage_recv[], mqr_usage_stat[], mqr_usage_avro[], mqr_usage_schema[];
+
+/* Prints the usage text on stderr and returns 2. */
+int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "mqr: " and the message on stderr; returns 1. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A broker's refusal: "mqr: NAME (code): message"; returns 1. */
+int cli_broker_error(const mqr_error_t *err);
+
+/* Option values, refused whole when not what is asked (`--count abc`, `--timeout -1`). */
+bool cli_long(const char *opt, const char *s, long min, long max, long *out);
+bool cli_seconds(const char *opt, const char *s, double *out);
+bool cli_routing_type(const char *s, int *rt); /* ANYCAST or MULTICAST, any case */
+bool cli_url(const char *s);                   /* tcp://HOST:PORT */
+
+/* The whole of a file or stream; NULL (file: after saying why) on failure. */
+char *cli_read_file(const char *path, size_t *len);
+int cli_read_all(FILE *f, uint8_t **out, size_t *len);
+/* Reads and parses a schema: into cache when given (the cache owns it), else as the
+ * caller's own (*own). NULL after saying why. */
+const mqr_avro_schema_t *cli_load_schema(const char *path, mqr_avro_cache_t *cache, mqr_avro_schema_t **own);
+
+/* A connection error in words a person reads: "connection refused (is mqrd running
+ * and listening there?)". */
+const char *cli_connect_error(const mqr_error_t *err, char *buf, size_t cap);
+
+/* Set by SIGINT/SIGTERM once cli_catch_interrupt has run. */
+extern volatile int cli_interrupted;
+void cli_catch_interrupt(void);
 
 #endif

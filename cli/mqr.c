@@ -1,6 +1,7 @@
-/* mqr: the command-line tool. This issue's commands work on routing configs:
+/* mqr: the command-line tool. Here: the dispatch, --help, and the commands over routing
+ * configs (the others are in cmd_*.c):
  *   mqr config check [FILE]         validate, print a summary or the errors
- *   mqr config show [FILE]          print the routing table
+ *   mqr config show [FILE]          every setting, and the routing table
  *   mqr route [options] ADDRESS     dry-run sends through the config's router
  * Without FILE (or --config) the embedded default config is used. */
 #include <getopt.h>
@@ -9,29 +10,30 @@
 #include <stdlib.h>
 
 #include "commands.h"
-#include "mqr/mqr.h"
 
 #define MAX_DIAGS 64
 
-static const char usage_text[] =
-    "usage: mqr config check [FILE]\n"
-    "       mqr config show [FILE]\n"
-    "       mqr route [--config FILE] [--listener NAME] [--routing-type T] [--dup-id ID]\n"
+static const char usage_config[] =
+    "usage: mqr config check [FILE]   check a config: a summary, or every problem with its line\n"
+    "       mqr config show [FILE]    every setting (listeners, wildcard syntax, address settings\n"
+    "                                 as each address resolves them) and the routing table\n"
+    "  FILE defaults to the embedded conf/mqr.yaml.\n";
+
+static const char usage_route[] =
+    "usage: mqr route [--config FILE] [--listener NAME] [--routing-type ANYCAST|MULTICAST] [--dup-id ID]\n"
     "                 [--count N] [--json] ADDRESS\n"
-    "       mqr schema canonical FILE | mqr schema fingerprint FILE\n"
-    "       mqr avro encode --schema FILE [--single-object]   (JSON lines on stdin)\n"
-    "       mqr avro decode --schema FILE [--schema FILE]... [--reader-schema FILE] [--single-object]\n"
-    "       mqr avro cat [--reader-schema FILE] FILE.avro\n"
-    "       mqr avro write --schema FILE [--codec null|deflate] FILE.avro   (JSON lines on stdin)\n"
-    "       mqr send --url tcp://HOST:PORT [--routing-type T] [--property K=V]... [--durable]\n"
-    "                [--dup-id ID] [--body TEXT | --file F | --json J --schema FILE] [--count N] ADDRESS\n"
-    "       mqr recv --url tcp://HOST:PORT [--routing-type T] [--count N] [--timeout S] [--schema FILE] TARGET\n"
-    "       mqr stat --url tcp://HOST:PORT\n"
-    "       mqr --version | --help\n"
-    "\n"
-    "FILE defaults to the embedded conf/mqr.yaml. `mqr route` prints one line per send:\n"
-    "the status (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID) then the queues that got\n"
-    "it; --json prints one JSON object per line instead. A refused send exits 1.\n";
+    "  Dry-runs N sends through the config's router (no broker): one line per send, the\n"
+    "  status (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID) then the queues that got it;\n"
+    "  --json prints one JSON object per line. A refused send exits 1.\n";
+
+static const char usage_text[] =
+    "usage: mqr COMMAND [OPTIONS] [ARGS]   (mqr COMMAND --help for each)\n"
+    "  send     send messages to a broker          recv     receive messages from a broker\n"
+    "  stat     a broker's addresses and queues    config   check or show a config file\n"
+    "  route    dry-run sends through a config     schema   an Avro schema's canonical form\n"
+    "  avro     encode, decode, read and write Avro\n"
+    "  mqr --version | --help\n"
+    "Exit status: 0 done, 1 an error (said on stderr as \"mqr: ...\"), 2 a usage error.\n";
 
 static int usage(FILE *f, int rc) {
   fputs(usage_text, f);
@@ -43,9 +45,9 @@ static void print_diags(const mqr_diags_t *d) {
   for (uint32_t i = 0; i < d->count; i++) {
     const mqr_error_t *e = &d->items[i];
     mqr_error_format(e, line, sizeof line);
-    fprintf(stderr, "%s: %s\n", e->code ? "error" : "warning", line);
+    fprintf(stderr, "mqr: %s: %s\n", e->code ? "error" : "warning", line);
   }
-  if (d->dropped) fprintf(stderr, "... and %u more\n", d->dropped);
+  if (d->dropped) fprintf(stderr, "mqr: ... and %u more\n", d->dropped);
 }
 
 /* Loads FILE, or the embedded default when path is NULL; prints problems. */
@@ -59,9 +61,9 @@ static mqr_config_t *load(const char *path) {
   if (rc != 0) {
     const char *name = path ? path : mqr_config_default_name();
     if (rc == MQR_ECONFIG)
-      fprintf(stderr, "%s: %u error%s\n", name, d.errors, d.errors == 1 ? "" : "s");
+      fprintf(stderr, "mqr: %s: %u error%s\n", name, d.errors, d.errors == 1 ? "" : "s");
     else if (d.count == 0)
-      fprintf(stderr, "%s: %s\n", name, mqr_strerror(rc));
+      fprintf(stderr, "mqr: %s: %s\n", name, mqr_strerror(rc));
     return NULL;
   }
   return cfg;
@@ -72,7 +74,7 @@ static int build_router(const mqr_config_t *cfg, mqr_router_t *r) {
   int rc = mqr_config_build_router(cfg, r, &e);
   if (rc) {
     char line[1024];
-    fprintf(stderr, "error: %s\n", mqr_error_format(&e, line, sizeof line));
+    fprintf(stderr, "mqr: error: %s\n", mqr_error_format(&e, line, sizeof line));
   }
   return rc;
 }
@@ -121,6 +123,36 @@ static void print_queue_names(FILE *f, const mqr_address_t *a, mqr_routing_type_
   }
 }
 
+/* The fields of settings whose bits are in set, as the config file names them. */
+static void print_settings_set(FILE *f, const char *lead, const mqr_address_settings_t *s, uint32_t set) {
+  fputs(lead, f);
+  if (set & MQR_SET_AUTO_CREATE_ADDRESSES)
+    fprintf(f, " auto-create-addresses=%s", s->auto_create_addresses ? "true" : "false");
+  if (set & MQR_SET_AUTO_CREATE_QUEUES) fprintf(f, " auto-create-queues=%s", s->auto_create_queues ? "true" : "false");
+  if (set & MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE)
+    fprintf(f, " default-address-routing-type=%s", mqr_routing_type_name(s->default_address_routing_type));
+  if (set & MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE)
+    fprintf(f, " default-queue-routing-type=%s", mqr_routing_type_name(s->default_queue_routing_type));
+  if (set & MQR_SET_DEAD_LETTER_ADDRESS) {
+    if (s->dead_letter_address.len)
+      fprintf(f, " dead-letter-address=%.*s", (int)s->dead_letter_address.len, s->dead_letter_address.ptr);
+    else
+      fputs(" dead-letter-address=(none)", f);
+  }
+  if (set & MQR_SET_SEND_TO_DLA_ON_NO_ROUTE)
+    fprintf(f, " send-to-dla-on-no-route=%s", s->send_to_dla_on_no_route ? "true" : "false");
+  if (set & MQR_SET_ID_CACHE_SIZE) fprintf(f, " id-cache-size=%d", s->id_cache_size);
+  if (set & MQR_SET_MAX_SIZE_BYTES) fprintf(f, " max-size-bytes=%lld", (long long)s->max_size_bytes);
+  if (set & MQR_SET_ADDRESS_FULL_POLICY)
+    fprintf(f, " address-full-policy=%s", mqr_full_policy_name(s->address_full_policy));
+  fputc('\n', f);
+}
+
+/* Every field of resolved settings. */
+static void print_settings(FILE *f, const char *lead, const mqr_address_settings_t *s) {
+  print_settings_set(f, lead, s, MQR_SET_ALL);
+}
+
 static int show_address(mqr_address_t *a, void *arg) {
   FILE *f = arg;
   mqr_str_t name = mqr_address_name(a);
@@ -148,13 +180,7 @@ static int show_address(mqr_address_t *a, void *arg) {
     print_queue_names(f, a, MQR_MULTICAST);
     fputc('\n', f);
   }
-  const mqr_address_settings_t *s = mqr_address_settings(a);
-  fprintf(f, "  settings auto-create-addresses=%s auto-create-queues=%s", s->auto_create_addresses ? "true" : "false",
-          s->auto_create_queues ? "true" : "false");
-  if (s->dead_letter_address.len)
-    fprintf(f, " dead-letter-address=%.*s send-to-dla-on-no-route=%s", (int)s->dead_letter_address.len,
-            s->dead_letter_address.ptr, s->send_to_dla_on_no_route ? "true" : "false");
-  fprintf(f, " id-cache-size=%d\n", s->id_cache_size);
+  print_settings(f, "  settings", mqr_address_settings(a));
   return 0;
 }
 
@@ -166,8 +192,30 @@ static int cmd_show(const char *path) {
     mqr_config_destroy(cfg);
     return 1;
   }
-  printf("routing table of %s: %u addresses, %u queues\n", mqr_config_file(cfg), mqr_router_address_count(&r),
-         mqr_router_queue_count(&r));
+  printf("config %s\n", mqr_config_file(cfg));
+  mqr_wildcard_t wc = mqr_config_wildcard(cfg);
+  printf("wildcard-addresses delimiter='%c' any-words='%c' single-word='%c' escape='%c'\n", wc.delimiter, wc.any_words,
+         wc.single_word, wc.escape);
+  for (uint32_t i = 0; i < mqr_config_listener_count(cfg); i++) {
+    const mqr_listener_config_t *l = mqr_config_listener(cfg, i);
+    printf("listener %s host=%s port=%u max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums", l->name, l->host,
+           l->port, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
+    for (uint32_t k = 0; k < l->prefixes.count; k++)
+      printf(" %s-prefix=%.*s", l->prefixes.items[k].type == MQR_ANYCAST ? "anycast" : "multicast",
+             (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);
+    printf("\n");
+  }
+  mqr_address_settings_t dflt;
+  mqr_address_settings_defaults(&dflt);
+  print_settings(stdout, "address-settings default", &dflt);
+  for (uint32_t i = 0; i < mqr_config_settings_count(cfg); i++) {
+    mqr_str_t match;
+    const mqr_address_settings_t *as = mqr_config_settings(cfg, i, &match);
+    char lead[300];
+    snprintf(lead, sizeof lead, "address-settings '%.*s'", (int)match.len, match.ptr);
+    print_settings_set(stdout, lead, as, as->set);
+  }
+  printf("routing table: %u addresses, %u queues\n", mqr_router_address_count(&r), mqr_router_queue_count(&r));
   int rc = mqr_router_foreach_address(&r, show_address, stdout);
   mqr_router_close(&r);
   mqr_config_destroy(cfg);
@@ -220,7 +268,7 @@ static int cmd_route(int argc, char **argv) {
     case 't': {
       mqr_routing_type_t t;
       if (mqr_routing_type_parse(mqr_str(optarg), &t) != 0) {
-        fprintf(stderr, "mqr route: unknown routing type '%s' (expected ANYCAST or MULTICAST)\n", optarg);
+        fprintf(stderr, "mqr: unknown routing type '%s' (expected ANYCAST or MULTICAST)\n", optarg);
         return 2;
       }
       type = t;
@@ -230,26 +278,23 @@ static int cmd_route(int argc, char **argv) {
       char *end;
       count = strtol(optarg, &end, 10);
       if (*end || count < 1 || count > 100000000) {
-        fprintf(stderr, "mqr route: --count must be between 1 and 100000000, not '%s'\n", optarg);
+        fprintf(stderr, "mqr: --count must be between 1 and 100000000, not '%s'\n", optarg);
         return 2;
       }
       break;
     }
-    case 'h': return usage(stdout, 0);
-    default: return usage(stderr, 2);
+    case 'h': fputs(usage_route, stdout); return 0;
+    default: return cli_usage_error(usage_route, NULL);
     }
   }
-  if (optind + 1 != argc) {
-    fprintf(stderr, "mqr route: give exactly one ADDRESS\n");
-    return usage(stderr, 2);
-  }
+  if (optind + 1 != argc) return cli_usage_error(usage_route, "give exactly one ADDRESS");
   const char *address = argv[optind];
   mqr_config_t *cfg = load(path);
   if (cfg == NULL) return 1;
   const mqr_listener_config_t *l = NULL;
   if (listener) {
     if ((l = mqr_config_find_listener(cfg, listener)) == NULL) {
-      fprintf(stderr, "mqr route: %s has no listener '%s'\n", mqr_config_file(cfg), listener);
+      fprintf(stderr, "mqr: %s has no listener '%s'\n", mqr_config_file(cfg), listener);
       mqr_config_destroy(cfg);
       return 1;
     }
@@ -266,7 +311,7 @@ static int cmd_route(int argc, char **argv) {
   mqr_queue_t **targets = malloc(cap * sizeof *targets);
   int rc = 0;
   if (targets == NULL) {
-    fprintf(stderr, "mqr route: out of memory\n");
+    fprintf(stderr, "mqr: out of memory\n");
     rc = 1;
   }
   for (long i = 0; targets && i < count; i++) {
@@ -283,7 +328,7 @@ static int cmd_route(int argc, char **argv) {
       continue;
     }
     if (err) {
-      fprintf(stderr, "mqr route: send %ld refused: %s [%s]\n", i + 1, e.message, mqr_err_name(err));
+      fprintf(stderr, "mqr: send %ld refused: %s [%s]\n", i + 1, e.message, mqr_err_name(err));
       rc = 1;
       break;
     }
@@ -308,6 +353,15 @@ static int cmd_route(int argc, char **argv) {
   return rc;
 }
 
+/* --help (or -h) anywhere among a command's arguments: its usage, on stdout. */
+static bool wants_help(int argc, char **argv) {
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) return false;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr, 2);
   const char *cmd = argv[1];
@@ -316,12 +370,22 @@ int main(int argc, char **argv) {
     printf("mqr %s\n", mqr_version());
     return 0;
   }
+  static const struct {
+    const char *name, *usage;
+  } helps[] = {{"config", usage_config}, {"route", usage_route},   {"schema", mqr_usage_schema},
+               {"avro", mqr_usage_avro}, {"send", mqr_usage_send}, {"recv", mqr_usage_recv},
+               {"stat", mqr_usage_stat}};
+  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
+    if (!strcmp(cmd, helps[i].name) && wants_help(argc, argv)) {
+      fputs(helps[i].usage, stdout);
+      return 0;
+    }
   if (!strcmp(cmd, "config")) {
-    if (argc < 3 || argc > 4) return usage(stderr, 2);
+    if (argc < 3 || argc > 4) return cli_usage_error(usage_config, NULL);
     const char *path = argc == 4 ? argv[3] : NULL;
     if (!strcmp(argv[2], "check")) return cmd_check(path);
     if (!strcmp(argv[2], "show")) return cmd_show(path);
-    return usage(stderr, 2);
+    return cli_usage_error(usage_config, "unknown config command '%s'", argv[2]);
   }
   if (!strcmp(cmd, "route")) return cmd_route(argc - 1, argv + 1);
   if (!strcmp(cmd, "schema")) return mqr_cmd_schema(argc - 1, argv + 1);

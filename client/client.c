@@ -44,6 +44,7 @@ struct mqr_client_s {
   uint8_t *arena;
   size_t arena_cap;
   int64_t next_id;
+  uint32_t server_max_frame; /* from CONNECTED; 0 until then */
   pending_t *pending;
   mqr_client_sub_t *subs;
   int handles;
@@ -175,6 +176,7 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
   switch (f->type) {
   case MQR_FRAME_CONNECTED:
     c->state = C_OPEN;
+    c->server_max_frame = f->u.connected.max_frame > 0 ? (uint32_t)f->u.connected.max_frame : 0;
     if ((p = take_pending(c, P_CONNECT, 0)) != NULL) {
       if (p->cb) p->cb(c, 0, f, p->arg);
       mqr_free(p);
@@ -472,6 +474,15 @@ static int send_frame(mqr_client_t *c, const mqr_client_message_t *m, mqr_str_t 
                              body}}};
   size_t mark = c->out.len;
   int rc = queue_frame(c, &f, err);
+  /* The broker would end the connection for a frame over its limit: refuse it here,
+   * with the limit, and keep the connection. */
+  size_t frame = c->out.len - mark - MQR_FRAME_HEADER;
+  if (rc == 0 && c->server_max_frame && frame > c->server_max_frame) {
+    c->out.len = mark;
+    return mqr_error_set(err, MQR_ELIMIT,
+                         "the message makes a frame of %zu bytes, more than the broker's max-frame-size of %u bytes",
+                         frame, c->server_max_frame);
+  }
   if (rc == 0 && cb && (rc = add_pending(c, P_RECEIPT, receipt, cb, arg, err)) != 0) c->out.len = mark;
   return rc;
 }

@@ -1097,6 +1097,12 @@ uint32_t mqr_config_address_count(const mqr_config_t *cfg) { return cfg->n_addre
 uint32_t mqr_config_queue_count(const mqr_config_t *cfg) { return cfg->n_queues; }
 uint32_t mqr_config_settings_count(const mqr_config_t *cfg) { return cfg->n_settings; }
 
+const mqr_address_settings_t *mqr_config_settings(const mqr_config_t *cfg, uint32_t i, mqr_str_t *match) {
+  if (i >= cfg->n_settings) return NULL;
+  if (match) *match = mqr_str(cfg->settings[i].match);
+  return &cfg->settings[i].s;
+}
+
 const mqr_listener_config_t *mqr_config_listener(const mqr_config_t *cfg, uint32_t i) {
   if (i >= cfg->n_listeners) return NULL;
   return &cfg->listeners[i].pub;

@@ -154,15 +154,8 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     return mqr_error_set(err, MQR_EINVAL, "bad routing type %d", t);
 
   if (req->prefixes) {
-    for (uint32_t i = 0; i < req->prefixes->count; i++) {
-      mqr_str_t px = req->prefixes->items[i].text;
-      if (px.len && px.len <= len && memcmp(p, px.ptr, px.len) == 0) {
-        p += px.len;
-        len -= px.len;
-        t = req->prefixes->items[i].type;
-        break;
-      }
-    }
+    mqr_str_t name = mqr_str_n(p, len);
+    if (mqr_prefixes_strip(req->prefixes, &name, &t)) p = name.ptr, len = name.len;
   }
 
   /* One pass: the reads that hash the name also say whether it holds a ':'; only then
@@ -289,4 +282,17 @@ undo:
     mqr__address_set_info(r, a, saved);
   res->flags = 0;
   return rc;
+}
+
+bool mqr_prefixes_strip(const mqr_prefixes_t *px, mqr_str_t *name, int *routing_type) {
+  for (uint32_t i = 0; px && i < px->count; i++) {
+    mqr_str_t t = px->items[i].text;
+    if (t.len && t.len <= name->len && memcmp(name->ptr, t.ptr, t.len) == 0) {
+      name->ptr += t.len;
+      name->len -= t.len;
+      *routing_type = px->items[i].type;
+      return true;
+    }
+  }
+  return false;
 }

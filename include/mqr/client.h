@@ -52,7 +52,9 @@ typedef struct {
 
 /* Queues a SEND. With cb, a receipt is asked for and cb gets it (status 0, answer the
  * RECEIPT) or the broker's error (status its code, answer the ERROR); without, the send
- * is fire-and-forget (a refusal reaches on_error). Strings are copied. */
+ * is fire-and-forget (a refusal reaches on_error). Strings are copied. Errors:
+ * MQR_ELIMIT when the frame would be over the max-frame-size the broker announced in
+ * CONNECTED (nothing is queued and the connection stays), MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_send(mqr_client_t *c, const mqr_client_message_t *m, mqr_client_done_fn cb, void *arg,
                                mqr_error_t *err);
 

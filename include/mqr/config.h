@@ -79,6 +79,10 @@ MQR_EXTERN const mqr_listener_config_t *mqr_config_find_listener(const mqr_confi
 MQR_EXTERN uint32_t mqr_config_address_count(const mqr_config_t *cfg);
 MQR_EXTERN uint32_t mqr_config_queue_count(const mqr_config_t *cfg);
 MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
+/* The i-th address-settings entry as written (its `set` bits say which fields it gives;
+ * the others are inherited), with its match in *match; NULL past the end. Valid as long
+ * as cfg. */
+MQR_EXTERN const mqr_address_settings_t *mqr_config_settings(const mqr_config_t *cfg, uint32_t i, mqr_str_t *match);
 
 /* Initialises r (mqr_router_init) with the config's wildcard syntax and fills it with
  * its address settings, addresses and queues. 0, or MQR_ENOMEM (r is closed again and

@@ -341,6 +341,12 @@ typedef struct {
   } items[MQR_PREFIX_MAX];
 } mqr_prefixes_t;
 
+/* When name starts with one of px's prefixes (the first that matches): takes it off
+ * name, sets *routing_type to the prefix's type, and returns true; else changes nothing.
+ * px may be NULL. The router does this for sends; a protocol head does it for a
+ * consumer's target too, as Artemis does. Allocates nothing; any thread. */
+MQR_EXTERN bool mqr_prefixes_strip(const mqr_prefixes_t *px, mqr_str_t *name, int *routing_type);
+
 /* ---------------------------------------------------------------------------------- */
 /* The router                                                                           */
 /* ---------------------------------------------------------------------------------- */

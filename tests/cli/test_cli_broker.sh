@@ -11,14 +11,17 @@ passed=0
 failed=0
 cat >"$tmp/mqr.yaml" <<'YAML'
 listeners:
-  - {name: main, host: 127.0.0.1, port: 0}
+  - {name: main, host: 127.0.0.1, port: 0, anycast-prefix: "anycast://", multicast-prefix: "multicast://"}
 address-settings:
   "#": {auto-create-addresses: true, auto-create-queues: true}
   "closed.#": {auto-create-addresses: false}
+  "block.#": {max-size-bytes: 300, address-full-policy: BLOCK}
 addresses:
   orders: {anycast: [orders]}
   news: {multicast: [news.a, news.b]}
   weather: {anycast: [weather]}
+  block.a: {anycast: [block.a]}
+  tagged: {anycast: [tagged]}
 YAML
 "$mqrd" --config "$tmp/mqr.yaml" 2>"$tmp/mqrd.log" &
 pid=$!
@@ -56,9 +59,70 @@ grep -q "^  orders  *address=orders  *ANYCAST   depth=1 " "$tmp/out" \
   && { echo "ok   stat-content"; passed=$((passed + 1)); } \
   || { echo "FAIL stat-content"; cat "$tmp/out"; failed=$((failed + 1)); }
 expect no-broker 1 "" "cannot connect to tcp://127.0.0.1:1" -- "$mqr" stat --url tcp://127.0.0.1:1
-expect bad-url 1 "" "must be tcp://HOST:PORT" -- "$mqr" stat --url http://x
+expect bad-url 2 "" "must be tcp://HOST:PORT" -- "$mqr" stat --url http://x
+expect refused 1 "" "connection refused (is mqrd running and listening there?)" -- "$mqr" stat --url tcp://127.0.0.1:1
+expect send-refused-conn 1 "" "cannot connect to tcp://127.0.0.1:1: connection refused" -- \
+  "$mqr" send --url tcp://127.0.0.1:1 --body x orders
+
+# Option values are checked whole; usage errors exit 2 with the usage.
+expect bad-timeout 2 "" "--timeout takes seconds" -- "$mqr" recv --url "$url" --timeout abc orders
+expect bad-count 2 "" "--count takes a whole number from 1" -- "$mqr" send --url "$url" --count 3x --body x orders
+expect bad-type 2 "" "--routing-type takes ANYCAST or MULTICAST" -- "$mqr" send --url "$url" --routing-type any x
+expect bad-option 2 "" "usage: mqr recv" -- "$mqr" recv --url "$url" --frobnicate orders
+for c in send recv stat config route schema avro; do
+  expect "help-$c" 0 "*" "" -- "$mqr" "$c" --help
+  head -1 "$tmp/out" | grep -q "^usage: mqr $c" && { echo "ok   help-$c-usage"; passed=$((passed + 1)); } \
+    || { echo "FAIL help-$c-usage: $(head -1 "$tmp/out")"; failed=$((failed + 1)); }
+done
+expect help-sub 0 "*" "" -- "$mqr" avro cat --help
+expect help-top 0 "*" "" -- "$mqr" --help
+
+# A send that reaches no queue says so, and fails unless that is expected.
+expect send-unrouted 1 "sent 2 to lonely: NO_BINDINGS 2" \
+  "dropped: address 'lonely' has no queues (it is MULTICAST), so 2 messages went nowhere" -- \
+  "$mqr" send --url "$url" --count 2 --body x lonely
+expect send-unrouted-ok 0 "sent 1 to lonely: NO_BINDINGS 1" "" -- "$mqr" send --url "$url" --allow-unrouted --body x lonely
+# Over the listener's max-frame-size: the limit, and the connection is not just "closed".
+head -c 1100000 /dev/zero | tr '\0' 'x' >"$tmp/big"
+expect send-too-big 1 "" "more than the broker's max-frame-size of 1048576 bytes" -- \
+  "$mqr" send --url "$url" --file "$tmp/big" orders
+# Under BLOCK the receipts wait for room: the send times out, saying why.
+expect send-block-timeout 1 "" "of 5 receipts: the address may be full and its address-full-policy BLOCK" -- \
+  "$mqr" send --url "$url" --timeout 0.5 --count 5 --body "$(head -c 100 /dev/zero | tr '\0' 'b')" block.a
+expect drain-block 0 "*" "" -- "$mqr" recv --url "$url" --count 5 block.a
+
+# recv: the message's metadata, as text and as JSON; prefixes as for send.
+expect send-props 0 "sent 2 to anycast://tagged: OK 2" "" -- \
+  "$mqr" send --url "$url" --property customer=ann --property n=2 --body "2 apples" --count 2 anycast://tagged
+expect recv-verbose 0 "*" "" -- "$mqr" recv --url "$url" --verbose anycast://tagged
+grep -q "^message [0-9]* delivery 1 delivery-count 1 address tagged ANYCAST$" "$tmp/out" \
+  && grep -qx "property customer=ann" "$tmp/out" && grep -qx "property n=2" "$tmp/out" && grep -qx "2 apples" "$tmp/out" \
+  && { echo "ok   recv-verbose-content"; passed=$((passed + 1)); } \
+  || { echo "FAIL recv-verbose-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+expect recv-json 0 "*" "" -- "$mqr" recv --url "$url" --json tagged
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["body"]=="2 apples" and m["properties"]=={"customer":"ann","n":"2"} and m["address"]=="tagged" and m["routing_type"]=="ANYCAST" and m["delivery_count"]==1 and m["message_id"]>0, m' "$tmp/out" \
+  && { echo "ok   recv-json-content"; passed=$((passed + 1)); } \
+  || { echo "FAIL recv-json-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+# --follow receives until interrupted, then exits 0 (orders still holds "once").
+"$mqr" recv --url "$url" --follow orders >"$tmp/follow" 2>"$tmp/follow.err" &
+fpid=$!
+sleep 0.3
+"$mqr" send --url "$url" --count 2 --body followed orders >/dev/null
+for _ in $(seq 100); do [ "$(wc -l <"$tmp/follow")" -ge 3 ] && break; sleep 0.05; done
+kill -INT $fpid
+wait $fpid
+frc=$?
+[ "$frc" = 0 ] && [ "$(cat "$tmp/follow")" = "once
+followed
+followed" ] && { echo "ok   recv-follow"; passed=$((passed + 1)); } \
+  || { echo "FAIL recv-follow: exit $frc"; cat "$tmp/follow" "$tmp/follow.err"; failed=$((failed + 1)); }
+expect stat-json 0 "*" "" -- "$mqr" stat --url "$url" --json
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); q={x["name"]: x for x in s["queues"]}; assert q["orders"]["address"]=="orders" and q["orders"]["routing_type"]=="ANYCAST" and s["connections"]>=1, s' "$tmp/out" \
+  && { echo "ok   stat-json-content"; passed=$((passed + 1)); } \
+  || { echo "FAIL stat-json-content"; cat "$tmp/out"; failed=$((failed + 1)); }
 expect send-usage 2 "" "usage: mqr send" -- "$mqr" send --url "$url"
-expect mqrd-check 0 "$tmp/mqr.yaml: ok: 1 listeners, 3 addresses, 4 queues, 2 address-settings" "" -- "$mqrd" --check --config "$tmp/mqr.yaml"
+expect mqrd-check 0 "$tmp/mqr.yaml: ok: 1 listeners, 5 addresses, 6 queues, 3 address-settings" "" -- "$mqrd" --check --config "$tmp/mqr.yaml"
+expect mqrd-urls 0 "tcp://127.0.0.1:0" "" -- "$mqrd" --urls --config "$tmp/mqr.yaml"
 printf 'addresses:\n  a: {anycast: {q: {max-consumers: -5}}}\n' >"$tmp/bad.yaml"
 expect mqrd-check-bad 1 "" "bad.yaml:2:" -- "$mqrd" --check --config "$tmp/bad.yaml"
 expect mqrd-version 0 "*" "" -- "$mqrd" --version

@@ -1,0 +1,160 @@
+/* What the mqr tool's commands share: errors and usage, option values, files and
+ * schemas, interrupts. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "commands.h"
+
+int cli_usage_error(const char *usage, const char *fmt, ...) {
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mqr: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+  }
+  fputs(usage, stderr);
+  return 2;
+}
+
+int cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("mqr: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return 1;
+}
+
+int cli_broker_error(const mqr_error_t *err) {
+  return cli_error("%s (%d): %s", mqr_err_name(err->code), err->code, err->message);
+}
+
+bool cli_long(const char *opt, const char *s, long min, long max, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || errno || v < min || v > max) {
+    cli_error("%s takes a whole number from %ld to %ld, not '%s'", opt, min, max, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_seconds(const char *opt, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (*s == '\0' || *end != '\0' || errno || !isfinite(v) || v < 0 || v > 86400 * 365) {
+    cli_error("%s takes seconds (a number, 0 or more, such as 2 or 0.5), not '%s'", opt, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_routing_type(const char *s, int *rt) {
+  if (!strcasecmp(s, "anycast")) return *rt = MQR_ANYCAST, true;
+  if (!strcasecmp(s, "multicast")) return *rt = MQR_MULTICAST, true;
+  cli_error("--routing-type takes ANYCAST or MULTICAST, not '%s'", s);
+  return false;
+}
+
+bool cli_url(const char *s) {
+  struct sockaddr_storage sa;
+  mqr_error_t err;
+  if (mqr_client_parse_url(s, &sa, &err) == 0) return true;
+  cli_error("--url: %s", err.message);
+  return false;
+}
+
+int cli_read_all(FILE *f, uint8_t **out, size_t *len) {
+  size_t cap = 65536, n = 0;
+  uint8_t *buf = malloc(cap);
+  if (buf == NULL) return -1;
+  for (;;) {
+    if (n == cap) {
+      uint8_t *p = realloc(buf, cap *= 2);
+      if (p == NULL) {
+        free(buf);
+        return -1;
+      }
+      buf = p;
+    }
+    size_t k = fread(buf + n, 1, cap - n, f);
+    n += k;
+    if (k == 0) break;
+  }
+  if (ferror(f)) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    cli_error("%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  uint8_t *data = NULL;
+  if (cli_read_all(f, &data, len) != 0) cli_error("%s: cannot read it", path);
+  fclose(f);
+  return (char *)data;
+}
+
+const mqr_avro_schema_t *cli_load_schema(const char *path, mqr_avro_cache_t *cache, mqr_avro_schema_t **own) {
+  size_t len;
+  char *text = cli_read_file(path, &len);
+  if (text == NULL) return NULL;
+  const mqr_avro_schema_t *s = NULL;
+  mqr_error_t err;
+  mqr_error_clear(&err);
+  int rc = cache ? mqr_avro_cache_add(cache, text, len, &s, &err) : mqr_avro_schema_parse(text, len, own, &err);
+  if (rc == 0 && !cache) s = *own;
+  if (rc) {
+    char line[1024];
+    snprintf(err.file, sizeof err.file, "%s", path);
+    cli_error("%s", mqr_error_format(&err, line, sizeof line));
+    s = NULL;
+  }
+  free(text);
+  return s;
+}
+
+const char *cli_connect_error(const mqr_error_t *err, char *buf, size_t cap) {
+  const char *m = err->message;
+  if (strstr(m, "refused"))
+    snprintf(buf, cap, "connection refused (is mqrd running and listening there?)");
+  else if (err->code == MQR_ETIMEOUT)
+    snprintf(buf, cap, "no answer in time (%s)", m);
+  else
+    snprintf(buf, cap, "%s", m);
+  return buf;
+}
+
+volatile int cli_interrupted;
+
+static void on_interrupt(int sig) {
+  (void)sig;
+  cli_interrupted = 1;
+}
+
+void cli_catch_interrupt(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt; /* no SA_RESTART: a blocked wait returns */
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
