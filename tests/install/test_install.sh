@@ -17,7 +17,8 @@ libdir=$(ls -d "$p"/lib*/ | head -1)
 libdir=${libdir%/}
 
 # What is installed: every library whose header is installed, shared with a versioned
-# SONAME and static; both tools; pkg-config and CMake files.
+# SONAME and static; both tools; man pages, the default config and the systemd unit;
+# pkg-config and CMake files.
 for h in mqr common routing codec config protocol broker client; do
   test -f "$p/include/mqr/$h.h" || fail "no include/mqr/$h.h"
 done
@@ -32,6 +33,11 @@ done
 test -f "$libdir/pkgconfig/mqr.pc" || fail "no mqr.pc"
 test -x "$p/bin/mqr" || fail "no bin/mqr"
 test -x "$p/sbin/mqrd" || fail "no sbin/mqrd"
+for m in man1/mqr.1 man5/mqr.yaml.5 man8/mqrd.8; do
+  test -s "$p/share/man/$m" || fail "no man page $m"
+done
+test -s "$p/share/mqr/systemd/mqrd.service" || fail "no systemd unit"
+"$p/sbin/mqrd" --check --config "$p/share/mqr/mqr.yaml" >/dev/null || fail "the installed default config"
 "$p/sbin/mqrd" --version >/dev/null || fail "the installed mqrd does not run"
 
 # The docs' examples, as a user copies them.
