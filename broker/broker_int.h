@@ -1,17 +1,25 @@
-/* The broker's insides, shared by its sources (nothing here is installed):
+/* The broker's insides, shared by its sources (nothing here is installed). The core,
+ * with no sockets (core.h has the interfaces its protocol heads implement):
  *
- *   store.c   pools: messages by size class, queue entries, write requests; the
- *             in-memory queue store behind the store interface
- *   ack.c     a consumer's in-flight deliveries by number (an ack in O(1))
- *   broker.c  doSend (route, store once, enqueue), subscriptions, dispatch within
- *             credit, acknowledgements, redelivery, address accounting and policies
- *   server.c  listeners, connections, frames, one uv_write per connection per loop pass;
- *             timeouts, heartbeats and peers gone while paused (a 250 ms timer)
+ *   broker.c     creating, reloading and closing the broker; what it holds
+ *   send.c       doSend: route, account the address, store once, enqueue
+ *   dispatch.c   deliveries within credit to ready consumers; acks; credit
+ *   subscribe.c  subscriptions by the Artemis rules; consumers and sessions
+ *   store.c      pools: messages by size class, queue entries; the in-memory store
+ *   ack.c        a consumer's in-flight deliveries by number (an ack in O(1))
+ *
+ * and its protocol heads:
+ *
+ *   inproc.c     in-process consumers (mqr_broker_subscribe)
+ *   server.c     the native protocol: listeners, connections, frames, one uv_write per
+ *                connection per loop pass; timeouts, heartbeats and peers gone while
+ *                paused (a 250 ms timer)
  *
  * One libuv loop owns all of it (docs/architecture.md): no locks. */
 #ifndef MQR_BROKER_INT_H
 #define MQR_BROKER_INT_H
 
+#include "core.h"
 #include "mqr/broker.h"
 
 /* ---- pools ---------------------------------------------------------------------------- */
@@ -47,7 +55,7 @@ typedef struct mqr__acct_s {
   int64_t bytes; /* stored bytes of its messages that some queue still holds */
   int64_t max;   /* max-size-bytes, -1 unbounded */
   mqr_full_policy_t policy;
-  struct mqr__conn_s **blocked; /* producers paused on it (BLOCK) */
+  mqr__producer_t **blocked; /* producers paused on it (BLOCK) */
   uint32_t n_blocked, cap_blocked;
   struct mqr__acct_s *next; /* the broker's list */
 } mqr__acct_t;
@@ -67,12 +75,12 @@ typedef struct mqr__msg_s {
 #define MQR__MSG_CLASSES 21 /* 64 B to 64 MiB */
 
 /* A message in a queue, or in flight to a consumer (then on its unacked list). */
-typedef struct mqr__entry_s {
+struct mqr__entry_s {
   struct mqr__entry_s *next, *prev;
   mqr__msg_t *msg;
   int64_t delivery;       /* while in flight */
   int32_t delivery_count; /* deliveries so far */
-} mqr__entry_t;
+};
 
 /* ---- queue storage ------------------------------------------------------------------------ */
 
@@ -119,83 +127,24 @@ struct mqr_broker_consumer_s {
   mqr__entry_t **idx;
   uint32_t idx_mask, idx_n; /* idx_mask + 1 slots; 0 before the first delivery */
   bool closing;             /* unsubscribed while its queue was dispatching */
-  int64_t too_big;          /* the id of a message too long for its client's max_frame: held for others */
-  /* A network consumer writes to its connection; an in-process one calls fn. */
-  struct mqr__conn_s *conn;
-  mqr_deliver_fn fn;
-  void *arg;
-  struct mqr_broker_consumer_s *conn_next; /* the connection's consumers */
+  int64_t too_big;          /* the id of a message its head refused for good: held for others */
+  /* Its protocol head: how deliveries go (core.h), and the head's own context (the
+   * native protocol's connection; an in-process consumer's callback argument). */
+  const mqr__consumer_ops_t *ops;
+  void *ctx;
+  mqr_deliver_fn fn; /* in-process consumers' callback */
+  mqr__session_t *session;
+  struct mqr_broker_consumer_s *session_next; /* the session's consumers */
 };
 
-/* ---- connections (server.c) ---------------------------------------------------------------- */
-
-/* One write: segments of the request's own bytes (heads, control frames) and of stored
- * messages (held by a reference until the write completes). */
-typedef struct {
-  const uint8_t *ptr; /* NULL: own bytes at off */
-  size_t off, len;
-} mqr__seg_t;
-
-typedef struct mqr__wreq_s {
-  uv_write_t req;
-  struct mqr__conn_s *conn;
-  mqr__seg_t *segs;
-  uint32_t n_segs, cap_segs;
-  uint8_t *bytes;
-  size_t n_bytes, cap_bytes;
-  mqr__msg_t **msgs;
-  uint32_t n_msgs, cap_msgs;
-  uv_buf_t *bufs;
-  uint32_t cap_bufs;
-  size_t total;
-  struct mqr__wreq_s *next_free;
-} mqr__wreq_t;
-
-typedef struct mqr__listener_s {
-  uv_tcp_t tcp;
-  mqr_broker_t *b;
-  const mqr_listener_config_t *cfg; /* = &own: a reload frees the config it came from */
-  mqr_listener_config_t own;
-  char *strings; /* own's name, host and prefixes */
-  int port;
-  bool open;
-  /* A connection for which there is no memory is accepted into spare and closed, so
-   * that libuv, which stops accepting until uv_accept is called, keeps accepting and the
-   * client sees the close; one that comes while spare is closing waits for the tick. */
-  uv_tcp_t spare;
-  bool refusing, accept_pending;
-} mqr__listener_t;
-
-typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__conn_state_t;
-
-typedef struct mqr__conn_s {
-  uv_tcp_t tcp;
-  mqr_broker_t *b;
-  mqr__listener_t *l;
-  int64_t session;
-  mqr__conn_state_t state;
-  uint8_t *rbuf; /* bytes read and not yet taken: rbuf[rpos..rlen) */
-  size_t rpos, rlen, rcap;
-  bool rbuf_pooled;
-  bool reading;
-  uint32_t blocked_on; /* accounts whose BLOCK pauses it */
-  mqr__wreq_t *out;    /* this pass's writes */
-  size_t in_flight;    /* bytes handed to uv_write and not yet written */
-  uint32_t writes;     /* uv_writes not yet called back */
-  bool dirty, resume, closed;
-  bool deferred;                             /* stopped after its share of frames in a pass: goes on in the next */
-  bool ping_out;                             /* a PING sent and nothing heard since */
-  uint32_t peer_max_frame;                   /* the largest frame the client takes (its CONNECT) */
-  uint64_t opened_ms, heard_ms, progress_ms; /* uv_now of: accept; last bytes read; last write done */
-  struct mqr__conn_s *next_dirty, *next_resume;
-  mqr_broker_consumer_t *consumers;
-  char peer[64];
-  struct mqr__conn_s *next, *prev; /* the broker's list */
-} mqr__conn_t;
-
-#define MQR__READ_CHUNK 65536
-#define MQR__FRAMES_PER_PASS 256 /* frames one connection has handled before the loop serves others */
-#define MQR__MIN_PEER_FRAME 1024 /* the smallest max_frame a client may declare */
+/* The native protocol's state (native/native.h): the broker keeps its listeners and
+ * connections, which only that head's sources look into. */
+struct mqr__listener_s;
+struct mqr__conn_s;
+struct mqr__wreq_s;
+typedef struct mqr__listener_s mqr__listener_t;
+typedef struct mqr__conn_s mqr__conn_t;
+typedef struct mqr__wreq_s mqr__wreq_t;
 
 /* ---- the broker ------------------------------------------------------------------------------ */
 
@@ -220,6 +169,7 @@ struct mqr_broker_s {
   uint32_t msg_n_free[MQR__MSG_CLASSES];
   mqr__bq_t *queues;
   mqr__acct_t *accts;
+  mqr__session_t inproc; /* in-process consumers' */
   mqr__listener_t *listeners;
   uint32_t n_listeners;
   mqr__conn_t *conns;
@@ -281,28 +231,25 @@ typedef struct {
 
 int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
                  mqr_error_t *err);
-int mqr__subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
-                   mqr_broker_consumer_t **out, mqr_error_t *err);
-/* Ends a consumer (deferred while its queue dispatches); true when its queue, temporary,
- * went with it. */
+/* send.c: a queue's and an address's state, made on first use (NULL: out of memory). */
+mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q);
+void mqr__acct_settings(mqr__acct_t *a); /* max-size-bytes and policy as they resolve now */
+/* The account has room again: its paused producers that wait on nothing else resume. */
+void mqr__acct_release(mqr__acct_t *a);
+void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
+/* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
+ * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
+/* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
-void mqr__acct_block(mqr__acct_t *a, mqr__conn_t *c);
-void mqr__acct_unblock_conn(mqr_broker_t *b, mqr__conn_t *c);
 
-/* server.c */
+/* The native protocol (native/): listeners and connections on the broker's loop. */
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err);
 void mqr__server_close(mqr_broker_t *b);
-bool mqr__conn_paused(const mqr__conn_t *c);
-/* 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame its client declared. */
-int mqr__conn_deliver(mqr__conn_t *c, int64_t subscription, mqr__entry_t *e);
-/* Tells network consumer k's client that e is held back from it (MQR_ELIMIT above). */
-void mqr__conn_too_big(mqr_broker_consumer_t *k, const mqr__entry_t *e);
-void mqr__conn_resume(mqr__conn_t *c);
 void mqr__server_flush(mqr_broker_t *b);
 void mqr__broker_wake(mqr_broker_t *b); /* writes or resumes are waiting: flush next pass */
-void mqr__server_free_pools(mqr_broker_t *b);
-#define MQR__TICK_MS 250 /* how often the broker looks at its connections' clocks */
+void mqr__server_free(mqr_broker_t *b); /* its pools and listeners, once every handle closed */
+#define MQR__TICK_MS 250                /* how often the broker looks at its connections' clocks */
 void mqr__server_tick(uv_timer_t *t);
 void mqr__broker_handle_closed(mqr_broker_t *b);
 

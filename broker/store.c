@@ -80,11 +80,7 @@ void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m) {
   if (a) {
     bool was_full = a->max >= 0 && a->bytes >= a->max;
     a->bytes -= m->len;
-    if (was_full && a->bytes < a->max && a->n_blocked) {
-      /* Below the limit again: the producers it paused may read on. */
-      for (uint32_t i = 0; i < a->n_blocked; i++) mqr__conn_resume(a->blocked[i]);
-      a->n_blocked = 0;
-    }
+    if (was_full && a->bytes < a->max && a->n_blocked) mqr__acct_release(a); /* below the limit again */
   }
   if (b->msg_n_free[m->cls] >= class_cap(m->cls)) {
     mqr_free(m);

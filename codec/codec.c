@@ -416,8 +416,9 @@ static __attribute__((noinline, cold)) int encode_failed(const mqr_avro_codec_t 
   return rc;
 }
 
-int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
-                         mqr_error_t *err) {
+/* The general encoder: every value, every error. */
+int mqr_avro_encode_general(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
+                            mqr_error_t *err) {
   size_t mark = out->len;
   int rc;
   if (out->data != NULL && c->root->flat) {
@@ -431,10 +432,9 @@ int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_
 }
 
 /* The encoder's fast leaves, one for each kind of flat root (plan.h): three arguments
- * (mqr_avro_encode, inline in codec.h, keeps the other two in its caller), and the
- * bounded one has no inner loop for STRS and no room check per op. Together that took
- * the registers saved from six on entry to two, after the first checks (GCC 12;
- * docs/architecture.md has the instructions and nanoseconds). */
+ * (mqr_avro_encode keeps the other two for the general encoder), and the bounded one has
+ * no inner loop for STRS and no room check per op, which keeps the registers saved on
+ * entry few. */
 __attribute__((always_inline)) static inline int enc_fast(const mqr_avro_codec_t *c, const void *value,
                                                           mqr_avro_buf_t *out, const bool checked) {
   if (__builtin_expect(out->data == NULL, 0)) return 1;
@@ -456,8 +456,9 @@ __attribute__((noinline)) static int enc_fast_bounded(const mqr_avro_codec_t *c,
 }
 
 /* The cheapest leaf, here, for a bounded root of strings and bytes only: their offsets in
- * a row, no dispatch. The other roots jump to theirs. */
-int mqr__avro_encode_flat(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out) {
+ * a row, no dispatch. The other roots jump to theirs. 0, or 1 having written nothing, for
+ * the general encoder. */
+int mqr_avro_encode_fast(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out) {
   const uint32_t *o = c->str_offs;
   if (o == NULL) {
     if (c->fast == MQR__FAST_BOUNDED) return enc_fast_bounded(c, value, out);
@@ -724,8 +725,9 @@ __attribute__((always_inline)) static inline const uint8_t *dec_flat_fast(const 
 }
 #undef ONE_BYTE
 
-int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
-                         mqr_avro_arena_t *arena, mqr_error_t *err) {
+/* The general decoder: every value, every error. */
+int mqr_avro_decode_general(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
+                            mqr_avro_arena_t *arena, mqr_error_t *err) {
   mqr_avro_arena_t none = {NULL, 0, 0};
   mqr__rd_t r = mqr__rd_init(in, len, err);
   int rc = dec(c->root, &r, value, arena ? arena : &none, 0);
@@ -733,8 +735,8 @@ int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t le
   return rc;
 }
 
-/* The decoder's fast leaves, as the encoder's: three arguments and a length (the inline
- * mqr_avro_decode keeps used, arena and err), and the bounded root's without the STRS
+/* The decoder's fast leaves, as the encoder's: three arguments and a length
+ * (mqr_avro_decode keeps used, arena and err), and the bounded root's without the STRS
  * loop. */
 __attribute__((always_inline)) static inline ptrdiff_t dec_fast(const mqr_avro_codec_t *c, const uint8_t *in,
                                                                 size_t len, void *value, const bool checked) {
@@ -748,7 +750,8 @@ __attribute__((noinline)) static ptrdiff_t dec_fast_checked(const mqr_avro_codec
   return dec_fast(c, in, len, value, true);
 }
 
-ptrdiff_t mqr__avro_decode_flat(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value) {
+/* The bytes read, or -1 for the general decoder. */
+ptrdiff_t mqr_avro_decode_fast(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value) {
   if (__builtin_expect(c->fast != MQR__FAST_BOUNDED, 0))
     return c->fast == MQR__FAST_CHECKED ? dec_fast_checked(c, in, len, value) : -1;
   return dec_fast(c, in, len, value, false);

@@ -12,6 +12,13 @@
 
 #include "mqr/routing.h"
 
+/* The pool. */
+typedef struct {
+  void *free_list;
+  void **chunks;
+  uint32_t n_chunks, cap_chunks;
+} mqr__cellpool_t;
+
 #define MQR__CELL_SIZE 128u
 #define MQR__CELLPOOL_CHUNK 65536u
 

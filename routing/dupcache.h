@@ -14,6 +14,11 @@
 
 #include "mqr/routing.h"
 
+/* What a router's duplicate-id caches may hold together, and hold now (bytes). */
+typedef struct {
+  size_t used, limit;
+} mqr__dupbudget_t;
+
 #define MQR__DUP_INLINE 64
 #define MQR__DUP_FIRST 16 /* ids a new cache has room for */
 

@@ -77,7 +77,7 @@ static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *wh
 static int auto_create_address(mqr_router_t *r, const mqr__key_t *k, int t, mqr_address_t **out,
                                mqr_route_result_t *res, mqr_error_t *err) {
   mqr_str_t name = mqr_str_n(k->ptr, k->len);
-  if (mqr_wildcard_is_pattern(&r->wildcard, name)) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
+  if (mqr_wildcard_is_pattern(&RT(r)->wildcard, name)) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
   if (name.len > MQR__NAME_MAX)
     return mqr_error_set(err, MQR_ENAMETOOLONG, "address name of %zu bytes is too long", name.len);
   mqr_address_settings_t s;
@@ -177,7 +177,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   /* The slot has the routing types and the flags: an existing address is found and
    * checked without reading it. */
   int rc;
-  const mqr__slot_t *slot = mqr__table_slot(&r->addresses, &k);
+  const mqr__slot_t *slot = mqr__table_slot(&RT(r)->addresses, &k);
   mqr_address_t *a, *created = NULL;
   mqr_routing_set_t types;
   mqr_address_info_t saved;
@@ -227,13 +227,13 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
   bool check_dup = req->duplicate_id.len && a->bind.cold->settings.id_cache_size > 0;
   if (check_dup && a->bind.dups == NULL &&
-      (rc = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size, &r->dups, &a->bind.dups)) != 0) {
+      (rc = mqr__dupcache_create((uint32_t)a->bind.cold->settings.id_cache_size, &RT(r)->dups, &a->bind.dups)) != 0) {
     rc =
         rc == MQR_ELIMIT
             ? mqr_error_set(err, MQR_ELIMIT,
                             "the duplicate-id caches hold their limit (%zu bytes): no cache for '%.*s', whose send has "
                             "a duplicate id",
-                            r->dups.limit, (int)name.len, name.ptr)
+                            RT(r)->dups.limit, (int)name.len, name.ptr)
             : mqr_error_set(err, rc, "%s creating the duplicate-id cache of '%.*s'", mqr_strerror(rc), (int)name.len,
                             name.ptr);
     goto undo;
@@ -247,7 +247,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
 
   res->address = a;
-  if (check_dup && mqr__dupcache_check_add(a->bind.dups, req->duplicate_id, &r->dups)) {
+  if (check_dup && mqr__dupcache_check_add(a->bind.dups, req->duplicate_id, &RT(r)->dups)) {
     res->status = MQR_ROUTE_DUPLICATE_ID;
     return 0;
   }

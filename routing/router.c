@@ -13,18 +13,18 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
   int rc = mqr_wildcard_validate(&w, NULL);
   if (rc) return rc;
   memset(r, 0, sizeof *r);
-  r->wildcard = w;
+  RT(r)->wildcard = w;
   /* Both kinds of object keep their name's bytes right after the struct. */
-  mqr__table_init(&r->addresses, offsetof(mqr_address_t, key.name), MQR__ADDRESS_NAME_OFF);
-  mqr__cellpool_init(&r->cells);
-  mqr__table_init(&r->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
-  r->dups.limit = MQR_DEFAULT_ID_CACHE_LIMIT;
+  mqr__table_init(&RT(r)->addresses, offsetof(mqr_address_t, key.name), MQR__ADDRESS_NAME_OFF);
+  mqr__cellpool_init(&RT(r)->cells);
+  mqr__table_init(&RT(r)->queues, offsetof(mqr_queue_t, name), sizeof(mqr_queue_t));
+  RT(r)->dups.limit = MQR_DEFAULT_ID_CACHE_LIMIT;
   return 0;
 }
 
-void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes) { r->dups.limit = bytes; }
+void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes) { RT(r)->dups.limit = bytes; }
 
-size_t mqr_router_id_cache_bytes(const mqr_router_t *r) { return r->dups.used; }
+size_t mqr_router_id_cache_bytes(const mqr_router_t *r) { return RT(r)->dups.used; }
 
 static void free_queue(mqr_queue_t *q) { mqr_free(q); }
 
@@ -33,28 +33,28 @@ static void free_address(mqr_router_t *r, mqr_address_t *a) {
   mqr_free(a->bind.anycast);
   mqr_free(a->bind.multicast);
   mqr_free(cold->own);
-  mqr__dupcache_destroy(a->bind.dups, &r->dups);
+  mqr__dupcache_destroy(a->bind.dups, &RT(r)->dups);
   if (cold->block)
     mqr_free(cold->block);
   else
-    mqr__cellpool_put(&r->cells, a);
+    mqr__cellpool_put(&RT(r)->cells, a);
   mqr_free(cold);
 }
 
 void mqr_router_close(mqr_router_t *r) {
-  mqr__slot_t *s = r->addresses.slots;
-  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+  mqr__slot_t *s = RT(r)->addresses.slots;
+  for (uint32_t i = 0; s && i <= RT(r)->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
     if (a == NULL) continue;
     for (uint32_t k = 0; k < a->bind.cold->n_own; k++) free_queue(a->bind.cold->own[k]);
     free_address(r, a);
   }
-  mqr__table_free(&r->addresses);
-  mqr__table_free(&r->queues);
-  mqr__cellpool_free(&r->cells);
-  mqr_free(r->wildcards);
-  for (uint32_t i = 0; i < r->n_settings; i++) mqr_free(r->settings[i]);
-  mqr_free(r->settings);
+  mqr__table_free(&RT(r)->addresses);
+  mqr__table_free(&RT(r)->queues);
+  mqr__cellpool_free(&RT(r)->cells);
+  mqr_free(RT(r)->wildcards);
+  for (uint32_t i = 0; i < RT(r)->n_settings; i++) mqr_free(RT(r)->settings[i]);
+  mqr_free(RT(r)->settings);
   memset(r, 0, sizeof *r);
 }
 
@@ -108,8 +108,8 @@ void mqr_queue_remove_consumer(mqr_queue_t *q) {
   if (q->consumers) q->consumers--;
 }
 
-uint32_t mqr_router_address_count(const mqr_router_t *r) { return r->addresses.count; }
-uint32_t mqr_router_queue_count(const mqr_router_t *r) { return r->queues.count; }
+uint32_t mqr_router_address_count(const mqr_router_t *r) { return RT(r)->addresses.count; }
+uint32_t mqr_router_queue_count(const mqr_router_t *r) { return RT(r)->queues.count; }
 
 void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address, mqr_routing_type_t type) {
   memset(cfg, 0, sizeof *cfg);
@@ -123,7 +123,7 @@ void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t ad
 
 mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  return mqr__table_find(&r->addresses, &k);
+  return mqr__table_find(&RT(r)->addresses, &k);
 }
 
 /* The rest of the lookup: a name over 16 bytes from its window (then compared in full),
@@ -131,31 +131,48 @@ mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
 __attribute__((noinline)) static mqr_address_t *find_types_probe(const mqr_router_t *r, mqr_str_t name,
                                                                  mqr_routing_set_t *types) {
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  const mqr__slot_t *s = name.len > 16 ? mqr__table_slot(&r->addresses, &k) : mqr__table_probe(&r->addresses, &k);
+  const mqr__slot_t *s =
+      name.len > 16 ? mqr__table_slot(&RT(r)->addresses, &k) : mqr__table_probe(&RT(r)->addresses, &k);
   types->bits = s ? s->aux[MQR__AUX_TYPES] : 0;
   return s ? s->val : NULL;
 }
 
-/* The inline lookup's other half (mqr/routing.h): a leaf on its fast path (a name of up
- * to 16 bytes, its window's first candidate); the rest is a tail call. */
+/* Every name: a leaf on its fast path (a name of up to 16 bytes, its window's first
+ * candidate); the rest is a tail call. */
 mqr_address_t *mqr__router_find_types_any(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
   if (name.len > 16) return find_types_probe(r, name, types);
   mqr__key_t k = mqr__key_short(name.ptr, name.len);
-  const mqr__slot_t *s = mqr__table_window(&r->addresses, k.hash, k.a, k.b, k.len);
+  const mqr__slot_t *s = mqr__table_window(&RT(r)->addresses, k.hash, k.a, k.b, k.len);
   if (s == NULL) return find_types_probe(r, name, types);
   types->bits = s->aux[MQR__AUX_TYPES];
   return s->val;
 }
 
+/* A name of 8 to 16 bytes is its own digest (mqr__key_scan): its two words and its
+ * length, hashed by one fold, found in its window with no call; any other name, or a
+ * window that misses, goes to mqr__router_find_types_any. */
+mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types) {
+  size_t n = name.len;
+  if (n - 8 <= 8) {
+    uint64_t a = mqr__load64(name.ptr), b = mqr__load64(name.ptr + n - 8);
+    const mqr__slot_t *s = mqr__table_window(&RT(r)->addresses, mqr__mix(a, b, MQR__HK0 ^ n), a, b, n);
+    if (s != NULL) {
+      types->bits = s->aux[MQR__AUX_TYPES];
+      return (mqr_address_t *)s->val;
+    }
+  }
+  return mqr__router_find_types_any(r, name, types);
+}
+
 mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name) {
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  return mqr__table_find(&r->queues, &k);
+  return mqr__table_find(&RT(r)->queues, &k);
 }
 
 void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t info) {
   a->key.info = info;
   mqr__key_t k = mqr__key(a->key.name.ptr, a->key.name.len);
-  mqr__slot_t *s = mqr__table_slot(&r->addresses, &k);
+  mqr__slot_t *s = mqr__table_slot(&RT(r)->addresses, &k);
   if (s) s->aux[MQR__AUX_TYPES] = info.types.bits;
 }
 
@@ -194,10 +211,10 @@ static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr
   st->n_any = st->n_multi = 0;
   collect(a, adding, st);
   mqr_str_t name = a->key.name;
-  for (uint32_t w = 0; w < r->n_wildcards; w++) {
-    const mqr_address_t *wa = r->wildcards[w];
+  for (uint32_t w = 0; w < RT(r)->n_wildcards; w++) {
+    const mqr_address_t *wa = RT(r)->wildcards[w];
     if (wa->bind.cold->n_own == 0 && !(adding && adding->address == wa)) continue;
-    if (mqr_wildcard_match(&r->wildcard, wa->key.name, name)) collect(wa, adding, st);
+    if (mqr_wildcard_match(&RT(r)->wildcard, wa->key.name, name)) collect(wa, adding, st);
   }
 }
 
@@ -256,20 +273,20 @@ static int plan_for(const mqr_router_t *r, mqr_address_t *changed, const mqr_que
     return 0;
   }
   mqr_str_t pattern = changed->key.name;
-  mqr__slot_t *s = r->addresses.slots;
+  mqr__slot_t *s = RT(r)->addresses.slots;
   uint32_t n = 0;
-  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+  for (uint32_t i = 0; s && i <= RT(r)->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&r->wildcard, pattern, a->key.name)) n++;
+    if (a && !mqr__is_wildcard(a) && mqr_wildcard_match(&RT(r)->wildcard, pattern, a->key.name)) n++;
   }
   if (n == 0) return 0;
   if ((p->items = mqr_malloc(n * sizeof *p->items)) == NULL) {
     p->items = NULL;
     return MQR_ENOMEM;
   }
-  for (uint32_t i = 0; i <= r->addresses.mask; i++) {
+  for (uint32_t i = 0; i <= RT(r)->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
-    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&r->wildcard, pattern, a->key.name)) continue;
+    if (!a || mqr__is_wildcard(a) || !mqr_wildcard_match(&RT(r)->wildcard, pattern, a->key.name)) continue;
     if (stage_build(r, a, adding, &p->items[p->n]) != 0) {
       plan_abort(p);
       return MQR_ENOMEM;
@@ -292,24 +309,24 @@ static int check_name(mqr_str_t name, int empty_code, const char *what, mqr_erro
 int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing_set_t types, uint32_t flags,
                                mqr_address_t **out, mqr_error_t *err) {
   mqr_str_t name = mqr_str_n(k->ptr, k->len);
-  bool wildcard = mqr_wildcard_is_pattern(&r->wildcard, name);
-  if (mqr__table_reserve(&r->addresses) != 0) goto nomem;
-  if (wildcard && r->n_wildcards == r->cap_wildcards) {
-    uint32_t ncap = r->cap_wildcards ? r->cap_wildcards * 2 : 8;
-    void *p = mqr_realloc(r->wildcards, ncap * sizeof *r->wildcards);
+  bool wildcard = mqr_wildcard_is_pattern(&RT(r)->wildcard, name);
+  if (mqr__table_reserve(&RT(r)->addresses) != 0) goto nomem;
+  if (wildcard && RT(r)->n_wildcards == RT(r)->cap_wildcards) {
+    uint32_t ncap = RT(r)->cap_wildcards ? RT(r)->cap_wildcards * 2 : 8;
+    void *p = mqr_realloc(RT(r)->wildcards, ncap * sizeof *RT(r)->wildcards);
     if (p == NULL) goto nomem;
-    r->wildcards = p;
-    r->cap_wildcards = ncap;
+    RT(r)->wildcards = p;
+    RT(r)->cap_wildcards = ncap;
   }
   /* The address block at a 128-byte boundary: a pool cell when the name fits in it. */
   bool pooled = name.len <= MQR__POOLED_NAME_MAX;
-  if (pooled && mqr__cellpool_reserve(&r->cells) != 0) goto nomem;
+  if (pooled && mqr__cellpool_reserve(&RT(r)->cells) != 0) goto nomem;
   mqr__address_cold_t *cold = mqr_calloc(1, sizeof *cold);
   if (cold == NULL) goto nomem;
   void *block = NULL;
   mqr_address_t *a;
   if (pooled) {
-    a = mqr__cellpool_get(&r->cells);
+    a = mqr__cellpool_get(&RT(r)->cells);
   } else {
     block = mqr_malloc(MQR__ADDRESS_NAME_OFF + name.len + 1 + MQR__CELL_SIZE - 1);
     if (block == NULL) {
@@ -334,16 +351,16 @@ int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing
       if (block)
         mqr_free(block);
       else
-        mqr__cellpool_put(&r->cells, a);
+        mqr__cellpool_put(&RT(r)->cells, a);
       mqr_free(cold);
       goto nomem;
     }
     plan_commit(&p);
   }
-  a->bind.cold->seq = r->next_seq++;
+  a->bind.cold->seq = RT(r)->next_seq++;
   mqr__address_settings(r, a);
-  mqr__table_insert(&r->addresses, k, a, a->key.info.types.bits, a->key.flags);
-  if (wildcard) r->wildcards[r->n_wildcards++] = a;
+  mqr__table_insert(&RT(r)->addresses, k, a, a->key.info.types.bits, a->key.flags);
+  if (wildcard) RT(r)->wildcards[RT(r)->n_wildcards++] = a;
   if (out) *out = a;
   return 0;
 nomem:
@@ -355,7 +372,7 @@ int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t ty
   int rc = check_name(name, MQR_EEMPTYADDR, "address", err);
   if (rc) return rc;
   mqr__key_t k = mqr__key(name.ptr, name.len);
-  if (mqr__table_find(&r->addresses, &k))
+  if (mqr__table_find(&RT(r)->addresses, &k))
     return mqr_error_set(err, MQR_EADDREXISTS, "address '%.*s' already exists", (int)name.len, name.ptr);
   return mqr__router_create_address(r, &k, types, flags, out, err);
 }
@@ -363,7 +380,7 @@ int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t ty
 /* Unlinks a queue from the queue table and from its address's own list (no allocation). */
 static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
   mqr__key_t k = mqr__key(q->name.ptr, q->name.len);
-  mqr__table_remove(&r->queues, &k);
+  mqr__table_remove(&RT(r)->queues, &k);
   mqr_address_t *a = q->address;
   for (uint32_t i = 0; i < a->bind.cold->n_own; i++) {
     if (a->bind.cold->own[i] != q) continue;
@@ -376,15 +393,15 @@ static void unlink_queue(mqr_router_t *r, mqr_queue_t *q) {
 
 void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a) {
   if (mqr__is_wildcard(a)) {
-    for (uint32_t i = 0; i < r->n_wildcards; i++) {
-      if (r->wildcards[i] != a) continue;
-      memmove(r->wildcards + i, r->wildcards + i + 1, (r->n_wildcards - i - 1) * sizeof *r->wildcards);
-      r->n_wildcards--;
+    for (uint32_t i = 0; i < RT(r)->n_wildcards; i++) {
+      if (RT(r)->wildcards[i] != a) continue;
+      memmove(RT(r)->wildcards + i, RT(r)->wildcards + i + 1, (RT(r)->n_wildcards - i - 1) * sizeof *RT(r)->wildcards);
+      RT(r)->n_wildcards--;
       break;
     }
   }
   mqr__key_t k = mqr__key(a->key.name.ptr, a->key.name.len);
-  mqr__table_remove(&r->addresses, &k);
+  mqr__table_remove(&RT(r)->addresses, &k);
   free_address(r, a);
 }
 
@@ -444,7 +461,7 @@ int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address, int t, mq
 /* Creates a queue on address a (which supports the type). Validation is the caller's. */
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err) {
-  if (mqr__table_reserve(&r->queues) != 0) goto nomem;
+  if (mqr__table_reserve(&RT(r)->queues) != 0) goto nomem;
   if (a->bind.cold->n_own == a->bind.cold->cap_own) {
     uint32_t ncap = a->bind.cold->cap_own ? a->bind.cold->cap_own * 2 : 4;
     void *p = mqr_realloc(a->bind.cold->own, ncap * sizeof *a->bind.cold->own);
@@ -476,10 +493,10 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
     goto nomem;
   }
   plan_commit(&p);
-  q->seq = r->next_seq++;
+  q->seq = RT(r)->next_seq++;
   a->bind.cold->own[a->bind.cold->n_own++] = q;
   mqr__key_t k = mqr__key(nm, cfg->name.len);
-  mqr__table_insert(&r->queues, &k, q, q->type, 0);
+  mqr__table_insert(&RT(r)->queues, &k, q, q->type, 0);
   if (out) *out = q;
   return 0;
 nomem:
@@ -564,13 +581,13 @@ static int by_seq(const void *x, const void *y) {
 }
 
 int mqr_router_foreach_address(const mqr_router_t *r, mqr_address_cb cb, void *arg) {
-  uint32_t n = r->addresses.count;
+  uint32_t n = RT(r)->addresses.count;
   if (n == 0) return 0;
   mqr_address_t **list = mqr_malloc(n * sizeof *list);
   if (list == NULL) return MQR_ENOMEM;
   uint32_t k = 0;
-  mqr__slot_t *s = r->addresses.slots;
-  for (uint32_t i = 0; i <= r->addresses.mask; i++)
+  mqr__slot_t *s = RT(r)->addresses.slots;
+  for (uint32_t i = 0; i <= RT(r)->addresses.mask; i++)
     if (s[i].val) list[k++] = s[i].val;
   qsort(list, n, sizeof *list, by_seq);
   int rc = 0;

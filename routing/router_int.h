@@ -11,6 +11,26 @@
 #include "mqr/routing.h"
 #include "table.h"
 
+/* The router behind mqr_router_t, whose public definition is only storage of the right
+ * size and alignment: routing code reaches the fields through RT(r). */
+typedef struct {
+  mqr_wildcard_t wildcard;
+  mqr__table_t addresses;
+  mqr__table_t queues;
+  mqr_address_t **wildcards; /* wildcard addresses, in creation order */
+  uint32_t n_wildcards, cap_wildcards;
+  struct mqr__settings_entry_s **settings; /* sorted most specific first */
+  uint32_t n_settings, cap_settings;
+  uint64_t next_seq;     /* creation order of addresses and queues */
+  mqr__cellpool_t cells; /* the addresses' hot blocks */
+  mqr__dupbudget_t dups; /* the duplicate-id caches' bytes */
+} mqr__router_t;
+
+static_assert(sizeof(mqr__router_t) <= sizeof(mqr_router_t), "mqr_router_t's storage holds the router");
+static_assert(alignof(mqr__router_t) <= alignof(mqr_router_t), "and is aligned for it");
+
+#define RT(r) ((mqr__router_t *)(void *)(r))
+
 struct mqr_queue_s {
   /* What routing reads, first. */
   mqr_str_t name;       /* the table key; bytes follow the struct */
@@ -107,6 +127,9 @@ void mqr__address_settings(const mqr_router_t *r, mqr_address_t *a);
 /* Sets a's routing types and default, in the address and in its table slot. Every
  * change of an address's info goes through here. */
 void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t info);
+/* mqr_router_find_address_types for every name, by the window or the probe (the tests
+ * check the two agree). */
+mqr_address_t *mqr__router_find_types_any(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types);
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err);
 /* Unlinks and frees an address that has no queues (no allocation). */

@@ -54,9 +54,9 @@ void mqr__address_settings(const mqr_router_t *r, mqr_address_t *a) {
 
 void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_address_settings_t *out) {
   memset(out, 0, sizeof *out);
-  for (uint32_t i = 0; i < r->n_settings && out->set != MQR_SET_ALL; i++) {
-    const mqr__settings_entry_t *e = r->settings[i];
-    if (mqr_wildcard_match(&r->wildcard, e->match, name)) merge(out, &e->s);
+  for (uint32_t i = 0; i < RT(r)->n_settings && out->set != MQR_SET_ALL; i++) {
+    const mqr__settings_entry_t *e = RT(r)->settings[i];
+    if (mqr_wildcard_match(&RT(r)->wildcard, e->match, name)) merge(out, &e->s);
   }
   uint32_t from_entries = out->set;
   mqr_address_settings_t d;
@@ -66,8 +66,8 @@ void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_addr
 }
 
 static void resolve_all(mqr_router_t *r) {
-  mqr__slot_t *s = r->addresses.slots;
-  for (uint32_t i = 0; s && i <= r->addresses.mask; i++) {
+  mqr__slot_t *s = RT(r)->addresses.slots;
+  for (uint32_t i = 0; s && i <= RT(r)->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
     if (a) mqr__address_settings(r, a);
   }
@@ -90,19 +90,19 @@ static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
 
 int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_address_settings_t *s,
                                     mqr_error_t *err) {
-  int rc = mqr_settings_match_validate(&r->wildcard, match, err);
+  int rc = mqr_settings_match_validate(&RT(r)->wildcard, match, err);
   if (rc) return rc;
   if ((rc = check_values(s, err)) != 0) return rc;
   size_t dla_len = (s->set & MQR_SET_DEAD_LETTER_ADDRESS) ? s->dead_letter_address.len : 0;
   int64_t found = -1;
-  for (uint32_t i = 0; i < r->n_settings; i++)
-    if (mqr_str_eq(r->settings[i]->match, match)) found = i;
-  if (found < 0 && r->n_settings == r->cap_settings) {
-    uint32_t ncap = r->cap_settings ? r->cap_settings * 2 : 8;
-    void *p = mqr_realloc(r->settings, ncap * sizeof *r->settings);
+  for (uint32_t i = 0; i < RT(r)->n_settings; i++)
+    if (mqr_str_eq(RT(r)->settings[i]->match, match)) found = i;
+  if (found < 0 && RT(r)->n_settings == RT(r)->cap_settings) {
+    uint32_t ncap = RT(r)->cap_settings ? RT(r)->cap_settings * 2 : 8;
+    void *p = mqr_realloc(RT(r)->settings, ncap * sizeof *RT(r)->settings);
     if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
-    r->settings = p;
-    r->cap_settings = ncap;
+    RT(r)->settings = p;
+    RT(r)->cap_settings = ncap;
   }
   mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + 2);
   if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
@@ -116,25 +116,27 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   d[dla_len] = '\0';
   e->s.dead_letter_address = mqr_str_n(dla_len ? d : NULL, dla_len);
   if (found >= 0) {
-    mqr_free(r->settings[found]);
-    r->settings[found] = e;
+    mqr_free(RT(r)->settings[found]);
+    RT(r)->settings[found] = e;
   } else {
     uint32_t at = 0;
-    while (at < r->n_settings && mqr_settings_match_compare(&r->wildcard, r->settings[at]->match, match) < 0) at++;
-    memmove(r->settings + at + 1, r->settings + at, (r->n_settings - at) * sizeof *r->settings);
-    r->settings[at] = e;
-    r->n_settings++;
+    while (at < RT(r)->n_settings &&
+           mqr_settings_match_compare(&RT(r)->wildcard, RT(r)->settings[at]->match, match) < 0)
+      at++;
+    memmove(RT(r)->settings + at + 1, RT(r)->settings + at, (RT(r)->n_settings - at) * sizeof *RT(r)->settings);
+    RT(r)->settings[at] = e;
+    RT(r)->n_settings++;
   }
   resolve_all(r);
   return 0;
 }
 
 int mqr_router_remove_address_settings(mqr_router_t *r, mqr_str_t match) {
-  for (uint32_t i = 0; i < r->n_settings; i++) {
-    if (!mqr_str_eq(r->settings[i]->match, match)) continue;
-    mqr_free(r->settings[i]);
-    memmove(r->settings + i, r->settings + i + 1, (r->n_settings - i - 1) * sizeof *r->settings);
-    r->n_settings--;
+  for (uint32_t i = 0; i < RT(r)->n_settings; i++) {
+    if (!mqr_str_eq(RT(r)->settings[i]->match, match)) continue;
+    mqr_free(RT(r)->settings[i]);
+    memmove(RT(r)->settings + i, RT(r)->settings + i + 1, (RT(r)->n_settings - i - 1) * sizeof *RT(r)->settings);
+    RT(r)->n_settings--;
     resolve_all(r);
     return 0;
   }

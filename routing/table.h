@@ -17,9 +17,101 @@
 
 #include "mqr/routing.h"
 
-/* The slot (mqr__slot_t), the hash's last step, the tags and the tag window are in
- * mqr/routing.h: the router's lookup inlines them into its callers. */
-static_assert(sizeof(mqr__slot_t) == 32, "a slot is half a cache line");
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* The table. */
+typedef struct {
+  void *slots;   /* 32-byte aligned, inside mem */
+  uint8_t *tags; /* one byte per slot, then the first 15 again; inside mem */
+  void *mem;
+  uint32_t mask;
+  uint32_t count;
+  uint32_t key_off, bytes_off;
+} mqr__table_t;
+
+/* A slot: half a cache line, empty when val is NULL. (len, a, b) is the key's digest: for
+ * a key of up to 16 bytes, the key itself (routing/table.h, mqr__key_scan). */
+typedef struct {
+  uint64_t a, b;
+  void *val;
+  uint32_t hash; /* the low half of the key's hash */
+  uint16_t len;  /* the key's length: keys are at most 65535 bytes */
+  uint8_t aux[2];
+} mqr__slot_t;
+
+#define MQR__TAG_WINDOW 16u
+#define MQR__AUX_TYPES 0 /* the address table's owner bytes: the routing-type set's bits */
+#define MQR__AUX_FLAGS 1 /* and the MQR_ADDRESS_* flags */
+
+#define MQR__HK0 0x9e3779b97f4a7c15ull /* 2^64 / golden ratio */
+#define MQR__HK1 0xc2b2ae3d27d4eb4full
+#define MQR__HK2 0x165667b19e3779f9ull
+
+static inline uint64_t mqr__load64(const char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* 64x64 -> 128-bit multiply, folded: the mixing step of the hash. */
+static inline uint64_t mqr__fold(uint64_t a, uint64_t b) {
+  __uint128_t r = (__uint128_t)a * b;
+  return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* The hash's last step, over the two words of a key's digest: for a key of up to 16
+ * bytes, seed is MQR__HK0 ^ its length and this is the whole hash (mqr__key_scan). */
+static inline uint64_t mqr__mix(uint64_t a, uint64_t b, uint64_t seed) { return mqr__fold(a ^ MQR__HK1, b ^ seed); }
+
+/* True when slot s has the digest (len, a, b). a and b are tested first and the length
+ * apart: fewer instructions on the lookup's dependent chain than one test of the hash and
+ * all three. */
+__attribute__((always_inline)) static inline bool mqr__slot_digest_eq(const mqr__slot_t *s, uint64_t a, uint64_t b,
+                                                                      size_t len) {
+  return ((s->a ^ a) | (s->b ^ b)) == 0 && s->len == len;
+}
+
+/* A slot's tag: 7 bits of the hash the slot does not keep, and the high bit, so never 0
+ * (an empty slot's) with no test. A false candidate in 128 tags instead of 255 is nearly
+ * always past the key, so it costs nothing. */
+static inline uint8_t mqr__tag(uint64_t hash) { return (uint8_t)(hash >> 57 | 0x80); }
+
+/* Which of the 16 tags from p are mqr__tag(hash): bit j for p[j]. The tag is spread over
+ * a 32-bit word by a multiply, its high bits or-ed in after, then over the vector by one
+ * shuffle. */
+static inline unsigned mqr__tag_match(const uint8_t *p, uint64_t hash) {
+  uint32_t tags4 = (uint32_t)(hash >> 57) * 0x01010101u | 0x80808080u; /* mqr__tag(hash) in each byte */
+#ifdef __SSE2__
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi32((int)tags4)));
+#else
+  unsigned m = 0;
+  for (unsigned j = 0; j < MQR__TAG_WINDOW; j++) m |= (unsigned)(p[j] == (uint8_t)tags4) << j;
+  return m;
+#endif
+}
+
+/* The first candidate of the tag window whose digest is (len, a, b): the 16 tags from the
+ * home slot are compared at once, so a key within 15 slots of its home (all but a few in a
+ * thousand, at the table's load) is found with no branch that depends on where it sits,
+ * and the candidates are nearly always one. For a key of up to 16 bytes the slot holds
+ * it; a longer one is still to be compared in full. NULL says nothing: the full probe
+ * decides. No call, so a caller's fast path stays a leaf. The first 15 tags are repeated
+ * past the last, so a window near the end sees the run that wraps round. */
+__attribute__((always_inline)) static inline mqr__slot_t *mqr__table_window(const mqr__table_t *t, uint64_t hash,
+                                                                            uint64_t a, uint64_t b, size_t len) {
+  uint32_t i = (uint32_t)hash & t->mask;
+  /* The slot's line, while the tags load (in integers: a table without slots has none). */
+  __builtin_prefetch((const void *)((uintptr_t)t->slots + (uintptr_t)i * sizeof(mqr__slot_t)));
+  unsigned m = mqr__tag_match(t->tags + i, hash);
+  if (m == 0) return NULL;
+  mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
+  return mqr__slot_digest_eq(s, a, b, len) ? s : NULL;
+}
+
+static_assert(sizeof(mqr__slot_t) == 32 || sizeof(void *) != 8, "a slot is half a cache line");
 
 extern const uint8_t mqr__no_tags[MQR__TAG_WINDOW];
 

@@ -2,7 +2,13 @@
  * with credits and acknowledgements, the native protocol's listeners, all on the
  * caller's libuv loop. mqrd is this, with a main().
  *
- * Everything runs on the loop's thread; no call here is safe from another thread. */
+ * Threads: everything runs on the loop's thread; no call here is safe from another
+ * thread. Callbacks: a delivery callback (mqr_deliver_fn) may call mqr_broker_send,
+ * _ack, _credit, _subscribe and _unsubscribe (its own consumer's included) and the
+ * query calls; it must not call mqr_broker_create, _close or _reload. Strings passed in
+ * are copied before the call returns unless said otherwise; views handed out are valid
+ * as each function says. Errors are the MQR_E* codes of mqr/common.h, with err (may be
+ * NULL) saying why. */
 #ifndef MQR_BROKER_H
 #define MQR_BROKER_H
 
@@ -49,9 +55,11 @@ MQR_EXTERN int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *op
                                  mqr_error_t *err);
 
 /* Stops accepting, says DISCONNECT to each connection, lets what is being written
- * finish, closes every handle, then calls cb (may be NULL); after cb (or once the loop
- * has run out, with cb NULL) the broker is freed. Unacknowledged messages are dropped with
- * the broker: queues are in memory. */
+ * finish, closes every handle, then calls cb (may be NULL) from the loop; after cb (or
+ * once the loop has run out, with cb NULL) the broker is freed, and with it every
+ * consumer, router object and view it handed out. Unacknowledged messages are dropped
+ * with the broker: queues are in memory. A second call does nothing. Not from a
+ * callback of this broker. */
 MQR_EXTERN void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg);
 
 /* The port listener i is bound to (useful with port 0), or -1. */
@@ -109,14 +117,19 @@ MQR_EXTERN int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routi
                                     uint32_t credit, mqr_deliver_fn fn, void *arg, mqr_broker_consumer_t **out,
                                     mqr_str_t *queue_name, mqr_error_t *err);
 
-/* Acknowledges delivery (and, cumulative, every earlier one). MQR_ENOTFOUND for a
- * delivery not outstanding. */
+/* Acknowledges delivery (and, cumulative, every earlier one of this consumer): the
+ * message leaves the queue. O(1) whatever is in flight. 0, or MQR_ENOTFOUND for a
+ * delivery not outstanding (acknowledged already, or never made). May be called from a
+ * delivery callback, for the delivery being made too. */
 MQR_EXTERN int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative);
 
-/* Grants n more deliveries. */
+/* Grants n more deliveries (credit is capped at the broker's max_credit); waiting
+ * messages may be delivered before this returns. May be called from a callback. */
 MQR_EXTERN void mqr_broker_credit(mqr_broker_consumer_t *c, uint32_t n);
 
-/* Ends the subscription: unacknowledged messages go back to the queue, in order. */
+/* Ends the subscription: unacknowledged messages go back to the head of the queue, in
+ * order, and a subscription queue made for it goes too. c is invalid afterwards (from
+ * its own delivery callback: once the callback returns). */
 MQR_EXTERN void mqr_broker_unsubscribe(mqr_broker_consumer_t *c);
 
 /* ---- what it holds ------------------------------------------------------------------ */
@@ -138,7 +151,13 @@ typedef struct {
   uint32_t connections;
 } mqr_broker_stats_t;
 
+/* The broker's counters into *out. May be called from a callback. */
 MQR_EXTERN void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out);
+
+/* Drops every message waiting in queue q (one of mqr_broker_router(b)'s queues); those
+ * in flight to consumers stay theirs. Returns how many were dropped. As Artemis's
+ * removeAllMessages; allocates nothing. May be called from a callback. */
+MQR_EXTERN uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q);
 
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);

@@ -1,8 +1,15 @@
-/* libmqr-client: the native protocol's client (docs/protocol.md), async on a libuv loop,
- * with a blocking wrapper for simple programs.
+/* libmqr-client: the native protocol's client (docs/protocol.md, docs/client.md), async
+ * on a libuv loop, with a blocking wrapper for simple programs.
  *
- * Async: every call queues frames; the frames a loop pass queues leave in one write.
- * Callbacks run on the loop. Views passed to callbacks are valid during the call. */
+ * Async: every call queues frames and returns; the frames a loop pass queues leave in
+ * one write. Threads: a client belongs to its loop's thread. Callbacks run on the loop;
+ * from a callback every call of the async client may be made except freeing the client
+ * whose callback runs (mqr_client_close is fine: it takes effect after). Views passed to
+ * callbacks are valid during the call only; strings passed in are copied. Errors are the
+ * MQR_E* codes of mqr/common.h, with err (may be NULL) saying why.
+ *
+ * Blocking (mqr_bclient_*): each client has a loop of its own, run only inside its calls;
+ * one thread at a time may use a client. */
 #ifndef MQR_CLIENT_H
 #define MQR_CLIENT_H
 
@@ -33,6 +40,9 @@ typedef struct {
   void *arg;
 } mqr_client_options_t;
 
+/* A client on loop (which must outlive it), not yet connected; opt may be NULL and is
+ * copied (client_id too). 0, or MQR_ENOMEM with *out untouched. Free it with
+ * mqr_client_close. */
 MQR_EXTERN int mqr_client_create(uv_loop_t *loop, const mqr_client_options_t *opt, mqr_client_t **out);
 
 /* Connects and says CONNECT; cb gets 0 once CONNECTED came back (answer: that frame), or
@@ -72,7 +82,10 @@ MQR_EXTERN int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routi
                                     uint32_t credit, mqr_client_message_fn on_message, mqr_client_done_fn done,
                                     void *arg, mqr_client_sub_t **out, mqr_error_t *err);
 
+/* Acknowledges a delivery of s (cumulative: and every earlier one); the broker answers
+ * an unknown delivery with an ERROR to on_error. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative);
+/* Grants s n more deliveries. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_credit(mqr_client_sub_t *s, uint32_t n);
 /* Ends a subscription; s is freed. */
 MQR_EXTERN int mqr_client_unsubscribe(mqr_client_sub_t *s);
@@ -122,6 +135,9 @@ MQR_EXTERN int mqr_bclient_subscribe(mqr_bclient_t *bc, mqr_str_t target, int ro
 MQR_EXTERN int mqr_bclient_receive(mqr_bclient_t *bc, int timeout_ms, mqr_bclient_message_t **out, mqr_error_t *err);
 MQR_EXTERN void mqr_bclient_message_free(mqr_bclient_message_t *m);
 
+/* Acknowledge, grant credit, unsubscribe: as the async calls, for the subscription with
+ * this id; each returns once its frame is written. 0, MQR_ENOSUB (no such subscription),
+ * MQR_ECLOSED (the connection ended; err says why), MQR_ENOMEM. */
 MQR_EXTERN int mqr_bclient_ack(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, bool cumulative,
                                mqr_error_t *err);
 MQR_EXTERN int mqr_bclient_credit(mqr_bclient_t *bc, int64_t subscription, uint32_t n, mqr_error_t *err);

@@ -109,6 +109,8 @@ static inline void mqr_avro_buf_init_growable(mqr_avro_buf_t *b) {
   b->growable = true;
 }
 
+/* Frees a growable buffer's storage (a fixed one's is the caller's and is left alone) and
+ * empties it; it may be used again. */
 MQR_EXTERN void mqr_avro_buf_free(mqr_avro_buf_t *b);
 
 /* Makes room for n more bytes: 0, MQR_ENOSPC (fixed buffer) or MQR_ENOMEM. */
@@ -234,39 +236,44 @@ MQR_EXTERN int mqr_avro_codec_compile(const mqr_avro_schema_t *s, const mqr_avro
 /* Frees a codec; NULL is accepted. */
 MQR_EXTERN void mqr_avro_codec_destroy(mqr_avro_codec_t *c);
 
-/* The two halves of mqr_avro_encode, not for direct use. _flat encodes a flat record
- * (no union, array or map) into a buffer with room for it, its strings, fixed and
- * defaults under 64 bytes: 0, or 1 having written nothing, for _any, which encodes every
- * value and reports every error. */
-MQR_EXTERN int mqr__avro_encode_flat(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out);
-MQR_EXTERN int mqr__avro_encode_any(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
-                                    mqr_error_t *err);
+/* The two halves of mqr_avro_encode, each a documented call of its own. _fast encodes a
+ * flat record (no union, array or map) when out has room for it and its strings, fixeds
+ * and defaults are under 64 bytes: 0, or 1 having written nothing. _general encodes any
+ * value and reports every error, as mqr_avro_encode says. A binding from another language
+ * may call _general alone, or both as mqr_avro_encode does. */
+MQR_EXTERN int mqr_avro_encode_fast(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out);
+MQR_EXTERN int mqr_avro_encode_general(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out,
+                                       size_t *needed, mqr_error_t *err);
 
-/* Encodes the C value at value, appending to out. No allocation unless out grows.
- * Errors: MQR_EBADDATA (an enum ordinal or union branch out of range), MQR_ENOSPC (a fixed
- * buffer: *needed, when not NULL, gets the total size out would need), MQR_ENOMEM. On
- * error out->len is unchanged. Inline: the common case is one call of three arguments,
- * the caller keeping needed and err, which only the general encoder reads. */
+/* Encodes the C value at value (laid out as the codec's ctype says), appending its
+ * binary datum to out. No allocation unless out is growable and grows. Errors:
+ * MQR_EBADDATA (an enum ordinal or union branch out of range, err says where),
+ * MQR_ENOSPC (a fixed buffer too small: *needed, when not NULL, gets the total size out
+ * would need), MQR_ENOMEM. On error out->len is unchanged. needed and err may be NULL.
+ * Any thread, for a codec and a buffer no other thread uses at the time. Inline over the
+ * two halves: the common case is one call of three arguments, the caller keeping needed
+ * and err, which only the general encoder reads. */
 static inline int mqr_avro_encode(const mqr_avro_codec_t *c, const void *value, mqr_avro_buf_t *out, size_t *needed,
                                   mqr_error_t *err) {
-  return mqr__avro_encode_flat(c, value, out) == 0 ? 0 : mqr__avro_encode_any(c, value, out, needed, err);
+  return mqr_avro_encode_fast(c, value, out) == 0 ? 0 : mqr_avro_encode_general(c, value, out, needed, err);
 }
 
-/* The two halves of mqr_avro_decode, not for direct use. _flat decodes a flat record
- * whose lengths and most varints are one byte: the bytes read, or -1 for _any, which
- * decodes every value and reports every error. */
-MQR_EXTERN ptrdiff_t mqr__avro_decode_flat(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value);
-MQR_EXTERN int mqr__avro_decode_any(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
-                                    mqr_avro_arena_t *arena, mqr_error_t *err);
+/* The two halves of mqr_avro_decode. _fast decodes a flat record whose lengths and most
+ * varints are one byte: the bytes read, or -1 having decided nothing (value may be partly
+ * written). _general decodes any datum and reports every error, as mqr_avro_decode says. */
+MQR_EXTERN ptrdiff_t mqr_avro_decode_fast(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, void *value);
+MQR_EXTERN int mqr_avro_decode_general(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used,
+                                       void *value, mqr_avro_arena_t *arena, mqr_error_t *err);
 
 /* Decodes one datum from in[0..len) into the C value at value. Strings and bytes become
- * views into in (valid while in is); arrays and maps are placed in arena. *used (may be
- * NULL) gets the bytes read. No heap allocation. Errors: those of mqr_avro_skip, and
- * MQR_ENOSPC when the arena is full. Inline, as mqr_avro_encode is. */
+ * views into in (valid while in is); arrays and maps are placed in arena (may be NULL for
+ * a schema with none). *used (may be NULL) gets the bytes read. No heap allocation.
+ * Errors: those of mqr_avro_skip, and MQR_ENOSPC when the arena is full; *value is then
+ * partly written. Any thread, as mqr_avro_encode. Inline over its two halves. */
 static inline int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, size_t len, size_t *used, void *value,
                                   mqr_avro_arena_t *arena, mqr_error_t *err) {
-  ptrdiff_t n = mqr__avro_decode_flat(c, in, len, value);
-  if (n < 0) return mqr__avro_decode_any(c, in, len, used, value, arena, err);
+  ptrdiff_t n = mqr_avro_decode_fast(c, in, len, value);
+  if (n < 0) return mqr_avro_decode_general(c, in, len, used, value, arena, err);
   if (used) *used = (size_t)n;
   return 0;
 }
@@ -285,7 +292,9 @@ static inline int mqr_avro_decode(const mqr_avro_codec_t *c, const uint8_t *in, 
 typedef struct mqr_avro_writer_s mqr_avro_writer_t;
 typedef struct mqr_avro_reader_s mqr_avro_reader_t;
 
-MQR_EXTERN int mqr_avro_writer_create(const mqr_avro_schema_t *s, mqr_avro_writer_t **out); /* 0, MQR_ENOMEM */
+/* A streaming writer for datums of s (which must outlive it): 0, or MQR_ENOMEM with *out
+ * untouched. _destroy frees it (NULL is accepted). */
+MQR_EXTERN int mqr_avro_writer_create(const mqr_avro_schema_t *s, mqr_avro_writer_t **out);
 MQR_EXTERN void mqr_avro_writer_destroy(mqr_avro_writer_t *w);
 
 /* Starts a datum appended to out. A datum that fails, or is not complete at _end, is
@@ -322,7 +331,9 @@ MQR_EXTERN int mqr_avro_write_map_begin(mqr_avro_writer_t *w, size_t count);
 MQR_EXTERN int mqr_avro_write_map_key(mqr_avro_writer_t *w, const char *key, size_t len);
 MQR_EXTERN int mqr_avro_write_map_end(mqr_avro_writer_t *w);
 
-MQR_EXTERN int mqr_avro_reader_create(const mqr_avro_schema_t *s, mqr_avro_reader_t **out); /* 0, MQR_ENOMEM */
+/* A streaming reader for datums of s (which must outlive it): 0, or MQR_ENOMEM with *out
+ * untouched. _destroy frees it (NULL is accepted). */
+MQR_EXTERN int mqr_avro_reader_create(const mqr_avro_schema_t *s, mqr_avro_reader_t **out);
 MQR_EXTERN void mqr_avro_reader_destroy(mqr_avro_reader_t *r);
 
 /* Starts reading one datum from in[0..len), which must stay valid while it is read:
@@ -382,6 +393,7 @@ typedef struct mqr_avro_resolver_s mqr_avro_resolver_t;
 MQR_EXTERN int mqr_avro_resolver_compile(const mqr_avro_schema_t *writer, const mqr_avro_schema_t *reader,
                                          mqr_avro_resolver_t **out, mqr_error_t *err);
 
+/* Frees a resolver; NULL is accepted. The schemas are the caller's. */
 MQR_EXTERN void mqr_avro_resolver_destroy(mqr_avro_resolver_t *res);
 
 /* The reader schema the resolver produces data for. */
@@ -406,7 +418,9 @@ MQR_EXTERN int mqr_avro_resolve(const mqr_avro_resolver_t *res, const uint8_t *i
  * against concurrent use; getting, with no adder running, is. */
 typedef struct mqr_avro_cache_s mqr_avro_cache_t;
 
-MQR_EXTERN int mqr_avro_cache_create(mqr_avro_cache_t **out); /* 0 or MQR_ENOMEM */
+/* An empty cache: 0, or MQR_ENOMEM with *out untouched. _destroy frees it with every
+ * schema and resolver it holds (NULL is accepted). */
+MQR_EXTERN int mqr_avro_cache_create(mqr_avro_cache_t **out);
 MQR_EXTERN void mqr_avro_cache_destroy(mqr_avro_cache_t *c);
 
 /* Adds the schema in json[0..len) and gives the cached schema: the same text again is
@@ -418,6 +432,7 @@ MQR_EXTERN int mqr_avro_cache_add(mqr_avro_cache_t *c, const char *json, size_t 
 /* The schema with this fingerprint, or NULL. */
 MQR_EXTERN const mqr_avro_schema_t *mqr_avro_cache_get(const mqr_avro_cache_t *c, uint64_t fingerprint);
 
+/* How many schemas the cache holds. */
 MQR_EXTERN size_t mqr_avro_cache_count(const mqr_avro_cache_t *c);
 
 /* The resolver from writer to reader, compiled on first use. Errors: those of
@@ -488,6 +503,8 @@ MQR_EXTERN const mqr_avro_schema_t *mqr_avro_file_reader_schema(const mqr_avro_f
  * (MQR_ELIMIT), or a datum that does not decode. */
 MQR_EXTERN int mqr_avro_file_next(mqr_avro_file_reader_t *f, const uint8_t **datum, size_t *len, mqr_error_t *err);
 
+/* Frees the reader (NULL is accepted); the file's bytes are the caller's, and the
+ * schema and datums it handed out go with it. */
 MQR_EXTERN void mqr_avro_file_reader_close(mqr_avro_file_reader_t *f);
 
 #ifdef __cplusplus

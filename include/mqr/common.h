@@ -58,9 +58,9 @@ extern "C" {
   XX(ETIMEOUT, -34, "timed out")
 
 typedef enum {
-#define MQR__ERR_ENUM(name, value, text) MQR_##name = (value),
-  MQR_ERRNO_MAP(MQR__ERR_ENUM)
-#undef MQR__ERR_ENUM
+#define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
+  MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
+#undef MQR_ERRNO_ENUM_ITEM
       MQR_ERRNO_LAST = -35
 } mqr_errno_t;
 

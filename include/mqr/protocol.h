@@ -41,9 +41,9 @@ extern "C" {
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
-#define MQR__FRAME_ENUM(e, name, rec, member) MQR_FRAME_##e,
-  MQR_FRAME_TYPES(MQR__FRAME_ENUM)
-#undef MQR__FRAME_ENUM
+#define MQR_FRAME_ENUM_ITEM(e, name, rec, member) MQR_FRAME_##e,
+  MQR_FRAME_TYPES(MQR_FRAME_ENUM_ITEM)
+#undef MQR_FRAME_ENUM_ITEM
       MQR_FRAME_COUNT
 } mqr_frame_type_t;
 
@@ -186,9 +186,9 @@ typedef struct {
 typedef struct {
   int32_t type; /* mqr_frame_type_t */
   union {
-#define MQR__FRAME_MEMBER(e, name, rec, member) mqr_frame_##member##_t member;
-    MQR_FRAME_TYPES(MQR__FRAME_MEMBER)
-#undef MQR__FRAME_MEMBER
+#define MQR_FRAME_UNION_ITEM(e, name, rec, member) mqr_frame_##member##_t member;
+    MQR_FRAME_TYPES(MQR_FRAME_UNION_ITEM)
+#undef MQR_FRAME_UNION_ITEM
   } u;
 } mqr_frame_t;
 

@@ -8,10 +8,6 @@
 
 #include "mqr/common.h"
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -80,17 +76,32 @@ static inline bool mqr_routing_set_is_empty(mqr_routing_set_t s) { return s.bits
 
 static inline bool mqr_routing_set_equal(mqr_routing_set_t a, mqr_routing_set_t b) { return a.bits == b.bits; }
 
-static inline int mqr_routing_set_count(mqr_routing_set_t s) { return __builtin_popcount(s.bits); }
+/* The lowest set bit of a nonzero byte's value: one instruction with GCC and clang. */
+static inline int mqr_routing_bit_scan(unsigned v) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_ctz(v);
+#else
+  int i = 0;
+  while (!(v & 1u)) v >>= 1, i++;
+  return i;
+#endif
+}
+
+static inline int mqr_routing_set_count(mqr_routing_set_t s) {
+  int n = 0;
+  for (unsigned v = s.bits; v; v &= v - 1u) n++;
+  return n;
+}
 
 /* The lowest type in s, or MQR_ROUTING_NONE when s is empty. */
 static inline int mqr_routing_set_lowest(mqr_routing_set_t s) {
-  return s.bits ? __builtin_ctz(s.bits) : MQR_ROUTING_NONE;
+  return s.bits ? mqr_routing_bit_scan(s.bits) : MQR_ROUTING_NONE;
 }
 
 /* The lowest type in s above prev, or MQR_ROUTING_NONE: one bit scan. */
 static inline int mqr_routing_set_next(mqr_routing_set_t s, int prev) {
   unsigned rest = prev < 0 ? s.bits : (unsigned)s.bits & ~((2u << prev) - 1u);
-  return rest ? __builtin_ctz(rest) : MQR_ROUTING_NONE;
+  return rest ? mqr_routing_bit_scan(rest) : MQR_ROUTING_NONE;
 }
 
 /* for (each type t in s), lowest first: `MQR_ROUTING_SET_FOREACH(t, s) { ... }`. */
@@ -351,128 +362,15 @@ MQR_EXTERN bool mqr_prefixes_strip(const mqr_prefixes_t *px, mqr_str_t *name, in
 /* The router                                                                           */
 /* ---------------------------------------------------------------------------------- */
 
-/* Private: an open-addressed table of name -> object (routing/table.h). */
-typedef struct {
-  void *slots;   /* 32-byte aligned, inside mem */
-  uint8_t *tags; /* one byte per slot, then the first 15 again; inside mem */
-  void *mem;
-  uint32_t mask;
-  uint32_t count;
-  uint32_t key_off, bytes_off;
-} mqr__table_t;
-
-/* Private: what mqr_router_find_address_types reads inline in the caller (it is defined
- * below). A layout here is part of the ABI: a program built against this header must be
- * rebuilt when it changes, as for mqr_router_t itself. routing/table.h says how the
- * table works; these are the pieces its window lookup needs. */
-
-/* A slot: half a cache line, empty when val is NULL. (len, a, b) is the key's digest: for
- * a key of up to 16 bytes, the key itself (routing/table.h, mqr__key_scan). */
-typedef struct {
-  uint64_t a, b;
-  void *val;
-  uint32_t hash; /* the low half of the key's hash */
-  uint16_t len;  /* the key's length: keys are at most 65535 bytes */
-  uint8_t aux[2];
-} mqr__slot_t;
-
-#define MQR__TAG_WINDOW 16u
-#define MQR__AUX_TYPES 0 /* the address table's owner bytes: the routing-type set's bits */
-#define MQR__AUX_FLAGS 1 /* and the MQR_ADDRESS_* flags */
-
-#define MQR__HK0 0x9e3779b97f4a7c15ull /* 2^64 / golden ratio */
-#define MQR__HK1 0xc2b2ae3d27d4eb4full
-#define MQR__HK2 0x165667b19e3779f9ull
-
-static inline uint64_t mqr__load64(const char *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
-/* 64x64 -> 128-bit multiply, folded: the mixing step of the hash. */
-static inline uint64_t mqr__fold(uint64_t a, uint64_t b) {
-  __uint128_t r = (__uint128_t)a * b;
-  return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-/* The hash's last step, over the two words of a key's digest: for a key of up to 16
- * bytes, seed is MQR__HK0 ^ its length and this is the whole hash (mqr__key_scan). */
-static inline uint64_t mqr__mix(uint64_t a, uint64_t b, uint64_t seed) { return mqr__fold(a ^ MQR__HK1, b ^ seed); }
-
-/* True when slot s has the digest (len, a, b). a and b are tested first and the length
- * apart: 12% fewer nanoseconds per lookup than one test of the hash and all three
- * (docs/architecture.md). */
-__attribute__((always_inline)) static inline bool mqr__slot_digest_eq(const mqr__slot_t *s, uint64_t a, uint64_t b,
-                                                                      size_t len) {
-  return ((s->a ^ a) | (s->b ^ b)) == 0 && s->len == len;
-}
-
-/* A slot's tag: 7 bits of the hash the slot does not keep, and the high bit, so never 0
- * (an empty slot's) with no test. A false candidate in 128 tags instead of 255 is nearly
- * always past the key, so it costs nothing (docs/architecture.md). */
-static inline uint8_t mqr__tag(uint64_t hash) { return (uint8_t)(hash >> 57 | 0x80); }
-
-/* Which of the 16 tags from p are mqr__tag(hash): bit j for p[j]. The tag is spread over
- * a 32-bit word by a multiply, its high bits or-ed in after, then over the vector by one
- * shuffle. */
-static inline unsigned mqr__tag_match(const uint8_t *p, uint64_t hash) {
-  uint32_t tags4 = (uint32_t)(hash >> 57) * 0x01010101u | 0x80808080u; /* mqr__tag(hash) in each byte */
-#ifdef __SSE2__
-  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi32((int)tags4)));
-#else
-  unsigned m = 0;
-  for (unsigned j = 0; j < MQR__TAG_WINDOW; j++) m |= (unsigned)(p[j] == (uint8_t)tags4) << j;
-  return m;
-#endif
-}
-
-/* The first candidate of the tag window whose digest is (len, a, b): the 16 tags from the
- * home slot are compared at once, so a key within 15 slots of its home (all but a few in a
- * thousand, at the table's load) is found with no branch that depends on where it sits,
- * and the candidates are nearly always one. For a key of up to 16 bytes the slot holds
- * it; a longer one is still to be compared in full. NULL says nothing: the full probe
- * decides. No call, so a caller's fast path stays a leaf. The first 15 tags are repeated
- * past the last, so a window near the end sees the run that wraps round. */
-__attribute__((always_inline)) static inline mqr__slot_t *mqr__table_window(const mqr__table_t *t, uint64_t hash,
-                                                                            uint64_t a, uint64_t b, size_t len) {
-  uint32_t i = (uint32_t)hash & t->mask;
-  /* The slot's line, while the tags load (in integers: a table without slots has none). */
-  __builtin_prefetch((const void *)((uintptr_t)t->slots + (uintptr_t)i * sizeof(mqr__slot_t)));
-  unsigned m = mqr__tag_match(t->tags + i, hash);
-  if (m == 0) return NULL;
-  mqr__slot_t *s = (mqr__slot_t *)t->slots + ((i + (unsigned)__builtin_ctz(m)) & t->mask);
-  return mqr__slot_digest_eq(s, a, b, len) ? s : NULL;
-}
-
-/* Private: a pool of 128-byte cells (routing/cellpool.h). */
-typedef struct {
-  void *free_list;
-  void **chunks;
-  uint32_t n_chunks, cap_chunks;
-} mqr__cellpool_t;
-
-/* Private: what a router's duplicate-id caches may hold together, and hold now (bytes). */
-typedef struct {
-  size_t used, limit;
-} mqr__dupbudget_t;
-
 #define MQR_DEFAULT_ID_CACHE_LIMIT ((size_t)64 << 20) /* all of a router's duplicate-id caches */
 
-/* A router: addresses, queues, wildcard bindings and address settings. Initialise on
- * caller storage; every field is private. */
-typedef struct {
-  mqr_wildcard_t wildcard;
-  mqr__table_t addresses;
-  mqr__table_t queues;
-  mqr_address_t **wildcards; /* wildcard addresses, in creation order */
-  uint32_t n_wildcards, cap_wildcards;
-  struct mqr__settings_entry_s **settings; /* sorted most specific first */
-  uint32_t n_settings, cap_settings;
-  uint64_t next_seq;     /* creation order of addresses and queues */
-  mqr__cellpool_t cells; /* the addresses' hot blocks */
-  mqr__dupbudget_t dups; /* the duplicate-id caches' bytes */
+/* A router: addresses, queues, wildcard bindings and address settings. It lives in
+ * storage of the caller's (a local, a field of a struct of yours), made usable by
+ * mqr_router_init and emptied by mqr_router_close. Its contents are private and may change
+ * between versions; only its size and alignment are part of the ABI. Do not copy it. */
+typedef struct mqr_router_s {
+  void *mqr_private_[24];
+  uint64_t mqr_private64_[8];
 } mqr_router_t;
 
 /* Initialises r with wildcard syntax wc (NULL: the default). Allocates nothing.
@@ -507,28 +405,12 @@ MQR_EXTERN int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool f
 /* The address named name, or NULL. */
 MQR_EXTERN mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name);
 
-/* Private: mqr_router_find_address_types's out-of-line half, for every name. */
-MQR_EXTERN mqr_address_t *mqr__router_find_types_any(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types);
-
-/* The address named name and its routing-type set (empty when missing), or NULL. The
- * router keeps each address's set beside its name in the lookup table, so for a name of
- * up to 16 bytes this reads one slot of the table and not the address: the check a send
- * makes before it routes. Inline: a name of 8 to 16 bytes found in its window costs no
- * call (docs/architecture.md); any other name, or a miss, calls the exported half. A
- * binding from another language calls mqr__router_find_types_any. */
-static inline mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name,
-                                                           mqr_routing_set_t *types) {
-  size_t n = name.len;
-  if (n - 8 <= 8) { /* (a, b) is the name: its first and last 8 bytes (mqr__key_scan) */
-    uint64_t a = mqr__load64(name.ptr), b = mqr__load64(name.ptr + n - 8);
-    const mqr__slot_t *s = mqr__table_window(&r->addresses, mqr__mix(a, b, MQR__HK0 ^ n), a, b, n);
-    if (s != NULL) {
-      types->bits = s->aux[MQR__AUX_TYPES];
-      return (mqr_address_t *)s->val;
-    }
-  }
-  return mqr__router_find_types_any(r, name, types);
-}
+/* The address named name and its routing-type set (*types; empty when missing), or NULL.
+ * The router keeps each address's set beside its name in the lookup table, so for a name
+ * of up to 16 bytes this reads one slot of the table and not the address: the check a
+ * send makes before it routes. types must not be NULL. Allocates nothing. */
+MQR_EXTERN mqr_address_t *mqr_router_find_address_types(const mqr_router_t *r, mqr_str_t name,
+                                                        mqr_routing_set_t *types);
 
 /* Adds routing type t to an address (0 if already there). MQR_ENOADDR, MQR_EINVAL. */
 MQR_EXTERN int mqr_router_add_routing_type(mqr_router_t *r, mqr_str_t address, int t, mqr_error_t *err);

@@ -5,14 +5,13 @@
  * queues=10: a MULTICAST address with ten.
  *
  * So that the run is in steady state (as a broker whose consumers keep up), each
- * operation also takes the entries it enqueued off their queues and releases them,
- * through the broker's own calls: the pools then recycle every message and entry, and
- * B/op says whether anything reached the allocator. */
+ * operation also purges what it enqueued (mqr_broker_purge): the pools then recycle every
+ * message and entry, and B/op says whether anything reached the allocator. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "bench.h"
-#include "broker_int.h"
+#include "mqr/broker.h"
 
 static const char yaml[] = "addresses:\n"
                            "  one: {anycast: [one]}\n"
@@ -22,7 +21,7 @@ typedef struct {
   uv_loop_t loop;
   mqr_config_t *cfg;
   mqr_broker_t *b;
-  mqr__bq_t *bqs[10];
+  mqr_queue_t *qs[10];
   int n;
   mqr_broker_message_t msg;
 } st_t;
@@ -30,12 +29,7 @@ typedef struct {
 static const mqr_str_t keys[] = {MQR_STR("content-type")}, values[] = {MQR_STR("text/plain")};
 
 static inline void drain(st_t *s) {
-  for (int k = 0; k < s->n; k++) {
-    mqr__bq_t *bq = s->bqs[k];
-    mqr__entry_t *e = bq->store.ops->pop(&bq->store);
-    mqr__msg_release(s->b, e->msg);
-    mqr__pool_put(&s->b->entries, e);
-  }
+  for (int k = 0; k < s->n; k++) mqr_broker_purge(s->b, s->qs[k]);
 }
 
 static int setup(mqr_bench_ctx_t *c) {
@@ -64,7 +58,7 @@ static int setup(mqr_bench_ctx_t *c) {
     char name[8];
     snprintf(name, sizeof name, "t%d", k);
     mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(s->b), multi ? mqr_str(name) : MQR_STR("one"));
-    if (q == NULL || (s->bqs[k] = mqr_queue_data(q)) == NULL) return mqr_bench_fail(c, "queue %d", k);
+    if ((s->qs[k] = q) == NULL) return mqr_bench_fail(c, "queue %d", k);
   }
   s->n = (int)queues;
   drain(s);

@@ -18,18 +18,29 @@
  * drains its pipeline between batches: what is in flight at the end of an iteration is
  * received in the harness's finish hook, inside the timed region, so every message
  * counted was received. size: the body's bytes. */
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <nats/nats.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "../../tests/integration/mqrd_proc.h"
 #include "bench.h"
 #include "mqr/client.h"
 
 #define WINDOW 20000
 
+/* mqrd's config, with the port the benchmark picked. */
 static const char yaml[] = "listeners:\n"
-                           "  - {name: bench, host: 127.0.0.1, port: 0}\n"
+                           "  - {name: bench, host: 127.0.0.1, port: %d}\n"
                            "addresses:\n"
                            "  bench: {anycast: [bench]}\n";
 
@@ -38,7 +49,8 @@ typedef struct {
   size_t size;
   char body[256];
   /* mqr */
-  mqrd_t broker;
+  pid_t mqrd;
+  char config_path[64];
   uv_loop_t loop;
   mqr_client_t *pub, *sub;
   mqr_client_sub_t *subscription;
@@ -53,6 +65,60 @@ typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
 } st_t;
+
+/* ---- the brokers' processes ------------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A port free on 127.0.0.1 now, for a broker to listen on. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  socklen_t len = sizeof a;
+  bind(fd, (struct sockaddr *)&a, sizeof a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* Starts a broker's process with its output discarded, as a shell would (default
+ * signal dispositions). */
+static pid_t spawn(const char *path, char *const argv[]) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(path, argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Waits at most 10 s until something listens on port. */
+static bool listening(int port) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  for (double end = now_s() + 10; now_s() < end; usleep(20000)) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok) return true;
+  }
+  return false;
+}
+
+static void stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+}
 
 /* ---- mqr ------------------------------------------------------------------------------- */
 
@@ -73,14 +139,22 @@ static void on_message(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void
 }
 
 static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
-  setenv("MQRD", MQR_BENCH_MQRD, 1);
-  mqrd_start(&s->broker, yaml);
+  int port = free_port();
+  snprintf(s->config_path, sizeof s->config_path, "/tmp/mqr-bench-%d.yaml", (int)getpid());
+  FILE *f = fopen(s->config_path, "w");
+  if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
+  fprintf(f, yaml, port);
+  fclose(f);
+  char *argv[] = {"mqrd", "--config", s->config_path, NULL};
+  s->mqrd = spawn(MQR_BENCH_MQRD, argv);
+  if (!listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   uv_loop_init(&s->loop);
   mqr_client_options_t opt = {.client_id = "bench"};
   mqr_error_t err;
   if (mqr_client_create(&s->loop, &opt, &s->pub) || mqr_client_create(&s->loop, &opt, &s->sub) ||
-      mqr_client_connect(s->pub, s->broker.url, on_ready, s, &err) ||
-      mqr_client_connect(s->sub, s->broker.url, on_ready, s, &err))
+      mqr_client_connect(s->pub, url, on_ready, s, &err) || mqr_client_connect(s->sub, url, on_ready, s, &err))
     return mqr_bench_fail(c, "connect: %s", err.message);
   while (s->ready < 2) uv_run(&s->loop, UV_RUN_ONCE);
   if (mqr_client_subscribe(s->sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), 2 * WINDOW, on_message, on_ready, s,
@@ -114,7 +188,8 @@ static void teardown_mqr(st_t *s) {
   if (s->sub) mqr_client_close(s->sub, NULL, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
-  mqrd_stop(&s->broker, SIGTERM);
+  stop(s->mqrd);
+  unlink(s->config_path);
 }
 
 /* ---- nats ---------------------------------------------------------------------------------- */
@@ -131,29 +206,13 @@ static void on_nats(natsConnection *nc, natsSubscription *sub, natsMsg *msg, voi
   }
 }
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  socklen_t len = sizeof a;
-  bind(fd, (struct sockaddr *)&a, sizeof a);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
   int port = free_port();
   char ports[16], url[64];
   snprintf(ports, sizeof ports, "%d", port);
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
-  if ((s->server = fork()) == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execl("/usr/sbin/nats-server", "nats-server", "-a", "127.0.0.1", "-p", ports, (char *)NULL);
-    _exit(127);
-  }
+  char *argv[] = {"nats-server", "-a", "127.0.0.1", "-p", ports, NULL};
+  s->server = spawn("/usr/sbin/nats-server", argv);
   double end = now_s() + 10;
   natsStatus st = NATS_ERR;
   while (now_s() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
@@ -208,10 +267,7 @@ static void teardown_nats(st_t *s) {
   natsSubscription_Destroy(s->nsubscription);
   natsConnection_Destroy(s->npub);
   natsConnection_Destroy(s->nsub);
-  if (s->server > 0) {
-    kill(s->server, SIGTERM);
-    waitpid(s->server, NULL, 0);
-  }
+  stop(s->server);
 }
 
 /* ---- the benchmark ------------------------------------------------------------------------- */

@@ -19,7 +19,7 @@
 
 #include "fuzz_check.h"
 #include "mqr/routing.h"
-#include "table.h"
+#include "router_int.h" /* the lookup's probe half */
 
 /* Addresses (N_PLAIN letters, then dotted names), queues, then queues named as addresses:
  * an ANYCAST send auto-creates a queue named as its address. */
@@ -130,7 +130,7 @@ static void look(const mqr_router_t *r, view_t *v) {
     nq += q != NULL;
   }
   FUZZ_CHECK(mqr_router_address_count(r) == na && mqr_router_queue_count(r) == nq);
-  FUZZ_CHECK(mqr__table_check(&r->addresses) && mqr__table_check(&r->queues));
+  FUZZ_CHECK(mqr__table_check(&RT(r)->addresses) && mqr__table_check(&RT(r)->queues));
   check_bindings(r, v);
 }
 

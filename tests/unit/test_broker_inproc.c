@@ -600,9 +600,36 @@ static void test_ack_cost_does_not_grow_with_in_flight(void **state) {
   assert_true(unknown_many < 16 * unknown_one + 0.004); /* a bigger index misses the caches more */
 }
 
+/* Purge drops what waits in a queue and leaves what is in flight to its consumers. */
+static void test_purge(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open_counted(&f);
+  sink_t s = {.ack = false};
+  mqr_broker_consumer_t *c;
+  assert_int_equal(
+      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1, on_msg, &s, &c, NULL, NULL), 0);
+  for (int i = 0; i < 3; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "x", NULL), 0);
+  mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("q"));
+  assert_non_null(q);
+  assert_int_equal(mqr_broker_purge(f.b, q), 2);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.depth, 0);
+  assert_int_equal(st.in_flight, 1);
+  assert_int_equal(mqr_broker_purge(f.b, q), 0);
+  assert_int_equal(mqr_broker_ack(c, 1, false), 0);
+  mqr_broker_stats_t bs;
+  mqr_broker_stats(f.b, &bs);
+  assert_int_equal(bs.messages, 0); /* every message released */
+  mqr_broker_unsubscribe(c);
+  fx_close_counted(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_consume),
+      cmocka_unit_test(test_purge),
       cmocka_unit_test(test_reentrant_callbacks),
       cmocka_unit_test(test_nested_deliveries_keep_their_views),
       cmocka_unit_test(test_full_policies),

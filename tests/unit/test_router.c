@@ -1,4 +1,5 @@
 /* The router: one test per rule of ROUTING-SEMANTICS.md, named after it. */
+#include "router_int.h" /* the lookup's probe half */
 #include "testutil.h"
 
 #define S(x) MQR_STR(x)

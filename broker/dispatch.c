@@ -1,0 +1,118 @@
+/* Dispatch: a queue's waiting messages to its consumers, round-robin, within their
+ * credit and while their heads say they are ready; the in-flight list and index of each
+ * consumer; acknowledgements and credit. Protocol-neutral: a delivery goes through the
+ * consumer's ops (core.h). */
+#include "broker_int.h"
+
+static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    c->unacked_head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    c->unacked_tail = e->prev;
+}
+
+static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
+  return c->credit > 0 && !c->closing && c->ops->ready(c) && head->msg->id != c->too_big;
+}
+
+void mqr__dispatch(mqr__bq_t *bq) {
+  if (bq == NULL) return;
+  if (bq->dispatching) { /* a delivery callback acked or granted credit: go round again */
+    bq->again = true;
+    return;
+  }
+  bq->dispatching = true;
+  do {
+    bq->again = false;
+    while (bq->store.depth && bq->n_consumers) {
+      mqr_broker_consumer_t *c = NULL;
+      const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
+      for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
+        mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
+        if (can_take(cand, head)) {
+          c = cand;
+          bq->rr = (bq->rr + k + 1) % bq->n_consumers;
+        }
+      }
+      if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
+      mqr__entry_t *e = bq->store.ops->pop(&bq->store);
+      e->delivery = c->next_delivery++;
+      e->delivery_count++;
+      e->prev = c->unacked_tail;
+      e->next = NULL;
+      if (c->unacked_tail)
+        c->unacked_tail->next = e;
+      else
+        c->unacked_head = e;
+      c->unacked_tail = e;
+      mqr__idx_put(c, e);
+      c->credit--;
+      bq->in_flight++;
+      int rc = c->ops->deliver(c, e);
+      if (rc != 0) {
+        /* Nothing delivered: back to the head as it was. MQR_ENOMEM (no room to write it,
+         * or to decode it for the callback): the next dispatch (a send, an ack, credit)
+         * tries again. MQR_ELIMIT (it can never go to this consumer: longer than the
+         * max_frame its client declared, say): the message is held for a consumer that
+         * can take it, and this one is told once and skips it while it is at the head. */
+        unlink_unacked(c, e);
+        mqr__idx_del(c, e->delivery);
+        c->next_delivery--;
+        e->delivery_count--;
+        c->credit++;
+        bq->in_flight--;
+        bq->store.ops->push_front(&bq->store, e);
+        if (rc == MQR_ELIMIT) {
+          c->too_big = e->msg->id;
+          c->ops->refused(c, e);
+          continue;
+        }
+        bq->again = false;
+        break;
+      }
+    }
+  } while (bq->again);
+  bq->dispatching = false;
+  /* Consumers that went during the callbacks go now (the last of a temporary queue takes
+   * the queue with it: then there is nothing more to look at). */
+  for (uint32_t i = 0; i < bq->n_consumers; i++)
+    if (bq->consumers[i]->closing) {
+      if (mqr__consumer_close(bq->consumers[i])) return;
+      i = (uint32_t)-1; /* the array changed: from the start */
+    }
+}
+
+/* ---- acknowledgements and credit ------------------------------------------------------------ */
+
+static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
+  mqr_broker_t *b = c->b;
+  unlink_unacked(c, e);
+  mqr__idx_del(c, e->delivery);
+  c->bq->acked++;
+  c->bq->in_flight--;
+  mqr__msg_release(b, e->msg);
+  mqr__pool_put(&b->entries, e);
+}
+
+int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
+  if (e == NULL) return MQR_ENOTFOUND;
+  if (cumulative)
+    while (c->unacked_head != e) acked(c, c->unacked_head);
+  acked(c, e);
+  return 0;
+}
+
+void mqr_broker_credit(mqr_broker_consumer_t *c, uint32_t n) {
+  uint32_t max = c->b->opt.max_credit;
+  c->credit = n > max - c->credit ? max : c->credit + n;
+  mqr__dispatch(c->bq);
+}
+
+void mqr__consumer_ready(mqr_broker_consumer_t *k) { mqr__dispatch(k->bq); }
+
+void mqr__consumer_start(mqr_broker_consumer_t *k) { mqr__dispatch(k->bq); }

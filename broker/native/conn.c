@@ -1,0 +1,255 @@
+/* The native protocol's connections: reading into pooled buffers, handling frames in
+ * place with a budget per pass, errors and closing, and the clocks (handshake and idle
+ * timeouts, heartbeats, peers that went away while paused). */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "native.h"
+
+/* ---- read buffers ------------------------------------------------------------------------ */
+
+static uint8_t *rbuf_get(mqr_broker_t *b) {
+  void *p = b->rbuf_free;
+  if (p) {
+    b->rbuf_free = *(void **)p;
+    b->n_rbuf_free--;
+    return p;
+  }
+  return mqr_malloc(MQR__READ_CHUNK);
+}
+
+static void rbuf_release(mqr__conn_t *c) {
+  mqr_broker_t *b = c->b;
+  if (c->rbuf == NULL) return;
+  if (c->rbuf_pooled && b->n_rbuf_free < 256) {
+    *(void **)c->rbuf = b->rbuf_free;
+    b->rbuf_free = c->rbuf;
+    b->n_rbuf_free++;
+  } else {
+    mqr_free(c->rbuf);
+  }
+  c->rbuf = NULL;
+  c->rpos = c->rlen = c->rcap = 0;
+}
+
+void mqr__nat_close_cb(uv_handle_t *h) {
+  mqr__conn_t *c = h->data;
+  mqr_broker_t *b = c->b;
+  /* Out of the lists the next pass walks: it may have been put on them in the pass that
+   * closed it (a drained address resuming it, an answer written to it). */
+  for (mqr__conn_t **pp = &b->dirty; *pp; pp = &(*pp)->next_dirty)
+    if (*pp == c) {
+      *pp = c->next_dirty;
+      break;
+    }
+  for (mqr__conn_t **pp = &b->resume; *pp; pp = &(*pp)->next_resume)
+    if (*pp == c) {
+      *pp = c->next_resume;
+      break;
+    }
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    b->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  b->n_conns--;
+  mqr_free(c);
+  mqr__broker_handle_closed(b);
+}
+
+void mqr__nat_maybe_finish_close(mqr__conn_t *c) {
+  if (c->state == MQR__CONN_CLOSING && !c->closed && c->writes == 0 && c->out == NULL) {
+    c->closed = true;
+    uv_close((uv_handle_t *)&c->tcp, mqr__nat_close_cb);
+  }
+}
+
+/* ---- errors and closing --------------------------------------------------------------------- */
+
+__attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
+                                                               const char *fmt, ...) {
+  char text[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  mqr_frame_t f = {MQR_FRAME_ERROR, {.error = {code, mqr_str(mqr_err_name(code)), mqr_str(text), receipt, fatal}}};
+  mqr__nat_reply(c, &f);
+  if (fatal) {
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): %s: %s; closing it", (long long)c->sess.id, c->peer,
+             mqr_err_name(code), text);
+    mqr__nat_conn_close(c, true);
+  }
+}
+
+void mqr__nat_conn_close(mqr__conn_t *c, bool graceful) {
+  if (c->state == MQR__CONN_CLOSING) return;
+  c->state = MQR__CONN_CLOSING;
+  if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
+  c->reading = false;
+  /* Its session ends: what its consumers had not acknowledged returns to the queues. */
+  mqr__session_end(&c->sess);
+  rbuf_release(c);
+  if (!graceful && c->out) { /* nothing more will reach it */
+    mqr__nat_wreq_recycle(c->b, c->out);
+    c->out = NULL;
+  }
+  mqr__nat_maybe_finish_close(c);
+}
+
+/* Takes every whole frame in the read buffer, while the connection may go on. */
+void mqr__nat_process(mqr__conn_t *c) {
+  uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
+  while (c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf && !mqr__nat_output_full(c)) {
+    if (budget-- == 0) {
+      c->deferred = true;
+      mqr__nat_schedule(c);
+      break;
+    }
+    uint32_t body = 0;
+    int rc = mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->l->cfg->max_frame, &body);
+    if (rc == MQR_ELIMIT) {
+      const uint8_t *h = c->rbuf + c->rpos;
+      mqr__nat_send_error(c, MQR_ELIMIT, 0, true, "a frame of %u bytes is more than max-frame-size %u",
+                          (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3],
+                          c->l->cfg->max_frame);
+      return;
+    }
+    if (rc == 0) break;
+    size_t at = c->rpos;
+    c->rpos += MQR_FRAME_HEADER + body;
+    mqr__nat_handle_frame(c, c->rbuf + at + MQR_FRAME_HEADER, body);
+  }
+  if (c->state == MQR__CONN_CLOSING) return;
+  if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
+  bool hold = c->sess.producer.blocked_on || mqr__nat_output_full(c) || c->deferred;
+  if (!hold && !c->reading) {
+    c->reading = true;
+    c->heard_ms = uv_now(c->b->loop); /* it was not listened to while held */
+    mqr__nat_start_reading(c);
+  } else if (hold && c->reading) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+  }
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  mqr__conn_t *c = h->data;
+  *buf = uv_buf_init(NULL, 0);
+  if (c->rbuf == NULL) {
+    if ((c->rbuf = rbuf_get(c->b)) == NULL) return; /* UV_ENOBUFS: the read fails, the connection closes */
+    c->rbuf_pooled = true;
+    c->rcap = MQR__READ_CHUNK;
+    c->rpos = c->rlen = 0;
+  }
+  if (c->rpos && c->rlen == c->rcap) { /* make room at the end */
+    memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+    c->rlen -= c->rpos;
+    c->rpos = 0;
+  }
+  if (c->rlen == c->rcap) {
+    /* A frame longer than the buffer: one of its size (the header said how long, and that
+     * it is within max-frame-size). */
+    uint32_t body = 0;
+    mqr_frame_peek(c->rbuf, c->rlen, UINT32_MAX, &body);
+    size_t need = (size_t)body + MQR_FRAME_HEADER;
+    uint8_t *nb = mqr_malloc(need);
+    if (nb == NULL) return;
+    memcpy(nb, c->rbuf, c->rlen);
+    size_t keep = c->rlen;
+    rbuf_release(c);
+    c->rbuf = nb;
+    c->rbuf_pooled = false;
+    c->rcap = need;
+    c->rlen = keep;
+  }
+  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+void mqr__nat_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  mqr__conn_t *c = s->data;
+  if (nread < 0) {
+    if (nread != UV_EOF)
+      mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): %s", (long long)c->sess.id, c->peer, uv_strerror((int)nread));
+    else
+      mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): closed by the peer", (long long)c->sess.id, c->peer);
+    mqr__nat_conn_close(c, false);
+    return;
+  }
+  if (nread == 0) return;
+  c->heard_ms = uv_now(c->b->loop);
+  c->ping_out = false;
+  c->rlen += (size_t)nread;
+  c->reading = true;
+  mqr__nat_process(c);
+}
+
+void mqr__nat_start_reading(mqr__conn_t *c) {
+  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, mqr__nat_read_cb) != 0) mqr__nat_conn_close(c, false);
+}
+
+/* ---- clocks: timeouts, heartbeats, peers that went away -------------------------------------- */
+
+/* Whether the peer has closed or reset the connection, asked of the kernel: a connection
+ * the broker does not read from (paused by BLOCK, or by its own unread output) would
+ * otherwise never hear of it. */
+static bool peer_gone(mqr__conn_t *c) {
+  uv_os_fd_t fd;
+  struct tcp_info ti;
+  socklen_t n = sizeof ti;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) return false;
+  return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
+}
+
+static void tick_conn(mqr__conn_t *c, uint64_t now) {
+  const mqr_listener_config_t *cfg = c->l->cfg;
+  if (!c->reading && !c->deferred && peer_gone(c)) {
+    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): closed by the peer while %s", (long long)c->sess.id, c->peer,
+             c->sess.producer.blocked_on ? "held by a full address" : "not read from");
+    mqr__nat_conn_close(c, false);
+    return;
+  }
+  if (c->state == MQR__CONN_HANDSHAKE) {
+    if (cfg->handshake_timeout_ms && now - c->opened_ms >= cfg->handshake_timeout_ms)
+      mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "no CONNECT within handshake-timeout (%u ms)",
+                          cfg->handshake_timeout_ms);
+    return;
+  }
+  if (cfg->idle_timeout_ms == 0) return;
+  if (c->writes && now - c->progress_ms >= cfg->idle_timeout_ms) {
+    /* Nothing it was sent has been taken for a whole idle-timeout: it is not reading. */
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): took none of %zu bytes written to it in %u ms; closing it",
+             (long long)c->sess.id, c->peer, c->in_flight, cfg->idle_timeout_ms);
+    mqr__nat_conn_close(c, false);
+    return;
+  }
+  if (!c->reading) return; /* the broker holds it: its silence is not its own */
+  uint64_t silent = now - c->heard_ms;
+  if (silent >= cfg->idle_timeout_ms) {
+    mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "nothing heard for idle-timeout (%u ms)", cfg->idle_timeout_ms);
+  } else if (silent >= cfg->idle_timeout_ms / 2 && !c->ping_out) {
+    mqr_frame_t f = {MQR_FRAME_PING, {.ping = {(int64_t)now}}};
+    c->ping_out = true;
+    mqr__nat_reply(c, &f);
+  }
+}
+
+void mqr__server_tick(uv_timer_t *t) {
+  mqr_broker_t *b = t->data;
+  uint64_t now = uv_now(b->loop);
+  for (uint32_t i = 0; i < b->n_listeners; i++) {
+    mqr__listener_t *l = &b->listeners[i];
+    if (l->open && l->accept_pending && !l->refusing) {
+      l->accept_pending = false;
+      mqr__nat_on_connection((uv_stream_t *)&l->tcp, 0);
+    }
+  }
+  for (mqr__conn_t *c = b->conns, *next; c; c = next) {
+    next = c->next; /* closing only marks it: it leaves the list in its close callback */
+    if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
+  }
+}

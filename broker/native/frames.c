@@ -1,0 +1,251 @@
+/* The native protocol's frames from a client: CONNECT, SEND, SUBSCRIBE, UNSUBSCRIBE,
+ * ACK, CREDIT, QUERY, PING, DISCONNECT, each turned into calls of the core. A bad frame
+ * (cut, unknown, not Avro, not UTF-8 where names must be) gets an ERROR frame, fatal
+ * where the protocol says; nothing of it stays in the broker. */
+#include <stdio.h>
+
+#include "native.h"
+
+/* ---- frames ----------------------------------------------------------------------------------- */
+
+static mqr_broker_consumer_t *find_sub(mqr__conn_t *c, int64_t id) { return mqr__session_consumer(&c->sess, id); }
+
+/* Names are UTF-8, as every Avro reader of the frames they are sent on in requires. */
+static bool utf8_ok(mqr__conn_t *c, mqr_str_t s, const char *what, int64_t receipt, bool fatal) {
+  size_t bad = mqr_utf8_check(s.ptr, s.len);
+  if (bad == s.len) return true;
+  mqr__nat_send_error(c, MQR_EINVAL, receipt, fatal, "the %s is not valid UTF-8 (byte %zu of %zu is 0x%02x)", what, bad,
+                      s.len, (uint8_t)s.ptr[bad]);
+  return false;
+}
+
+static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
+  mqr_broker_t *b = c->b;
+  mqr_send_view_t v;
+  mqr_error_t err;
+  int rc = mqr_frame_send_view(body, len, &v, &err);
+  if (rc) {
+    mqr__nat_send_error(c, rc, 0, true, "bad SEND frame: %s", err.message);
+    return;
+  }
+  /* the view checked that every string is UTF-8 */
+  mqr__send_t s = {v.address,
+                   mqr_proto_rt_to_routing(v.routing_type),
+                   v.durable,
+                   v.duplicate_id,
+                   v.tail,
+                   v.tail_len,
+                   NULL,
+                   NULL,
+                   0,
+                   {NULL, 0},
+                   &c->l->cfg->prefixes};
+  mqr__acct_t *blocked = NULL;
+  mqr_broker_receipt_t r;
+  if ((rc = mqr__do_send(b, &s, &r, &blocked, &err)) != 0) {
+    mqr__nat_send_error(c, rc, v.receipt, false, "%s", err.message);
+    return;
+  }
+  if (v.receipt) {
+    mqr_frame_t f = {MQR_FRAME_RECEIPT, {.receipt = {v.receipt, r.status, (int32_t)r.queues}}};
+    mqr__nat_reply(c, &f);
+  }
+  if (blocked) mqr__producer_block(&c->sess.producer, blocked);
+}
+
+#define MAX_SUBSCRIPTIONS 1024 /* per connection */
+
+static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
+  uint32_t n = 0;
+  for (mqr_broker_consumer_t *k = c->sess.consumers; k; k = k->session_next) n++;
+  if (n >= MAX_SUBSCRIPTIONS) {
+    mqr__nat_send_error(c, MQR_ELIMIT, s->subscription, false, "a connection has at most %d subscriptions",
+                        MAX_SUBSCRIPTIONS);
+    return;
+  }
+  if (find_sub(c, s->subscription)) {
+    mqr__nat_send_error(c, MQR_EINVAL, s->subscription, false, "subscription %lld is already in use on this connection",
+                        (long long)s->subscription);
+    return;
+  }
+  if (!utf8_ok(c, s->target, "target", s->subscription, false) ||
+      !utf8_ok(c, s->queue, "queue", s->subscription, false))
+    return;
+  if (s->routing_type < MQR_PROTO_RT_NONE || s->routing_type > MQR_PROTO_RT_MULTICAST || s->credit < 0) {
+    mqr__nat_send_error(c, MQR_EINVAL, s->subscription, false, "routing type %d or credit %d mqr__nat_out of range",
+                        s->routing_type, s->credit);
+    return;
+  }
+  /* The listener's prefixes apply to a consumer's target as to a send's address:
+   * "anycast://orders" is the address orders, ANYCAST. */
+  mqr_str_t target = s->target;
+  int rt = mqr_proto_rt_to_routing(s->routing_type);
+  mqr_prefixes_strip(&c->l->cfg->prefixes, &target, &rt);
+  mqr_broker_consumer_t *k;
+  mqr_error_t err;
+  int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, (uint32_t)s->credit, s->subscription,
+                                  &mqr__nat_consumer_ops, c, &k, &err);
+  if (rc) {
+    mqr__nat_send_error(c, rc, s->subscription, false, "%s", err.message);
+    return;
+  }
+  mqr_frame_t f = {MQR_FRAME_SUBSCRIBED, {.subscribed = {s->subscription, mqr__consumer_queue_name(k)}}};
+  mqr__nat_reply(c, &f);
+  if (c->state == MQR__CONN_CLOSING) return;
+  mqr__consumer_start(k);
+}
+
+static void on_unsubscribe(mqr__conn_t *c, int64_t id) {
+  mqr_broker_consumer_t *k = find_sub(c, id);
+  if (k) {
+    mqr__session_unsubscribe(&c->sess, k);
+    return;
+  }
+  mqr__nat_send_error(c, MQR_ENOSUB, id, false, "no subscription %lld on this connection", (long long)id);
+}
+
+typedef struct {
+  mqr_frame_address_info_t *a;
+  uint32_t n, cap;
+  mqr_frame_queue_info_t *q;
+  uint32_t nq, capq;
+  char (*types)[24];
+} query_t;
+
+static int collect(mqr_address_t *a, void *arg) {
+  query_t *x = arg;
+  if (mqr_address_flags(a) & MQR_ADDRESS_INTERNAL) return 0;
+  if (!mqr__nat_grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a)) return MQR_ENOMEM;
+  uint32_t nq = mqr_address_queue_count(a);
+  if (!mqr__nat_grow((void **)&x->q, &x->capq, x->nq + nq, sizeof *x->q)) return MQR_ENOMEM;
+  const mqr__acct_t *acct = mqr_address_data(a);
+  x->a[x->n] = (mqr_frame_address_info_t){mqr_address_name(a),
+                                          {NULL, 0},
+                                          (int64_t)mqr_address_routed(a),
+                                          (int64_t)mqr_address_unrouted(a),
+                                          acct ? acct->bytes : 0};
+  x->n++;
+  for (uint32_t i = 0; i < nq; i++) {
+    mqr_queue_t *q = mqr_address_queue(a, i);
+    const mqr__bq_t *bq = mqr_queue_data(q);
+    x->q[x->nq++] = (mqr_frame_queue_info_t){mqr_queue_name(q),
+                                             mqr_address_name(a),
+                                             mqr_proto_rt_from_routing(mqr_queue_routing_type(q)),
+                                             bq ? (int64_t)bq->store.depth : 0,
+                                             bq ? (int64_t)bq->in_flight : 0,
+                                             (int32_t)mqr_queue_consumer_count(q),
+                                             bq ? (int64_t)bq->enqueued : 0,
+                                             bq ? (int64_t)bq->acked : 0};
+  }
+  return 0;
+}
+
+static void on_query(mqr__conn_t *c, int64_t id) {
+  query_t x = {0};
+  int rc = mqr_router_foreach_address(&c->b->router, collect, &x);
+  char *types = rc == 0 ? mqr_malloc((size_t)x.n * 24 + 1) : NULL;
+  if (rc == 0 && types == NULL) rc = MQR_ENOMEM;
+  for (uint32_t i = 0; rc == 0 && i < x.n; i++) {
+    mqr_address_t *a = mqr_router_find_address(&c->b->router, x.a[i].name);
+    int n = a ? mqr_routing_set_format(mqr_address_routing_types(a), types + i * 24, 24) : 0;
+    x.a[i].routing_types = mqr_str_n(types + i * 24, n > 0 ? (size_t)n : 0);
+  }
+  if (rc) {
+    mqr__nat_send_error(c, rc, id, false, "the query failed: %s", mqr_strerror(rc));
+  } else {
+    mqr_broker_stats_t st;
+    mqr_broker_stats(c->b, &st);
+    mqr_frame_t f = {MQR_FRAME_QUERY_RESULT,
+                     {.query_result = {id, {x.a, x.n}, {x.q, x.nq}, (int32_t)st.connections, (int64_t)st.dropped}}};
+    rc = mqr__nat_write_frame(c, &f);
+    if (rc == MQR_ELIMIT)
+      mqr__nat_send_error(
+          c, MQR_ELIMIT, id, false,
+          "the query's result (%u addresses, %u queues) is more than the max_frame %u this connection declared", x.n,
+          x.nq, c->peer_max_frame);
+    else if (rc)
+      mqr__nat_reply_failed(c, f.type, rc);
+  }
+  mqr_free(types);
+  mqr_free(x.a);
+  mqr_free(x.q);
+}
+
+void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
+  mqr_broker_t *b = c->b;
+  int type = len && body[0] < 0x80 ? (body[0] >> 1) ^ -(body[0] & 1) : -1;
+  if (c->state == MQR__CONN_HANDSHAKE && type != MQR_FRAME_CONNECT) {
+    mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "the first frame must be CONNECT, not %s",
+                        mqr_frame_type_name(type));
+    return;
+  }
+  if (type == MQR_FRAME_SEND) {
+    on_send(c, body, len);
+    return;
+  }
+  mqr_frame_t f;
+  mqr_error_t err;
+  mqr_avro_arena_t arena = {b->scratch, sizeof b->scratch, 0};
+  int rc = mqr_frame_decode(body, len, &f, &arena, &err);
+  if (rc) {
+    mqr__nat_send_error(c, rc, 0, true, "bad frame: %s", err.message);
+    return;
+  }
+  mqr_broker_consumer_t *k;
+  switch (f.type) {
+  case MQR_FRAME_CONNECT:
+    if (c->state != MQR__CONN_HANDSHAKE) {
+      mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "CONNECT twice");
+    } else if (f.u.connect.version != MQR_PROTOCOL_VERSION) {
+      mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "protocol version %d is not supported (%d is)",
+                          f.u.connect.version, MQR_PROTOCOL_VERSION);
+    } else if (f.u.connect.max_frame < MQR__MIN_PEER_FRAME) {
+      mqr__nat_send_error(c, MQR_EINVAL, 0, true, "max_frame %d is less than the %d bytes every client must take",
+                          f.u.connect.max_frame, MQR__MIN_PEER_FRAME);
+    } else if (!utf8_ok(c, f.u.connect.client_id, "client id", 0, true)) {
+      return;
+    } else {
+      c->state = MQR__CONN_OPEN;
+      c->peer_max_frame = (uint32_t)f.u.connect.max_frame;
+      mqr_frame_t r = {MQR_FRAME_CONNECTED,
+                       {.connected = {MQR_PROTOCOL_VERSION, mqr_str(b->opt.server_name), c->sess.id,
+                                      (int32_t)c->l->cfg->max_frame}}};
+      mqr__nat_reply(c, &r);
+      mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): client '%.*s' connected", (long long)c->sess.id, c->peer,
+               (int)f.u.connect.client_id.len, f.u.connect.client_id.ptr);
+    }
+    return;
+  case MQR_FRAME_SUBSCRIBE: on_subscribe(c, &f.u.subscribe); return;
+  case MQR_FRAME_ACK:
+    if ((k = find_sub(c, f.u.ack.subscription)) == NULL)
+      mqr__nat_send_error(c, MQR_ENOSUB, f.u.ack.subscription, false, "no subscription %lld on this connection",
+                          (long long)f.u.ack.subscription);
+    else if (mqr_broker_ack(k, f.u.ack.delivery, f.u.ack.cumulative) != 0)
+      mqr__nat_send_error(c, MQR_ENOTFOUND, f.u.ack.subscription, false,
+                          "delivery %lld of subscription %lld is not outstanding", (long long)f.u.ack.delivery,
+                          (long long)f.u.ack.subscription);
+    return;
+  case MQR_FRAME_CREDIT:
+    if ((k = find_sub(c, f.u.credit.subscription)) == NULL)
+      mqr__nat_send_error(c, MQR_ENOSUB, f.u.credit.subscription, false, "no subscription %lld on this connection",
+                          (long long)f.u.credit.subscription);
+    else if (f.u.credit.messages > 0)
+      mqr_broker_credit(k, (uint32_t)f.u.credit.messages);
+    return;
+  case MQR_FRAME_UNSUBSCRIBE: on_unsubscribe(c, f.u.unsubscribe.subscription); return;
+  case MQR_FRAME_QUERY: on_query(c, f.u.query.query); return;
+  case MQR_FRAME_DISCONNECT:
+    mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): disconnected", (long long)c->sess.id, c->peer);
+    mqr__nat_conn_close(c, true);
+    return;
+  case MQR_FRAME_PING: {
+    mqr_frame_t r = {MQR_FRAME_PONG, {.pong = {f.u.ping.token}}};
+    mqr__nat_reply(c, &r);
+    return;
+  }
+  case MQR_FRAME_PONG: return; /* hearing it was the point (mqr__nat_read_cb) */
+  default:
+    mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "a %s frame is not one a client sends", mqr_frame_type_name(f.type));
+    return;
+  }
+}

@@ -1,0 +1,65 @@
+/* The native protocol as a head of the broker core (core.h): its consumers' deliver,
+ * ready and refused, and its producer's resume. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "native.h"
+
+/* ---- the native protocol as a head of the core (core.h) --------------------------------------- */
+
+static bool consumer_ready(const mqr_broker_consumer_t *k) { return !mqr__nat_conn_paused(mqr__consumer_ctx(k)); }
+
+/* A delivery: the Message frame's head, then the stored message as it is (no copy, a
+ * reference held until the write completes). MQR_ELIMIT: longer than the max_frame its
+ * client declared. */
+static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
+  mqr__conn_t *c = mqr__consumer_ctx(k);
+  int64_t subscription = mqr__consumer_subscription(k);
+  if ((uint64_t)e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > c->peer_max_frame) {
+    uint8_t head[MQR_MESSAGE_HEADER_MAX];
+    size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, e->msg->len);
+    if (hl - MQR_FRAME_HEADER + e->msg->len > c->peer_max_frame) return MQR_ELIMIT;
+  }
+  mqr__wreq_t *w = mqr__nat_out(c);
+  if (w == NULL) return MQR_ENOMEM;
+  if (w->cap_bytes - w->n_bytes < MQR_MESSAGE_HEADER_MAX) {
+    size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
+    uint8_t *nb = mqr_realloc(w->bytes, ncap);
+    if (nb == NULL) return MQR_ENOMEM;
+    w->bytes = nb;
+    w->cap_bytes = ncap;
+  }
+  if (!mqr__nat_grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs) ||
+      !mqr__nat_grow((void **)&w->segs, &w->cap_segs, w->n_segs + 2, sizeof *w->segs))
+    return MQR_ENOMEM;
+  size_t off = w->n_bytes;
+  size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, e->msg->len);
+  w->n_bytes += hl;
+  mqr__nat_add_own(w, off, hl); /* cannot fail: room for two segments was made above */
+  w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, e->msg->len};
+  w->total += e->msg->len;
+  e->msg->refs++;
+  w->msgs[w->n_msgs++] = e->msg;
+  return 0;
+}
+
+static void consumer_refused(mqr_broker_consumer_t *k, const mqr__entry_t *e) {
+  mqr__conn_t *c = mqr__consumer_ctx(k);
+  mqr_str_t q = mqr__consumer_queue_name(k);
+  mqr__nat_send_error(
+      c, MQR_ELIMIT, mqr__consumer_subscription(k), false,
+      "message %lld (a frame of %u bytes) is more than the max_frame %u this connection declared: it stays at "
+      "the head of queue '%.*s' until a consumer that can take it does",
+      (long long)e->msg->id, (unsigned)(e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER), c->peer_max_frame,
+      (int)q.len, q.ptr);
+}
+
+const mqr__consumer_ops_t mqr__nat_consumer_ops = {consumer_ready, consumer_deliver, consumer_refused};
+
+/* Every full address that paused this producer has room: read on, next pass. */
+static void producer_resume(mqr__producer_t *p) {
+  mqr__conn_t *c = (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
+  mqr__nat_schedule(c);
+}
+
+const mqr__producer_ops_t mqr__nat_producer_ops = {producer_resume};

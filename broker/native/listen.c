@@ -1,0 +1,184 @@
+/* The native protocol's listeners: binding, accepting (a connection with no memory for it
+ * is closed, not left unaccepted), SIGPIPE, and closing them all. */
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+
+#include "native.h"
+
+/* ---- listeners --------------------------------------------------------------------------------- */
+
+static void refuse_closed(uv_handle_t *h) {
+  mqr__listener_t *l = h->data;
+  l->refusing = false;
+  mqr__broker_handle_closed(l->b);
+}
+
+/* No memory for a new connection: it is closed at once (see spare). */
+static void refuse(mqr__listener_t *l) {
+  mqr_broker_t *b = l->b;
+  if (l->refusing) {
+    l->accept_pending = true;
+    return;
+  }
+  l->refusing = true;
+  uv_tcp_init(b->loop, &l->spare);
+  l->spare.data = l;
+  b->open_handles++;
+  if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0)
+    mqr__log(b, MQR_LOG_WARN, "listener '%s': mqr__nat_out of memory for a new connection; closed it", l->cfg->name);
+  uv_close((uv_handle_t *)&l->spare, refuse_closed);
+}
+
+void mqr__nat_on_connection(uv_stream_t *server, int status) {
+  mqr__listener_t *l = server->data;
+  mqr_broker_t *b = l->b;
+  if (status < 0 || b->closing) return;
+  mqr__conn_t *c = mqr_calloc(1, sizeof *c);
+  if (c == NULL) {
+    refuse(l);
+    return;
+  }
+  uv_tcp_init(b->loop, &c->tcp);
+  c->tcp.data = c;
+  c->b = b;
+  c->l = l;
+  mqr__session_init(b, &c->sess, &mqr__nat_producer_ops);
+  c->state = MQR__CONN_HANDSHAKE;
+  c->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
+  c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
+  b->open_handles++;
+  b->n_conns++;
+  c->next = b->conns;
+  if (b->conns) b->conns->prev = c;
+  b->conns = c;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    c->state = MQR__CONN_CLOSING;
+    c->closed = true;
+    uv_close((uv_handle_t *)&c->tcp, mqr__nat_close_cb);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  struct sockaddr_storage sa;
+  int salen = sizeof sa;
+  char ip[48] = "?";
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
+    if (sa.ss_family == AF_INET6)
+      uv_ip6_name((struct sockaddr_in6 *)&sa, ip, sizeof ip);
+    else
+      uv_ip4_name((struct sockaddr_in *)&sa, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(((struct sockaddr_in *)&sa)->sin_port));
+  }
+  mqr__log(b, MQR_LOG_DEBUG, "connection %lld from %s on listener '%s'", (long long)c->sess.id, c->peer, l->cfg->name);
+  c->reading = true;
+  mqr__nat_start_reading(c);
+}
+
+static void listener_closed(uv_handle_t *h) { mqr__broker_handle_closed(((mqr__listener_t *)h->data)->b); }
+
+/* libuv writes to sockets with write(2), not send(2) with MSG_NOSIGNAL: a peer that
+ * resets its connection while a delivery is being written raises SIGPIPE, whose default
+ * action ends the mqr__nat_process. A broker that listens must not depend on how its mqr__nat_process was
+ * started, so it ignores SIGPIPE when nobody has chosen a disposition for it (an
+ * application's own handler, or SIG_IGN, is left as it is; broker.h says so). */
+static void sigpipe_ignore(mqr_broker_t *b) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL || (sa.sa_flags & SA_SIGINFO)) return;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGPIPE, &sa, NULL) == 0)
+    mqr__log(b, MQR_LOG_DEBUG,
+             "SIGPIPE was at its default action: now ignored (a reset peer must not end the mqr__nat_process)");
+}
+
+int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
+  uint32_t n = mqr_config_listener_count(b->config);
+  if (n == 0) return 0;
+  sigpipe_ignore(b);
+  if ((b->listeners = mqr_calloc(n, sizeof *b->listeners)) == NULL)
+    return mqr_error_set(err, MQR_ENOMEM, "mqr__nat_out of memory opening listeners");
+  for (uint32_t i = 0; i < n; i++) {
+    mqr__listener_t *l = &b->listeners[i];
+    l->b = b;
+    /* Its own copy of what it was configured with: the config may go with a reload. */
+    const mqr_listener_config_t *lc = mqr_config_listener(b->config, i);
+    size_t bytes = strlen(lc->name) + strlen(lc->host) + 2;
+    for (uint32_t k = 0; k < lc->prefixes.count; k++) bytes += lc->prefixes.items[k].text.len + 1;
+    if ((l->strings = mqr_malloc(bytes)) == NULL)
+      return mqr_error_set(err, MQR_ENOMEM, "mqr__nat_out of memory opening listeners");
+    l->own = *lc;
+    char *p = l->strings;
+    l->own.name = strcpy(p, lc->name);
+    p += strlen(p) + 1;
+    l->own.host = strcpy(p, lc->host);
+    p += strlen(p) + 1;
+    for (uint32_t k = 0; k < lc->prefixes.count; k++) {
+      mqr_str_t t = lc->prefixes.items[k].text;
+      memcpy(p, t.ptr, t.len);
+      p[t.len] = '\0';
+      l->own.prefixes.items[k].text = mqr_str_n(p, t.len);
+      p += t.len + 1;
+    }
+    l->cfg = &l->own;
+    struct sockaddr_storage sa;
+    int rc = strchr(l->cfg->host, ':') ? uv_ip6_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in6 *)&sa)
+                                       : uv_ip4_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in *)&sa);
+    uv_tcp_init(b->loop, &l->tcp);
+    l->tcp.data = l;
+    l->open = true;
+    b->open_handles++;
+    b->n_listeners = i + 1;
+    if (rc == 0) rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&sa, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 1024, mqr__nat_on_connection);
+    if (rc != 0)
+      return mqr_error_set(err, MQR_EIO, "listener '%s' cannot listen on %s:%u: %s", l->cfg->name, l->cfg->host,
+                           l->cfg->port, uv_strerror(rc));
+    int salen = sizeof sa;
+    uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&sa, &salen);
+    l->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                             : ((struct sockaddr_in *)&sa)->sin_port);
+    mqr__log(b, MQR_LOG_INFO, "listener '%s' on %s:%d", l->cfg->name, l->cfg->host, l->port);
+  }
+  return 0;
+}
+
+void mqr__server_close(mqr_broker_t *b) {
+  for (uint32_t i = 0; i < b->n_listeners; i++)
+    if (b->listeners[i].open) {
+      b->listeners[i].open = false;
+      uv_close((uv_handle_t *)&b->listeners[i].tcp, listener_closed);
+    }
+  for (mqr__conn_t *c = b->conns; c; c = c->next) {
+    if (c->state == MQR__CONN_CLOSING) continue;
+    if (c->state == MQR__CONN_OPEN) {
+      mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("the broker is shutting down")}}};
+      (void)mqr__nat_write_frame(c, &f); /* closing anyway: a DISCONNECT that cannot be written is not waited for */
+    }
+    mqr__nat_conn_close(c, true);
+  }
+  mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
+}
+
+void mqr__server_free(mqr_broker_t *b) {
+  for (uint32_t i = 0; i < b->n_listeners; i++) mqr_free(b->listeners[i].strings);
+  mqr_free(b->listeners);
+  while (b->wreq_free) {
+    mqr__wreq_t *w = b->wreq_free;
+    b->wreq_free = w->next_free;
+    mqr_free(w->segs);
+    mqr_free(w->bytes);
+    mqr_free(w->msgs);
+    mqr_free(w->bufs);
+    mqr_free(w);
+  }
+  while (b->rbuf_free) {
+    void *next = *(void **)b->rbuf_free;
+    mqr_free(b->rbuf_free);
+    b->rbuf_free = next;
+  }
+}
+
+int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {
+  return i < b->n_listeners && b->listeners[i].open ? b->listeners[i].port : -1;
+}

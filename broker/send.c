@@ -1,0 +1,177 @@
+/* doSend, the one send path of every protocol head: route, account the address's bytes
+ * (max-size-bytes and address-full-policy), store the message once, enqueue it on every
+ * queue it reached, dispatch. Allocates nothing once warm: the route writes into an
+ * array kept for it, the message comes from its size class's free list, entries from a
+ * pool, and a queue's and an address's state are made once, on first use. */
+#include <stdio.h>
+
+#include "broker_int.h"
+
+/* ---- queues and accounts, made on first use ---------------------------------------------- */
+
+mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q) {
+  mqr__bq_t *bq = mqr_queue_data(q);
+  if (bq) return bq;
+  if ((bq = mqr_calloc(1, sizeof *bq)) == NULL) return NULL;
+  bq->q = q;
+  mqr__memstore_init(&bq->store);
+  bq->next = b->queues;
+  if (b->queues) b->queues->prev = bq;
+  b->queues = bq;
+  mqr_queue_set_data(q, bq);
+  return bq;
+}
+
+void mqr__acct_settings(mqr__acct_t *a) {
+  const mqr_address_settings_t *s = mqr_address_settings(a->address);
+  a->max = s->max_size_bytes;
+  a->policy = s->address_full_policy;
+}
+
+static mqr__acct_t *acct_of(mqr_broker_t *b, mqr_address_t *addr) {
+  mqr__acct_t *a = mqr_address_data(addr);
+  if (a) return a;
+  if ((a = mqr_calloc(1, sizeof *a)) == NULL) return NULL;
+  a->address = addr;
+  mqr__acct_settings(a);
+  a->next = b->accts;
+  b->accts = a;
+  mqr_address_set_data(addr, a);
+  return a;
+}
+
+/* ---- producers paused by a full address (BLOCK) ------------------------------------------ */
+
+void mqr__producer_block(mqr__producer_t *p, mqr__acct_t *a) {
+  for (uint32_t i = 0; i < a->n_blocked; i++)
+    if (a->blocked[i] == p) return;
+  if (a->n_blocked == a->cap_blocked) {
+    uint32_t ncap = a->cap_blocked ? a->cap_blocked * 2 : 4;
+    mqr__producer_t **nb = mqr_realloc(a->blocked, ncap * sizeof *nb);
+    if (nb == NULL) return; /* not paused: it pauses again on its next send to the full address */
+    a->blocked = nb;
+    a->cap_blocked = ncap;
+  }
+  a->blocked[a->n_blocked++] = p;
+  p->blocked_on++;
+}
+
+/* A producer going away leaves every account it waits on. */
+void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p) {
+  for (mqr__acct_t *a = b->accts; a && p->blocked_on; a = a->next)
+    for (uint32_t i = 0; i < a->n_blocked; i++)
+      if (a->blocked[i] == p) {
+        a->blocked[i] = a->blocked[--a->n_blocked];
+        p->blocked_on--;
+        break;
+      }
+  p->blocked_on = 0;
+}
+
+/* The account has room again (or its limit or policy changed): every producer it
+ * paused that waits on nothing else reads on. */
+void mqr__acct_release(mqr__acct_t *a) {
+  for (uint32_t i = 0; i < a->n_blocked; i++) {
+    mqr__producer_t *p = a->blocked[i];
+    if (p->blocked_on) p->blocked_on--;
+    if (p->blocked_on == 0 && p->ops) p->ops->resume(p);
+  }
+  a->n_blocked = 0;
+}
+
+/* ---- doSend -------------------------------------------------------------------------------- */
+
+int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
+                 mqr_error_t *err) {
+  mqr_route_request_t req = {s->address, s->routing_type, s->duplicate_id, s->prefixes, NULL};
+  mqr_route_result_t res = {b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
+  int rc = mqr_router_route(&b->router, &req, &res, err);
+  if (rc == MQR_ENOSPC) { /* the topology grew: a bigger target array, once */
+    uint32_t ncap = res.needed + 16;
+    mqr_queue_t **t = mqr_realloc(b->targets, ncap * sizeof *t);
+    if (t == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
+    b->targets = t;
+    b->cap_targets = ncap;
+    res = (mqr_route_result_t){b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
+    rc = mqr_router_route(&b->router, &req, &res, err);
+  }
+  if (rc) return rc;
+  if (r) *r = (mqr_broker_receipt_t){(int)res.status, 0, 0};
+  if (res.count == 0) return 0;
+
+  mqr__acct_t *acct = acct_of(b, res.address);
+  if (acct == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
+  if (acct->max >= 0 && acct->bytes >= acct->max) {
+    mqr_str_t an = mqr_address_name(res.address);
+    if (acct->policy == MQR_FULL_DROP) {
+      b->stats.dropped++;
+      if (r) r->status = MQR_RECEIPT_DROPPED;
+      return 0;
+    }
+    if (acct->policy == MQR_FULL_FAIL || blocked == NULL)
+      return mqr_error_set(err, MQR_EFULL, "address '%.*s' is full (%lld of max-size-bytes %lld)", (int)an.len, an.ptr,
+                           (long long)acct->bytes, (long long)acct->max);
+    *blocked = acct; /* BLOCK: take this one, then the producer pauses */
+  }
+
+  /* The message, stored once: the Message frame's stored part, written into room for
+   * its largest size (varints at their longest) and then measured. */
+  mqr_str_t addr = mqr_address_name(res.address);
+  size_t bound = 10 + 10 + addr.len + 2 + (s->tail ? s->tail_len : 1 + 10 + 10 + s->body.len);
+  for (size_t i = 0; !s->tail && i < s->n_props; i++) bound += 20 + s->keys[i].len + s->values[i].len;
+  int64_t id = ++b->next_message_id;
+  mqr__msg_t *m = mqr__msg_alloc(b, bound);
+  if (m == NULL) {
+    if (bound > ((size_t)64 << (MQR__MSG_CLASSES - 1)))
+      return mqr_error_set(err, MQR_ELIMIT, "a message of %zu bytes is more than the broker stores", bound);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
+  }
+  m->id = id;
+  /* A listener's prefix decides the routing type the message carries, as in Artemis. */
+  mqr_str_t named = s->address;
+  int eff = s->routing_type;
+  mqr_prefixes_strip(s->prefixes, &named, &eff);
+  int rt = mqr_proto_rt_from_routing(eff);
+  size_t len;
+  if (s->tail) {
+    len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);
+  } else {
+    len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
+    len += mqr_message_write_tail(m->data + len, s->keys, s->values, s->n_props, s->body);
+  }
+  m->len = (uint32_t)len;
+  b->stats.messages++; /* and back down in mqr__msg_release */
+  b->stats.bytes += len;
+
+  uint32_t taken = 0;
+  for (uint32_t i = 0; i < res.count; i++) {
+    mqr__bq_t *bq = mqr__bq_of(b, res.queues[i]);
+    mqr__entry_t *e = bq ? mqr__pool_take(&b->entries) : NULL;
+    if (e == NULL) {
+      if (m->refs == 0) mqr__msg_release(b, (m->refs = 1, m));
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory enqueueing a message (%u of %u queues took it)", taken,
+                           res.count);
+    }
+    e->msg = m;
+    e->delivery = 0;
+    e->delivery_count = 0;
+    m->refs++;
+    bq->store.ops->push(&bq->store, e);
+    bq->enqueued++;
+    taken++;
+  }
+  m->acct = acct;
+  acct->bytes += m->len;
+  if (r) {
+    r->queues = taken;
+    r->message_id = id;
+  }
+  for (uint32_t i = 0; i < res.count; i++) mqr__dispatch(mqr_queue_data(res.queues[i]));
+  return 0;
+}
+
+int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt, mqr_error_t *err) {
+  mqr__send_t s = {m->address,       m->routing_type,    m->durable,      m->duplicate_id, NULL, 0,
+                   m->property_keys, m->property_values, m->n_properties, m->body,         NULL};
+  return mqr__do_send(b, &s, receipt, NULL, err);
+}

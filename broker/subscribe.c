@@ -1,0 +1,217 @@
+/* Subscriptions by the Artemis rules (a queue, address::queue, or an address with a
+ * routing type, making the queue when allowed), consumers and the sessions that own them
+ * (core.h): a head's client and everything it holds. */
+#include <stdio.h>
+
+#include "broker_int.h"
+
+/* A made-up subscription queue name: the target, then a number unique in the broker. */
+static mqr_str_t temp_name(mqr_broker_t *b, mqr_str_t target, char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "%.*s.sub-%lld", (int)(target.len > cap - 40 ? cap - 40 : target.len), target.ptr,
+                   (long long)++b->next_session);
+  return mqr_str_n(buf, (size_t)n);
+}
+
+static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, bool *temporary,
+                              mqr_queue_t **out, mqr_error_t *err) {
+  *temporary = false;
+  mqr_str_t address = target, qname = queue;
+  const char *sep = NULL;
+  for (size_t i = 0; i + 1 < target.len; i++)
+    if (target.ptr[i] == ':' && target.ptr[i + 1] == ':') {
+      sep = target.ptr + i;
+      break;
+    }
+  if (sep) { /* address::queue */
+    address = mqr_str_n(target.ptr, (size_t)(sep - target.ptr));
+    qname = mqr_str_n(sep + 2, target.len - address.len - 2);
+  }
+  if (rt == MQR_ROUTING_NONE) {
+    mqr_queue_t *q = mqr_router_find_queue(&b->router, sep ? qname : target);
+    if (q == NULL)
+      return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)(sep ? qname : target).len,
+                           (sep ? qname : target).ptr);
+    if (sep && !mqr_str_eq(mqr_address_name(mqr_queue_address(q)), address))
+      return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' is not on address '%.*s'", (int)qname.len, qname.ptr,
+                           (int)address.len, address.ptr);
+    *out = q;
+    return 0;
+  }
+  char buf[512];
+  if (!sep) {
+    /* ANYCAST: the address's queue of its own name. MULTICAST: a subscription queue. */
+    if (rt == MQR_ANYCAST)
+      qname = address;
+    else if (qname.len == 0) {
+      qname = temp_name(b, address, buf, sizeof buf);
+      *temporary = true;
+    }
+  }
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, qname);
+  if (q) {
+    if (!mqr_str_eq(mqr_address_name(mqr_queue_address(q)), address) || (int)mqr_queue_routing_type(q) != rt)
+      return mqr_error_set(err, MQR_EQUEUEEXISTS, "queue '%.*s' exists on address '%.*s' as %s", (int)qname.len,
+                           qname.ptr, (int)mqr_address_name(mqr_queue_address(q)).len,
+                           mqr_address_name(mqr_queue_address(q)).ptr,
+                           mqr_routing_type_name(mqr_queue_routing_type(q)));
+    *out = q;
+    return 0;
+  }
+  mqr_address_settings_t st;
+  mqr_router_resolve_settings(&b->router, address, &st);
+  if (!st.auto_create_queues && !*temporary)
+    return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist and auto-create-queues is off for '%.*s'",
+                         (int)qname.len, qname.ptr, (int)address.len, address.ptr);
+  mqr_queue_config_t cfg;
+  mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
+  cfg.durable = !*temporary;
+  cfg.auto_created = true;
+  cfg.auto_create_address = true;
+  return mqr_router_add_queue(&b->router, &cfg, out, err);
+}
+
+static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq);
+
+int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, uint32_t credit,
+                           int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx, mqr_broker_consumer_t **out,
+                           mqr_error_t *err) {
+  mqr_broker_t *b = s->b;
+  if (target.len == 0) return mqr_error_set(err, MQR_EINVAL, "a subscription needs a target");
+  if (rt != MQR_ROUTING_NONE && rt != MQR_ANYCAST && rt != MQR_MULTICAST)
+    return mqr_error_set(err, MQR_EBADROUTINGTYPE, "routing type %d", rt);
+  bool temporary = false;
+  mqr_queue_t *q = NULL;
+  int rc = find_or_make_queue(b, target, rt, queue, &temporary, &q, err);
+  if (rc) return rc;
+  mqr__bq_t *bq = mqr__bq_of(b, q);
+  mqr_broker_consumer_t *c = bq ? mqr__pool_get(&b->consumers) : NULL;
+  bool room = c != NULL;
+  if (room && bq->n_consumers == bq->cap_consumers) {
+    uint32_t cap = bq->cap_consumers ? bq->cap_consumers * 2 : 4;
+    mqr_broker_consumer_t **grown = mqr_realloc(bq->consumers, cap * sizeof *grown);
+    room = grown != NULL; /* if not, the queue's consumers stay as they were */
+    if (room) {
+      bq->consumers = grown;
+      bq->cap_consumers = cap;
+    }
+  }
+  if (!room || (rc = mqr_queue_add_consumer(q)) != 0) {
+    mqr__pool_put(&b->consumers, c);
+    rc = !room ? mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing")
+               : mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
+                               mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
+    /* A subscription queue made for this consumer goes, with its state when it has one. */
+    if (temporary && bq != NULL)
+      drop_queue(b, bq);
+    else if (temporary)
+      mqr_router_remove_queue(&b->router, mqr_queue_name(q), NULL);
+    return rc;
+  }
+  bq->temporary |= temporary;
+  c->b = b;
+  c->bq = bq;
+  c->credit = credit > b->opt.max_credit ? b->opt.max_credit : credit;
+  c->next_delivery = 1;
+  c->subscription = subscription;
+  c->ops = ops;
+  c->ctx = ctx;
+  c->session = s;
+  c->session_next = s->consumers;
+  s->consumers = c;
+  bq->consumers[bq->n_consumers++] = c;
+  *out = c;
+  return 0;
+}
+
+static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__entry_t *e;
+  while ((e = bq->store.ops->pop(&bq->store)) != NULL) {
+    mqr__msg_release(b, e->msg);
+    mqr__pool_put(&b->entries, e);
+  }
+  if (bq->prev)
+    bq->prev->next = bq->next;
+  else
+    b->queues = bq->next;
+  if (bq->next) bq->next->prev = bq->prev;
+  mqr_free(bq->consumers);
+  mqr_str_t name = mqr_queue_name(bq->q);
+  char copy[512];
+  snprintf(copy, sizeof copy, "%.*s", (int)name.len, name.ptr);
+  mqr_queue_set_data(bq->q, NULL);
+  mqr_free(bq);
+  mqr_router_remove_queue(&b->router, mqr_str(copy), NULL);
+}
+
+/* Takes c off its session's list, once: a close deferred by dispatch comes back here
+ * after its session (a connection's) may be gone. */
+static void leave_session(mqr_broker_consumer_t *c) {
+  if (c->session == NULL) return;
+  for (mqr_broker_consumer_t **pp = &c->session->consumers; *pp; pp = &(*pp)->session_next)
+    if (*pp == c) {
+      *pp = c->session_next;
+      break;
+    }
+  c->session = NULL;
+  c->session_next = NULL;
+}
+
+bool mqr__consumer_close(mqr_broker_consumer_t *c) {
+  mqr__bq_t *bq = c->bq;
+  mqr_broker_t *b = c->b;
+  leave_session(c);      /* at once: its session ends now, and its head goes */
+  if (bq->dispatching) { /* from a delivery callback: when the dispatch loop is done */
+    c->closing = true;
+    return false;
+  }
+  /* Unacknowledged messages go back to the head of the queue, in their order. */
+  for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
+    prev = e->prev;
+    bq->in_flight--;
+    bq->store.ops->push_front(&bq->store, e);
+  }
+  c->unacked_head = c->unacked_tail = NULL;
+  mqr__idx_clear(c);
+  for (uint32_t i = 0; i < bq->n_consumers; i++)
+    if (bq->consumers[i] == c) {
+      memmove(&bq->consumers[i], &bq->consumers[i + 1], (bq->n_consumers - i - 1) * sizeof *bq->consumers);
+      bq->n_consumers--;
+      break;
+    }
+  if (bq->rr >= bq->n_consumers) bq->rr = 0;
+  mqr_queue_remove_consumer(bq->q);
+  mqr__pool_put(&b->consumers, c);
+  if (bq->temporary && bq->n_consumers == 0) {
+    drop_queue(b, bq);
+    return true;
+  }
+  mqr__dispatch(bq);
+  return false;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+
+void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_ops_t *ops) {
+  *s = (mqr__session_t){b, ++b->next_session, {ops, 0}, NULL};
+}
+
+mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription) {
+  for (mqr_broker_consumer_t *k = s->consumers; k; k = k->session_next)
+    if (k->subscription == subscription) return k;
+  return NULL;
+}
+
+void mqr__session_unsubscribe(mqr__session_t *s, mqr_broker_consumer_t *k) {
+  (void)s;
+  mqr__consumer_close(k);
+}
+
+void mqr__session_end(mqr__session_t *s) {
+  /* Its consumers go: what they had not acknowledged returns to the queues. */
+  while (s->consumers) mqr__consumer_close(s->consumers);
+  mqr__producer_unblock_all(s->b, &s->producer);
+}
+
+int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k) { return k->subscription; }
+void *mqr__consumer_ctx(const mqr_broker_consumer_t *k) { return k->ctx; }
+mqr_str_t mqr__consumer_queue_name(const mqr_broker_consumer_t *k) { return mqr_queue_name(k->bq->q); }

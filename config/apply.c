@@ -1,0 +1,171 @@
+/* Building a router from a config, and applying a reloaded config to a live router
+ * (config_int.h). */
+
+#include "config_int.h"
+
+static void queue_config(const cfg_address_t *a, const cfg_queue_t *q, mqr_queue_config_t *qc) {
+  mqr_queue_config_init(qc, mqr_str(q->name), mqr_str(a->name), q->type);
+  qc->durable = q->durable;
+  qc->enabled = q->enabled;
+  qc->purge_on_no_consumers = q->purge_on_no_consumers;
+  qc->max_consumers = q->max_consumers;
+  qc->filter = mqr_str(q->filter);
+}
+
+int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err) {
+  int rc = mqr_router_init(r, &cfg->wildcard), first = 0;
+  if (rc) return mqr_error_set(err, rc, "bad wildcard syntax");
+  mqr_error_t e;
+#define REFUSED(line, col)                                                                                             \
+  do {                                                                                                                 \
+    if (rc == MQR_ENOMEM || diags == NULL) {                                                                           \
+      mqr_error_set_at(err, rc, cfg->file, (line), (col), "%s", e.message);                                            \
+      mqr_router_close(r);                                                                                             \
+      return rc;                                                                                                       \
+    }                                                                                                                  \
+    mqr__cfg_diags_add_error(diags, rc, cfg->file, (line), (col), e.message);                                          \
+    if (!first) first = rc;                                                                                            \
+  } while (0)
+  for (uint32_t i = 0; i < cfg->n_settings; i++) {
+    const cfg_settings_t *s = &cfg->settings[i];
+    if ((rc = mqr_router_add_address_settings(r, mqr_str(s->match), &s->s, &e)) != 0) REFUSED(s->line, s->column);
+  }
+  for (uint32_t i = 0; i < cfg->n_addresses; i++) {
+    const cfg_address_t *a = &cfg->addresses[i];
+    if ((rc = mqr_router_add_address(r, mqr_str(a->name), a->types, 0, NULL, &e)) != 0) {
+      if (rc == MQR_EADDREXISTS) snprintf(e.message, sizeof e.message, "address '%s' is defined twice", a->name);
+      REFUSED(a->line, a->column);
+      continue;
+    }
+    for (uint32_t k = 0; k < a->n_queues; k++) {
+      const cfg_queue_t *q = &a->queues[k];
+      mqr_queue_config_t qc;
+      queue_config(a, q, &qc);
+      if ((rc = mqr_router_add_queue(r, &qc, NULL, &e)) != 0) REFUSED(q->line, q->column);
+    }
+  }
+#undef REFUSED
+  if (first) mqr_router_close(r);
+  return first;
+}
+
+int mqr_config_build_router(const mqr_config_t *cfg, mqr_router_t *r, mqr_error_t *err) {
+  return mqr__cfg_build(cfg, r, NULL, err);
+}
+
+/* ---- applying a reloaded config to a live router ---------------------------------- */
+
+__attribute__((format(printf, 4, 5))) static void report(mqr_config_report_fn fn, void *ctx, bool applied,
+                                                         const char *fmt, ...) {
+  char line[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (fn) fn(ctx, applied, line);
+}
+
+bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b) {
+  if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
+      a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
+      a->prefixes.count != b->prefixes.count)
+    return false;
+  for (uint32_t i = 0; i < a->prefixes.count; i++)
+    if (!mqr_str_eq(a->prefixes.items[i].text, b->prefixes.items[i].text) ||
+        a->prefixes.items[i].type != b->prefixes.items[i].type)
+      return false;
+  return true;
+}
+
+static const cfg_queue_t *find_cfg_queue(const mqr_config_t *cfg, const char *name, const cfg_address_t **addr) {
+  for (uint32_t i = 0; i < cfg->n_addresses; i++)
+    for (uint32_t k = 0; k < cfg->addresses[i].n_queues; k++)
+      if (strcmp(cfg->addresses[i].queues[k].name, name) == 0) {
+        if (addr) *addr = &cfg->addresses[i];
+        return &cfg->addresses[i].queues[k];
+      }
+  return NULL;
+}
+
+int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r, mqr_config_report_fn fn,
+                     void *ctx, mqr_error_t *err) {
+  int rc;
+  mqr_error_t e;
+  if (memcmp(&cfg->wildcard, &old->wildcard, sizeof cfg->wildcard) != 0)
+    report(fn, ctx, false, "wildcard-addresses changed: not applied until a restart");
+  bool listeners_same = cfg->n_listeners == old->n_listeners;
+  for (uint32_t i = 0; listeners_same && i < cfg->n_listeners; i++)
+    listeners_same = mqr__cfg_listener_same(&cfg->listeners[i].pub, &old->listeners[i].pub);
+  if (!listeners_same) report(fn, ctx, false, "listeners changed: not applied until a restart");
+  /* Settings: the new set replaces the old. */
+  for (uint32_t i = 0; i < old->n_settings; i++) {
+    bool kept = false;
+    for (uint32_t k = 0; k < cfg->n_settings && !kept; k++)
+      kept = strcmp(cfg->settings[k].match, old->settings[i].match) == 0;
+    if (!kept) {
+      mqr_router_remove_address_settings(r, mqr_str(old->settings[i].match));
+      report(fn, ctx, true, "address-settings '%s' removed", old->settings[i].match);
+    }
+  }
+  for (uint32_t i = 0; i < cfg->n_settings; i++) {
+    const cfg_settings_t *st = &cfg->settings[i];
+    if ((rc = mqr_router_add_address_settings(r, mqr_str(st->match), &st->s, &e)) != 0)
+      return mqr_error_set_at(err, rc, cfg->file, st->line, st->column, "%s", e.message);
+  }
+  /* Addresses and queues: what is new is made; nothing is removed. */
+  for (uint32_t i = 0; i < cfg->n_addresses; i++) {
+    const cfg_address_t *a = &cfg->addresses[i];
+    mqr_address_t *live = mqr_router_find_address(r, mqr_str(a->name));
+    if (live == NULL) {
+      if ((rc = mqr_router_add_address(r, mqr_str(a->name), a->types, 0, NULL, &e)) != 0)
+        return mqr_error_set_at(err, rc, cfg->file, a->line, a->column, "%s", e.message);
+      report(fn, ctx, true, "address '%s' added", a->name);
+    } else {
+      mqr_routing_set_t have = mqr_address_routing_types(live);
+      for (int t = 0; t < 2; t++) {
+        if (mqr_routing_set_contains(a->types, t) && !mqr_routing_set_contains(have, t)) {
+          if ((rc = mqr_router_add_routing_type(r, mqr_str(a->name), t, &e)) != 0)
+            return mqr_error_set_at(err, rc, cfg->file, a->line, a->column, "%s", e.message);
+          report(fn, ctx, true, "address '%s' gained %s", a->name, mqr_routing_type_name(t));
+        } else if (!mqr_routing_set_contains(a->types, t) && mqr_routing_set_contains(have, t)) {
+          report(fn, ctx, false, "address '%s' keeps %s: removing a routing type needs a restart", a->name,
+                 mqr_routing_type_name(t));
+        }
+      }
+    }
+    for (uint32_t k = 0; k < a->n_queues; k++) {
+      const cfg_queue_t *q = &a->queues[k];
+      mqr_queue_t *lq = mqr_router_find_queue(r, mqr_str(q->name));
+      if (lq == NULL) {
+        mqr_queue_config_t qc;
+        queue_config(a, q, &qc);
+        if ((rc = mqr_router_add_queue(r, &qc, NULL, &e)) != 0)
+          return mqr_error_set_at(err, rc, cfg->file, q->line, q->column, "%s", e.message);
+        report(fn, ctx, true, "queue '%s' added to address '%s'", q->name, a->name);
+        continue;
+      }
+      if (!mqr_str_eq(mqr_address_name(mqr_queue_address(lq)), mqr_str(a->name)) ||
+          mqr_queue_routing_type(lq) != q->type || mqr_queue_durable(lq) != q->durable ||
+          mqr_queue_max_consumers(lq) != q->max_consumers ||
+          mqr_queue_purge_on_no_consumers(lq) != q->purge_on_no_consumers)
+        report(fn, ctx, false, "queue '%s' changed: only 'enabled' applies without a restart", q->name);
+      if (mqr_queue_enabled(lq) != q->enabled) {
+        mqr_queue_set_enabled(lq, q->enabled);
+        report(fn, ctx, true, "queue '%s' %s", q->name, q->enabled ? "enabled" : "disabled");
+      }
+    }
+  }
+  for (uint32_t i = 0; i < old->n_addresses; i++) {
+    bool kept = false;
+    for (uint32_t k = 0; k < cfg->n_addresses && !kept; k++)
+      kept = strcmp(cfg->addresses[k].name, old->addresses[i].name) == 0;
+    if (!kept)
+      report(fn, ctx, false, "address '%s' is gone from the config: not removed until a restart",
+             old->addresses[i].name);
+    for (uint32_t k = 0; k < old->addresses[i].n_queues; k++)
+      if (find_cfg_queue(cfg, old->addresses[i].queues[k].name, NULL) == NULL)
+        report(fn, ctx, false, "queue '%s' is gone from the config: not removed until a restart",
+               old->addresses[i].queues[k].name);
+  }
+  return 0;
+}

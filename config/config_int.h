@@ -1,0 +1,126 @@
+/* Routing-config files, shared by the config sources (nothing here is installed):
+ *
+ *   yaml.c       diagnostics, and reading YAML nodes with their positions: keys, booleans,
+ *                integers, sizes, durations, strings, routing types
+ *   parse.c      the document: wildcard syntax, address settings, addresses and queues;
+ *                loading from text, a file or the embedded default; the accessors
+ *   listeners.c  the listeners section and its accessors
+ *   apply.c      building a router from a config, and applying a reloaded one to it
+ *
+ * libyaml allocates its document with the C allocator (it has no hook); everything mqr
+ * keeps goes through mqr_malloc. */
+#ifndef MQR_CONFIG_INT_H
+#define MQR_CONFIG_INT_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "mqr/config.h"
+
+extern const char mqr__default_conf[];
+extern const size_t mqr__default_conf_len;
+
+#define DEFAULT_PORT 61616
+
+typedef struct {
+  char *name;
+  char *filter;
+  mqr_routing_type_t type;
+  bool durable, purge_on_no_consumers, enabled;
+  int32_t max_consumers;
+  uint32_t line, column;
+} cfg_queue_t;
+
+typedef struct {
+  char *name;
+  bool has_types;
+  mqr_routing_set_t types;
+  cfg_queue_t *queues;
+  uint32_t n_queues, cap_queues;
+  uint32_t line, column;
+} cfg_address_t;
+
+typedef struct {
+  char *match;
+  char *dla;
+  mqr_address_settings_t s;
+  uint32_t line, column;
+} cfg_settings_t;
+
+typedef struct {
+  mqr_listener_config_t pub;
+  char *name, *host, *prefix[2];
+} cfg_listener_t;
+
+struct mqr_config_s {
+  char *file;
+  mqr_wildcard_t wildcard;
+  cfg_listener_t *listeners;
+  uint32_t n_listeners, cap_listeners;
+  cfg_settings_t *settings;
+  uint32_t n_settings, cap_settings;
+  cfg_address_t *addresses;
+  uint32_t n_addresses, cap_addresses;
+  uint32_t n_queues;
+};
+
+typedef struct {
+  yaml_document_t doc;
+  const char *file;
+  mqr_diags_t *diags;
+  mqr_config_t *cfg;
+  uint32_t errors;
+  bool nomem;
+} ctx_t;
+
+typedef struct {
+  yaml_node_t *key, *value;
+  mqr_str_t name;
+} pair_t;
+
+#define ERR(c, n, ...) mqr__cfg_diag_at((c), MQR_ECONFIG, (n), __VA_ARGS__)
+
+#define FOREACH_PAIR(c, map, pr)                                                                                       \
+  for (yaml_node_pair_t *pr##_it = (map)->data.mapping.pairs.start; pr##_it < (map)->data.mapping.pairs.top;           \
+       pr##_it++)                                                                                                      \
+    for (pair_t pr = {mqr__cfg_node((c), pr##_it->key), mqr__cfg_node((c), pr##_it->value), {0}}, *pr##_once = &pr;    \
+         pr##_once; pr##_once = NULL)
+
+void mqr__cfg_diags_vadd(mqr_diags_t *d, int code, const char *file, uint32_t line, uint32_t col, const char *fmt,
+                         va_list ap);
+void mqr__cfg_diags_add(mqr_diags_t *d, int code, const char *file, uint32_t line, uint32_t col, const char *fmt, ...);
+void mqr__cfg_diags_add_error(mqr_diags_t *d, int code, const char *file, uint32_t line, uint32_t col, const char *msg);
+void mqr__cfg_diag_at(ctx_t *c, int code, const yaml_node_t *n, const char *fmt, ...);
+char *mqr__cfg_dup_n(ctx_t *c, const char *s, size_t n);
+bool mqr__cfg_grow(ctx_t *c, void **arr, uint32_t n, uint32_t *cap, size_t elem);
+yaml_node_t *mqr__cfg_node(ctx_t *c, int i);
+const char *mqr__cfg_kind_name(const yaml_node_t *n);
+mqr_str_t mqr__cfg_scalar(const yaml_node_t *n);
+bool mqr__cfg_is_plain(const yaml_node_t *n);
+bool mqr__cfg_is_null(const yaml_node_t *n);
+bool mqr__cfg_want(ctx_t *c, const yaml_node_t *n, yaml_node_type_t type, const char *what);
+bool mqr__cfg_check_key(ctx_t *c, yaml_node_t *k, const char *where);
+bool mqr__cfg_repeated_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *upto, mqr_str_t name);
+void mqr__cfg_unknown_key(ctx_t *c, const pair_t *p, const char *where, const char *known);
+bool mqr__cfg_get_bool(ctx_t *c, const pair_t *p, bool *out);
+bool mqr__cfg_parse_int(mqr_str_t s, bool bytes, int64_t *out);
+bool mqr__cfg_get_int(ctx_t *c, const pair_t *p, bool bytes, int64_t min, int64_t max, int64_t *out);
+bool mqr__cfg_parse_duration(mqr_str_t s, int64_t *out);
+bool mqr__cfg_get_duration(ctx_t *c, const pair_t *p, int64_t max_ms, int64_t *out);
+bool mqr__cfg_get_string(ctx_t *c, const pair_t *p, mqr_str_t *out);
+bool mqr__cfg_get_routing_type(ctx_t *c, const yaml_node_t *n, const char *what, mqr_routing_type_t *out);
+void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_parse_settings(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_parse_listeners(ctx_t *c, yaml_node_t *seq);
+void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map);
+bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b);
+int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err);
+void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
+
+#endif

@@ -1,0 +1,95 @@
+/* The listeners section: where mqrd accepts clients, with their limits and prefixes
+ * (config_int.h). */
+
+#include "config_int.h"
+
+/* ---- listeners -------------------------------------------------------------------- */
+
+static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
+  mqr_config_t *cfg = c->cfg;
+  if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "a listener")) return;
+  static const char known[] =
+      "name, host, port, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, idle-timeout";
+  char defname[32];
+  snprintf(defname, sizeof defname, "listener-%u", index + 1);
+  mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
+  const yaml_node_t *name_node = map, *px_node = NULL;
+  int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
+  int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_check_key(c, p.key, "a listener")) continue;
+    p.name = mqr__cfg_scalar(p.key);
+    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
+      ERR(c, p.key, "key '%.*s' repeated in a listener", (int)p.name.len, p.name.ptr);
+      continue;
+    }
+    if (mqr_str_eq(p.name, MQR_STR("name"))) {
+      if (mqr__cfg_get_string(c, &p, &name)) {
+        name_node = p.value;
+        if (name.len == 0) ERR(c, p.value, "empty listener name");
+      }
+    } else if (mqr_str_eq(p.name, MQR_STR("host"))) {
+      if (mqr__cfg_get_string(c, &p, &host)) {
+        char buf[64];
+        unsigned char addr[16];
+        snprintf(buf, sizeof buf, "%.*s", (int)host.len, host.ptr);
+        if (host.len >= sizeof buf || (inet_pton(AF_INET, buf, addr) != 1 && inet_pton(AF_INET6, buf, addr) != 1))
+          ERR(c, p.value, "host must be an IPv4 or IPv6 address such as 127.0.0.1, not '%.*s'", (int)host.len,
+              host.ptr);
+      }
+    } else if (mqr_str_eq(p.name, MQR_STR("port"))) {
+      mqr__cfg_get_int(c, &p, false, 0, 65535, &port);
+    } else if (mqr_str_eq(p.name, MQR_STR("max-frame-size"))) {
+      mqr__cfg_get_int(c, &p, true, 1024, MQR_MAX_FRAME_LIMIT, &max_frame);
+    } else if (mqr_str_eq(p.name, MQR_STR("handshake-timeout"))) {
+      mqr__cfg_get_duration(c, &p, 24 * 3600000, &handshake_ms);
+    } else if (mqr_str_eq(p.name, MQR_STR("idle-timeout"))) {
+      if (mqr__cfg_get_duration(c, &p, 24 * 3600000, &idle_ms) && idle_ms > 0 && idle_ms < 1000) {
+        ERR(c, p.value, "'idle-timeout' must be at least 1s (or 0: off), not %" PRId64 " ms", idle_ms);
+      }
+    } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
+      mqr__cfg_get_string(c, &p, &px[0]);
+      px_node = p.value;
+    } else if (mqr_str_eq(p.name, MQR_STR("multicast-prefix"))) {
+      mqr__cfg_get_string(c, &p, &px[1]);
+      px_node = p.value;
+    } else {
+      mqr__cfg_unknown_key(c, &p, "a listener", known);
+    }
+  }
+  if (px[0].len && mqr_str_eq(px[0], px[1])) ERR(c, px_node, "anycast-prefix and multicast-prefix are the same");
+  for (uint32_t i = 0; i < cfg->n_listeners; i++)
+    if (strlen(cfg->listeners[i].name) == name.len && memcmp(cfg->listeners[i].name, name.ptr, name.len) == 0)
+      ERR(c, name_node, "listener name '%.*s' repeated (first at line %u)", (int)name.len, name.ptr,
+          cfg->listeners[i].pub.line);
+  if (!mqr__cfg_grow(c, (void **)&cfg->listeners, cfg->n_listeners, &cfg->cap_listeners, sizeof *cfg->listeners))
+    return;
+  cfg_listener_t *l = &cfg->listeners[cfg->n_listeners++];
+  l->name = mqr__cfg_dup_n(c, name.ptr, name.len);
+  l->host = mqr__cfg_dup_n(c, host.ptr, host.len);
+  l->pub.name = l->name;
+  l->pub.host = l->host;
+  l->pub.port = (uint16_t)port;
+  l->pub.max_frame = (uint32_t)max_frame;
+  l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
+  l->pub.idle_timeout_ms = (uint32_t)idle_ms;
+  l->pub.line = (uint32_t)map->start_mark.line + 1;
+  l->pub.column = (uint32_t)map->start_mark.column + 1;
+  static const mqr_routing_type_t types[2] = {MQR_ANYCAST, MQR_MULTICAST};
+  for (int i = 0; i < 2; i++) {
+    if (px[i].len == 0) continue;
+    l->prefix[i] = mqr__cfg_dup_n(c, px[i].ptr, px[i].len);
+    l->pub.prefixes.items[l->pub.prefixes.count].text = mqr_str_n(l->prefix[i], px[i].len);
+    l->pub.prefixes.items[l->pub.prefixes.count].type = types[i];
+    l->pub.prefixes.count++;
+  }
+}
+
+void mqr__cfg_parse_listeners(ctx_t *c, yaml_node_t *seq) {
+  if (mqr__cfg_is_null(seq) || !mqr__cfg_want(c, seq, YAML_SEQUENCE_NODE, "listeners")) return;
+  uint32_t i = 0;
+  for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++, i++) {
+    parse_listener(c, mqr__cfg_node(c, *it), i);
+    if (c->nomem) return;
+  }
+}

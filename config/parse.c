@@ -1,0 +1,513 @@
+/* The config document: wildcard syntax, address settings, addresses and queues;
+ * loading; the accessors (config_int.h). */
+
+#include "config_int.h"
+
+/* ---- wildcard-addresses ----------------------------------------------------------- */
+
+void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map) {
+  if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "wildcard-addresses")) return;
+  static const char known[] = "delimiter, any-words, single-word, escape";
+  mqr_wildcard_t wc = mqr_wildcard_default();
+  uint32_t before = c->errors;
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_check_key(c, p.key, "wildcard-addresses")) continue;
+    p.name = mqr__cfg_scalar(p.key);
+    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
+      ERR(c, p.key, "key '%.*s' repeated in wildcard-addresses", (int)p.name.len, p.name.ptr);
+      continue;
+    }
+    char *slot = mqr_str_eq(p.name, MQR_STR("delimiter"))     ? &wc.delimiter
+                 : mqr_str_eq(p.name, MQR_STR("any-words"))   ? &wc.any_words
+                 : mqr_str_eq(p.name, MQR_STR("single-word")) ? &wc.single_word
+                 : mqr_str_eq(p.name, MQR_STR("escape"))      ? &wc.escape
+                                                              : NULL;
+    if (slot == NULL) {
+      mqr__cfg_unknown_key(c, &p, "wildcard-addresses", known);
+      continue;
+    }
+    mqr_str_t v;
+    if (!mqr__cfg_get_string(c, &p, &v)) continue;
+    if (v.len != 1) {
+      ERR(c, p.value, "'%.*s' must be exactly one character, not '%.*s'", (int)p.name.len, p.name.ptr, (int)v.len,
+          v.ptr);
+      continue;
+    }
+    *slot = v.ptr[0];
+  }
+  if (c->errors != before) return;
+  mqr_error_t e;
+  if (mqr_wildcard_validate(&wc, &e) != 0) {
+    ERR(c, map, "wildcard-addresses: %s", e.message);
+    return;
+  }
+  c->cfg->wildcard = wc;
+}
+
+/* ---- address-settings ------------------------------------------------------------- */
+
+static void parse_one_settings(ctx_t *c, const pair_t *entry) {
+  mqr_config_t *cfg = c->cfg;
+  mqr_str_t match = mqr__cfg_scalar(entry->key);
+  mqr_error_t e;
+  if (mqr_settings_match_validate(&cfg->wildcard, match, &e) != 0) {
+    ERR(c, entry->key, "address-settings: %s", e.message);
+    return;
+  }
+  for (uint32_t i = 0; i < cfg->n_settings; i++)
+    if (strlen(cfg->settings[i].match) == match.len && memcmp(cfg->settings[i].match, match.ptr, match.len) == 0) {
+      ERR(c, entry->key, "address-settings for match '%.*s' repeated (first at line %u)", (int)match.len, match.ptr,
+          cfg->settings[i].line);
+      return;
+    }
+  cfg_settings_t s = {0};
+  s.line = (uint32_t)entry->key->start_mark.line + 1;
+  s.column = (uint32_t)entry->key->start_mark.column + 1;
+  mqr_str_t dla = {0};
+  yaml_node_t *map = entry->value;
+  if (!mqr__cfg_is_null(map)) {
+    char where[160];
+    snprintf(where, sizeof where, "address-settings '%.*s'", (int)match.len, match.ptr);
+    if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
+    static const char known[] =
+        "auto-create-addresses, auto-create-queues, default-address-routing-type, default-queue-routing-type, "
+        "dead-letter-address, send-to-dla-on-no-route, id-cache-size, max-size-bytes, address-full-policy";
+    FOREACH_PAIR(c, map, p) {
+      if (!mqr__cfg_check_key(c, p.key, where)) continue;
+      p.name = mqr__cfg_scalar(p.key);
+      if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
+        ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
+        continue;
+      }
+      int64_t v;
+      if (mqr_str_eq(p.name, MQR_STR("auto-create-addresses"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_addresses)) s.s.set |= MQR_SET_AUTO_CREATE_ADDRESSES;
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-create-queues"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_queues)) s.s.set |= MQR_SET_AUTO_CREATE_QUEUES;
+      } else if (mqr_str_eq(p.name, MQR_STR("send-to-dla-on-no-route"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.send_to_dla_on_no_route)) s.s.set |= MQR_SET_SEND_TO_DLA_ON_NO_ROUTE;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-address-routing-type"))) {
+        if (mqr__cfg_get_routing_type(c, p.value, "default-address-routing-type", &s.s.default_address_routing_type))
+          s.s.set |= MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-queue-routing-type"))) {
+        if (mqr__cfg_get_routing_type(c, p.value, "default-queue-routing-type", &s.s.default_queue_routing_type))
+          s.s.set |= MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE;
+      } else if (mqr_str_eq(p.name, MQR_STR("dead-letter-address"))) {
+        if (mqr__cfg_get_string(c, &p, &dla)) {
+          if (dla.len == 0 || mqr_wildcard_is_pattern(&cfg->wildcard, dla))
+            ERR(c, p.value, "dead-letter-address must name a concrete address");
+          else
+            s.s.set |= MQR_SET_DEAD_LETTER_ADDRESS;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("id-cache-size"))) {
+        if (mqr__cfg_get_int(c, &p, false, 0, 1 << 24, &v)) {
+          s.s.id_cache_size = (int32_t)v;
+          s.s.set |= MQR_SET_ID_CACHE_SIZE;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("max-size-bytes"))) {
+        if (mqr__cfg_get_int(c, &p, true, -1, INT64_MAX, &v)) {
+          s.s.max_size_bytes = v;
+          s.s.set |= MQR_SET_MAX_SIZE_BYTES;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
+        if (p.value->type != YAML_SCALAR_NODE ||
+            mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
+          ERR(c, p.value, "address-full-policy must be BLOCK, FAIL or DROP");
+        else
+          s.s.set |= MQR_SET_ADDRESS_FULL_POLICY;
+      } else {
+        mqr__cfg_unknown_key(c, &p, where, known);
+      }
+    }
+  }
+  if (!mqr__cfg_grow(c, (void **)&cfg->settings, cfg->n_settings, &cfg->cap_settings, sizeof *cfg->settings)) return;
+  s.match = mqr__cfg_dup_n(c, match.ptr, match.len);
+  s.dla = (s.s.set & MQR_SET_DEAD_LETTER_ADDRESS) ? mqr__cfg_dup_n(c, dla.ptr, dla.len) : NULL;
+  if (s.dla) s.s.dead_letter_address = mqr_str_n(s.dla, dla.len);
+  cfg->settings[cfg->n_settings++] = s;
+}
+
+void mqr__cfg_parse_settings(ctx_t *c, yaml_node_t *map) {
+  if (mqr__cfg_is_null(map) || !mqr__cfg_want(c, map, YAML_MAPPING_NODE, "address-settings")) return;
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_check_key(c, p.key, "address-settings")) continue;
+    parse_one_settings(c, &p);
+    if (c->nomem) return;
+  }
+}
+
+/* ---- addresses -------------------------------------------------------------------- */
+
+static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yaml_node_t *key, yaml_node_t *map) {
+  mqr_str_t name = mqr__cfg_scalar(key);
+  if (name.len == 0) {
+    ERR(c, key, "empty queue name on address '%s'", a->name);
+    return;
+  }
+  cfg_queue_t q = {0};
+  q.type = type;
+  q.durable = true;
+  q.enabled = true;
+  q.max_consumers = -1;
+  q.line = (uint32_t)key->start_mark.line + 1;
+  q.column = (uint32_t)key->start_mark.column + 1;
+  mqr_str_t filter = {0};
+  if (map && !mqr__cfg_is_null(map)) {
+    char where[160];
+    snprintf(where, sizeof where, "queue '%.*s'", (int)name.len, name.ptr);
+    if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
+    static const char known[] = "durable, max-consumers, purge-on-no-consumers, enabled, filter";
+    FOREACH_PAIR(c, map, p) {
+      if (!mqr__cfg_check_key(c, p.key, where)) continue;
+      p.name = mqr__cfg_scalar(p.key);
+      if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
+        ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
+        continue;
+      }
+      int64_t v;
+      if (mqr_str_eq(p.name, MQR_STR("durable")))
+        mqr__cfg_get_bool(c, &p, &q.durable);
+      else if (mqr_str_eq(p.name, MQR_STR("purge-on-no-consumers")))
+        mqr__cfg_get_bool(c, &p, &q.purge_on_no_consumers);
+      else if (mqr_str_eq(p.name, MQR_STR("enabled")))
+        mqr__cfg_get_bool(c, &p, &q.enabled);
+      else if (mqr_str_eq(p.name, MQR_STR("max-consumers"))) {
+        if (mqr__cfg_get_int(c, &p, false, INT32_MIN, INT32_MAX, &v)) {
+          if (v < -1)
+            ERR(c, p.value, "max-consumers must be -1 (unlimited) or at least 0, not %" PRId64, v);
+          else
+            q.max_consumers = (int32_t)v;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("filter")))
+        mqr__cfg_get_string(c, &p, &filter);
+      else
+        mqr__cfg_unknown_key(c, &p, where, known);
+    }
+  }
+  if (!mqr__cfg_grow(c, (void **)&a->queues, a->n_queues, &a->cap_queues, sizeof *a->queues)) return;
+  q.name = mqr__cfg_dup_n(c, name.ptr, name.len);
+  q.filter = filter.len ? mqr__cfg_dup_n(c, filter.ptr, filter.len) : NULL;
+  a->queues[a->n_queues++] = q;
+  c->cfg->n_queues++;
+  if (q.filter)
+    mqr__cfg_diag_at(c, 0, key,
+                     "queue '%.*s' has a filter; filters are kept but not evaluated yet, so it receives every message",
+                     (int)name.len, name.ptr);
+}
+
+static void parse_queue_section(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, const pair_t *sec) {
+  yaml_node_t *v = sec->value;
+  if (mqr__cfg_is_null(v)) return;
+  if (v->type == YAML_MAPPING_NODE) {
+    FOREACH_PAIR(c, v, p) {
+      if (!mqr__cfg_check_key(c, p.key, "a queue list")) continue;
+      parse_queue(c, a, type, p.key, p.value);
+      if (c->nomem) return;
+    }
+  } else if (v->type == YAML_SEQUENCE_NODE) {
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+      yaml_node_t *n = mqr__cfg_node(c, *it);
+      if (n->type != YAML_SCALAR_NODE) {
+        ERR(c, n, "items of '%.*s' must be queue names, not %s (use a mapping for queue attributes)",
+            (int)sec->name.len, sec->name.ptr, mqr__cfg_kind_name(n));
+        continue;
+      }
+      parse_queue(c, a, type, n, NULL);
+      if (c->nomem) return;
+    }
+  } else {
+    ERR(c, v, "'%.*s' must be a mapping of queue names to attributes, or a list of queue names", (int)sec->name.len,
+        sec->name.ptr);
+  }
+}
+
+static void parse_routing_types(ctx_t *c, cfg_address_t *a, const pair_t *p) {
+  yaml_node_t *v = p->value;
+  mqr_routing_set_t s = mqr_routing_set_empty();
+  if (v->type == YAML_SCALAR_NODE) {
+    mqr_error_t e;
+    if (mqr_routing_set_parse(mqr__cfg_scalar(v), &s, &e) != 0) {
+      ERR(c, v, "address '%s': %s", a->name, e.message);
+      return;
+    }
+  } else if (v->type == YAML_SEQUENCE_NODE) {
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+      mqr_routing_type_t t;
+      if (!mqr__cfg_get_routing_type(c, mqr__cfg_node(c, *it), "routing-types", &t)) return;
+      s = mqr_routing_set_add(s, t);
+    }
+  } else {
+    ERR(c, v, "routing-types must be a list such as [ANYCAST, MULTICAST], not %s", mqr__cfg_kind_name(v));
+    return;
+  }
+  a->has_types = true;
+  a->types = s;
+}
+
+static void parse_address(ctx_t *c, const pair_t *entry) {
+  mqr_config_t *cfg = c->cfg;
+  mqr_str_t name = mqr__cfg_scalar(entry->key);
+  if (name.len == 0) {
+    ERR(c, entry->key, "empty address name");
+    return;
+  }
+  if (!mqr__cfg_grow(c, (void **)&cfg->addresses, cfg->n_addresses, &cfg->cap_addresses, sizeof *cfg->addresses))
+    return;
+  cfg_address_t *a = &cfg->addresses[cfg->n_addresses++];
+  memset(a, 0, sizeof *a);
+  a->name = mqr__cfg_dup_n(c, name.ptr, name.len);
+  a->line = (uint32_t)entry->key->start_mark.line + 1;
+  a->column = (uint32_t)entry->key->start_mark.column + 1;
+  if (a->name == NULL) return;
+  yaml_node_t *map = entry->value;
+  if (mqr__cfg_is_null(map)) return;
+  char where[160];
+  snprintf(where, sizeof where, "address '%s'", a->name);
+  if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
+  const yaml_node_t *sections[2] = {NULL, NULL}; /* ANYCAST, MULTICAST keys */
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_check_key(c, p.key, where)) continue;
+    p.name = mqr__cfg_scalar(p.key);
+    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
+      ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
+      continue;
+    }
+    if (mqr_str_eq(p.name, MQR_STR("routing-types"))) {
+      parse_routing_types(c, a, &p);
+    } else if (mqr_str_eq(p.name, MQR_STR("anycast"))) {
+      sections[MQR_ANYCAST] = p.key;
+      parse_queue_section(c, a, MQR_ANYCAST, &p);
+    } else if (mqr_str_eq(p.name, MQR_STR("multicast"))) {
+      sections[MQR_MULTICAST] = p.key;
+      parse_queue_section(c, a, MQR_MULTICAST, &p);
+    } else {
+      mqr__cfg_unknown_key(c, &p, where, "routing-types, anycast, multicast");
+    }
+    if (c->nomem) return;
+  }
+  for (int t = 0; t < 2; t++) {
+    if (sections[t] == NULL) continue;
+    if (!a->has_types) continue;
+    if (!mqr_routing_set_contains(a->types, t)) {
+      char buf[64];
+      mqr_routing_set_format(a->types, buf, sizeof buf);
+      ERR(c, sections[t], "address '%s' has %s queues but its routing-types are [%s]", a->name,
+          t == MQR_ANYCAST ? "anycast" : "multicast", buf);
+    }
+  }
+  if (!a->has_types)
+    for (int t = 0; t < 2; t++)
+      if (sections[t]) a->types = mqr_routing_set_add(a->types, t);
+}
+
+void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map) {
+  if (mqr__cfg_is_null(map) || !mqr__cfg_want(c, map, YAML_MAPPING_NODE, "addresses")) return;
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_check_key(c, p.key, "addresses")) continue;
+    parse_address(c, &p);
+    if (c->nomem) return;
+  }
+}
+
+/* ---- the document ----------------------------------------------------------------- */
+
+void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
+  if (root == NULL || mqr__cfg_is_null(root)) return;
+  if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
+  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners", "addresses"};
+  yaml_node_t *found[4] = {NULL, NULL, NULL, NULL};
+  FOREACH_PAIR(c, root, p) {
+    if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
+    p.name = mqr__cfg_scalar(p.key);
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+      if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
+    if (k < 0) {
+      mqr__cfg_unknown_key(c, &p, "the config", "listeners, wildcard-addresses, address-settings, addresses");
+      continue;
+    }
+    if (found[k]) {
+      ERR(c, p.key, "key '%s' repeated in the config", keys[k]);
+      continue;
+    }
+    found[k] = p.value;
+  }
+  /* The wildcard syntax first: patterns elsewhere are read with it. */
+  if (found[0]) mqr__cfg_parse_wildcard(c, found[0]);
+  if (found[1] && !c->nomem) mqr__cfg_parse_settings(c, found[1]);
+  if (found[2] && !c->nomem) mqr__cfg_parse_listeners(c, found[2]);
+  if (found[3] && !c->nomem) mqr__cfg_parse_addresses(c, found[3]);
+}
+
+void mqr_config_destroy(mqr_config_t *cfg) {
+  if (cfg == NULL) return;
+  for (uint32_t i = 0; i < cfg->n_listeners; i++) {
+    mqr_free(cfg->listeners[i].name);
+    mqr_free(cfg->listeners[i].host);
+    mqr_free(cfg->listeners[i].prefix[0]);
+    mqr_free(cfg->listeners[i].prefix[1]);
+  }
+  mqr_free(cfg->listeners);
+  for (uint32_t i = 0; i < cfg->n_settings; i++) {
+    mqr_free(cfg->settings[i].match);
+    mqr_free(cfg->settings[i].dla);
+  }
+  mqr_free(cfg->settings);
+  for (uint32_t i = 0; i < cfg->n_addresses; i++) {
+    cfg_address_t *a = &cfg->addresses[i];
+    for (uint32_t k = 0; k < a->n_queues; k++) {
+      mqr_free(a->queues[k].name);
+      mqr_free(a->queues[k].filter);
+    }
+    mqr_free(a->queues);
+    mqr_free(a->name);
+  }
+  mqr_free(cfg->addresses);
+  mqr_free(cfg->file);
+  mqr_free(cfg);
+}
+
+/* Builds r from cfg, reporting refusals to diags (continuing past them) or, when
+ * diags is NULL, stopping at the first into err. */
+/* What the router is given for a configured queue. */
+int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_config_t **out, mqr_diags_t *diags) {
+  ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.file = name ? name : "<config>";
+  c.diags = diags;
+  uint32_t errors_before = diags ? diags->errors : 0;
+  mqr_config_t *cfg = mqr_calloc(1, sizeof *cfg);
+  if (cfg == NULL) return MQR_ENOMEM;
+  cfg->wildcard = mqr_wildcard_default();
+  if ((cfg->file = mqr_malloc(strlen(c.file) + 1)) == NULL) {
+    mqr_free(cfg);
+    return MQR_ENOMEM;
+  }
+  strcpy(cfg->file, c.file);
+  c.cfg = cfg;
+
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    mqr_config_destroy(cfg);
+    return MQR_ENOMEM;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  if (!yaml_parser_load(&parser, &c.doc)) {
+    if (parser.error == YAML_MEMORY_ERROR) {
+      yaml_parser_delete(&parser);
+      mqr_config_destroy(cfg);
+      return MQR_ENOMEM;
+    }
+    const yaml_mark_t *m = &parser.problem_mark;
+    if (parser.context)
+      mqr__cfg_diags_add(diags, MQR_ESYNTAX, c.file, (uint32_t)m->line + 1, (uint32_t)m->column + 1,
+                         "YAML syntax: %s %s that starts at line %u, column %u",
+                         parser.problem ? parser.problem : "error", parser.context,
+                         (unsigned)parser.context_mark.line + 1, (unsigned)parser.context_mark.column + 1);
+    else
+      mqr__cfg_diags_add(diags, MQR_ESYNTAX, c.file, (uint32_t)m->line + 1, (uint32_t)m->column + 1, "YAML syntax: %s",
+                         parser.problem ? parser.problem : "error");
+    yaml_parser_delete(&parser);
+    mqr_config_destroy(cfg);
+    return MQR_ECONFIG;
+  }
+  yaml_parser_delete(&parser);
+  mqr__cfg_parse_root(&c, yaml_document_get_root_node(&c.doc));
+  yaml_document_delete(&c.doc);
+  if (c.nomem) {
+    mqr_config_destroy(cfg);
+    return MQR_ENOMEM;
+  }
+  if (c.errors == 0) {
+    /* The trial build finds what only the whole config shows: names used twice. */
+    mqr_router_t r;
+    mqr_diags_t scratch;
+    mqr_diags_t *d = diags ? diags : (mqr_diags_init(&scratch, NULL, 0), &scratch);
+    int rc = mqr__cfg_build(cfg, &r, d, NULL);
+    if (rc == MQR_ENOMEM) {
+      mqr_config_destroy(cfg);
+      return MQR_ENOMEM;
+    }
+    if (rc == 0) mqr_router_close(&r);
+    if (rc) c.errors++;
+  }
+  if (c.errors || (diags && diags->errors != errors_before)) {
+    mqr_config_destroy(cfg);
+    return MQR_ECONFIG;
+  }
+  *out = cfg;
+  return 0;
+}
+
+int mqr_config_load_file(const char *path, mqr_config_t **out, mqr_diags_t *diags) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    mqr__cfg_diags_add(diags, MQR_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
+    return MQR_EIO;
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      size_t ncap = cap ? cap * 2 : 8192;
+      if (ncap > ((size_t)64 << 20)) {
+        mqr_free(buf);
+        fclose(f);
+        mqr__cfg_diags_add(diags, MQR_ECONFIG, path, 0, 0, "config file larger than 64 MiB");
+        return MQR_ECONFIG;
+      }
+      char *p = mqr_realloc(buf, ncap);
+      if (p == NULL) {
+        mqr_free(buf);
+        fclose(f);
+        return MQR_ENOMEM;
+      }
+      buf = p;
+      cap = ncap;
+    }
+    size_t n = fread(buf + len, 1, cap - len, f);
+    len += n;
+    if (n == 0) break;
+  }
+  bool failed = ferror(f) != 0;
+  fclose(f);
+  if (failed) {
+    mqr_free(buf);
+    mqr__cfg_diags_add(diags, MQR_EIO, path, 0, 0, "read error");
+    return MQR_EIO;
+  }
+  int rc = mqr_config_load_string(path, buf, len, out, diags);
+  mqr_free(buf);
+  return rc;
+}
+
+mqr_str_t mqr_config_default_text(void) { return mqr_str_n(mqr__default_conf, mqr__default_conf_len); }
+const char *mqr_config_default_name(void) { return "<embedded conf/mqr.yaml>"; }
+
+int mqr_config_load_default(mqr_config_t **out, mqr_diags_t *diags) {
+  return mqr_config_load_string(mqr_config_default_name(), mqr__default_conf, mqr__default_conf_len, out, diags);
+}
+
+const char *mqr_config_file(const mqr_config_t *cfg) { return cfg->file; }
+mqr_wildcard_t mqr_config_wildcard(const mqr_config_t *cfg) { return cfg->wildcard; }
+uint32_t mqr_config_listener_count(const mqr_config_t *cfg) { return cfg->n_listeners; }
+uint32_t mqr_config_address_count(const mqr_config_t *cfg) { return cfg->n_addresses; }
+uint32_t mqr_config_queue_count(const mqr_config_t *cfg) { return cfg->n_queues; }
+uint32_t mqr_config_settings_count(const mqr_config_t *cfg) { return cfg->n_settings; }
+
+const mqr_address_settings_t *mqr_config_settings(const mqr_config_t *cfg, uint32_t i, mqr_str_t *match) {
+  if (i >= cfg->n_settings) return NULL;
+  if (match) *match = mqr_str(cfg->settings[i].match);
+  return &cfg->settings[i].s;
+}
+
+const mqr_listener_config_t *mqr_config_listener(const mqr_config_t *cfg, uint32_t i) {
+  if (i >= cfg->n_listeners) return NULL;
+  return &cfg->listeners[i].pub;
+}
+
+const mqr_listener_config_t *mqr_config_find_listener(const mqr_config_t *cfg, const char *name) {
+  for (uint32_t i = 0; i < cfg->n_listeners; i++)
+    if (strcmp(cfg->listeners[i].name, name) == 0) return mqr_config_listener(cfg, i);
+  return NULL;
+}
