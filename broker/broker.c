@@ -23,8 +23,7 @@ void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
  * also keeps the poll from blocking while something waits). */
 static void idle_cb(uv_idle_t *h) {
   mqr_broker_t *b = h->data;
-  mqr__server_flush(b);
-  if (b->dirty == NULL && b->resume == NULL) {
+  if (!mqr__server_flush(b)) {
     uv_idle_stop(&b->idle);
     b->idle_on = false;
   }
@@ -68,13 +67,6 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   uv_idle_init(loop, &b->idle);
   b->idle.data = b;
   b->open_handles = 1;
-  if (b->opt.listen) { /* connections' clocks: timeouts, heartbeats, peers gone while paused */
-    uv_timer_init(loop, &b->tick);
-    b->tick.data = b;
-    b->open_handles++;
-    uv_timer_start(&b->tick, mqr__server_tick, MQR__TICK_MS, MQR__TICK_MS);
-    uv_unref((uv_handle_t *)&b->tick); /* it keeps no loop alive by itself */
-  }
   if (b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) {
     mqr_broker_close(b, NULL, NULL);
     return rc;
@@ -131,6 +123,8 @@ static void free_broker(mqr_broker_t *b) {
   if (cb) cb(arg);
 }
 
+void mqr__broker_handle_opened(mqr_broker_t *b) { b->open_handles++; }
+
 /* A handle of the broker's closed: the last one frees it. */
 void mqr__broker_handle_closed(mqr_broker_t *b) {
   if (--b->open_handles == 0 && b->closing) free_broker(b);
@@ -148,7 +142,6 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   mqr__server_close(b); /* listeners and connections: each closed handle counts down */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
-  if (b->opt.listen) uv_close((uv_handle_t *)&b->tick, idle_closed);
 }
 
 mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
@@ -170,7 +163,7 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
 
 void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
   *out = b->stats;
-  out->connections = b->n_conns;
+  out->connections = mqr__server_connections(b);
 }
 
 uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {

@@ -11,9 +11,9 @@
  * and its protocol heads:
  *
  *   inproc.c     in-process consumers (mqr_broker_subscribe)
- *   server.c     the native protocol: listeners, connections, frames, one uv_write per
+ *   native/      the native protocol: listeners, connections, frames, one uv_write per
  *                connection per loop pass; timeouts, heartbeats and peers gone while
- *                paused (a 250 ms timer)
+ *                paused (a 250 ms timer); its state is its own (b->net)
  *
  * One libuv loop owns all of it (docs/architecture.md): no locks. */
 #ifndef MQR_BROKER_INT_H
@@ -46,8 +46,6 @@ void mqr__pool_put(mqr__pool_t *p, void *obj);
 void mqr__pool_free(mqr__pool_t *p);
 
 /* ---- messages --------------------------------------------------------------------------- */
-
-struct mqr__conn_s;
 
 /* What an address holds, for max-size-bytes: created on the first send routed to it. */
 typedef struct mqr__acct_s {
@@ -137,14 +135,8 @@ struct mqr_broker_consumer_s {
   struct mqr_broker_consumer_s *session_next; /* the session's consumers */
 };
 
-/* The native protocol's state (native/native.h): the broker keeps its listeners and
- * connections, which only that head's sources look into. */
-struct mqr__listener_s;
-struct mqr__conn_s;
-struct mqr__wreq_s;
-typedef struct mqr__listener_s mqr__listener_t;
-typedef struct mqr__conn_s mqr__conn_t;
-typedef struct mqr__wreq_s mqr__wreq_t;
+/* The native protocol's state is its own (native/native.h); the broker holds a pointer. */
+struct mqr__native_s;
 
 /* ---- the broker ------------------------------------------------------------------------------ */
 
@@ -161,25 +153,15 @@ struct mqr_broker_s {
   uint32_t cap_targets;
   int64_t next_message_id, next_session;
   mqr__pool_t entries, consumers;
-  mqr__wreq_t *wreq_free; /* write requests keep their arrays between uses */
-  uint32_t n_wreq_free;
-  void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
-  uint32_t n_rbuf_free;
   mqr__msg_t *msg_free[MQR__MSG_CLASSES];
   uint32_t msg_n_free[MQR__MSG_CLASSES];
   mqr__bq_t *queues;
   mqr__acct_t *accts;
-  mqr__session_t inproc; /* in-process consumers' */
-  mqr__listener_t *listeners;
-  uint32_t n_listeners;
-  mqr__conn_t *conns;
-  uint32_t n_conns;
-  mqr__conn_t *dirty, *resume;
-  uv_idle_t idle; /* started when writes or resumed producers wait: runs once per loop pass */
+  mqr__session_t inproc;     /* in-process consumers' */
+  struct mqr__native_s *net; /* the native protocol's listeners and connections; NULL without listen */
+  uv_idle_t idle;            /* started when a head has work for the next pass (writes, resumes) */
   bool idle_on;
-  uv_timer_t tick; /* with opt.listen: timeouts, heartbeats, paused peers gone (server.c) */
   mqr_broker_stats_t stats;
-  uint8_t scratch[16384]; /* decoding arena for control frames */
   /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
    * delivers inside its own delivery): each depth has its own frame buffer and decoding
    * arena, kept and grown, so that an outer callback's views stay whole and a warm
@@ -243,14 +225,18 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
 
-/* The native protocol (native/): listeners and connections on the broker's loop. */
-int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err);
-void mqr__server_close(mqr_broker_t *b);
-void mqr__server_flush(mqr_broker_t *b);
-void mqr__broker_wake(mqr_broker_t *b); /* writes or resumes are waiting: flush next pass */
-void mqr__server_free(mqr_broker_t *b); /* its pools and listeners, once every handle closed */
-#define MQR__TICK_MS 250                /* how often the broker looks at its connections' clocks */
-void mqr__server_tick(uv_timer_t *t);
+/* The native protocol's head (native/), as the broker starts and stops it: its state is
+ * its own (b->net), and the core calls nothing else of it. */
+int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err); /* makes b->net, binds the listeners */
+void mqr__server_close(mqr_broker_t *b);                   /* each closed handle counts down */
+bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
+void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */
+uint32_t mqr__server_connections(const mqr_broker_t *b);
+
+/* broker.c, for heads: work for the next loop pass (the idle phase), and handles that
+ * count until the broker may be freed. */
+void mqr__broker_wake(mqr_broker_t *b);
+void mqr__broker_handle_opened(mqr_broker_t *b);
 void mqr__broker_handle_closed(mqr_broker_t *b);
 
 #endif

@@ -11,10 +11,10 @@
 /* ---- read buffers ------------------------------------------------------------------------ */
 
 static uint8_t *rbuf_get(mqr_broker_t *b) {
-  void *p = b->rbuf_free;
+  void *p = b->net->rbuf_free;
   if (p) {
-    b->rbuf_free = *(void **)p;
-    b->n_rbuf_free--;
+    b->net->rbuf_free = *(void **)p;
+    b->net->n_rbuf_free--;
     return p;
   }
   return mqr_malloc(MQR__READ_CHUNK);
@@ -23,10 +23,10 @@ static uint8_t *rbuf_get(mqr_broker_t *b) {
 static void rbuf_release(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->rbuf == NULL) return;
-  if (c->rbuf_pooled && b->n_rbuf_free < 256) {
-    *(void **)c->rbuf = b->rbuf_free;
-    b->rbuf_free = c->rbuf;
-    b->n_rbuf_free++;
+  if (c->rbuf_pooled && b->net->n_rbuf_free < 256) {
+    *(void **)c->rbuf = b->net->rbuf_free;
+    b->net->rbuf_free = c->rbuf;
+    b->net->n_rbuf_free++;
   } else {
     mqr_free(c->rbuf);
   }
@@ -39,12 +39,12 @@ void mqr__nat_close_cb(uv_handle_t *h) {
   mqr_broker_t *b = c->b;
   /* Out of the lists the next pass walks: it may have been put on them in the pass that
    * closed it (a drained address resuming it, an answer written to it). */
-  for (mqr__conn_t **pp = &b->dirty; *pp; pp = &(*pp)->next_dirty)
+  for (mqr__conn_t **pp = &b->net->dirty; *pp; pp = &(*pp)->next_dirty)
     if (*pp == c) {
       *pp = c->next_dirty;
       break;
     }
-  for (mqr__conn_t **pp = &b->resume; *pp; pp = &(*pp)->next_resume)
+  for (mqr__conn_t **pp = &b->net->resume; *pp; pp = &(*pp)->next_resume)
     if (*pp == c) {
       *pp = c->next_resume;
       break;
@@ -52,9 +52,9 @@ void mqr__nat_close_cb(uv_handle_t *h) {
   if (c->prev)
     c->prev->next = c->next;
   else
-    b->conns = c->next;
+    b->net->conns = c->next;
   if (c->next) c->next->prev = c->prev;
-  b->n_conns--;
+  b->net->n_conns--;
   mqr_free(c);
   mqr__broker_handle_closed(b);
 }
@@ -238,17 +238,17 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
   }
 }
 
-void mqr__server_tick(uv_timer_t *t) {
+void mqr__nat_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
   uint64_t now = uv_now(b->loop);
-  for (uint32_t i = 0; i < b->n_listeners; i++) {
-    mqr__listener_t *l = &b->listeners[i];
+  for (uint32_t i = 0; i < b->net->n_listeners; i++) {
+    mqr__listener_t *l = &b->net->listeners[i];
     if (l->open && l->accept_pending && !l->refusing) {
       l->accept_pending = false;
       mqr__nat_on_connection((uv_stream_t *)&l->tcp, 0);
     }
   }
-  for (mqr__conn_t *c = b->conns, *next; c; c = next) {
+  for (mqr__conn_t *c = b->net->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
   }

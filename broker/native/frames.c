@@ -72,7 +72,7 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
       !utf8_ok(c, s->queue, "queue", s->subscription, false))
     return;
   if (s->routing_type < MQR_PROTO_RT_NONE || s->routing_type > MQR_PROTO_RT_MULTICAST || s->credit < 0) {
-    mqr__nat_send_error(c, MQR_EINVAL, s->subscription, false, "routing type %d or credit %d mqr__nat_out of range",
+    mqr__nat_send_error(c, MQR_EINVAL, s->subscription, false, "routing type %d or credit %d out of range",
                         s->routing_type, s->credit);
     return;
   }
@@ -185,7 +185,7 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   }
   mqr_frame_t f;
   mqr_error_t err;
-  mqr_avro_arena_t arena = {b->scratch, sizeof b->scratch, 0};
+  mqr_avro_arena_t arena = {b->net->scratch, sizeof b->net->scratch, 0};
   int rc = mqr_frame_decode(body, len, &f, &arena, &err);
   if (rc) {
     mqr__nat_send_error(c, rc, 0, true, "bad frame: %s", err.message);

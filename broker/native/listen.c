@@ -24,9 +24,9 @@ static void refuse(mqr__listener_t *l) {
   l->refusing = true;
   uv_tcp_init(b->loop, &l->spare);
   l->spare.data = l;
-  b->open_handles++;
+  mqr__broker_handle_opened(b);
   if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0)
-    mqr__log(b, MQR_LOG_WARN, "listener '%s': mqr__nat_out of memory for a new connection; closed it", l->cfg->name);
+    mqr__log(b, MQR_LOG_WARN, "listener '%s': out of memory for a new connection; closed it", l->cfg->name);
   uv_close((uv_handle_t *)&l->spare, refuse_closed);
 }
 
@@ -47,11 +47,11 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
   c->state = MQR__CONN_HANDSHAKE;
   c->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
   c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
-  b->open_handles++;
-  b->n_conns++;
-  c->next = b->conns;
-  if (b->conns) b->conns->prev = c;
-  b->conns = c;
+  mqr__broker_handle_opened(b);
+  b->net->n_conns++;
+  c->next = b->net->conns;
+  if (b->net->conns) b->net->conns->prev = c;
+  b->net->conns = c;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     c->state = MQR__CONN_CLOSING;
     c->closed = true;
@@ -78,7 +78,7 @@ static void listener_closed(uv_handle_t *h) { mqr__broker_handle_closed(((mqr__l
 
 /* libuv writes to sockets with write(2), not send(2) with MSG_NOSIGNAL: a peer that
  * resets its connection while a delivery is being written raises SIGPIPE, whose default
- * action ends the mqr__nat_process. A broker that listens must not depend on how its mqr__nat_process was
+ * action ends the process. A broker that listens must not depend on how its process was
  * started, so it ignores SIGPIPE when nobody has chosen a disposition for it (an
  * application's own handler, or SIG_IGN, is left as it is; broker.h says so). */
 static void sigpipe_ignore(mqr_broker_t *b) {
@@ -89,24 +89,34 @@ static void sigpipe_ignore(mqr_broker_t *b) {
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGPIPE, &sa, NULL) == 0)
     mqr__log(b, MQR_LOG_DEBUG,
-             "SIGPIPE was at its default action: now ignored (a reset peer must not end the mqr__nat_process)");
+             "SIGPIPE was at its default action: now ignored (a reset peer must not end the process)");
 }
 
+static void tick_closed(uv_handle_t *h) { mqr__broker_handle_closed(h->data); }
+
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
+  if ((b->net = mqr_calloc(1, sizeof *b->net)) == NULL)
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory starting the listeners");
+  /* The connections' clocks: timeouts, heartbeats, peers gone while paused. */
+  uv_timer_init(b->loop, &b->net->tick);
+  b->net->tick.data = b;
+  mqr__broker_handle_opened(b);
+  uv_timer_start(&b->net->tick, mqr__nat_tick, MQR__TICK_MS, MQR__TICK_MS);
+  uv_unref((uv_handle_t *)&b->net->tick); /* it keeps no loop alive by itself */
   uint32_t n = mqr_config_listener_count(b->config);
   if (n == 0) return 0;
   sigpipe_ignore(b);
-  if ((b->listeners = mqr_calloc(n, sizeof *b->listeners)) == NULL)
-    return mqr_error_set(err, MQR_ENOMEM, "mqr__nat_out of memory opening listeners");
+  if ((b->net->listeners = mqr_calloc(n, sizeof *b->net->listeners)) == NULL)
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
   for (uint32_t i = 0; i < n; i++) {
-    mqr__listener_t *l = &b->listeners[i];
+    mqr__listener_t *l = &b->net->listeners[i];
     l->b = b;
     /* Its own copy of what it was configured with: the config may go with a reload. */
     const mqr_listener_config_t *lc = mqr_config_listener(b->config, i);
     size_t bytes = strlen(lc->name) + strlen(lc->host) + 2;
     for (uint32_t k = 0; k < lc->prefixes.count; k++) bytes += lc->prefixes.items[k].text.len + 1;
     if ((l->strings = mqr_malloc(bytes)) == NULL)
-      return mqr_error_set(err, MQR_ENOMEM, "mqr__nat_out of memory opening listeners");
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
     l->own = *lc;
     char *p = l->strings;
     l->own.name = strcpy(p, lc->name);
@@ -127,8 +137,8 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     uv_tcp_init(b->loop, &l->tcp);
     l->tcp.data = l;
     l->open = true;
-    b->open_handles++;
-    b->n_listeners = i + 1;
+    mqr__broker_handle_opened(b);
+    b->net->n_listeners = i + 1;
     if (rc == 0) rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 1024, mqr__nat_on_connection);
     if (rc != 0)
@@ -144,12 +154,15 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
 }
 
 void mqr__server_close(mqr_broker_t *b) {
-  for (uint32_t i = 0; i < b->n_listeners; i++)
-    if (b->listeners[i].open) {
-      b->listeners[i].open = false;
-      uv_close((uv_handle_t *)&b->listeners[i].tcp, listener_closed);
+  if (b->net == NULL) return;
+  uv_timer_stop(&b->net->tick);
+  uv_close((uv_handle_t *)&b->net->tick, tick_closed);
+  for (uint32_t i = 0; i < b->net->n_listeners; i++)
+    if (b->net->listeners[i].open) {
+      b->net->listeners[i].open = false;
+      uv_close((uv_handle_t *)&b->net->listeners[i].tcp, listener_closed);
     }
-  for (mqr__conn_t *c = b->conns; c; c = c->next) {
+  for (mqr__conn_t *c = b->net->conns; c; c = c->next) {
     if (c->state == MQR__CONN_CLOSING) continue;
     if (c->state == MQR__CONN_OPEN) {
       mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("the broker is shutting down")}}};
@@ -160,25 +173,31 @@ void mqr__server_close(mqr_broker_t *b) {
   mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
 }
 
+uint32_t mqr__server_connections(const mqr_broker_t *b) { return b->net ? b->net->n_conns : 0; }
+
 void mqr__server_free(mqr_broker_t *b) {
-  for (uint32_t i = 0; i < b->n_listeners; i++) mqr_free(b->listeners[i].strings);
-  mqr_free(b->listeners);
-  while (b->wreq_free) {
-    mqr__wreq_t *w = b->wreq_free;
-    b->wreq_free = w->next_free;
+  if (b->net == NULL) return;
+  for (uint32_t i = 0; i < b->net->n_listeners; i++) mqr_free(b->net->listeners[i].strings);
+  mqr_free(b->net->listeners);
+  while (b->net->wreq_free) {
+    mqr__wreq_t *w = b->net->wreq_free;
+    b->net->wreq_free = w->next_free;
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);
     mqr_free(w->bufs);
     mqr_free(w);
   }
-  while (b->rbuf_free) {
-    void *next = *(void **)b->rbuf_free;
-    mqr_free(b->rbuf_free);
-    b->rbuf_free = next;
+  while (b->net->rbuf_free) {
+    void *next = *(void **)b->net->rbuf_free;
+    mqr_free(b->net->rbuf_free);
+    b->net->rbuf_free = next;
   }
+  mqr_free(b->net);
+  b->net = NULL;
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {
-  return i < b->n_listeners && b->listeners[i].open ? b->listeners[i].port : -1;
+  const struct mqr__native_s *n = b->net;
+  return n && i < n->n_listeners && n->listeners[i].open ? n->listeners[i].port : -1;
 }

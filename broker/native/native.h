@@ -11,6 +11,10 @@
 
 #include "../broker_int.h"
 
+typedef struct mqr__listener_s mqr__listener_t;
+typedef struct mqr__conn_s mqr__conn_t;
+typedef struct mqr__wreq_s mqr__wreq_t;
+
 /* ---- connections ---------------------------------------------------------------------------- */
 
 /* One write: segments of the request's own bytes (heads, control frames) and of stored
@@ -79,6 +83,25 @@ struct mqr__conn_s {
 #define MQR__READ_CHUNK 65536
 #define MQR__FRAMES_PER_PASS 256 /* frames one connection has handled before the loop serves others */
 #define MQR__MIN_PEER_FRAME 1024 /* the smallest max_frame a client may declare */
+
+#define MQR__TICK_MS 250 /* how often the head looks at its connections' clocks */
+
+/* The head's state, b->net. */
+struct mqr__native_s {
+  mqr__listener_t *listeners;
+  uint32_t n_listeners;
+  mqr__conn_t *conns;
+  uint32_t n_conns;
+  mqr__conn_t *dirty, *resume; /* connections with writes, or frames to handle, next pass */
+  mqr__wreq_t *wreq_free;      /* write requests keep their arrays between uses */
+  uint32_t n_wreq_free;
+  void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
+  uint32_t n_rbuf_free;
+  uv_timer_t tick;        /* timeouts, heartbeats, paused peers gone */
+  uint8_t scratch[16384]; /* decoding arena for control frames */
+};
+
+void mqr__nat_tick(uv_timer_t *t);
 
 /* write.c */
 mqr__wreq_t *mqr__nat_out(mqr__conn_t *c); /* this pass's write request; NULL: out of memory */

@@ -11,10 +11,10 @@
 mqr__wreq_t *mqr__nat_out(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->out) return c->out;
-  mqr__wreq_t *w = b->wreq_free;
+  mqr__wreq_t *w = b->net->wreq_free;
   if (w) {
-    b->wreq_free = w->next_free;
-    b->n_wreq_free--;
+    b->net->wreq_free = w->next_free;
+    b->net->n_wreq_free--;
   } else if ((w = mqr_calloc(1, sizeof *w)) == NULL) {
     return NULL;
   }
@@ -23,8 +23,8 @@ mqr__wreq_t *mqr__nat_out(mqr__conn_t *c) {
   c->out = w;
   if (!c->dirty) {
     c->dirty = true;
-    c->next_dirty = b->dirty;
-    b->dirty = c;
+    c->next_dirty = b->net->dirty;
+    b->net->dirty = c;
     mqr__broker_wake(b);
   }
   return w;
@@ -87,7 +87,7 @@ void mqr__nat_reply(mqr__conn_t *c, const mqr_frame_t *f) {
 }
 
 /* A connection whose answers it does not read (receipts, errors) would make its output
- * mqr__nat_grow: past max_pending_write unwritten, it gets no deliveries and is not read from until
+ * grow: past max_pending_write unwritten, it gets no deliveries and is not read from until
  * that drains. */
 bool mqr__nat_output_full(const mqr__conn_t *c) {
   return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
@@ -101,7 +101,7 @@ void mqr__nat_wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
   w->n_msgs = w->n_segs = 0;
   w->n_bytes = w->total = 0;
   w->conn = NULL;
-  if (b->n_wreq_free >= 64 || w->cap_bytes > (1u << 20)) {
+  if (b->net->n_wreq_free >= 64 || w->cap_bytes > (1u << 20)) {
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);
@@ -109,9 +109,9 @@ void mqr__nat_wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
     mqr_free(w);
     return;
   }
-  w->next_free = b->wreq_free;
-  b->wreq_free = w;
-  b->n_wreq_free++;
+  w->next_free = b->net->wreq_free;
+  b->net->wreq_free = w;
+  b->net->n_wreq_free++;
 }
 
 static void redispatch(mqr__conn_t *c) {
@@ -170,10 +170,11 @@ static void flush_conn(mqr__conn_t *c) {
   c->writes++;
 }
 
-void mqr__server_flush(mqr_broker_t *b) {
+bool mqr__server_flush(mqr_broker_t *b) {
+  if (b->net == NULL) return false;
   /* Producers a drained address lets go: what they sent meanwhile is in their buffers. */
-  mqr__conn_t *list = b->resume;
-  b->resume = NULL;
+  mqr__conn_t *list = b->net->resume;
+  b->net->resume = NULL;
   while (list) {
     mqr__conn_t *c = list;
     list = c->next_resume;
@@ -182,19 +183,20 @@ void mqr__server_flush(mqr_broker_t *b) {
     if (c->state == MQR__CONN_CLOSING || c->sess.producer.blocked_on) continue;
     mqr__nat_process(c);
   }
-  while (b->dirty) {
-    mqr__conn_t *c = b->dirty;
-    b->dirty = c->next_dirty;
+  while (b->net->dirty) {
+    mqr__conn_t *c = b->net->dirty;
+    b->net->dirty = c->next_dirty;
     c->dirty = false;
     flush_conn(c);
     if (c->state == MQR__CONN_CLOSING) mqr__nat_maybe_finish_close(c);
   }
+  return b->net->dirty != NULL || b->net->resume != NULL;
 }
 
 void mqr__nat_schedule(mqr__conn_t *c) {
   if (c->resume || c->state == MQR__CONN_CLOSING) return;
   c->resume = true;
-  c->next_resume = c->b->resume;
-  c->b->resume = c;
+  c->next_resume = c->b->net->resume;
+  c->b->net->resume = c;
   mqr__broker_wake(c->b);
 }
