@@ -33,6 +33,7 @@ run: build
 	@$(BUILD)/broker/mqrd --check $(CFG_ARG) >/dev/null
 	@url=$$($(BUILD)/broker/mqrd --urls $(CFG_ARG) | head -1); \
 	 echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on $${url:-no listener}"; \
+	 case "$$url" in *:0) echo "   (port 0: the port it gets is in mqrd's 'ready on' line below)";; esac; \
 	 echo "   In another terminal:"; \
 	 echo "     $(BUILD)/cli/mqr send --url $$url --body hello --count 3 orders   # ANYCAST to the queue orders"; \
 	 echo "     $(BUILD)/cli/mqr recv --url $$url --count 3 orders                # take them"; \
