@@ -1,6 +1,6 @@
 /* Schema parsing: JSON -> a graph of nodes, names resolved as they are met, then the
- * checks that need the whole graph (defaults, endless recursion), min sizes, the
- * Parsing Canonical Form and the fingerprint. */
+ * checks that need the whole graph (defaults, endless recursion) and min sizes; the
+ * Parsing Canonical Form and the fingerprint are canonical.c's. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +19,8 @@ typedef struct {
   uint32_t n_records, cap_records;
 } ctx_t;
 
-static const char *const primitive_names[] = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"};
+const char *const mqr__avro_primitive_names[8] = {"null",  "boolean", "int",   "long",
+                                                  "float", "double",  "bytes", "string"};
 
 /* ---- errors and paths ---------------------------------------------------------- */
 
@@ -62,7 +63,7 @@ static bool valid_dotted(mqr_str_t n, bool allow_empty) {
 
 static bool is_primitive_name(mqr_str_t n) {
   for (size_t i = 0; i < 8; i++)
-    if (mqr_str_eq(n, mqr_str(primitive_names[i]))) return true;
+    if (mqr_str_eq(n, mqr_str(mqr__avro_primitive_names[i]))) return true;
   return false;
 }
 
@@ -379,7 +380,7 @@ static int parse_object(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_
   mqr__avro_node_t *n = NULL;
   int rc = 0;
   for (int i = 0; i < 8; i++)
-    if (mqr__json_is_str(t, primitive_names[i])) {
+    if (mqr__json_is_str(t, mqr__avro_primitive_names[i])) {
       if ((n = new_node(c, i)) == NULL) return nomem(c);
     }
   if (n) {
@@ -415,7 +416,7 @@ static int parse_type(ctx_t *c, const mqr__json_t *j, mqr_str_t ns, mqr__avro_no
   switch (j->kind) {
   case MQR__JSON_STRING:
     for (int i = 0; i < 8; i++)
-      if (mqr__json_is_str(j, primitive_names[i])) {
+      if (mqr__json_is_str(j, mqr__avro_primitive_names[i])) {
         if ((*out = new_node(c, i)) == NULL) return nomem(c);
         return 0;
       }
@@ -623,138 +624,6 @@ static int graph_properties(ctx_t *c) {
   return rc;
 }
 
-/* ---- Parsing Canonical Form --------------------------------------------------------- */
-
-typedef struct {
-  char *buf;
-  size_t len, cap;
-  bool oom;
-  mqr__avro_node_t **done; /* named types already written */
-  uint32_t n_done, cap_done;
-} pcf_t;
-
-static void put(pcf_t *o, const char *s, size_t n) {
-  if (o->oom) return;
-  if (o->len + n > o->cap) {
-    size_t ncap = o->cap ? o->cap * 2 : 256;
-    while (ncap < o->len + n) ncap *= 2;
-    char *p = mqr_realloc(o->buf, ncap);
-    if (p == NULL) {
-      o->oom = true;
-      return;
-    }
-    o->buf = p;
-    o->cap = ncap;
-  }
-  memcpy(o->buf + o->len, s, n);
-  o->len += n;
-}
-
-static void puts_(pcf_t *o, const char *s) { put(o, s, strlen(s)); }
-
-static void put_quoted(pcf_t *o, mqr_str_t s) {
-  put(o, "\"", 1);
-  put(o, s.ptr, s.len);
-  put(o, "\"", 1);
-}
-
-static void pcf(pcf_t *o, mqr__avro_node_t *n) {
-  bool named = n->type == MQR_AVRO_RECORD || n->type == MQR_AVRO_ENUM || n->type == MQR_AVRO_FIXED;
-  if (named) {
-    for (uint32_t i = 0; i < o->n_done; i++)
-      if (o->done[i] == n) {
-        put_quoted(o, n->fullname);
-        return;
-      }
-    if (o->n_done == o->cap_done) {
-      uint32_t ncap = o->cap_done ? o->cap_done * 2 : 16;
-      void *p = mqr_realloc(o->done, ncap * sizeof *o->done);
-      if (p == NULL) {
-        o->oom = true;
-        return;
-      }
-      o->done = p;
-      o->cap_done = ncap;
-    }
-    o->done[o->n_done++] = n;
-  }
-  char num[24];
-  switch (n->type) {
-  case MQR_AVRO_RECORD:
-    puts_(o, "{\"name\":");
-    put_quoted(o, n->fullname);
-    puts_(o, ",\"type\":\"record\",\"fields\":[");
-    for (uint32_t i = 0; i < n->n; i++) {
-      if (i) puts_(o, ",");
-      puts_(o, "{\"name\":");
-      put_quoted(o, n->fields[i].name);
-      puts_(o, ",\"type\":");
-      pcf(o, n->fields[i].type);
-      puts_(o, "}");
-    }
-    puts_(o, "]}");
-    break;
-  case MQR_AVRO_ENUM:
-    puts_(o, "{\"name\":");
-    put_quoted(o, n->fullname);
-    puts_(o, ",\"type\":\"enum\",\"symbols\":[");
-    for (uint32_t i = 0; i < n->n; i++) {
-      if (i) puts_(o, ",");
-      put_quoted(o, n->symbols[i]);
-    }
-    puts_(o, "]}");
-    break;
-  case MQR_AVRO_FIXED:
-    puts_(o, "{\"name\":");
-    put_quoted(o, n->fullname);
-    snprintf(num, sizeof num, "%u", n->n);
-    puts_(o, ",\"type\":\"fixed\",\"size\":");
-    puts_(o, num);
-    puts_(o, "}");
-    break;
-  case MQR_AVRO_ARRAY:
-    puts_(o, "{\"type\":\"array\",\"items\":");
-    pcf(o, n->items);
-    puts_(o, "}");
-    break;
-  case MQR_AVRO_MAP:
-    puts_(o, "{\"type\":\"map\",\"values\":");
-    pcf(o, n->items);
-    puts_(o, "}");
-    break;
-  case MQR_AVRO_UNION:
-    puts_(o, "[");
-    for (uint32_t i = 0; i < n->n; i++) {
-      if (i) puts_(o, ",");
-      pcf(o, n->branches[i]);
-    }
-    puts_(o, "]");
-    break;
-  default: put_quoted(o, mqr_str(primitive_names[n->type])); break;
-  }
-}
-
-/* ---- CRC-64-AVRO ------------------------------------------------------------------- */
-
-#define MQR__CRC64_EMPTY 0xc15d213aa4d7a795ull
-
-static uint64_t crc_table[256];
-
-__attribute__((constructor)) static void crc_init(void) {
-  for (uint64_t i = 0; i < 256; i++) {
-    uint64_t fp = i;
-    for (int k = 0; k < 8; k++) fp = (fp >> 1) ^ (MQR__CRC64_EMPTY & (0 - (fp & 1)));
-    crc_table[i] = fp;
-  }
-}
-
-uint64_t mqr_avro_crc64(const void *p, size_t n) {
-  const uint8_t *b = p;
-  uint64_t fp = MQR__CRC64_EMPTY;
-  for (size_t i = 0; i < n; i++) fp = (fp >> 8) ^ crc_table[(fp ^ b[i]) & 0xff];
-  return fp;
-}
-
 /* ---- entry points ------------------------------------------------------------------ */
 
 mqr_str_t mqr__avro_branch_name(const mqr__avro_node_t *n) {
@@ -778,18 +647,12 @@ int mqr_avro_schema_parse(const char *json, size_t len, mqr_avro_schema_t **out,
   if (rc == 0) rc = check_defaults(&c);
   if (rc == 0) rc = graph_properties(&c);
   if (rc == 0) {
-    pcf_t o = {0};
-    pcf(&o, s->root);
-    char *text = o.oom ? NULL : mqr__arena_strdup(&s->arena, o.buf, o.len);
     char *given = mqr__arena_strdup(&s->arena, json, len);
-    mqr_free(o.buf);
-    mqr_free(o.done);
-    if (text == NULL || given == NULL) {
+    if (given == NULL || mqr__avro_canonical(&s->arena, s->root, &s->canonical) != 0) {
       rc = nomem(&c);
     } else {
-      s->canonical = mqr_str_n(text, o.len);
       s->text = mqr_str_n(given, len);
-      s->fingerprint = mqr_avro_crc64(text, o.len);
+      s->fingerprint = mqr_avro_crc64(s->canonical.ptr, s->canonical.len);
     }
   }
   mqr_free(c.records);

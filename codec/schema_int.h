@@ -51,6 +51,13 @@ struct mqr_avro_schema_s {
   uint32_t n_named;
 };
 
+/* The primitive types' names, by mqr_avro_type_t (null to string). */
+extern const char *const mqr__avro_primitive_names[8];
+
+/* canonical.c: the Parsing Canonical Form of the graph from root, in arena. 0 or
+ * MQR_ENOMEM. */
+int mqr__avro_canonical(mqr__arena_t *arena, mqr__avro_node_t *root, mqr_str_t *out);
+
 /* The ordinal of symbol s in enum e, or -1. */
 int32_t mqr__avro_enum_ordinal(const mqr__avro_node_t *e, const char *s, size_t n);
 
