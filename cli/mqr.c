@@ -31,7 +31,7 @@ static const char usage_text[] =
     "  send     send messages to a broker          recv     receive messages from a broker\n"
     "  stat     a broker's addresses and queues    config   check or show a config file\n"
     "  route    dry-run sends through a config     schema   an Avro schema's canonical form\n"
-    "  avro     encode, decode, read and write Avro\n"
+    "  avro     encode, decode, read, write Avro   journal  check or dump journal files\n"
     "  mqr --version | --help\n"
     "Exit status: 0 done, 1 an error (said on stderr as \"mqr: ...\"), 2 a usage error.\n";
 
@@ -372,9 +372,9 @@ int main(int argc, char **argv) {
   }
   static const struct {
     const char *name, *usage;
-  } helps[] = {{"config", usage_config}, {"route", usage_route},   {"schema", mqr_usage_schema},
-               {"avro", mqr_usage_avro}, {"send", mqr_usage_send}, {"recv", mqr_usage_recv},
-               {"stat", mqr_usage_stat}};
+  } helps[] = {{"config", usage_config}, {"route", usage_route},        {"schema", mqr_usage_schema},
+               {"avro", mqr_usage_avro}, {"send", mqr_usage_send},      {"recv", mqr_usage_recv},
+               {"stat", mqr_usage_stat}, {"journal", mqr_usage_journal}};
   for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
     if (!strcmp(cmd, helps[i].name) && wants_help(argc, argv)) {
       fputs(helps[i].usage, stdout);
@@ -393,6 +393,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "send")) return mqr_cmd_send(argc - 1, argv + 1);
   if (!strcmp(cmd, "recv")) return mqr_cmd_recv(argc - 1, argv + 1);
   if (!strcmp(cmd, "stat")) return mqr_cmd_stat(argc - 1, argv + 1);
+  if (!strcmp(cmd, "journal")) return mqr_cmd_journal(argc - 1, argv + 1);
   fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
   return usage(stderr, 2);
 }

@@ -68,6 +68,25 @@ grep -qx "listener main host=127.0.0.1 port=61616 max-frame-size=1048576 handsha
   && grep -qx "wildcard-addresses delimiter='.' any-words='#' single-word='\*' escape='\\\\'" "$tmp/out" \
   && { echo "ok   show-settings"; passed=$((passed + 1)); } \
   || { echo "FAIL show-settings"; head -6 "$tmp/out"; failed=$((failed + 1)); }
+# ---- journal files, written by an independent writer (make_journal.py) ----
+mkdir -p "$tmp/jdir"
+python3 "$src/tests/cli/make_journal.py" "$tmp/jdir/a.jrn" 7 3
+python3 "$src/tests/cli/make_journal.py" "$tmp/jdir/b.jrn" 3 2
+python3 "$src/tests/cli/make_journal.py" "$tmp/torn.jrn" 4 3 torn
+python3 "$src/tests/cli/make_journal.py" "$tmp/damaged.jrn" 5 3 damaged
+expect journal-dir 0 "$tmp/jdir/b.jrn: file id 3, 2 records, valid data ends at byte 104 (clean)
+$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 159 (clean)" "" -- "$mqr" journal check "$tmp/jdir"
+expect journal-dump 0 "$tmp/jdir/a.jrn:24 REF id=1 payload=10
+$tmp/jdir/a.jrn:59 DELETE id=2 payload=20
+$tmp/jdir/a.jrn:104 UPDATE id=3 payload=30
+$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 159 (clean)" "" -- "$mqr" journal dump "$tmp/jdir/a.jrn"
+expect journal-torn 0 "$tmp/torn.jrn: file id 4, 2 records, valid data ends at byte 104 (torn tail at byte 104)" "" -- \
+  "$mqr" journal check "$tmp/torn.jrn"
+expect journal-damaged 1 "$tmp/damaged.jrn: file id 5, 0 records, valid data ends at byte 24 (DAMAGED at byte 24)" "" -- \
+  "$mqr" journal check "$tmp/damaged.jrn"
+expect journal-not 1 "" "not a journal file" -- "$mqr" journal check "$conf"
+expect journal-usage 2 "" "usage: mqr journal" -- "$mqr" journal frobnicate "$tmp"
+
 # ---- Avro: schemas, datums, resolution, container files ----
 avro=$src/tests/data/avro
 expect schema-canonical 0 '{"name":"test.Weather","type":"record","fields":[{"name":"station","type":"string"},{"name":"time","type":"long"},{"name":"temp","type":"int"}]}' "" -- \

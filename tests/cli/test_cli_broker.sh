@@ -69,7 +69,7 @@ expect bad-timeout 2 "" "--timeout takes seconds" -- "$mqr" recv --url "$url" --
 expect bad-count 2 "" "--count takes a whole number from 1" -- "$mqr" send --url "$url" --count 3x --body x orders
 expect bad-type 2 "" "--routing-type takes ANYCAST or MULTICAST" -- "$mqr" send --url "$url" --routing-type any x
 expect bad-option 2 "" "usage: mqr recv" -- "$mqr" recv --url "$url" --frobnicate orders
-for c in send recv stat config route schema avro; do
+for c in send recv stat config route schema avro journal; do
   expect "help-$c" 0 "*" "" -- "$mqr" "$c" --help
   head -1 "$tmp/out" | grep -q "^usage: mqr $c" && { echo "ok   help-$c-usage"; passed=$((passed + 1)); } \
     || { echo "FAIL help-$c-usage: $(head -1 "$tmp/out")"; failed=$((failed + 1)); }
