@@ -96,7 +96,7 @@ static int dir(const char *path, bool dump) {
     n++;
   }
   closedir(d);
-  qsort(v, n, sizeof *v, by_id);
+  if (n) qsort(v, n, sizeof *v, by_id);
   if (rc == 0 && n == 0) printf("%s: no journal files\n", path);
   for (size_t i = 0; i < n; i++) rc |= one(v[i].path, dump);
   for (size_t i = 0; i < n; i++) free(v[i].path);

@@ -88,7 +88,7 @@ expect send-too-big 1 "" "more than the broker's max-frame-size of 1048576 bytes
   "$mqr" send --url "$url" --file "$tmp/big" orders
 # Under BLOCK the receipts wait for room: the send times out, saying why.
 expect send-block-timeout 1 "" "of 5 receipts: the address may be full and its address-full-policy BLOCK" -- \
-  "$mqr" send --url "$url" --timeout 0.5 --count 5 --body "$(head -c 100 /dev/zero | tr '\0' 'b')" block.a
+  "$mqr" send --url "$url" --timeout 2 --count 5 --body "$(head -c 100 /dev/zero | tr '\0' 'b')" block.a
 expect drain-block 0 "*" "" -- "$mqr" recv --url "$url" --count 5 block.a
 
 # recv: the message's metadata, as text and as JSON; prefixes as for send.
