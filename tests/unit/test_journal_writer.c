@@ -42,15 +42,17 @@ static void on_done(void *arg, int status) {
 }
 
 typedef struct {
-  uint64_t ids[4096];
+  uint64_t ids[4096]; /* the first 4096 */
   int n;
-  char payload_ok;
+  char payload_ok, in_order; /* every id is its position + 1 */
 } got_t;
 
 static int on_recover(void *ctx, const char *file, const mqr_journal_record_t *r) {
   (void)file;
   got_t *g = ctx;
-  g->ids[g->n++] = r->id;
+  if (g->n < 4096) g->ids[g->n] = r->id;
+  g->n++;
+  if (r->id != (uint64_t)g->n) g->in_order = 0;
   char want[32];
   int len = snprintf(want, sizeof want, "payload %llu", (unsigned long long)r->id);
   if (r->len != (size_t)len || memcmp(r->payload, want, r->len) != 0) g->payload_ok = 0;
@@ -59,7 +61,7 @@ static int on_recover(void *ctx, const char *file, const mqr_journal_record_t *r
 
 static int open_journal(uv_loop_t *loop, size_t file_size, got_t *g, mqr_journal_writer_t **w, mqr_error_t *err) {
   mqr_journal_options_t opt = {dir, file_size, false};
-  if (g) *g = (got_t){.n = 0, .payload_ok = 1};
+  if (g) *g = (got_t){.n = 0, .payload_ok = 1, .in_order = 1};
   return mqr_journal_open(loop, &opt, on_recover, g, w, err);
 }
 
@@ -231,12 +233,97 @@ static void test_write_failure(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Every allocation of opening (recovering two files) and of appending failed in turn:
+ * the call that meets it returns MQR_ENOMEM with nothing done (no callback for a refused
+ * append), everything else goes on, nothing leaks, and what the callbacks called durable
+ * is exactly what a later opening recovers. */
+static void test_allocation_failures(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  got_t g;
+  static done_t d;
+  /* Opening: two files of five records to recover. */
+  fresh_dir();
+  for (int round = 0; round < 2; round++) {
+    if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("%s", err.message);
+    d = (done_t){.n = 0};
+    append_n(w, &d, (uint64_t)round * 5 + 1, 5);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    close_journal(&loop, w);
+  }
+  long tried = 0;
+  for (long n = 1;; n++) {
+    talloc_install();
+    talloc.fail_at = n;
+    int rc = open_journal(&loop, 4096, &g, &w, &err);
+    bool hit = talloc.failed > 0;
+    if (rc == 0) {
+      assert_int_equal(g.n, 10);
+      close_journal(&loop, w);
+    } else {
+      assert_int_equal(rc, MQR_ENOMEM);
+      assert_true(hit);
+    }
+    if (talloc.live != 0) fail_msg("open, N=%ld: %ld blocks leaked", n, talloc.live);
+    talloc_uninstall();
+    if (!hit) break;
+    tried++;
+  }
+  assert_true(tried >= 5);
+  /* Appending: 20 records into a fresh directory, the Nth allocation failed. */
+  tried = 0;
+  for (long n = 1;; n++) {
+    fresh_dir();
+    talloc_install();
+    talloc.fail_at = n;
+    uint64_t next = 1;
+    int rc = open_journal(&loop, 4096, &g, &w, &err);
+    if (rc == 0) {
+      d = (done_t){.n = 0};
+      int refused = 0;
+      for (int i = 0; i < 20; i++) {
+        char p[32];
+        int len = snprintf(p, sizeof p, "payload %llu", (unsigned long long)next);
+        args[next] = (arg_t){&d, next};
+        int a = mqr_journal_append(w, MQR_JOURNAL_ADD, next, p, (size_t)len, on_done, &args[next]);
+        if (a == 0) {
+          next++;
+        } else {
+          assert_int_equal(a, MQR_ENOMEM);
+          refused++;
+        }
+      }
+      uv_run(&loop, UV_RUN_DEFAULT);
+      assert_int_equal(d.n, 20 - refused);
+      if (d.n) assert_int_equal(d.last_status, 0);
+      close_journal(&loop, w);
+    } else {
+      assert_int_equal(rc, MQR_ENOMEM);
+    }
+    bool hit = talloc.failed > 0;
+    if (talloc.live != 0) fail_msg("append, N=%ld: %ld blocks leaked", n, talloc.live);
+    talloc_uninstall();
+    /* What the callbacks called durable, and nothing else, in order. */
+    if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("%s", err.message);
+    assert_int_equal((uint64_t)g.n, next - 1);
+    assert_true(g.in_order);
+    assert_true(g.payload_ok);
+    close_journal(&loop, w);
+    if (!hit) break;
+    tried++;
+  }
+  assert_true(tried >= 3);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_write_and_recover),
-      cmocka_unit_test(test_files_fill_and_rotate),
-      cmocka_unit_test(test_torn_and_damaged),
-      cmocka_unit_test(test_write_failure),
+      cmocka_unit_test(test_write_and_recover),   cmocka_unit_test(test_files_fill_and_rotate),
+      cmocka_unit_test(test_torn_and_damaged),    cmocka_unit_test(test_write_failure),
+      cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
