@@ -5,7 +5,10 @@
  * file is cut and damage in the middle stops the opening; a write that fails fails its
  * records and every later append. */
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mqr/journal_writer.h"
@@ -319,11 +322,46 @@ static void test_allocation_failures(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The system refuses the space (a file-size limit, as a full disk refuses it): in a child
+ * with RLIMIT_FSIZE under the journal's file size, the file cannot be allocated, the
+ * records' callbacks get MQR_EIO (never 0), later appends are refused, and nothing
+ * crashes. */
+static void test_no_space(void **state) {
+  (void)state;
+  fresh_dir();
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead of killing */
+    struct rlimit lim = {64 * 1024, 64 * 1024};
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(10);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    mqr_journal_writer_t *w;
+    mqr_error_t err;
+    if (open_journal(&loop, 1 << 20, NULL, &w, &err) != 0) _exit(11);
+    static done_t d;
+    d = (done_t){.n = 0};
+    for (uint64_t id = 1; id <= 5; id++) {
+      args[id] = (arg_t){&d, id};
+      if (mqr_journal_append(w, MQR_JOURNAL_ADD, id, "x", 1, on_done, &args[id]) != 0) _exit(12);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (d.n != 5 || d.last_status != MQR_EIO) _exit(13);
+    if (mqr_journal_append(w, MQR_JOURNAL_ADD, 6, "x", 1, NULL, NULL) != MQR_EIO) _exit(14);
+    mqr_journal_close(w, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("the child ended with status %#x", status);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_write_and_recover),   cmocka_unit_test(test_files_fill_and_rotate),
       cmocka_unit_test(test_torn_and_damaged),    cmocka_unit_test(test_write_failure),
-      cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_allocation_failures), cmocka_unit_test(test_no_space),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
