@@ -83,7 +83,12 @@ void mqr__acct_release(mqr__acct_t *a) {
 
 int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
                  mqr_error_t *err) {
-  mqr_route_request_t req = {s->address, s->routing_type, s->duplicate_id, s->prefixes, NULL};
+  /* A listener's prefix, taken off once: it decides the routing type the router uses and
+   * the message carries, as in Artemis. */
+  mqr_str_t address = s->address;
+  int eff = s->routing_type;
+  mqr_prefixes_strip(s->prefixes, &address, &eff);
+  mqr_route_request_t req = {address, eff, s->duplicate_id, NULL, NULL};
   mqr_route_result_t res = {b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
   int rc = mqr_router_route(&b->router, &req, &res, err);
   if (rc == MQR_ENOSPC) { /* the topology grew: a bigger target array, once */
@@ -127,10 +132,6 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
     return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
   }
   m->id = id;
-  /* A listener's prefix decides the routing type the message carries, as in Artemis. */
-  mqr_str_t named = s->address;
-  int eff = s->routing_type;
-  mqr_prefixes_strip(s->prefixes, &named, &eff);
   int rt = mqr_proto_rt_from_routing(eff);
   size_t len;
   if (s->tail) {

@@ -17,7 +17,6 @@ const char mqr_usage_recv[] =
     "  JSON object per message. --schema decodes single-object Avro bodies to JSON. A prefix\n"
     "  of the listener (anycast://, multicast://) picks the routing type.\n";
 
-#define DEFAULT_URL "tcp://127.0.0.1:61616"
 #define CREDIT 1000
 
 static const char *rt_name(int rt) { return rt == MQR_ANYCAST ? "ANYCAST" : rt == MQR_MULTICAST ? "MULTICAST" : "-"; }

@@ -17,7 +17,6 @@ const char mqr_usage_send[] =
     "  tcp://127.0.0.1:61616. A prefix of the listener (anycast://, multicast://) picks\n"
     "  the routing type.\n";
 
-#define DEFAULT_URL "tcp://127.0.0.1:61616"
 #define MAX_PROPS 64
 #define N_STATUS 5
 

@@ -11,8 +11,6 @@ const char mqr_usage_stat[] = "usage: mqr stat [--url tcp://HOST:PORT] [--json]\
                               "  queues (depth, in flight, consumers, enqueued, acknowledged), and its connections.\n"
                               "  --json prints one JSON object.\n";
 
-#define DEFAULT_URL "tcp://127.0.0.1:61616"
-
 static const char *rt_name(int32_t rt) {
   static const char *const rts[3] = {"-", "ANYCAST", "MULTICAST"};
   return rts[rt < 0 || rt > 2 ? 0 : rt];

@@ -11,6 +11,8 @@
 #include "mqr/client.h"
 #include "mqr/mqr.h"
 
+#define DEFAULT_URL "tcp://127.0.0.1:61616" /* --url when not given */
+
 int mqr_cmd_schema(int argc, char **argv);
 int mqr_cmd_avro(int argc, char **argv);
 int mqr_cmd_send(int argc, char **argv);
