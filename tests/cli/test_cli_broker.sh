@@ -89,7 +89,10 @@ expect send-too-big 1 "" "more than the broker's max-frame-size of 1048576 bytes
 # Under BLOCK the receipts wait for room: the send times out, saying why.
 expect send-block-timeout 1 "" "of 5 receipts: the address may be full and its address-full-policy BLOCK" -- \
   "$mqr" send --url "$url" --timeout 2 --count 5 --body "$(head -c 100 /dev/zero | tr '\0' 'b')" block.a
-expect drain-block 0 "*" "" -- "$mqr" recv --url "$url" --count 5 block.a
+# The receipted messages are in the queue (the unreceipted one may or may not have been
+# read before the broker paused the producer): they drain.
+receipted=$(grep -o "with [0-9]* of 5 receipts" "$tmp/err" | cut -d' ' -f2)
+expect drain-block 0 "*" "" -- "$mqr" recv --url "$url" --count "${receipted:-5}" block.a
 
 # recv: the message's metadata, as text and as JSON; prefixes as for send.
 expect send-props 0 "sent 2 to anycast://tagged: OK 2" "" -- \
