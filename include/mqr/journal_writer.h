@@ -34,11 +34,27 @@ typedef struct {
   const char *directory; /* made if missing (one level) */
   size_t file_size;      /* each file's size; 0: 10 MiB. At least 4 KiB */
   bool no_sync;          /* skip fdatasync (tests and benchmarks of the write path alone) */
+  /* Files kept: at least min_files exist, in use or ready in the pool (0: 2), made when
+   * the journal opens; a released file goes back to the pool unless the pool holds
+   * pool_files already (0: no limit; then it is deleted). Pool files are named
+   * NNNNNNNNNNNNNNNN.jrf and hold nothing recovery reads. */
+  uint32_t min_files;
+  uint32_t pool_files;
+  /* Group commit: a batch goes to the disk at the next loop pass after its first record
+   * (0), or up to buffer_timeout_us later while it is smaller than buffer_size bytes (0:
+   * 490 KiB), to gather more records per fdatasync. Either way, records appended while a
+   * write is in flight go in the next one. */
+  uint32_t buffer_timeout_us;
+  size_t buffer_size;
+  /* Damage in the middle of a file: 0 stops the opening (MQR_EBADDATA); true recovers the
+   * records before it and cuts the journal there: the damaged file is kept beside as
+   * NAME.damaged and ends at the bad record, later files are renamed NAME.damaged. */
+  bool truncate_damaged;
 } mqr_journal_options_t;
 
-/* A record recovered when the directory is opened; views valid during the call. Non-zero
- * stops the opening with that code. */
-typedef int (*mqr_journal_recover_fn)(void *ctx, const char *file, const mqr_journal_record_t *r);
+/* A record recovered when the directory is opened: file_id is its file's, path that
+ * file's name; views valid during the call. Non-zero stops the opening with that code. */
+typedef int (*mqr_journal_recover_fn)(void *ctx, uint64_t file_id, const char *path, const mqr_journal_record_t *r);
 
 /* Called on the loop when the record is durable (status 0) or cannot be (MQR_EIO). */
 typedef void (*mqr_journal_done_fn)(void *arg, int status);
@@ -46,23 +62,45 @@ typedef void (*mqr_journal_done_fn)(void *arg, int status);
 /* Opens the journal in opt->directory on loop: recovers every valid record of its files,
  * in order, through recover (may be NULL), and makes a new file for what is appended.
  * A file damaged in the middle stops the opening with MQR_EBADDATA (err names the file
- * and offset); a torn tail is cut (its records are not recovered). Errors: MQR_EIO (the
- * directory or a file cannot be made, read or written; err says which), MQR_EBADDATA,
- * MQR_ENOMEM, or recover's code. *out is written only on success. */
+ * and offset) unless opt->truncate_damaged; a torn tail is cut (its records are not
+ * recovered). Errors: MQR_EINVAL (bad options), MQR_EIO (the directory or a file cannot
+ * be made, read or written; err says which), MQR_EBADDATA, MQR_ENOMEM, or recover's
+ * code. *out is written only on success. */
 MQR_EXTERN int mqr_journal_open(uv_loop_t *loop, const mqr_journal_options_t *opt, mqr_journal_recover_fn recover,
                                 void *ctx, mqr_journal_writer_t **out, mqr_error_t *err);
 
 /* Appends a record (payload copied); done (may be NULL) is called when it is durable.
  * Errors (nothing appended, done not called): MQR_ELIMIT (a record larger than a file
- * holds), MQR_EIO (the writer has failed), MQR_ECLOSED (closing), MQR_ENOMEM. */
+ * holds), MQR_EIO (the writer has failed), MQR_ECLOSED (closing), MQR_ENOMEM. Allocates
+ * nothing once its buffers have grown to the size of a batch. */
 MQR_EXTERN int mqr_journal_append(mqr_journal_writer_t *w, mqr_journal_record_type_t type, uint64_t id,
                                   const void *payload, size_t len, mqr_journal_done_fn done, void *arg);
 
+/* The id of the file the last append went to (before any append: the file the next one
+ * goes to). Files are numbered in order; a record's file never has a lower id than an
+ * earlier record's. */
+MQR_EXTERN uint64_t mqr_journal_file(const mqr_journal_writer_t *w);
+
+/* Gives file_id (older than mqr_journal_file) back to the pool once every record
+ * appended before this call is durable: its caller knows nothing in it is needed any
+ * more. Recovery reads files in id order, so a caller releases them oldest first. 0, or
+ * MQR_EINVAL (not older than the current file), MQR_EIO (the writer has failed),
+ * MQR_ECLOSED, MQR_ENOMEM. */
+MQR_EXTERN int mqr_journal_release(mqr_journal_writer_t *w, uint64_t file_id);
+
 typedef struct {
-  uint64_t records; /* appended and durable */
-  uint64_t writes;  /* pwrite + fdatasync rounds: records / writes is the group size */
-  uint64_t bytes;
-  uint64_t files; /* files made since open */
+  uint64_t records;    /* appended and durable */
+  uint64_t writes;     /* pwrite + fdatasync rounds: records / writes is the group size */
+  uint64_t bytes;      /* of records written */
+  uint64_t files;      /* files begun since open (made or taken from the pool) */
+  uint64_t reused;     /* of those, taken from the pool */
+  uint64_t released;   /* files given back */
+  uint64_t first_file; /* the oldest file in use at open (equal to current_file: none) */
+  uint64_t recovered;  /* records recovered at open */
+  uint32_t pool;       /* files in the pool after the last write */
+  uint32_t torn;       /* files whose torn tail was cut at open */
+  uint64_t cut_file;   /* truncate_damaged: the file cut at a damaged record (0: none) */
+  uint64_t cut_offset; /* and the offset of that record */
 } mqr_journal_stats_t;
 
 /* The writer's counters since it was opened. */

@@ -50,8 +50,9 @@ typedef struct {
   char payload_ok, in_order; /* every id is its position + 1 */
 } got_t;
 
-static int on_recover(void *ctx, const char *file, const mqr_journal_record_t *r) {
+static int on_recover(void *ctx, uint64_t file_id, const char *file, const mqr_journal_record_t *r) {
   (void)file;
+  (void)file_id;
   got_t *g = ctx;
   if (g->n < 4096) g->ids[g->n] = r->id;
   g->n++;
@@ -62,8 +63,10 @@ static int on_recover(void *ctx, const char *file, const mqr_journal_record_t *r
   return 0;
 }
 
+static uint32_t min_files; /* 0: the default */
+
 static int open_journal(uv_loop_t *loop, size_t file_size, got_t *g, mqr_journal_writer_t **w, mqr_error_t *err) {
-  mqr_journal_options_t opt = {dir, file_size, false};
+  mqr_journal_options_t opt = {.directory = dir, .file_size = file_size, .min_files = min_files};
   if (g) *g = (got_t){.n = 0, .payload_ok = 1, .in_order = 1};
   return mqr_journal_open(loop, &opt, on_recover, g, w, err);
 }
@@ -338,6 +341,9 @@ static void test_no_space(void **state) {
     uv_loop_init(&loop);
     mqr_journal_writer_t *w;
     mqr_error_t err;
+    /* The pool's files cannot be made: the opening fails, saying why. */
+    if (open_journal(&loop, 1 << 20, NULL, &w, &err) != MQR_EIO || strstr(err.message, ".jrf") == NULL) _exit(15);
+    min_files = 1; /* no pool: the first write meets the limit */
     if (open_journal(&loop, 1 << 20, NULL, &w, &err) != 0) _exit(11);
     static done_t d;
     d = (done_t){.n = 0};
@@ -357,11 +363,179 @@ static void test_no_space(void **state) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("the child ended with status %#x", status);
 }
 
+static int count_ext(const char *ext) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    size_t l = strlen(e->d_name), k = strlen(ext);
+    n += l > k && strcmp(e->d_name + l - k, ext) == 0;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Files released go to the pool once what was appended before is durable, and new files
+ * are taken from it; a reused file's old records are never recovered; past pool_files a
+ * released file is deleted. */
+static void test_release_and_reuse(void **state) {
+  (void)state;
+  fresh_dir();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  got_t g;
+  if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(count_ext(".jrf"), 1); /* min_files 2: the file in use and one ready */
+  static done_t d;
+  d = (done_t){.n = 0};
+  append_n(w, &d, 1, 500);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uint64_t cur = mqr_journal_file(w);
+  assert_true(cur >= 5);
+  assert_int_equal(mqr_journal_release(w, cur), MQR_EINVAL);
+  for (uint64_t f = 1; f < cur; f++) assert_int_equal(mqr_journal_release(w, f), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  mqr_journal_stats_t st;
+  mqr_journal_stats(w, &st);
+  assert_int_equal(st.released, cur - 1);
+  assert_int_equal(st.reused, 1);
+  assert_int_equal(count_ext(".jrn"), 1);
+  assert_int_equal((uint64_t)count_ext(".jrf"), cur - 1);
+  assert_int_equal(st.pool, cur - 1);
+  /* More records: the new files come from the pool. */
+  append_n(w, &d, 501, 500);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(d.n, 1000);
+  assert_int_equal(d.order_errors, 0);
+  mqr_journal_stats(w, &st);
+  assert_true(st.reused >= 1 + 4);
+  assert_int_equal((uint64_t)(count_ext(".jrn") + count_ext(".jrf")), st.files - st.reused + 1);
+  close_journal(&loop, w);
+  /* Recovered: the records of the file not released and later, in order; nothing of the
+   * earlier uses of the reused files. */
+  if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_true(g.n > 500 && g.n < 1000);
+  uint64_t first = 1000 - (uint64_t)g.n + 1;
+  for (int i = 0; i < g.n; i++) assert_int_equal(g.ids[i], first + (uint64_t)i);
+  assert_true(g.payload_ok);
+  close_journal(&loop, w);
+  /* With pool_files 1, released files past the first are deleted. */
+  fresh_dir();
+  mqr_journal_options_t opt = {.directory = dir, .file_size = 4096, .pool_files = 1};
+  if (mqr_journal_open(&loop, &opt, NULL, NULL, &w, &err) != 0) fail_msg("%s", err.message);
+  append_n(w, &d, 1, 500);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  cur = mqr_journal_file(w);
+  for (uint64_t f = 1; f < cur; f++) assert_int_equal(mqr_journal_release(w, f), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(count_ext(".jrf"), 1);
+  assert_int_equal(count_ext(".jrn"), 1);
+  close_journal(&loop, w);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A batch waits up to buffer_timeout_us for more records, unless it reaches buffer_size. */
+static void test_buffer_timeout(void **state) {
+  (void)state;
+  fresh_dir();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  mqr_journal_options_t opt = {.directory = dir, .buffer_timeout_us = 20000, .buffer_size = 4000};
+  if (mqr_journal_open(&loop, &opt, NULL, NULL, &w, &err) != 0) fail_msg("%s", err.message);
+  static done_t d;
+  d = (done_t){.n = 0};
+  uint64_t t0 = uv_hrtime();
+  append_n(w, &d, 1, 1);
+  while (d.n == 0) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(uv_hrtime() - t0 >= 19000000ull); /* it waited for more */
+  /* A full buffer goes at once: 200 records of ~40 bytes are over 4000 bytes. */
+  d = (done_t){.n = 0};
+  t0 = uv_hrtime();
+  append_n(w, &d, 2, 200);
+  while (d.n < 200) uv_run(&loop, UV_RUN_ONCE);
+  mqr_journal_stats_t st;
+  mqr_journal_stats(w, &st);
+  assert_int_equal(d.order_errors, 0);
+  assert_int_equal(st.records, 201);
+  close_journal(&loop, w);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* With truncate_damaged, a damaged record cuts the journal: the records before it are
+ * recovered, the file is kept beside as .damaged, later files are set aside, and the next
+ * opening is clean. A torn tail is cut once: the next opening does not see it again. */
+static void test_truncate_damaged(void **state) {
+  (void)state;
+  fresh_dir();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  got_t g;
+  static done_t d;
+  for (int round = 0; round < 2; round++) { /* two files of 20 records */
+    if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+    d = (done_t){.n = 0};
+    append_n(w, &d, (uint64_t)round * 20 + 1, 20);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    close_journal(&loop, w);
+  }
+  char path[300];
+  snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 1ull);
+  FILE *f = fopen(path, "r+b");
+  fseek(f, (long)(MQR_JOURNAL_HEADER + 4 * mqr_journal_record_size(strlen("payload 1")) + 30), SEEK_SET);
+  fputc('Z', f); /* record 5 */
+  fclose(f);
+  assert_int_equal(open_journal(&loop, 0, &g, &w, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "--recover=truncate"));
+  mqr_journal_options_t opt = {.directory = dir, .truncate_damaged = true};
+  g = (got_t){.n = 0, .payload_ok = 1, .in_order = 1};
+  if (mqr_journal_open(&loop, &opt, on_recover, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(g.n, 4);
+  assert_true(g.in_order);
+  mqr_journal_stats_t st;
+  mqr_journal_stats(w, &st);
+  assert_int_equal(st.cut_file, 1);
+  assert_int_equal(count_ext(".damaged"), 2);
+  append_n(w, &d, 5, 3); /* the journal goes on after the cut */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  close_journal(&loop, w);
+  if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(g.n, 7);
+  assert_true(g.in_order);
+  /* A torn tail in the newest file: cut at the first opening, gone at the next. */
+  append_n(w, &d, 8, 5);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  close_journal(&loop, w);
+  snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 4ull);
+  f = fopen(path, "r+b");
+  assert_non_null(f);
+  fseek(f, (long)(MQR_JOURNAL_HEADER + 4 * mqr_journal_record_size(strlen("payload 8")) + 3), SEEK_SET);
+  fputc('T', f); /* the last record, 12 */
+  fclose(f);
+  if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(g.n, 11);
+  mqr_journal_stats(w, &st);
+  assert_int_equal(st.torn, 1);
+  close_journal(&loop, w);
+  if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(g.n, 11);
+  mqr_journal_stats(w, &st);
+  assert_int_equal(st.torn, 0);
+  close_journal(&loop, w);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_write_and_recover),   cmocka_unit_test(test_files_fill_and_rotate),
       cmocka_unit_test(test_torn_and_damaged),    cmocka_unit_test(test_write_failure),
       cmocka_unit_test(test_allocation_failures), cmocka_unit_test(test_no_space),
+      cmocka_unit_test(test_release_and_reuse),   cmocka_unit_test(test_buffer_timeout),
+      cmocka_unit_test(test_truncate_damaged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
