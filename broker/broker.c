@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "broker_int.h"
+#include "durable.h"
 
 void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
   if (b->opt.log == NULL || level > b->opt.log_level) return;
@@ -33,6 +33,15 @@ void mqr__broker_wake(mqr_broker_t *b) {
   if (b->idle_on || b->closing) return;
   b->idle_on = true;
   uv_idle_start(&b->idle, idle_cb);
+}
+
+static int mark_config_queues(mqr_address_t *a, void *arg) {
+  for (uint32_t i = 0; i < mqr_address_queue_count(a); i++) {
+    mqr__bq_t *bq = mqr__bq_of(arg, mqr_address_queue(a, i));
+    if (bq == NULL) return MQR_ENOMEM;
+    bq->from_config = true;
+  }
+  return 0;
 }
 
 int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out, mqr_error_t *err) {
@@ -67,6 +76,17 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   uv_idle_init(loop, &b->idle);
   b->idle.data = b;
   b->open_handles = 1;
+  /* The config's queues are the config's to make again at each start: the journal
+   * records only those made at run time. Then what the journal holds. */
+  if (mqr_router_foreach_address(&b->router, mark_config_queues, b) != 0) {
+    mqr_error_set(err, MQR_ENOMEM, "out of memory creating the broker");
+    mqr_broker_close(b, NULL, NULL);
+    return MQR_ENOMEM;
+  }
+  if ((rc = mqr__durable_open(b, err)) != 0) {
+    mqr_broker_close(b, NULL, NULL);
+    return rc;
+  }
   if (b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) {
     mqr_broker_close(b, NULL, NULL);
     return rc;
@@ -106,6 +126,7 @@ static void free_broker(mqr_broker_t *b) {
     mqr_free(a->blocked);
     mqr_free(a);
   }
+  mqr__durable_free(b);
   mqr_router_close(&b->router);
   mqr_free(b->targets);
   mqr__pool_free(&b->entries);
@@ -137,9 +158,17 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   b->closing = true;
   b->close_cb = cb;
   b->close_arg = arg;
-  mqr__log(b, MQR_LOG_INFO, "closing: %llu messages (%llu bytes) held in memory go with the broker",
-           (unsigned long long)b->stats.messages, (unsigned long long)b->stats.bytes);
-  mqr__server_close(b); /* listeners and connections: each closed handle counts down */
+  uint64_t kept = b->dur ? b->dur->live_msgs : 0;
+  if (b->dur)
+    mqr__log(b, MQR_LOG_INFO,
+             "closing: %llu durable messages stay in the journal (%s); %llu non-durable messages (or on "
+             "non-durable queues) go with the broker",
+             (unsigned long long)kept, b->dur->dir, (unsigned long long)(b->stats.messages - kept));
+  else
+    mqr__log(b, MQR_LOG_INFO, "closing: %llu messages (%llu bytes) held in memory go with the broker (no persistence)",
+             (unsigned long long)b->stats.messages, (unsigned long long)b->stats.bytes);
+  mqr__server_close(b);  /* listeners and connections: each closed handle counts down */
+  mqr__durable_close(b); /* sends waiting for their fdatasync finish first */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
 }
@@ -164,6 +193,20 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
 void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
   *out = b->stats;
   out->connections = mqr__server_connections(b);
+  const mqr__durable_t *d = b->dur;
+  if (d) {
+    out->persistence = true;
+    out->journal_failed = d->failed;
+    out->durable = d->live_msgs;
+    out->journal_files = d->n_files;
+    out->compactions = d->compactions;
+    if (d->w) {
+      mqr_journal_stats_t st;
+      mqr_journal_stats(d->w, &st);
+      out->journal_records = st.records;
+      out->journal_writes = st.writes;
+    }
+  }
 }
 
 uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
@@ -171,6 +214,7 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
   uint64_t n = 0;
   for (mqr__entry_t *e; bq && (e = bq->store.ops->pop(&bq->store)) != NULL; n++) {
     bq->acked++; /* it left the queue as an acknowledged message does */
+    if (e->jbq) mqr__durable_removed(b, e);
     mqr__msg_release(b, e->msg);
     mqr__pool_put(&b->entries, e);
   }

@@ -67,6 +67,13 @@ typedef struct mqr__msg_s {
   int64_t id;
   mqr__acct_t *acct;
   struct mqr__msg_s *next_free;
+  /* In the journal (durable.h): the file of its first record (0: not journaled), the
+   * bytes its records take there, its entries on durable queues (linked by jnext), and
+   * its place in the list of live journaled messages, in file order. */
+  uint64_t jfile;
+  uint32_t jbytes;
+  struct mqr__entry_s *jentries;
+  struct mqr__msg_s *jlive_next, *jlive_prev;
   uint8_t data[];
 } mqr__msg_t;
 
@@ -78,6 +85,10 @@ struct mqr__entry_s {
   mqr__msg_t *msg;
   int64_t delivery;       /* while in flight */
   int32_t delivery_count; /* deliveries so far */
+  /* A reference the journal holds (a durable message on a durable queue): its queue, and
+   * the message's next such entry. NULL: nothing of it is in the journal. */
+  struct mqr__bq_s *jbq;
+  struct mqr__entry_s *jnext;
 };
 
 /* ---- queue storage ------------------------------------------------------------------------ */
@@ -110,6 +121,8 @@ typedef struct mqr__bq_s {
   uint32_t n_consumers, cap_consumers, rr;
   bool dispatching, again;
   bool temporary;                /* made for one subscription; goes with it */
+  bool from_config;              /* made by the config: the config makes it again at start */
+  uint64_t jfile;                /* the file of its TOPOLOGY record (0: none) */
   struct mqr__bq_s *next, *prev; /* the broker's list */
 } mqr__bq_t;
 
@@ -157,9 +170,10 @@ struct mqr_broker_s {
   uint32_t msg_n_free[MQR__MSG_CLASSES];
   mqr__bq_t *queues;
   mqr__acct_t *accts;
-  mqr__session_t inproc;     /* in-process consumers' */
-  struct mqr__native_s *net; /* the native protocol's listeners and connections; NULL without listen */
-  uv_idle_t idle;            /* started when a head has work for the next pass (writes, resumes) */
+  mqr__session_t inproc;      /* in-process consumers' */
+  struct mqr__durable_s *dur; /* the journal and what it holds (durable.h); NULL: no persistence */
+  struct mqr__native_s *net;  /* the native protocol's listeners and connections; NULL without listen */
+  uv_idle_t idle;             /* started when a head has work for the next pass (writes, resumes) */
   bool idle_on;
   mqr_broker_stats_t stats;
   /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
@@ -198,6 +212,9 @@ void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __at
 /* A send from a frame or in-process: tail is the properties and body as a Send encodes
  * them. *blocked (may be NULL) tells a network producer to pause: the message went to
  * an address over max-size-bytes whose policy is BLOCK. */
+/* The answer to a send comes later (MQR__PENDING): through the producer's ops, or fn. */
+#define MQR__PENDING 1
+
 typedef struct {
   mqr_str_t address;
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
@@ -209,12 +226,22 @@ typedef struct {
   size_t n_props;
   mqr_str_t body;
   const mqr_prefixes_t *prefixes;
+  /* Who hears the answer, when it must wait for the journal or for an earlier answer to
+   * the same producer: the producer's ops->sent with token, or fn with fn_arg. With
+   * neither (producer NULL), a journaled message is still enqueued only once durable. */
+  mqr__producer_t *producer;
+  int64_t token;
+  mqr_broker_sent_fn fn;
+  void *fn_arg;
 } mqr__send_t;
 
+/* 0 or an error (*r and err say which), or MQR__PENDING: the answer comes later, in send
+ * order per producer, once the message is durable (*r already says where it goes). */
 int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
                  mqr_error_t *err);
 /* send.c: a queue's and an address's state, made on first use (NULL: out of memory). */
 mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q);
+mqr__acct_t *mqr__acct_of(mqr_broker_t *b, mqr_address_t *addr);
 void mqr__acct_settings(mqr__acct_t *a); /* max-size-bytes and policy as they resolve now */
 /* The account has room again: its paused producers that wait on nothing else resume. */
 void mqr__acct_release(mqr__acct_t *a);

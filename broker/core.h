@@ -46,11 +46,15 @@ typedef struct {
 typedef struct {
   /* Every address that paused the producer has room again: read on. */
   void (*resume)(mqr__producer_t *p);
+  /* The answer to a send that mqr__do_send left pending (MQR__PENDING), in send order:
+   * status 0 with *r, or an error with err saying why. */
+  void (*sent)(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err);
 } mqr__producer_ops_t;
 
 struct mqr__producer_s {
   const mqr__producer_ops_t *ops;
   uint32_t blocked_on; /* full addresses (BLOCK) it waits on */
+  uint32_t pending;    /* its answers not yet given (durable.h) */
 };
 
 struct mqr__session_s {

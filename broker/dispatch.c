@@ -2,7 +2,7 @@
  * credit and while their heads say they are ready; the in-flight list and index of each
  * consumer; acknowledgements and credit. Protocol-neutral: a delivery goes through the
  * consumer's ops (core.h). */
-#include "broker_int.h"
+#include "durable.h"
 
 static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   if (e->prev)
@@ -52,6 +52,9 @@ void mqr__dispatch(mqr__bq_t *bq) {
       mqr__idx_put(c, e);
       c->credit--;
       bq->in_flight++;
+      /* The delivery count goes to the journal first: after a crash, the redelivery
+       * counts this one. */
+      if (e->jbq) mqr__durable_delivering(c->b, e);
       int rc = c->ops->deliver(c, e);
       if (rc != 0) {
         /* Nothing delivered: back to the head as it was. MQR_ENOMEM (no room to write it,
@@ -63,6 +66,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
         mqr__idx_del(c, e->delivery);
         c->next_delivery--;
         e->delivery_count--;
+        if (e->jbq) mqr__durable_delivering(c->b, e);
         c->credit++;
         bq->in_flight--;
         bq->store.ops->push_front(&bq->store, e);
@@ -94,6 +98,7 @@ static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr__idx_del(c, e->delivery);
   c->bq->acked++;
   c->bq->in_flight--;
+  if (e->jbq) mqr__durable_removed(b, e);
   mqr__msg_release(b, e->msg);
   mqr__pool_put(&b->entries, e);
 }

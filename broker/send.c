@@ -5,7 +5,7 @@
  * pool, and a queue's and an address's state are made once, on first use. */
 #include <stdio.h>
 
-#include "broker_int.h"
+#include "durable.h"
 
 /* ---- queues and accounts, made on first use ---------------------------------------------- */
 
@@ -19,6 +19,7 @@ mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q) {
   if (b->queues) b->queues->prev = bq;
   b->queues = bq;
   mqr_queue_set_data(q, bq);
+  mqr__durable_queue_made(b, bq); /* a durable queue made at run time is recorded */
   return bq;
 }
 
@@ -28,7 +29,7 @@ void mqr__acct_settings(mqr__acct_t *a) {
   a->policy = s->address_full_policy;
 }
 
-static mqr__acct_t *acct_of(mqr_broker_t *b, mqr_address_t *addr) {
+mqr__acct_t *mqr__acct_of(mqr_broker_t *b, mqr_address_t *addr) {
   mqr__acct_t *a = mqr_address_data(addr);
   if (a) return a;
   if ((a = mqr_calloc(1, sizeof *a)) == NULL) return NULL;
@@ -81,8 +82,20 @@ void mqr__acct_release(mqr__acct_t *a) {
 
 /* ---- doSend -------------------------------------------------------------------------------- */
 
-int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
-                 mqr_error_t *err) {
+/* A durable message to a durable queue, with a journal: its records go first, and it is
+ * enqueued once they are durable. */
+static bool journaled(const mqr_broker_t *b, const mqr__send_t *s, const mqr_route_result_t *res) {
+  if (!s->durable || b->dur == NULL) return false;
+  for (uint32_t i = 0; i < res->count; i++)
+    if (mqr_queue_durable(res->queues[i])) {
+      const mqr__bq_t *bq = mqr_queue_data(res->queues[i]);
+      if (bq == NULL || !bq->temporary) return true;
+    }
+  return false;
+}
+
+static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
+                    mqr_error_t *err) {
   /* A listener's prefix, taken off once: it decides the routing type the router uses and
    * the message carries, as in Artemis. */
   mqr_str_t address = s->address;
@@ -104,7 +117,7 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   if (r) *r = (mqr_broker_receipt_t){(int)res.status, 0, 0};
   if (res.count == 0) return 0;
 
-  mqr__acct_t *acct = acct_of(b, res.address);
+  mqr__acct_t *acct = mqr__acct_of(b, res.address);
   if (acct == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
   if (acct->max >= 0 && acct->bytes >= acct->max) {
     mqr_str_t an = mqr_address_name(res.address);
@@ -143,6 +156,15 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   m->len = (uint32_t)len;
   b->stats.messages++; /* and back down in mqr__msg_release */
   b->stats.bytes += len;
+  if (journaled(b, s, &res)) { /* counted in its address now: it takes memory while it waits */
+    m->acct = acct;
+    acct->bytes += m->len;
+    if (r) {
+      r->queues = res.count;
+      r->message_id = id;
+    }
+    return mqr__durable_send(b, m, res.queues, res.count, s, r, err);
+  }
 
   uint32_t taken = 0;
   for (uint32_t i = 0; i < res.count; i++) {
@@ -153,9 +175,7 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
       return mqr_error_set(err, MQR_ENOMEM, "out of memory enqueueing a message (%u of %u queues took it)", taken,
                            res.count);
     }
-    e->msg = m;
-    e->delivery = 0;
-    e->delivery_count = 0;
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, NULL, NULL};
     m->refs++;
     bq->store.ops->push(&bq->store, e);
     bq->enqueued++;
@@ -171,8 +191,42 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   return 0;
 }
 
+int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
+                 mqr_error_t *err) {
+  mqr_broker_receipt_t mine;
+  if (r == NULL) r = &mine;
+  mqr_error_t own;
+  if (err == NULL) err = &own;
+  int rc = send_now(b, s, r, blocked, err);
+  if (rc == MQR__PENDING) return rc;
+  /* An answer ready now waits for the same producer's earlier ones. */
+  return mqr__durable_answer(b, s, rc, r, err);
+}
+
+static mqr__send_t from_message(const mqr_broker_message_t *m) {
+  return (mqr__send_t){.address = m->address,
+                       .routing_type = m->routing_type,
+                       .durable = m->durable,
+                       .duplicate_id = m->duplicate_id,
+                       .keys = m->property_keys,
+                       .values = m->property_values,
+                       .n_props = m->n_properties,
+                       .body = m->body};
+}
+
 int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt, mqr_error_t *err) {
-  mqr__send_t s = {m->address,       m->routing_type,    m->durable,      m->duplicate_id, NULL, 0,
-                   m->property_keys, m->property_values, m->n_properties, m->body,         NULL};
-  return mqr__do_send(b, &s, receipt, NULL, err);
+  mqr__send_t s = from_message(m);
+  int rc = mqr__do_send(b, &s, receipt, NULL, err);
+  return rc == MQR__PENDING ? 0 : rc;
+}
+
+void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_sent_fn cb, void *arg) {
+  mqr__send_t s = from_message(m);
+  s.producer = &b->inproc.producer;
+  s.fn = cb;
+  s.fn_arg = arg;
+  mqr_broker_receipt_t r = {0, 0, 0};
+  mqr_error_t err;
+  int rc = mqr__do_send(b, &s, &r, NULL, &err);
+  if (rc != MQR__PENDING) cb(arg, rc, &r, rc ? &err : NULL);
 }

@@ -3,7 +3,7 @@
  * (core.h): a head's client and everything it holds. */
 #include <stdio.h>
 
-#include "broker_int.h"
+#include "durable.h"
 
 /* A made-up subscription queue name: the target, then a number unique in the broker. */
 static mqr_str_t temp_name(mqr_broker_t *b, mqr_str_t target, char *buf, size_t cap) {
@@ -124,6 +124,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
 }
 
 static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_forget_queue(b, bq);
   mqr__entry_t *e;
   while ((e = bq->store.ops->pop(&bq->store)) != NULL) {
     mqr__msg_release(b, e->msg);
@@ -192,7 +193,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
 /* ---- sessions ------------------------------------------------------------------------------ */
 
 void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_ops_t *ops) {
-  *s = (mqr__session_t){b, ++b->next_session, {ops, 0}, NULL};
+  *s = (mqr__session_t){b, ++b->next_session, {ops, 0, 0}, NULL};
 }
 
 mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription) {
@@ -210,6 +211,7 @@ void mqr__session_end(mqr__session_t *s) {
   /* Its consumers go: what they had not acknowledged returns to the queues. */
   while (s->consumers) mqr__consumer_close(s->consumers);
   mqr__producer_unblock_all(s->b, &s->producer);
+  mqr__durable_forget_producer(s->b, &s->producer); /* answers still to come have nobody to go to */
 }
 
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k) { return k->subscription; }

@@ -5,6 +5,7 @@
  *   parse.c      the document: wildcard syntax, address settings, addresses and queues;
  *                loading from text, a file or the embedded default; the accessors
  *   listeners.c  the listeners section and its accessors
+ *   persistence.c the persistence section (the journal) and its accessor
  *   apply.c      building a router from a config, and applying a reloaded one to it
  *
  * libyaml allocates its document with the C allocator (it has no hook); everything mqr
@@ -68,6 +69,8 @@ struct mqr_config_s {
   cfg_address_t *addresses;
   uint32_t n_addresses, cap_addresses;
   uint32_t n_queues;
+  mqr_persistence_config_t persistence;
+  char *persistence_dir;
 };
 
 typedef struct {
@@ -122,5 +125,7 @@ void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map);
 bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b);
 int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err);
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
+void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p);
+void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map);
 
 #endif

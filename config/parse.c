@@ -314,16 +314,17 @@ void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map) {
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (root == NULL || mqr__cfg_is_null(root)) return;
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
-  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners", "addresses"};
-  yaml_node_t *found[4] = {NULL, NULL, NULL, NULL};
+  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners", "addresses", "persistence"};
+  yaml_node_t *found[5] = {NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
-      mqr__cfg_unknown_key(c, &p, "the config", "listeners, wildcard-addresses, address-settings, addresses");
+      mqr__cfg_unknown_key(c, &p, "the config",
+                           "listeners, wildcard-addresses, address-settings, addresses, persistence");
       continue;
     }
     if (found[k]) {
@@ -337,10 +338,12 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[1] && !c->nomem) mqr__cfg_parse_settings(c, found[1]);
   if (found[2] && !c->nomem) mqr__cfg_parse_listeners(c, found[2]);
   if (found[3] && !c->nomem) mqr__cfg_parse_addresses(c, found[3]);
+  if (found[4] && !c->nomem) mqr__cfg_parse_persistence(c, found[4]);
 }
 
 void mqr_config_destroy(mqr_config_t *cfg) {
   if (cfg == NULL) return;
+  mqr_free(cfg->persistence_dir);
   for (uint32_t i = 0; i < cfg->n_listeners; i++) {
     mqr_free(cfg->listeners[i].name);
     mqr_free(cfg->listeners[i].host);
@@ -379,6 +382,7 @@ int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_c
   mqr_config_t *cfg = mqr_calloc(1, sizeof *cfg);
   if (cfg == NULL) return MQR_ENOMEM;
   cfg->wildcard = mqr_wildcard_default();
+  mqr__cfg_persistence_defaults(&cfg->persistence);
   if ((cfg->file = mqr_malloc(strlen(c.file) + 1)) == NULL) {
     mqr_free(cfg);
     return MQR_ENOMEM;

@@ -251,6 +251,7 @@ static void written(uv_work_t *req, int status) {
     }
   } else {
     w->failed = true;
+    if (w->why[0] == 0) snprintf(w->why, sizeof w->why, "a journal write was cancelled");
   }
   w->stats.pool = w->n_pool;
   run_callbacks(s, rc);
@@ -306,6 +307,7 @@ static void kick(mqr_journal_writer_t *w) {
     if (uv_queue_work(w->loop, &w->work, write_segment, written) != 0) {
       w->writing = NULL;
       w->failed = true;
+      snprintf(w->why, sizeof w->why, "cannot start a journal write");
       run_callbacks(s, MQR_EIO);
       seg_put(w, s);
       fail_pending(w);
@@ -383,6 +385,8 @@ int mqr_journal_release(mqr_journal_writer_t *w, uint64_t file_id) {
   wake(w);
   return 0;
 }
+
+const char *mqr_journal_error(const mqr_journal_writer_t *w) { return w->failed ? w->why : NULL; }
 
 void mqr_journal_stats(const mqr_journal_writer_t *w, mqr_journal_stats_t *out) { *out = w->stats; }
 

@@ -39,10 +39,17 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
                    NULL,
                    0,
                    {NULL, 0},
-                   &c->l->cfg->prefixes};
+                   &c->l->cfg->prefixes,
+                   &c->sess.producer,
+                   v.receipt,
+                   NULL,
+                   NULL};
   mqr__acct_t *blocked = NULL;
   mqr_broker_receipt_t r;
-  if ((rc = mqr__do_send(b, &s, &r, &blocked, &err)) != 0) {
+  rc = mqr__do_send(b, &s, &r, &blocked, &err);
+  if (blocked) mqr__producer_block(&c->sess.producer, blocked);
+  if (rc == MQR__PENDING) return; /* the answer comes through the producer's ops (head.c) */
+  if (rc != 0) {
     mqr__nat_send_error(c, rc, v.receipt, false, "%s", err.message);
     return;
   }
@@ -50,7 +57,6 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
     mqr_frame_t f = {MQR_FRAME_RECEIPT, {.receipt = {v.receipt, r.status, (int32_t)r.queues}}};
     mqr__nat_reply(c, &f);
   }
-  if (blocked) mqr__producer_block(&c->sess.producer, blocked);
 }
 
 #define MAX_SUBSCRIPTIONS 1024 /* per connection */

@@ -62,4 +62,20 @@ static void producer_resume(mqr__producer_t *p) {
   mqr__nat_schedule(c);
 }
 
-const mqr__producer_ops_t mqr__nat_producer_ops = {producer_resume};
+/* The answer to a send that waited for the journal (or for an earlier answer): a
+ * RECEIPT, or an ERROR naming the receipt. */
+static void producer_sent(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r,
+                          const mqr_error_t *err) {
+  mqr__conn_t *c = (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
+  if (c->state == MQR__CONN_CLOSING) return;
+  if (status != 0) {
+    mqr__nat_send_error(c, status, token, false, "%s", err ? err->message : mqr_strerror(status));
+    return;
+  }
+  if (token) {
+    mqr_frame_t f = {MQR_FRAME_RECEIPT, {.receipt = {token, r->status, (int32_t)r->queues}}};
+    mqr__nat_reply(c, &f);
+  }
+}
+
+const mqr__producer_ops_t mqr__nat_producer_ops = {producer_resume, producer_sent};

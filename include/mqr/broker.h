@@ -39,11 +39,20 @@ typedef struct {
   uint32_t max_credit;       /* the most credit a subscription may hold; 0: 65536 */
   size_t max_pending_write;  /* bytes a connection may have unwritten before its deliveries
                                 pause; 0: 4 MiB */
+  /* Persistence (docs/durability.md): the journal's directory, over the config's
+   * persistence directory, and turning persistence on when the config has no section;
+   * NULL: the config's. */
+  const char *data_dir;
+  bool recover_truncate; /* a journal damaged in the middle is cut there (mqrd --recover=truncate)
+                            instead of stopping the start */
 } mqr_broker_options_t;
 
-/* Builds the broker on loop: the router from the config, and (with listen) its
- * listeners bound and listening. Errors: the config's, MQR_EIO (a listener cannot bind;
- * err names it), MQR_ENOMEM. Not from a callback of this broker.
+/* Builds the broker on loop: the router from the config, the journal's messages and
+ * queues recovered (with persistence), and (with listen) its listeners bound and
+ * listening. Errors: the config's, MQR_EIO (a listener cannot bind, the journal's
+ * directory cannot be used; err names it), MQR_EBADDATA (the journal is damaged in the
+ * middle: err names the file and offset; see recover_truncate), MQR_EINVAL (persistence
+ * with no directory), MQR_ENOMEM. Not from a callback of this broker.
  *
  * SIGPIPE: libuv writes to sockets with write(2), so a client that resets its
  * connection while a delivery is being written raises SIGPIPE, whose default action
@@ -57,9 +66,10 @@ MQR_EXTERN int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *op
 /* Stops accepting, says DISCONNECT to each connection, lets what is being written
  * finish, closes every handle, then calls cb (may be NULL) from the loop; after cb (or
  * once the loop has run out, with cb NULL) the broker is freed, and with it every
- * consumer, router object and view it handed out. Unacknowledged messages are dropped
- * with the broker: queues are in memory. A second call does nothing. Not from a
- * callback of this broker. */
+ * consumer, router object and view it handed out. Durable messages on durable queues
+ * stay in the journal (sends still waiting for their fdatasync finish first); every
+ * other message goes with the broker. A second call does nothing. Not from a callback
+ * of this broker. */
 MQR_EXTERN void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg);
 
 /* The port listener i is bound to (useful with port 0), or -1. */
@@ -95,9 +105,25 @@ typedef struct {
 /* Routes and enqueues one message; receipt (may be NULL) says where it went. Errors: the
  * router's (MQR_ENOADDR, MQR_EWILDCARDSEND, ...), MQR_EFULL (the address is full and its
  * policy is FAIL, or BLOCK: an in-process producer is not paused, it is told to wait),
- * MQR_ELIMIT (bigger than the largest frame), MQR_ENOMEM. No allocation in steady state. */
+ * MQR_ELIMIT (bigger than the largest frame), MQR_EIO (a durable message to a durable
+ * queue while the journal cannot write), MQR_ENOMEM. No allocation in steady state.
+ * A durable message to a durable queue is enqueued once its journal records are durable,
+ * after this returns; to know when (or whether the write failed), use
+ * mqr_broker_send_async. */
 MQR_EXTERN int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt,
                                mqr_error_t *err);
+
+/* The answer to an asynchronous send: status 0 with the receipt, or an error code with
+ * err saying why (views valid during the call). */
+typedef void (*mqr_broker_sent_fn)(void *arg, int status, const mqr_broker_receipt_t *receipt, const mqr_error_t *err);
+
+/* Sends as mqr_broker_send does, and calls cb (not NULL) exactly once with the answer:
+ * for a durable message to a durable queue, once the fdatasync that covers its journal
+ * records has returned (or failed: MQR_EIO, and the message went nowhere). Answers come
+ * in the order of the calls: one that needs no disk but follows one that does waits for
+ * it. cb runs before this returns when nothing is waiting, else later from the loop; it
+ * may send again. The message is copied before this returns. */
+MQR_EXTERN void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_sent_fn cb, void *arg);
 
 /* ---- consuming in-process ----------------------------------------------------------- */
 
@@ -149,6 +175,13 @@ typedef struct {
   uint64_t bytes;    /* their stored bytes */
   uint64_t dropped;  /* by address-full-policy DROP */
   uint32_t connections;
+  bool persistence;         /* the broker has a journal */
+  bool journal_failed;      /* it cannot write now: durable sends are refused until it can */
+  uint64_t durable;         /* of messages, those the journal keeps */
+  uint64_t journal_files;   /* files in use */
+  uint64_t journal_records; /* records written since start */
+  uint64_t journal_writes;  /* their fdatasync rounds */
+  uint64_t compactions;     /* oldest files whose live records were copied forward */
 } mqr_broker_stats_t;
 
 /* The broker's counters into *out. May be called from a callback. */

@@ -48,6 +48,25 @@ typedef struct {
   uint32_t line, column;
 } mqr_listener_config_t;
 
+/* The persistence section (docs/durability.md): the journal of durable messages. Without
+ * the section, enabled is false. Strings live as long as the config. */
+typedef struct {
+  bool enabled;
+  const char *directory;               /* where the journal lives; NULL: not given (mqrd --data-dir) */
+  size_t journal_file_size;            /* each journal file, bytes: 10 MiB */
+  uint32_t journal_min_files;          /* files kept, in use or ready: 2 */
+  uint32_t journal_pool_files;         /* released files kept for reuse; 0: no limit (the file's -1) */
+  uint64_t journal_buffer_timeout_ns;  /* the longest a batch waits for more records; 0: the next loop pass */
+  size_t journal_buffer_size;          /* a batch this large goes at once: 490 KiB */
+  bool journal_sync;                   /* fdatasync before a durable message is receipted: true */
+  uint32_t journal_compact_min_files;  /* compact when more files than this are in use: 10 */
+  uint32_t journal_compact_percentage; /* ... and the oldest holds less live data than this %: 30 */
+  uint32_t line, column;               /* of the section; 0 when absent */
+} mqr_persistence_config_t;
+
+/* The config's persistence section (defaults when it has none). */
+MQR_EXTERN const mqr_persistence_config_t *mqr_config_persistence(const mqr_config_t *cfg);
+
 /* Loads the file at path. On success writes *out (free with mqr_config_destroy) and
  * returns 0; warnings may still be in diags. Otherwise returns MQR_ECONFIG (problems
  * in diags, which may be NULL), MQR_EIO (cannot read the file) or MQR_ENOMEM; *out is

@@ -103,6 +103,10 @@ typedef struct {
   uint64_t cut_offset; /* and the offset of that record */
 } mqr_journal_stats_t;
 
+/* Why the writer failed (a failed write or fdatasync: what, which file, the system's
+ * error), or NULL while it has not. Valid until the writer is closed. */
+MQR_EXTERN const char *mqr_journal_error(const mqr_journal_writer_t *w);
+
 /* The writer's counters since it was opened. */
 MQR_EXTERN void mqr_journal_stats(const mqr_journal_writer_t *w, mqr_journal_stats_t *out);
 

@@ -1,0 +1,214 @@
+/* What each journal file holds alive, and giving files back (durable.h). A journaled
+ * message counts in the file of its first record until its last reference is deleted;
+ * a queue made at run time counts in the file of its TOPOLOGY record. Files are released
+ * oldest first, and only when nothing counts in them: a DELETE always lies in a file
+ * after its ADD, so a file still in use never holds a DELETE whose ADD is gone unread.
+ *
+ * One long-lived message would pin every file after its own, so when more than
+ * compact_min_files are in use and the oldest holds less than compact_percentage of a
+ * file of live data, its live records are copied forward (an ADD, a REF per queue still
+ * holding the message, an UPDATE of its delivery count; a queue's TOPOLOGY) a few
+ * hundred per loop pass, and the file is released once the copies are durable. This
+ * is Artemis's compaction with the data the broker holds in memory as its source: it
+ * reads no file and never stops the send path. */
+#include <string.h>
+
+#include "durable.h"
+
+#define COMPACT_BATCH 256 /* messages copied per loop pass */
+
+bool mqr__jfiles_reserve(mqr__durable_t *d, uint64_t file) {
+  if (file < d->first) return true;
+  uint64_t need = file - d->first + 1;
+  if (need <= d->n_files) return true;
+  if (need > d->cap_files) {
+    uint32_t ncap = d->cap_files ? d->cap_files : 16;
+    while (ncap < need) ncap *= 2;
+    mqr__jfile_t *nf = mqr_realloc(d->files, ncap * sizeof *nf);
+    if (nf == NULL) return false;
+    d->files = nf;
+    d->cap_files = ncap;
+  }
+  memset(d->files + d->n_files, 0, (need - d->n_files) * sizeof *d->files);
+  d->n_files = (uint32_t)need;
+  return true;
+}
+
+static mqr__jfile_t *file_of(mqr__durable_t *d, uint64_t file) {
+  if (file < d->first || !mqr__jfiles_reserve(d, file)) return NULL;
+  return &d->files[file - d->first];
+}
+
+void mqr__jlive_add(mqr__durable_t *d, mqr__msg_t *m) {
+  mqr__jfile_t *f = file_of(d, m->jfile);
+  if (f) {
+    f->live++;
+    f->bytes += m->jbytes;
+  }
+  m->jlive_next = NULL;
+  m->jlive_prev = d->live_tail;
+  if (d->live_tail)
+    d->live_tail->jlive_next = m;
+  else
+    d->live_head = m;
+  d->live_tail = m;
+  d->live_msgs++;
+}
+
+void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
+  if (m->jfile >= d->first && m->jfile - d->first < d->n_files) {
+    mqr__jfile_t *f = &d->files[m->jfile - d->first];
+    f->live--;
+    f->bytes -= m->jbytes;
+  }
+  if (m->jlive_prev)
+    m->jlive_prev->jlive_next = m->jlive_next;
+  else
+    d->live_head = m->jlive_next;
+  if (m->jlive_next)
+    m->jlive_next->jlive_prev = m->jlive_prev;
+  else
+    d->live_tail = m->jlive_prev;
+  m->jlive_next = m->jlive_prev = NULL;
+  m->jfile = 0;
+  d->live_msgs--;
+}
+
+/* ---- topology -------------------------------------------------------------------------------- */
+
+/* TOPOLOGY payload: u8 op (1: a queue made), u8 routing type, u8 flags (1 durable,
+ * 2 purge-on-no-consumers, 4 enabled), u8 0, i32 max-consumers, u16 lengths of the
+ * name, the address and the filter, then those bytes. Little-endian. */
+#define TOPO_FIXED 14
+
+size_t mqr__topology_size(const mqr_queue_t *q) {
+  return TOPO_FIXED + mqr_queue_name(q).len + mqr_address_name(mqr_queue_address(q)).len + mqr_queue_filter(q).len;
+}
+
+static uint8_t *put16(uint8_t *p, size_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  return p + 2;
+}
+
+size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
+  mqr_str_t name = mqr_queue_name(q), addr = mqr_address_name(mqr_queue_address(q)), filter = mqr_queue_filter(q);
+  uint8_t *p = buf;
+  *p++ = 1;
+  *p++ = (uint8_t)mqr_queue_routing_type(q);
+  *p++ = (uint8_t)((mqr_queue_durable(q) ? 1 : 0) | (mqr_queue_purge_on_no_consumers(q) ? 2 : 0) |
+                   (mqr_queue_enabled(q) ? 4 : 0));
+  *p++ = 0;
+  uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
+  for (int i = 0; i < 4; i++) *p++ = (uint8_t)(mc >> (8 * i));
+  p = put16(p, name.len);
+  p = put16(p, addr.len);
+  p = put16(p, filter.len);
+  memcpy(p, name.ptr, name.len);
+  memcpy(p + name.len, addr.ptr, addr.len);
+  memcpy(p + name.len + addr.len, filter.ptr, filter.len);
+  return (size_t)(p - buf) + name.len + addr.len + filter.len;
+}
+
+/* Appends bq's TOPOLOGY record and counts it in its file. */
+static bool topology_append(mqr__durable_t *d, mqr__bq_t *bq) {
+  size_t n = mqr__topology_size(bq->q);
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) return false;
+  mqr__topology_write(buf, bq->q);
+  int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
+  mqr_free(buf);
+  if (rc) return false;
+  if (bq->jfile) {
+    mqr__jfile_t *old = file_of(d, bq->jfile);
+    if (old) old->live--, old->bytes -= mqr_journal_record_size(n);
+  }
+  bq->jfile = mqr_journal_file(d->w);
+  mqr__jfile_t *f = file_of(d, bq->jfile);
+  if (f) f->live++, f->bytes += mqr_journal_record_size(n);
+  return true;
+}
+
+void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->recovering || d->w == NULL || bq->from_config || bq->temporary || bq->jfile ||
+      !mqr_queue_durable(bq->q))
+    return;
+  if (!topology_append(d, bq))
+    mqr__log(b, MQR_LOG_ERROR, "journal: queue '%.*s' could not be recorded: it will not survive a restart",
+             (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);
+}
+
+/* ---- compaction --------------------------------------------------------------------------------- */
+
+/* m's live records again, in the current file. False: the journal did not take them all
+ * (m stays counted where it was, so its old records are kept). */
+static bool copy_forward(mqr__durable_t *d, mqr__msg_t *m) {
+  uint64_t lost = d->lost_records;
+  mqr__durable_append(d, MQR_JOURNAL_ADD, m->id, m->data, m->len);
+  uint64_t file = mqr_journal_file(d->w);
+  size_t bytes = mqr_journal_record_size(m->len);
+  for (mqr__entry_t *e = m->jentries; e; e = e->jnext) {
+    mqr_str_t q = mqr_queue_name(e->jbq->q);
+    mqr__durable_append_named(d, MQR_JOURNAL_REF, m->id, NULL, q);
+    bytes += mqr_journal_record_size(q.len);
+    if (e->delivery_count) {
+      uint32_t count = (uint32_t)e->delivery_count;
+      mqr__durable_append_named(d, MQR_JOURNAL_UPDATE, m->id, &count, q);
+    }
+  }
+  if (d->lost_records != lost || !mqr__jfiles_reserve(d, file)) return false;
+  mqr__jlive_drop(d, m);
+  m->jfile = file;
+  m->jbytes = (uint32_t)bytes;
+  mqr__jlive_add(d, m);
+  d->copied++;
+  return true;
+}
+
+static void compact_step(uv_idle_t *h) {
+  mqr__durable_t *d = h->data;
+  if (d->w == NULL || d->failed || d->closing || d->first >= mqr_journal_file(d->w)) {
+    mqr__durable_compact_stop(d);
+    return;
+  }
+  uint64_t old = d->first;
+  bool blocked = false;
+  for (mqr__bq_t *bq = d->b->queues; bq && !blocked; bq = bq->next)
+    if (bq->jfile == old) blocked = !topology_append(d, bq);
+  mqr__msg_t *m;
+  for (int budget = COMPACT_BATCH; !blocked && budget > 0 && (m = d->live_head) != NULL && m->jfile == old; budget--)
+    /* A send still waiting for its fdatasync has no entries yet: the next write's
+     * completion starts this again. */
+    blocked = m->jentries == NULL || !copy_forward(d, m);
+  bool emptied = !blocked && (d->live_head == NULL || d->live_head->jfile != old);
+  if (emptied) d->compactions++;
+  if (emptied || blocked) {
+    mqr__durable_compact_stop(d);
+    mqr__durable_maintain(d); /* an emptied file goes once the copies are durable */
+  }
+}
+
+void mqr__durable_compact_stop(mqr__durable_t *d) {
+  if (!d->compact_on) return;
+  d->compact_on = false;
+  uv_idle_stop(&d->compact_idle);
+}
+
+void mqr__durable_maintain(mqr__durable_t *d) {
+  if (d->w == NULL || d->failed || d->recovering || d->closing) return;
+  uint64_t cur = mqr_journal_file(d->w);
+  if (!mqr__jfiles_reserve(d, cur)) return;
+  while (d->first < cur && d->files[0].live == 0) {
+    if (mqr_journal_release(d->w, d->first) != 0) return;
+    memmove(d->files, d->files + 1, (d->n_files - 1) * sizeof *d->files);
+    d->n_files--;
+    d->first++;
+    d->released++;
+  }
+  if (!d->compact_on && d->compact_pct && d->first < cur && cur - d->first >= d->compact_min_files &&
+      d->files[0].bytes * 100 < (uint64_t)d->jopt.file_size * d->compact_pct) {
+    d->compact_on = true;
+    uv_idle_start(&d->compact_idle, compact_step);
+  }
+}

@@ -1,0 +1,443 @@
+/* The durable store's life and its write path (durable.h): opening the journal with
+ * recovery, a durable send's records and its answer after the fdatasync that covers
+ * them, acknowledgements and deliveries as records, a journal that fails (disk full, an
+ * I/O error) and is taken up again, and closing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "durable.h"
+
+#define RETRY_MS 1000 /* how often a failed journal is tried again */
+
+/* ---- appending -------------------------------------------------------------------------- */
+
+void mqr__durable_append(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n) {
+  if (d->w == NULL || mqr_journal_append(d->w, type, (uint64_t)id, p, n, NULL, NULL) != 0) d->lost_records++;
+}
+
+/* A record whose payload is [u32 count] then a queue's name. */
+void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, uint32_t *count,
+                               mqr_str_t name) {
+  uint8_t buf[512];
+  size_t at = 0;
+  if (count) {
+    memcpy(buf, count, 4); /* little-endian hosts only: mqr builds on x86-64 and aarch64 */
+    at = 4;
+  }
+  if (at + name.len <= sizeof buf) {
+    memcpy(buf + at, name.ptr, name.len);
+    mqr__durable_append(d, type, id, buf, at + name.len);
+    return;
+  }
+  uint8_t *big = mqr_malloc(at + name.len);
+  if (big == NULL) {
+    d->lost_records++;
+    return;
+  }
+  memcpy(big, buf, at);
+  memcpy(big + at, name.ptr, name.len);
+  mqr__durable_append(d, type, id, big, at + name.len);
+  mqr_free(big);
+}
+
+void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
+  mqr__durable_t *d = b->dur;
+  mqr__msg_t *m = e->msg;
+  mqr__durable_append_named(d, MQR_JOURNAL_DELETE, m->id, NULL, mqr_queue_name(e->jbq->q));
+  for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
+    if (*pp == e) {
+      *pp = e->jnext;
+      break;
+    }
+  e->jbq = NULL;
+  e->jnext = NULL;
+  if (m->jentries == NULL && m->jfile) {
+    mqr__jlive_drop(d, m);
+    mqr__durable_maintain(d);
+  }
+}
+
+void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e) {
+  uint32_t count = (uint32_t)e->delivery_count;
+  mqr__durable_append_named(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, &count, mqr_queue_name(e->jbq->q));
+}
+
+/* ---- answers in send order ----------------------------------------------------------------- */
+
+/* Room for one more answer and n more targets. */
+static bool pend_reserve(mqr__durable_t *d, uint32_t n) {
+  if (d->pend_n == d->pend_cap) {
+    uint32_t ncap = d->pend_cap ? d->pend_cap * 2 : 64;
+    mqr__pend_t *np = mqr_malloc(ncap * sizeof *np);
+    if (np == NULL) return false;
+    for (uint32_t i = 0; i < d->pend_n; i++) {
+      uint64_t seq = d->pend_head + i;
+      np[seq & (ncap - 1)] = d->pend[seq & (d->pend_cap - 1)];
+    }
+    mqr_free(d->pend);
+    d->pend = np;
+    d->pend_cap = ncap;
+  }
+  if (d->tgt_tail - d->tgt_head + n > d->tgt_cap) {
+    uint64_t ncap = d->tgt_cap ? d->tgt_cap : 256;
+    while (ncap < d->tgt_tail - d->tgt_head + n) ncap *= 2;
+    mqr__bq_t **nt = mqr_malloc(ncap * sizeof *nt);
+    if (nt == NULL) return false;
+    for (uint64_t i = d->tgt_head; i < d->tgt_tail; i++) nt[i & (ncap - 1)] = d->tgt[i & (d->tgt_cap - 1)];
+    mqr_free(d->tgt);
+    d->tgt = nt;
+    d->tgt_cap = ncap;
+  }
+  return true;
+}
+
+static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
+  uint64_t seq = d->pend_head + d->pend_n++;
+  mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
+  mqr__producer_t *prod = s->producer ? s->producer : NULL;
+  *p = (mqr__pend_t){NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, {0, 0, 0}, NULL};
+  if (prod) prod->pending++;
+  return p;
+}
+
+static mqr_error_t *copy_err(const mqr_error_t *err) {
+  if (err == NULL) return NULL;
+  mqr_error_t *e = mqr_malloc(sizeof *e);
+  if (e) *e = *err;
+  return e;
+}
+
+/* The oldest answers that are ready, given in order. A callback may send again (the ring
+ * may grow): positions are read afresh each time. */
+static void drain(mqr__durable_t *d) {
+  while (d->pend_n) {
+    mqr__pend_t *p = &d->pend[d->pend_head & (d->pend_cap - 1)];
+    if (!p->done) break;
+    mqr__pend_t a = *p;
+    d->pend_head++;
+    d->pend_n--;
+    if (a.n) d->tgt_head = a.tfirst + a.n;
+    mqr_error_t fallback;
+    const mqr_error_t *err = a.err;
+    if (a.status != 0 && err == NULL) {
+      mqr_error_set(&fallback, a.status, "%s", mqr_strerror(a.status));
+      err = &fallback;
+    }
+    if (a.p) a.p->pending--;
+    if (a.fn)
+      a.fn(a.fn_arg, a.status, &a.r, a.status ? err : NULL);
+    else if (a.p && a.p->ops && a.p->ops->sent && (a.token || a.status))
+      a.p->ops->sent(a.p, a.token, a.status, &a.r, a.status ? err : NULL);
+    mqr_free(a.err);
+  }
+}
+
+int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr_broker_receipt_t *r,
+                        const mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  bool waits = d && s->producer && s->producer->pending;
+  if (!waits || (rc == 0 && s->token == 0 && s->fn == NULL)) return rc;
+  if (!pend_reserve(d, 0)) return rc; /* no memory to wait: answered now, out of order */
+  mqr__pend_t *p = pend_push(d, s);
+  p->status = rc;
+  p->done = true;
+  if (r) p->r = *r;
+  if (rc) p->err = copy_err(err);
+  return MQR__PENDING;
+}
+
+void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *prod) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || prod->pending == 0) return;
+  for (uint32_t i = 0; i < d->pend_n; i++) {
+    mqr__pend_t *p = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
+    if (p->p == prod) p->p = NULL;
+  }
+  prod->pending = 0;
+}
+
+void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL) return;
+  for (uint64_t i = d->tgt_head; i < d->tgt_tail; i++)
+    if (d->tgt[i & (d->tgt_cap - 1)] == bq) d->tgt[i & (d->tgt_cap - 1)] = NULL;
+}
+
+/* ---- a failed journal ------------------------------------------------------------------------ */
+
+static void reopen(uv_timer_t *t);
+
+static void journal_failed(mqr__durable_t *d) {
+  if (d->failed) return;
+  d->failed = true;
+  const char *why = d->w ? mqr_journal_error(d->w) : NULL;
+  snprintf(d->why, sizeof d->why, "%s", why ? why : "the journal failed");
+  mqr__log(d->b, MQR_LOG_ERROR,
+           "journal: %s; durable sends are refused, other traffic goes on; trying again every %d ms", d->why, RETRY_MS);
+  if (!d->closing) uv_timer_start(&d->retry, reopen, RETRY_MS, RETRY_MS);
+}
+
+static void old_closed(void *arg) { mqr__broker_handle_closed(arg); }
+
+/* The writer stopped at a failed write or fdatasync: its page cache cannot be trusted,
+ * so it is not retried. A new writer opens the directory again (a torn tail of the
+ * failed write is cut) and begins a new file; what the broker holds is what was durable
+ * before the failure plus what it took since. */
+static void reopen(uv_timer_t *t) {
+  mqr__durable_t *d = t->data;
+  if (d->closing) return;
+  if (d->w) { /* the failed writer goes first (its callbacks have all run) */
+    mqr__broker_handle_opened(d->b);
+    mqr_journal_close(d->w, old_closed, d->b);
+    d->w = NULL;
+  }
+  mqr_error_t err;
+  mqr_journal_writer_t *w;
+  if (mqr_journal_open(d->b->loop, &d->jopt, NULL, NULL, &w, &err) != 0) {
+    mqr__log(d->b, MQR_LOG_DEBUG, "journal: still failing: %s", err.message);
+    return;
+  }
+  uv_timer_stop(&d->retry);
+  d->w = w;
+  d->failed = false;
+  uint64_t cur = mqr_journal_file(w);
+  mqr__jfiles_reserve(d, cur);
+  mqr__log(d->b, MQR_LOG_INFO, "journal: writing again (file %llu); durable sends are taken again",
+           (unsigned long long)cur);
+}
+
+/* ---- a durable send -------------------------------------------------------------------------- */
+
+static void written(void *arg, int status) {
+  mqr__durable_t *d = arg;
+  mqr_broker_t *b = d->b;
+  /* Callbacks come in append order, one per journaled send: the oldest journaled answer
+   * not yet done is this one. */
+  mqr__pend_t *p = NULL;
+  for (uint32_t i = 0; i < d->pend_n; i++) {
+    mqr__pend_t *q = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
+    if (q->m && !q->done) {
+      p = q;
+      break;
+    }
+  }
+  if (p == NULL) return;
+  mqr__msg_t *m = p->m;
+  p->m = NULL;
+  p->done = true;
+  if (status != 0) {
+    journal_failed(d);
+    p->status = MQR_EIO;
+    mqr_error_t e;
+    mqr_error_set(&e, MQR_EIO, "the journal could not make the message durable (%s): it went nowhere", d->why);
+    p->err = copy_err(&e);
+    if (m->jfile) mqr__jlive_drop(d, m);
+    mqr__msg_release(b, m);
+  } else {
+    /* Durable: onto its queues now (Artemis adds a durable send's references once its
+     * storage completes). */
+    uint32_t taken = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+      mqr__bq_t *bq = d->tgt[(p->tfirst + i) & (d->tgt_cap - 1)];
+      if (bq == NULL) continue; /* the queue went meanwhile */
+      mqr__entry_t *e = mqr__pool_take(&b->entries);
+      if (e == NULL) {
+        mqr__log(b, MQR_LOG_ERROR, "out of memory enqueueing durable message %lld", (long long)m->id);
+        continue;
+      }
+      *e = (mqr__entry_t){NULL, NULL, m, 0, 0, NULL, NULL};
+      if (mqr_queue_durable(bq->q) && !bq->temporary) {
+        e->jbq = bq;
+        e->jnext = m->jentries;
+        m->jentries = e;
+      }
+      m->refs++;
+      bq->store.ops->push(&bq->store, e);
+      bq->enqueued++;
+      taken++;
+    }
+    p->r.queues = taken;
+    if (m->jentries == NULL && m->jfile) mqr__jlive_drop(d, m);
+    mqr__msg_release(b, m); /* the pending send's reference */
+    for (uint32_t i = 0; i < p->n; i++) mqr__dispatch(d->tgt[(p->tfirst + i) & (d->tgt_cap - 1)]);
+  }
+  drain(d);
+  mqr__durable_maintain(d);
+}
+
+int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const mqr__send_t *s,
+                      const mqr_broker_receipt_t *r, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  m->refs = 1;
+  if (d->failed || d->w == NULL) {
+    mqr__msg_release(b, m);
+    return mqr_error_set(err, MQR_EIO, "the journal cannot take durable messages now (%s)",
+                         d->failed ? d->why : "closing");
+  }
+  if (!pend_reserve(d, n) || !mqr__jfiles_reserve(d, mqr_journal_file(d->w) + 1)) {
+    mqr__msg_release(b, m);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a durable message");
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (mqr__bq_of(b, targets[i]) == NULL) {
+      mqr__msg_release(b, m);
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a durable message");
+    }
+  /* ADD, then a REF per durable queue; the last record's callback is the answer. */
+  uint32_t last = 0, refs = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (mqr_queue_durable(targets[i]) && !((mqr__bq_t *)mqr_queue_data(targets[i]))->temporary) last = i, refs++;
+  int rc = mqr_journal_append(d->w, MQR_JOURNAL_ADD, (uint64_t)m->id, m->data, m->len, NULL, NULL);
+  uint64_t file = mqr_journal_file(d->w);
+  size_t bytes = mqr_journal_record_size(m->len);
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    mqr__bq_t *bq = mqr_queue_data(targets[i]);
+    if (!mqr_queue_durable(targets[i]) || bq->temporary) continue;
+    mqr_str_t q = mqr_queue_name(targets[i]);
+    rc = mqr_journal_append(d->w, MQR_JOURNAL_REF, (uint64_t)m->id, q.ptr, q.len, i == last ? written : NULL,
+                            i == last ? d : NULL);
+    bytes += mqr_journal_record_size(q.len);
+    if (rc && i != last) { /* a REF refused after others were taken: they are undone */
+      for (uint32_t k = 0; k < i; k++)
+        if (mqr_queue_durable(targets[k]) && !((mqr__bq_t *)mqr_queue_data(targets[k]))->temporary)
+          mqr__durable_append_named(d, MQR_JOURNAL_DELETE, m->id, NULL, mqr_queue_name(targets[k]));
+    }
+  }
+  if (rc) {
+    mqr__msg_release(b, m);
+    if (rc == MQR_EIO) journal_failed(d);
+    return mqr_error_set(err, rc, "the journal cannot take the message: %s",
+                         rc == MQR_EIO      ? d->why
+                         : rc == MQR_ELIMIT ? "larger than a journal file"
+                                            : mqr_strerror(rc));
+  }
+  (void)refs;
+  m->jfile = file;
+  m->jbytes = (uint32_t)bytes;
+  mqr__jlive_add(d, m);
+  mqr__pend_t *p = pend_push(d, s);
+  p->m = m;
+  p->n = n;
+  if (r) p->r = *r;
+  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+  return MQR__PENDING;
+}
+
+/* ---- opening and closing ------------------------------------------------------------------------ */
+
+static void handle_closed(uv_handle_t *h) {
+  mqr__durable_t *d = h->data;
+  mqr__broker_handle_closed(d->b);
+}
+
+int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
+  const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);
+  const char *dir = b->opt.data_dir ? b->opt.data_dir : pc->directory;
+  if (!pc->enabled && b->opt.data_dir == NULL) return 0;
+  if (dir == NULL)
+    return mqr_error_set(err, MQR_EINVAL,
+                         "persistence is on but has no directory (set persistence: directory, or mqrd --data-dir)");
+  mqr__durable_t *d = mqr_calloc(1, sizeof *d);
+  char *copy = mqr_malloc(strlen(dir) + 1);
+  mqr__recovery_t *rec = mqr__recovery_new(b);
+  if (d == NULL || copy == NULL || rec == NULL) {
+    mqr_free(d);
+    mqr_free(copy);
+    mqr__recovery_free(rec);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory opening the journal");
+  }
+  d->b = b;
+  d->dir = strcpy(copy, dir);
+  d->jopt = (mqr_journal_options_t){.directory = d->dir,
+                                    .file_size = pc->journal_file_size,
+                                    .no_sync = !pc->journal_sync,
+                                    .min_files = pc->journal_min_files,
+                                    .pool_files = pc->journal_pool_files,
+                                    .buffer_timeout_us = (uint32_t)(pc->journal_buffer_timeout_ns / 1000),
+                                    .buffer_size = pc->journal_buffer_size,
+                                    .truncate_damaged = b->opt.recover_truncate};
+  d->compact_min_files = pc->journal_compact_min_files;
+  d->compact_pct = pc->journal_compact_percentage;
+  d->recovering = true;
+  b->dur = d;
+  uint64_t t0 = uv_hrtime();
+  int rc = mqr_journal_open(b->loop, &d->jopt, mqr__durable_recover_record, rec, &d->w, err);
+  uint64_t messages = 0, queues = 0;
+  if (rc == 0) {
+    mqr_journal_stats_t st;
+    mqr_journal_stats(d->w, &st);
+    d->first = st.first_file;
+    if (!mqr__jfiles_reserve(d, mqr_journal_file(d->w)))
+      rc = mqr_error_set(err, MQR_ENOMEM, "out of memory opening the journal");
+    else
+      rc = mqr__recovery_finish(rec, &messages, &queues, err);
+    if (rc == 0) {
+      double ms = (double)(uv_hrtime() - t0) / 1e6;
+      mqr__log(b, MQR_LOG_INFO,
+               "journal %s: recovered %llu durable messages on %llu queues from %llu records in %.1f ms (%.0f "
+               "records/s)",
+               d->dir, (unsigned long long)messages, (unsigned long long)queues, (unsigned long long)st.recovered, ms,
+               ms > 0 ? (double)st.recovered / ms * 1000 : 0.0);
+      if (st.torn)
+        mqr__log(b, MQR_LOG_WARN, "journal: a torn tail (a write cut by a crash) was cut in %u file(s)", st.torn);
+      if (st.cut_file)
+        mqr__log(b, MQR_LOG_WARN,
+                 "journal: cut at the damaged record of file %016llx.jrn at byte %llu (--recover=truncate); the "
+                 "damaged files are kept as *.damaged",
+                 (unsigned long long)st.cut_file, (unsigned long long)st.cut_offset);
+    }
+  }
+  d->recovering = false;
+  if (rc) {
+    mqr__recovery_free(rec);
+    if (d->w) {
+      mqr__broker_handle_opened(b);
+      mqr_journal_close(d->w, old_closed, b);
+    }
+    d->w = NULL;
+    mqr_free(d->files);
+    mqr_free(d->dir);
+    mqr_free(d);
+    b->dur = NULL;
+    return rc;
+  }
+  mqr__recovery_free(rec);
+  uv_timer_init(b->loop, &d->retry);
+  uv_idle_init(b->loop, &d->compact_idle);
+  d->retry.data = d->compact_idle.data = d;
+  b->open_handles += 2;
+  mqr__durable_maintain(d);
+  return 0;
+}
+
+static void journal_closed(void *arg) {
+  mqr__durable_t *d = arg;
+  d->w = NULL;
+  mqr__broker_handle_closed(d->b);
+}
+
+void mqr__durable_close(mqr_broker_t *b) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->closing) return;
+  d->closing = true;
+  mqr__durable_compact_stop(d);
+  uv_timer_stop(&d->retry);
+  uv_close((uv_handle_t *)&d->retry, handle_closed);
+  uv_close((uv_handle_t *)&d->compact_idle, handle_closed);
+  if (d->w) {
+    mqr__broker_handle_opened(b);
+    mqr_journal_close(d->w, journal_closed, d); /* sends waiting for their fdatasync finish first */
+  }
+}
+
+void mqr__durable_free(mqr_broker_t *b) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL) return;
+  for (uint32_t i = 0; i < d->pend_n; i++) mqr_free(d->pend[(d->pend_head + i) & (d->pend_cap - 1)].err);
+  mqr_free(d->pend);
+  mqr_free(d->tgt);
+  mqr_free(d->files);
+  mqr_free(d->dir);
+  mqr_free(d);
+  b->dur = NULL;
+}

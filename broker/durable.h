@@ -1,0 +1,122 @@
+/* The broker's durable store (docs/durability.md): durable messages on durable queues
+ * kept in the journal (mqr/journal_writer.h), private to the broker.
+ *
+ *   durable.c    opening and closing; a durable send's records, and its answer once its
+ *                fdatasync returned, in send order per producer; acks, deliveries and
+ *                purges as records; a journal that fails, and taking it up again
+ *   recovery.c   rebuilding queues, messages, delivery counts and topology at start
+ *   compact.c    what each file holds alive; releasing dead files oldest first; copying
+ *                the live records of a sparse oldest file forward; topology records
+ *
+ * Records (the payloads of mqr/journal.h's types; the record id is the message id):
+ *   ADD       the message's stored bytes (protocol.h's stored part of a Message frame)
+ *   REF       the queue's name: the message is on that queue
+ *   DELETE    the queue's name: acknowledged or dropped from that queue
+ *   UPDATE    u32 delivery count, then the queue's name: written before each delivery
+ *   TOPOLOGY  a queue made or removed at run time (compact.c has the layout)
+ * A message's records are replayed in file order; a record for a message whose ADD is
+ * gone (its file released) is dead and skipped; an ADD seen twice (a copy made by
+ * compaction while the original was still there) keeps the first. */
+#ifndef MQR_BROKER_DURABLE_H
+#define MQR_BROKER_DURABLE_H
+
+#include "broker_int.h"
+#include "mqr/journal_writer.h"
+
+typedef struct mqr__durable_s mqr__durable_t;
+
+/* What a journal file holds alive: messages and queues whose first record is there. */
+typedef struct {
+  uint64_t live;
+  uint64_t bytes;
+} mqr__jfile_t;
+
+/* An answer waiting: a journaled send (m) until its fdatasync, or a result (m NULL)
+ * waiting for earlier answers to the same producer. */
+typedef struct {
+  mqr__msg_t *m;
+  mqr__producer_t *p; /* NULL: nobody to tell (or gone) */
+  int64_t token;
+  mqr_broker_sent_fn fn;
+  void *fn_arg;
+  uint64_t tfirst; /* its targets: tgt ring positions [tfirst, tfirst + n) */
+  uint32_t n;
+  int status;
+  bool done;
+  mqr_broker_receipt_t r;
+  mqr_error_t *err; /* an error's text; NULL: none, or no memory for it */
+} mqr__pend_t;
+
+struct mqr__durable_s {
+  mqr_broker_t *b;
+  mqr_journal_writer_t *w; /* NULL: closed, or failed and not yet taken up again */
+  mqr_journal_options_t jopt;
+  char *dir;
+  bool failed; /* durable sends are refused until the journal takes writes again */
+  char why[400];
+  uv_timer_t retry;
+  /* Answers in send order: a ring of pend_cap (a power of two) from pend_head. */
+  mqr__pend_t *pend;
+  uint32_t pend_cap, pend_n;
+  uint64_t pend_head; /* the sequence number of the oldest */
+  mqr__bq_t **tgt;    /* targets of journaled sends: a ring of positions [tgt_head, tgt_tail) */
+  uint64_t tgt_cap, tgt_head, tgt_tail;
+  /* Files: files[i] is file first + i, up to the current one. */
+  uint64_t first;
+  mqr__jfile_t *files;
+  uint32_t n_files, cap_files;
+  mqr__msg_t *live_head, *live_tail; /* journaled messages by their first record's file */
+  uint64_t live_msgs;
+  uint32_t compact_min_files, compact_pct;
+  uv_idle_t compact_idle;
+  bool compact_on, recovering, closing;
+  uint32_t handles;
+  uint64_t compactions, copied, released;
+  uint64_t lost_records; /* DELETE and UPDATE records the journal could not take */
+};
+
+/* durable.c */
+int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err); /* when the config has persistence */
+void mqr__durable_close(mqr_broker_t *b);                 /* counts a handle of the broker down when done */
+void mqr__durable_free(mqr_broker_t *b);
+/* A durable message to queues some of which are durable: records appended, the answer
+ * pending (MQR__PENDING), or an error (the message released). m has one reference (the
+ * pending send's). */
+int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const mqr__send_t *s,
+                      const mqr_broker_receipt_t *r, mqr_error_t *err);
+/* An answer that waits for earlier ones of the same producer: MQR__PENDING, or rc when
+ * it need not wait. */
+int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr_broker_receipt_t *r,
+                        const mqr_error_t *err);
+void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *p);
+void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
+/* e leaves its queue for good (acked, purged): a DELETE when the journal holds it. */
+void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e);
+/* e is about to be delivered (delivery_count already counts it): an UPDATE. */
+void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e);
+/* Appends without a callback; a failure is counted (lost_records), not fatal. */
+void mqr__durable_append(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
+void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, uint32_t *count,
+                               mqr_str_t name);
+
+/* compact.c */
+bool mqr__jfiles_reserve(mqr__durable_t *d, uint64_t file);
+void mqr__jlive_add(mqr__durable_t *d, mqr__msg_t *m);  /* m->jfile and jbytes set */
+void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m); /* m's records are all dead */
+void mqr__durable_maintain(mqr__durable_t *d);          /* release dead files; compact a sparse oldest */
+void mqr__durable_compact_stop(mqr__durable_t *d);
+/* A queue made at run time that the config will not make again: a TOPOLOGY record. */
+void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq);
+/* The TOPOLOGY payload of q's creation into buf (at least 16 + names' bytes); its size. */
+size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q);
+size_t mqr__topology_size(const mqr_queue_t *q);
+
+/* recovery.c: the journal's records into the broker, while it opens. */
+int mqr__durable_recover_record(void *ctx, uint64_t file_id, const char *path, const mqr_journal_record_t *r);
+typedef struct mqr__recovery_s mqr__recovery_t;
+mqr__recovery_t *mqr__recovery_new(mqr_broker_t *b);
+/* After the opening: messages onto their queues in id order; counts into *out. */
+int mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues, mqr_error_t *err);
+void mqr__recovery_free(mqr__recovery_t *rc); /* what a failed opening recovered goes */
+
+#endif

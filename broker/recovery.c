@@ -1,0 +1,278 @@
+/* Recovery (durable.h): the journal's records, replayed in file order while it opens,
+ * rebuild the queues made at run time, the messages, their references and delivery
+ * counts; then each queue gets its messages in message-id order (the order they were
+ * sent in), each address its bytes, and the journal its live accounting. Messages are
+ * found by id in an open-addressing table; nothing is looked up by scanning. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "durable.h"
+
+struct mqr__recovery_s {
+  mqr_broker_t *b;
+  mqr__msg_t **slots; /* by id: open addressing, at most half full */
+  uint64_t mask, n;
+  mqr__msg_t **order; /* in ADD order */
+  size_t n_order, cap_order;
+  bool sorted;
+  int64_t max_id;
+  uint64_t orphans, queues_made, bad;
+};
+
+mqr__recovery_t *mqr__recovery_new(mqr_broker_t *b) {
+  mqr__recovery_t *rc = mqr_calloc(1, sizeof *rc);
+  if (rc) {
+    rc->b = b;
+    rc->sorted = true;
+  }
+  return rc;
+}
+
+static uint64_t home(int64_t id, uint64_t mask) { return ((uint64_t)id * 0x9E3779B97F4A7C15ull >> 20) & mask; }
+
+static mqr__msg_t *find(const mqr__recovery_t *rc, int64_t id) {
+  if (rc->slots == NULL) return NULL;
+  for (uint64_t i = home(id, rc->mask);; i = (i + 1) & rc->mask) {
+    mqr__msg_t *m = rc->slots[i];
+    if (m == NULL || m->id == id) return m;
+  }
+}
+
+static bool insert(mqr__recovery_t *rc, mqr__msg_t *m) {
+  if ((rc->n + 1) * 2 > (rc->slots ? rc->mask + 1 : 0)) {
+    uint64_t ncap = rc->slots ? (rc->mask + 1) * 2 : 4096;
+    mqr__msg_t **ns = mqr_calloc(ncap, sizeof *ns);
+    if (ns == NULL) return false;
+    for (uint64_t i = 0; rc->slots && i <= rc->mask; i++)
+      if (rc->slots[i]) {
+        uint64_t j = home(rc->slots[i]->id, ncap - 1);
+        while (ns[j]) j = (j + 1) & (ncap - 1);
+        ns[j] = rc->slots[i];
+      }
+    mqr_free(rc->slots);
+    rc->slots = ns;
+    rc->mask = ncap - 1;
+  }
+  if (rc->n_order == rc->cap_order) {
+    size_t ncap = rc->cap_order ? rc->cap_order * 2 : 4096;
+    mqr__msg_t **no = mqr_realloc(rc->order, ncap * sizeof *no);
+    if (no == NULL) return false;
+    rc->order = no;
+    rc->cap_order = ncap;
+  }
+  uint64_t i = home(m->id, rc->mask);
+  while (rc->slots[i]) i = (i + 1) & rc->mask;
+  rc->slots[i] = m;
+  rc->n++;
+  if (rc->n_order && rc->order[rc->n_order - 1]->id > m->id) rc->sorted = false;
+  rc->order[rc->n_order++] = m;
+  return true;
+}
+
+static mqr__entry_t *entry_on(mqr__msg_t *m, const mqr__bq_t *bq, mqr__entry_t ***link) {
+  for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
+    if ((*pp)->jbq == bq) {
+      if (link) *link = pp;
+      return *pp;
+    }
+  return NULL;
+}
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* A TOPOLOGY record: the queue (and its address, or the routing type on it) made again
+ * unless the config made it. */
+static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
+  mqr_broker_t *b = rc->b;
+  const uint8_t *p = r->payload;
+  if (r->len < 14 || p[0] != 1) return rc->bad++, 0;
+  size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12);
+  if (r->len != 14 + ln + la + lf || !mqr_routing_type_valid(p[1])) return rc->bad++, 0;
+  mqr_str_t name = mqr_str_n((const char *)p + 14, ln), addr = mqr_str_n((const char *)p + 14 + ln, la);
+  mqr_str_t filter = mqr_str_n((const char *)p + 14 + ln + la, lf);
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
+  if (q == NULL) {
+    mqr_error_t err;
+    mqr_address_t *a = mqr_router_find_address(&b->router, addr);
+    int e = 0;
+    if (a == NULL)
+      e = mqr_router_add_address(&b->router, addr, mqr_routing_set_of(p[1]), MQR_ADDRESS_AUTO_CREATED, NULL, &err);
+    else if (!mqr_routing_set_contains(mqr_address_routing_types(a), p[1]))
+      e = mqr_router_add_routing_type(&b->router, addr, p[1], &err);
+    mqr_queue_config_t cfg;
+    mqr_queue_config_init(&cfg, name, addr, (mqr_routing_type_t)p[1]);
+    cfg.filter = filter;
+    cfg.durable = p[2] & 1;
+    cfg.purge_on_no_consumers = (p[2] & 2) != 0;
+    cfg.enabled = (p[2] & 4) != 0;
+    cfg.auto_created = true;
+    cfg.max_consumers = (int32_t)((uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24);
+    if (e == 0) e = mqr_router_add_queue(&b->router, &cfg, &q, &err);
+    if (e == MQR_ENOMEM) return MQR_ENOMEM;
+    if (e) {
+      mqr__log(b, MQR_LOG_WARN, "journal: queue '%.*s' cannot be made again: %s", (int)name.len, name.ptr, err.message);
+      return 0;
+    }
+    rc->queues_made++;
+  }
+  mqr__bq_t *bq = mqr__bq_of(b, q);
+  if (bq == NULL) return MQR_ENOMEM;
+  if (!bq->from_config) bq->jfile = file;
+  return 0;
+}
+
+int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, const mqr_journal_record_t *r) {
+  (void)path;
+  mqr__recovery_t *rc = ctx;
+  mqr_broker_t *b = rc->b;
+  int64_t id = (int64_t)r->id;
+  if (r->type == MQR_JOURNAL_TOPOLOGY) return topology(rc, file, r);
+  if (r->type == MQR_JOURNAL_ADD) {
+    if (id > rc->max_id) rc->max_id = id;
+    if (find(rc, id)) return 0; /* a copy made by compaction while the original was kept */
+    mqr__msg_t *m = mqr__msg_alloc(b, r->len);
+    if (m == NULL) return MQR_ENOMEM;
+    memcpy(m->data, r->payload, r->len);
+    m->id = id;
+    m->jfile = file;
+    m->jbytes = (uint32_t)mqr_journal_record_size(r->len);
+    m->jentries = NULL;
+    m->jlive_next = m->jlive_prev = NULL;
+    if (!insert(rc, m)) {
+      m->refs = 1;
+      mqr__msg_release(b, (b->stats.messages++, b->stats.bytes += m->len, m));
+      return MQR_ENOMEM;
+    }
+    b->stats.messages++;
+    b->stats.bytes += m->len;
+    return 0;
+  }
+  mqr__msg_t *m = find(rc, id);
+  if (m == NULL) return 0; /* its ADD's file was released: the message is long gone */
+  size_t at = r->type == MQR_JOURNAL_UPDATE ? 4 : 0;
+  if (r->len < at) return rc->bad++, 0;
+  mqr_str_t name = mqr_str_n((const char *)r->payload + at, r->len - at);
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
+  mqr__bq_t *bq = q ? mqr__bq_of(b, q) : NULL;
+  if (q && bq == NULL) return MQR_ENOMEM;
+  mqr__entry_t **link = NULL, *e = bq ? entry_on(m, bq, &link) : NULL;
+  switch (r->type) {
+  case MQR_JOURNAL_REF:
+    if (bq == NULL) {
+      rc->orphans++;
+      return 0;
+    }
+    if (e) return 0;
+    if ((e = mqr__pool_take(&b->entries)) == NULL) return MQR_ENOMEM;
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, bq, m->jentries};
+    m->jentries = e;
+    return 0;
+  case MQR_JOURNAL_DELETE:
+    if (e) {
+      *link = e->jnext;
+      mqr__pool_put(&b->entries, e);
+    }
+    return 0;
+  case MQR_JOURNAL_UPDATE:
+    if (e) {
+      uint32_t count;
+      memcpy(&count, r->payload, 4);
+      e->delivery_count = (int32_t)count;
+    }
+    return 0;
+  default: rc->bad++; return 0;
+  }
+}
+
+/* The address a stored message was sent to: after its id (a zigzag varint), a length
+ * (likewise) and the bytes. */
+static mqr_str_t stored_address(const mqr__msg_t *m) {
+  const uint8_t *p = m->data, *end = m->data + m->len;
+  uint64_t v = 0;
+  for (int k = 0; k < 2; k++) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      uint8_t c = *p++;
+      v |= (uint64_t)(c & 0x7f) << shift;
+      if (!(c & 0x80)) break;
+    }
+  }
+  uint64_t len = v >> 1; /* zigzag of a non-negative length */
+  if (len > (uint64_t)(end - p)) return mqr_str_n(NULL, 0);
+  return mqr_str_n((const char *)p, (size_t)len);
+}
+
+static int by_id(const void *a, const void *b) {
+  int64_t x = (*(mqr__msg_t *const *)a)->id, y = (*(mqr__msg_t *const *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
+int mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues, mqr_error_t *err) {
+  (void)err;
+  mqr_broker_t *b = rc->b;
+  mqr__durable_t *d = b->dur;
+  size_t live = 0;
+  for (size_t i = 0; i < rc->n_order; i++) { /* the dead go; the live keep their order */
+    mqr__msg_t *m = rc->order[i];
+    if (m->jentries == NULL) {
+      m->jfile = 0;
+      m->refs = 1;
+      mqr__msg_release(b, m);
+    } else {
+      rc->order[live++] = m;
+    }
+  }
+  if (!rc->sorted) qsort(rc->order, live, sizeof *rc->order, by_id);
+  uint64_t nq = 0;
+  for (size_t i = 0; i < live; i++) {
+    mqr__msg_t *m = rc->order[i];
+    mqr_address_t *a = mqr_router_find_address(&b->router, stored_address(m));
+    if (a == NULL) a = mqr_queue_address(m->jentries->jbq->q);
+    mqr__acct_t *acct = mqr__acct_of(b, a);
+    m->acct = acct;
+    if (acct) acct->bytes += m->len;
+    m->refs = 0;
+    for (mqr__entry_t *e = m->jentries; e; e = e->jnext) {
+      mqr__bq_t *bq = e->jbq;
+      if (bq->store.depth == 0 && bq->enqueued == 0) nq++;
+      bq->store.ops->push(&bq->store, e);
+      bq->enqueued++;
+      m->refs++;
+    }
+    mqr__jlive_add(d, m);
+  }
+  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
+    if (bq->jfile && bq->jfile >= d->first && mqr__jfiles_reserve(d, bq->jfile)) {
+      mqr__jfile_t *f = &d->files[bq->jfile - d->first];
+      f->live++;
+      f->bytes += mqr_journal_record_size(mqr__topology_size(bq->q));
+    }
+  if (rc->max_id > b->next_message_id) b->next_message_id = rc->max_id;
+  if (rc->orphans)
+    mqr__log(b, MQR_LOG_WARN, "journal: %llu references to queues that no longer exist were dropped",
+             (unsigned long long)rc->orphans);
+  if (rc->bad)
+    mqr__log(b, MQR_LOG_WARN, "journal: %llu records not understood were skipped", (unsigned long long)rc->bad);
+  rc->n_order = 0; /* they belong to the queues now */
+  *messages = live;
+  *queues = nq;
+  return 0;
+}
+
+void mqr__recovery_free(mqr__recovery_t *rc) {
+  if (rc == NULL) return;
+  for (size_t i = 0; i < rc->n_order; i++) { /* an opening that failed: what it recovered goes */
+    mqr__msg_t *m = rc->order[i];
+    while (m->jentries) {
+      mqr__entry_t *e = m->jentries;
+      m->jentries = e->jnext;
+      mqr__pool_put(&rc->b->entries, e);
+    }
+    m->jfile = 0;
+    m->refs = 1;
+    mqr__msg_release(rc->b, m);
+  }
+  mqr_free(rc->slots);
+  mqr_free(rc->order);
+  mqr_free(rc);
+}
