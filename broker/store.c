@@ -69,6 +69,10 @@ mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
   m->cls = (uint8_t)cls;
   m->acct = NULL;
   m->next_free = NULL;
+  m->jfile = 0;
+  m->jbytes = 0;
+  m->jentries = NULL;
+  m->jlive_next = m->jlive_prev = NULL;
   return m;
 }
 
