@@ -8,8 +8,10 @@ CMAKE_ARGS ?=
 # Empty: the default config embedded in the library (conf/mqr.yaml); or CONFIG=FILE.
 CONFIG     ?=
 CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
+# The embedded config's journal goes under the build; a CONFIG names its own.
+DATA_ARG    = $(if $(CONFIG),,--data-dir $(BUILD)/mqr-data)
 
-.PHONY: all deps deps-test deps-bench configure build run test test-asan bench bench-docs format clean
+.PHONY: all deps deps-test deps-bench configure build run test test-asan crash-test bench bench-docs format clean
 
 all: build
 
@@ -38,8 +40,9 @@ run: build
 	 echo "     $(BUILD)/cli/mqr send --url $$url --body hello --count 3 orders   # ANYCAST to the queue orders"; \
 	 echo "     $(BUILD)/cli/mqr recv --url $$url --count 3 orders                # take them"; \
 	 echo "     $(BUILD)/cli/mqr stat --url $$url                                 # addresses, queues, counters"; \
+	 echo "   Durable messages (mqr send --durable) are kept in $(if $(CONFIG),the config's persistence directory,$(BUILD)/mqr-data)."; \
 	 echo "   Ctrl-C (SIGINT) stops mqrd cleanly; SIGHUP reloads the config."; echo
-	@exec $(BUILD)/broker/mqrd $(CFG_ARG)
+	@exec $(BUILD)/broker/mqrd $(CFG_ARG) $(DATA_ARG)
 
 $(BUILD_ASAN)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
@@ -59,6 +62,14 @@ test: deps-test build test-asan
 # benchmarks.md with its charts). Five forks of one warmup and one measurement iteration
 # each, so that the 53 trials fit in about 5 minutes.
 BENCH_ARGS ?= -f 5 -wi 1 -i 1
+# The crash loop (tests/integration/test_crash.c) for longer than make test runs it:
+# CRASH_SECONDS of kill -9 rounds against the sanitizer build's mqrd.
+CRASH_SECONDS ?= 600
+crash-test: deps-test $(BUILD_ASAN)/CMakeCache.txt
+	cmake -S . -B $(BUILD_ASAN) -DMQR_BUILD_TESTS=ON >/dev/null
+	cmake --build $(BUILD_ASAN) -j $(JOBS) --target mqrd test_crash
+	MQRD=$(BUILD_ASAN)/broker/mqrd MQR_CRASH_SECONDS=$(CRASH_SECONDS) $(BUILD_ASAN)/tests/test_crash
+
 bench: deps-bench build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)

@@ -91,6 +91,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
     mqr_broker_close(b, NULL, NULL);
     return rc;
   }
+  b->started = true;
   *out = b;
   return 0;
 }
@@ -159,7 +160,9 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   b->close_cb = cb;
   b->close_arg = arg;
   uint64_t kept = b->dur ? b->dur->live_msgs : 0;
-  if (b->dur)
+  if (!b->started)
+    ;
+  else if (b->dur)
     mqr__log(b, MQR_LOG_INFO,
              "closing: %llu durable messages stay in the journal (%s); %llu non-durable messages (or on "
              "non-durable queues) go with the broker",

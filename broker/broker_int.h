@@ -186,7 +186,7 @@ struct mqr_broker_s {
     uint8_t *frame, *arena;
     size_t frame_cap;
   } deliver[MQR__DELIVER_DEPTH];
-  bool closing;
+  bool closing, started;
   uint32_t open_handles;
   void (*close_cb)(void *arg);
   void *close_arg;

@@ -17,6 +17,8 @@ typedef struct {
   uv_loop_t *loop;
   mqr_broker_t *broker;
   const char *config_path;
+  const char *data_dir;
+  bool recover_truncate;
   mqr_config_t *config;
   uv_signal_t sigint, sigterm, sighup;
   mqr_log_level_t level;
@@ -102,13 +104,19 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static void usage(FILE *f) {
-  fputs("usage: mqrd [--config FILE] [--log-level error|warn|info|debug] [--check] [--urls] [--version] [--help]\n"
+  fputs("usage: mqrd [--config FILE] [--data-dir DIR] [--recover=stop|truncate] [--log-level error|warn|info|debug]\n"
+        "            [--check] [--urls] [--version] [--help]\n"
         "  --config FILE    the routing config (default: the embedded conf/mqr.yaml)\n"
+        "  --data-dir DIR   the journal of durable messages (over the config's persistence directory;\n"
+        "                   turns persistence on)\n"
+        "  --recover=MODE   a journal damaged in the middle: stop (the default: mqrd does not start, and\n"
+        "                   says where) or truncate (cut it there; the damaged files are kept as *.damaged)\n"
         "  --check          load and check the config, then exit\n"
         "  --urls           print the URL of each listener of the config, then exit\n"
         "  --log-level L    log lines up to L on stderr (default info)\n"
-        "Signals: SIGINT, SIGTERM stop cleanly; SIGHUP reloads the config.\n"
-        "Exit status: 0 ok, 1 error (a bad config, a port in use), 2 usage.\n",
+        "Signals: SIGINT, SIGTERM stop cleanly (durable messages stay in the journal); SIGHUP reloads\n"
+        "the config.\n"
+        "Exit status: 0 ok, 1 error (a bad config, a port in use, a damaged journal), 2 usage.\n",
         f);
 }
 
@@ -116,6 +124,8 @@ int main(int argc, char **argv) {
   daemon_t d = {.level = MQR_LOG_INFO};
   bool check = false, urls = false;
   static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                       {"data-dir", required_argument, NULL, 'd'},
+                                       {"recover", required_argument, NULL, 'r'},
                                        {"check", no_argument, NULL, 'k'},
                                        {"urls", no_argument, NULL, 'u'},
                                        {"log-level", required_argument, NULL, 'l'},
@@ -126,6 +136,14 @@ int main(int argc, char **argv) {
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
     case 'c': d.config_path = optarg; break;
+    case 'd': d.data_dir = optarg; break;
+    case 'r':
+      if (strcmp(optarg, "truncate") != 0 && strcmp(optarg, "stop") != 0) {
+        fprintf(stderr, "mqrd: --recover takes stop or truncate, not '%s'\n", optarg);
+        return 2;
+      }
+      d.recover_truncate = strcmp(optarg, "truncate") == 0;
+      break;
     case 'k': check = true; break;
     case 'u': urls = true; break;
     case 'l': {
@@ -170,7 +188,12 @@ int main(int argc, char **argv) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   d.loop = &loop;
-  mqr_broker_options_t opt = {.config = d.config, .listen = true, .log = log_line, .log_level = d.level};
+  mqr_broker_options_t opt = {.config = d.config,
+                              .listen = true,
+                              .log = log_line,
+                              .log_level = d.level,
+                              .data_dir = d.data_dir,
+                              .recover_truncate = d.recover_truncate};
   mqr_error_t err;
   if (mqr_broker_create(&loop, &opt, &d.broker, &err) != 0) {
     char msg[1024];
@@ -196,8 +219,11 @@ int main(int argc, char **argv) {
   }
   if (mqr_config_listener_count(d.config) == 0)
     logf_(&d, MQR_LOG_WARN, "the config has no listeners: no client can connect (add one under listeners:)");
-  logf_(&d, MQR_LOG_INFO, "mqrd %s ready%s (%s)", mqr_version(), where,
-        d.config_path ? d.config_path : "embedded config");
+  const mqr_persistence_config_t *pc = mqr_config_persistence(d.config);
+  const char *journal = d.data_dir ? d.data_dir : pc->enabled ? pc->directory : NULL;
+  logf_(&d, MQR_LOG_INFO, "mqrd %s ready%s (%s; %s%s)", mqr_version(), where,
+        d.config_path ? d.config_path : "embedded config", journal ? "journal in " : "no persistence",
+        journal ? journal : "");
   uv_run(&loop, UV_RUN_DEFAULT);
   int rc = uv_loop_close(&loop);
   mqr_config_destroy(d.config);

@@ -116,6 +116,9 @@ static void write_cb(uv_write_t *req, int status) {
   c->writing.len = 0;
   if (status < 0) {
     lost(c, MQR_EIO);
+    /* Closing already (the user's close, its DISCONNECT failing on a dead peer): lost()
+     * had nothing to do, and the handles must still close. */
+    if (c->state == C_CLOSING) finish_close(c);
     return;
   }
   if (c->out.len) flush(c);

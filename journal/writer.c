@@ -154,14 +154,24 @@ static bool begin_file(mqr_journal_writer_t *w, mqr__jseg_t *s, const char *path
     if (fd >= 0) close(fd);
     w->n_pool = 0; /* the pool is not what it seemed: make files from now on */
   }
-  int rc = mqr__journal_make_file(w, path, &w->fd);
+  /* A new file is made whole under a pool name (zero-filled, its header written and
+   * synced) and only then renamed into use: a crash never leaves a .jrn without its
+   * header. If one does stay behind as .jrf, the pool reuses it. */
+  char tmp[4096];
+  mqr__journal_path(w, s->file_id, true, tmp, sizeof tmp);
+  unlink(tmp);
+  int rc = mqr__journal_make_file(w, tmp, &w->fd);
   if (rc != 0) {
     errno = rc;
-    fail(w, "cannot make", path);
+    fail(w, "cannot make", tmp);
     return false;
   }
-  if (pwrite(w->fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
-    fail(w, "cannot write", path);
+  if (pwrite(w->fd, h, sizeof h, 0) != (ssize_t)sizeof h || (!w->no_sync && fdatasync(w->fd) != 0)) {
+    fail(w, "cannot write", tmp);
+    return false;
+  }
+  if (rename(tmp, path) != 0) {
+    fail(w, "cannot rename into use", tmp);
     return false;
   }
   return sync_dir(w);
