@@ -209,12 +209,12 @@ static void write_segment(uv_work_t *req) {
     mqr_journal_end_write(s->bytes + s->len);
     size_t n = s->len + MQR_JOURNAL_END, done = 0;
     while (done < n) {
-      ssize_t k = pwrite(w->fd, s->bytes + done, n - done, (off_t)(s->off + done));
+      ssize_t k = w->io.pwrite(w->fd, s->bytes + done, n - done, (off_t)(s->off + done));
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) return fail(w, "cannot write", path);
       done += (size_t)k;
     }
-    if (!w->no_sync && fdatasync(w->fd) != 0) return fail(w, "cannot sync", path);
+    if (!w->no_sync && w->io.fdatasync(w->fd) != 0) return fail(w, "cannot sync", path);
   }
   release_files(w, s);
 }
@@ -458,6 +458,8 @@ int mqr_journal_open(uv_loop_t *loop, const mqr_journal_options_t *opt, mqr_jour
   w->buffer_size = opt->buffer_size ? opt->buffer_size : (size_t)490 << 10;
   w->fd = -1;
   w->file_id = 1;
+  w->io.pwrite = opt->io && opt->io->pwrite ? opt->io->pwrite : pwrite;
+  w->io.fdatasync = opt->io && opt->io->fdatasync ? opt->io->fdatasync : fdatasync;
   int rc = mqr__journal_recover(w, opt, recover, ctx, err);
   /* Appends go to a new file after the last. */
   if (rc == 0 && (w->open = seg_take(w, w->file_id, MQR_JOURNAL_HEADER, true)) == NULL)

@@ -32,6 +32,7 @@ struct mqr_journal_writer_s {
   size_t file_size;
   bool no_sync;
   uint32_t min_files, pool_max; /* pool_max 0: no limit */
+  mqr_journal_io_t io;
   uint64_t timeout_ns;
   size_t buffer_size;
   /* The loop's side. */

@@ -20,6 +20,7 @@
 #ifndef MQR_JOURNAL_WRITER_H
 #define MQR_JOURNAL_WRITER_H
 
+#include <sys/types.h>
 #include <uv.h>
 
 #include "mqr/journal.h"
@@ -29,6 +30,13 @@ extern "C" {
 #endif
 
 typedef struct mqr_journal_writer_s mqr_journal_writer_t;
+
+/* The calls the writer makes its records durable with, to inject failures in tests
+ * (the system's when NULL). Called on the writer's worker thread. */
+typedef struct {
+  ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t offset);
+  int (*fdatasync)(int fd);
+} mqr_journal_io_t;
 
 typedef struct {
   const char *directory; /* made if missing (one level) */
@@ -50,6 +58,7 @@ typedef struct {
    * records before it and cuts the journal there: the damaged file is kept beside as
    * NAME.damaged and ends at the bad record, later files are renamed NAME.damaged. */
   bool truncate_damaged;
+  const mqr_journal_io_t *io; /* NULL: pwrite(2) and fdatasync(2) */
 } mqr_journal_options_t;
 
 /* A record recovered when the directory is opened: file_id is its file's, path that

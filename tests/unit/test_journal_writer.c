@@ -5,6 +5,7 @@
  * file is cut and damage in the middle stops the opening; a write that fails fails its
  * records and every later append. */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -529,13 +530,143 @@ static void test_truncate_damaged(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* fdatasync fails (an injected I/O layer) on its third call: the records of that write
+ * get MQR_EIO, never 0, and so does everything after; the records answered 0 before it
+ * are all recovered. */
+static int syncs, fail_sync_at;
+static int failing_fdatasync(int fd) {
+  if (++syncs == fail_sync_at) {
+    errno = EIO;
+    return -1;
+  }
+  return fdatasync(fd);
+}
+
+static void test_failing_fdatasync(void **state) {
+  (void)state;
+  fresh_dir();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  static const mqr_journal_io_t io = {NULL, failing_fdatasync};
+  mqr_journal_options_t opt = {.directory = dir, .min_files = 1, .io = &io};
+  syncs = 0;
+  fail_sync_at = 3;
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  if (mqr_journal_open(&loop, &opt, NULL, NULL, &w, &err) != 0) fail_msg("%s", err.message);
+  static done_t d;
+  d = (done_t){.n = 0};
+  int ok = 0;
+  for (int round = 0; round < 5; round++) {
+    int before = d.n;
+    append_n(w, &d, (uint64_t)round * 10 + 1, 10);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(d.n, before + 10);
+    if (d.last_status != 0) break;
+    ok += 10;
+  }
+  assert_int_equal(ok, 20); /* the third write's fdatasync failed */
+  assert_int_equal(d.last_status, MQR_EIO);
+  assert_non_null(mqr_journal_error(w));
+  assert_non_null(strstr(mqr_journal_error(w), "cannot sync"));
+  assert_int_equal(mqr_journal_append(w, MQR_JOURNAL_ADD, 99, "x", 1, NULL, NULL), MQR_EIO);
+  close_journal(&loop, w);
+  got_t g;
+  if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_true(g.n >= ok); /* every record answered 0 is there */
+  for (int i = 0; i < ok; i++) assert_int_equal(g.ids[i], (uint64_t)i + 1);
+  close_journal(&loop, w);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Torn writes: the newest file cut at every byte of its last records (what follows the
+ * cut zeroed, as a pre-allocated file holds), and each bit of its last records flipped:
+ * recovery takes exactly the complete, valid records before the first bad one; a bad
+ * record with valid ones after it stops the opening. */
+static void test_torn_every_byte(void **state) {
+  (void)state;
+  fresh_dir();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  mqr_journal_writer_t *w;
+  mqr_error_t err;
+  got_t g;
+  static done_t d;
+  d = (done_t){.n = 0};
+  if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  for (int batch = 0; batch < 6; batch++) { /* 30 records in 6 writes */
+    append_n(w, &d, (uint64_t)batch * 5 + 1, 5);
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  close_journal(&loop, w);
+  char path[300];
+  snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 1ull);
+  FILE *f = fopen(path, "rb");
+  static uint8_t orig[4096], copy[4096];
+  assert_int_equal(fread(orig, 1, sizeof orig, f), sizeof orig);
+  fclose(f);
+  size_t ends[31]; /* ends[i]: where record i + 1 ends */
+  size_t at = MQR_JOURNAL_HEADER;
+  for (int i = 0; i < 30; i++) {
+    char p[32];
+    at += mqr_journal_record_size((size_t)snprintf(p, sizeof p, "payload %d", i + 1));
+    ends[i] = at;
+  }
+  int checked = 0;
+  for (size_t cut = ends[24]; cut <= ends[29] + MQR_JOURNAL_END; cut++) {
+    memcpy(copy, orig, sizeof copy);
+    memset(copy + cut, 0, sizeof copy - cut);
+    f = fopen(path, "wb");
+    fwrite(copy, 1, sizeof copy, f);
+    fclose(f);
+    if (open_journal(&loop, 4096, &g, &w, &err) != 0) fail_msg("cut %zu: %s", cut, err.message);
+    int want = 0;
+    while (want < 30 && ends[want] <= cut) want++;
+    if (g.n != want) fail_msg("cut at %zu: %d records recovered, %d complete", cut, g.n, want);
+    assert_true(g.in_order);
+    close_journal(&loop, w);
+    /* The opening cut the tail and began a new file: the next round starts clean. */
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cd %s && ls | grep -v '^0000000000000001.jrn$' | xargs -r rm -f", dir);
+    assert_int_equal(system(cmd), 0);
+    checked++;
+  }
+  for (int rec = 27; rec < 30; rec++) {
+    size_t from = ends[rec - 1];
+    for (size_t byte = from; byte < ends[rec]; byte++)
+      for (int bit = 0; bit < 8; bit++) {
+        memcpy(copy, orig, sizeof copy);
+        copy[byte] ^= (uint8_t)(1u << bit);
+        f = fopen(path, "wb");
+        fwrite(copy, 1, sizeof copy, f);
+        fclose(f);
+        int rc = open_journal(&loop, 4096, &g, &w, &err);
+        if (rec == 29) { /* the last record: a torn tail */
+          if (rc != 0) fail_msg("flip in the last record: %s", err.message);
+          assert_int_equal(g.n, 29);
+          close_journal(&loop, w);
+        } else { /* valid records follow: damage */
+          assert_int_equal(rc, MQR_EBADDATA);
+          assert_int_equal(g.n, rec); /* exactly the records before it were seen */
+        }
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "cd %s && ls | grep -v '^0000000000000001.jrn$' | xargs -r rm -f", dir);
+        assert_int_equal(system(cmd), 0);
+        checked++;
+      }
+  }
+  assert_true(checked > 500);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_write_and_recover),   cmocka_unit_test(test_files_fill_and_rotate),
       cmocka_unit_test(test_torn_and_damaged),    cmocka_unit_test(test_write_failure),
       cmocka_unit_test(test_allocation_failures), cmocka_unit_test(test_no_space),
       cmocka_unit_test(test_release_and_reuse),   cmocka_unit_test(test_buffer_timeout),
-      cmocka_unit_test(test_truncate_damaged),
+      cmocka_unit_test(test_truncate_damaged),    cmocka_unit_test(test_failing_fdatasync),
+      cmocka_unit_test(test_torn_every_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
