@@ -425,6 +425,14 @@ void mqr__durable_close(mqr_broker_t *b) {
   uv_close((uv_handle_t *)&d->retry, handle_closed);
   uv_close((uv_handle_t *)&d->compact_idle, handle_closed);
   if (d->w) {
+    mqr_journal_stats_t st;
+    mqr_journal_stats(d->w, &st);
+    mqr__log(b, MQR_LOG_INFO,
+             "journal: %llu records in %llu writes since start (%.1f a write), %llu files begun (%llu reused), %llu "
+             "released, %llu compactions",
+             (unsigned long long)st.records, (unsigned long long)st.writes,
+             st.writes ? (double)st.records / (double)st.writes : 0.0, (unsigned long long)st.files,
+             (unsigned long long)st.reused, (unsigned long long)st.released, (unsigned long long)d->compactions);
     mqr__broker_handle_opened(b);
     mqr_journal_close(d->w, journal_closed, d); /* sends waiting for their fdatasync finish first */
   }

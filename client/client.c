@@ -45,7 +45,11 @@ struct mqr_client_s {
   size_t arena_cap;
   int64_t next_id;
   uint32_t server_max_frame; /* from CONNECTED; 0 until then */
-  pending_t *pending;
+  /* Requests waiting for their answer, oldest first: the broker answers in order, so the
+   * one answered is found at the head whatever the window. */
+  pending_t *pending, *pending_tail;
+  pending_t *pending_free; /* kept for reuse: a warm client allocates nothing per request */
+  uint32_t n_pending_free;
   mqr_client_sub_t *subs;
   int handles;
   bool tcp_open, user_closed; /* freed once the user closed it and its handles are closed */
@@ -143,13 +147,42 @@ static void flush(mqr_client_t *c) {
 /* ---- answers ------------------------------------------------------------------------------ */
 
 static pending_t *take_pending(mqr_client_t *c, pending_kind_t kind, int64_t id) {
-  for (pending_t **pp = &c->pending; *pp; pp = &(*pp)->next)
+  pending_t *prev = NULL;
+  for (pending_t **pp = &c->pending; *pp; prev = *pp, pp = &(*pp)->next)
     if ((*pp)->kind == kind && (*pp)->id == id) {
       pending_t *p = *pp;
       *pp = p->next;
+      if (c->pending_tail == p) c->pending_tail = prev;
       return p;
     }
   return NULL;
+}
+
+static pending_t *pending_new(mqr_client_t *c) {
+  pending_t *p = c->pending_free;
+  if (p == NULL) return mqr_calloc(1, sizeof *p);
+  c->pending_free = p->next;
+  c->n_pending_free--;
+  return p;
+}
+
+static void pending_put(mqr_client_t *c, pending_t *p) {
+  if (c->n_pending_free >= 4096) {
+    mqr_free(p);
+    return;
+  }
+  p->next = c->pending_free;
+  c->pending_free = p;
+  c->n_pending_free++;
+}
+
+static void pending_append(mqr_client_t *c, pending_t *p) {
+  p->next = NULL;
+  if (c->pending_tail)
+    c->pending_tail->next = p;
+  else
+    c->pending = p;
+  c->pending_tail = p;
 }
 
 static mqr_client_sub_t *find_sub(mqr_client_t *c, int64_t id) {
@@ -182,13 +215,13 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
     c->server_max_frame = f->u.connected.max_frame > 0 ? (uint32_t)f->u.connected.max_frame : 0;
     if ((p = take_pending(c, P_CONNECT, 0)) != NULL) {
       if (p->cb) p->cb(c, 0, f, p->arg);
-      mqr_free(p);
+      pending_put(c, p);
     }
     return;
   case MQR_FRAME_RECEIPT:
     if ((p = take_pending(c, P_RECEIPT, f->u.receipt.receipt)) != NULL) {
       if (p->cb) p->cb(c, 0, f, p->arg);
-      mqr_free(p);
+      pending_put(c, p);
     }
     return;
   case MQR_FRAME_SUBSCRIBED:
@@ -203,7 +236,7 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
   case MQR_FRAME_QUERY_RESULT:
     if ((p = take_pending(c, P_QUERY, f->u.query_result.query)) != NULL) {
       if (p->cb) p->cb(c, 0, f, p->arg);
-      mqr_free(p);
+      pending_put(c, p);
     }
     return;
   case MQR_FRAME_ERROR: {
@@ -311,6 +344,11 @@ static void free_client(mqr_client_t *c) {
   mqr_free(c->rbuf);
   mqr_free(c->arena);
   while (c->subs) drop_sub(c, c->subs);
+  while (c->pending_free) {
+    pending_t *p = c->pending_free;
+    c->pending_free = p->next;
+    mqr_free(p);
+  }
   mqr_free(c);
   if (cb) cb(arg);
 }
@@ -324,6 +362,7 @@ static void fail_pending(mqr_client_t *c, int status) {
   while (c->pending) {
     pending_t *p = c->pending;
     c->pending = p->next;
+    if (c->pending == NULL) c->pending_tail = NULL;
     if (p->cb) p->cb(c, status, NULL, p->arg);
     mqr_free(p);
   }
@@ -407,17 +446,17 @@ int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, 
   struct sockaddr_storage sa;
   int rc = mqr_client_parse_url(url, &sa, err);
   if (rc) return rc;
-  pending_t *p = mqr_calloc(1, sizeof *p);
+  pending_t *p = pending_new(c);
   if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory connecting");
-  *p = (pending_t){P_CONNECT, 0, cb, arg, c->pending};
-  c->pending = p;
+  *p = (pending_t){P_CONNECT, 0, cb, arg, NULL};
+  pending_append(c, p);
   uv_tcp_init(c->loop, &c->tcp);
   c->tcp.data = c;
   c->tcp_open = true;
   c->handles++;
   c->creq.data = c;
   if ((rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&sa, on_connect)) != 0) {
-    c->pending = p->next;
+    take_pending(c, P_CONNECT, 0);
     mqr_free(p);
     c->state = C_CLOSING;
     finish_close(c);
@@ -457,10 +496,10 @@ void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg) {
 
 static int add_pending(mqr_client_t *c, pending_kind_t kind, int64_t id, mqr_client_done_fn cb, void *arg,
                        mqr_error_t *err) {
-  pending_t *p = mqr_calloc(1, sizeof *p);
+  pending_t *p = pending_new(c);
   if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
-  *p = (pending_t){kind, id, cb, arg, c->pending};
-  c->pending = p;
+  *p = (pending_t){kind, id, cb, arg, NULL};
+  pending_append(c, p);
   return 0;
 }
 

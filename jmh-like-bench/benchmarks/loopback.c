@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_proc.h"
 #include "mqr/client.h"
 
 #define WINDOW 20000
@@ -66,60 +67,6 @@ typedef struct {
   pthread_cond_t cv;
 } st_t;
 
-/* ---- the brokers' processes ------------------------------------------------------------- */
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* A port free on 127.0.0.1 now, for a broker to listen on. */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  socklen_t len = sizeof a;
-  bind(fd, (struct sockaddr *)&a, sizeof a);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-/* Starts a broker's process with its output discarded, as a shell would (default
- * signal dispositions). */
-static pid_t spawn(const char *path, char *const argv[]) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    signal(SIGPIPE, SIG_DFL);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execv(path, argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* Waits at most 10 s until something listens on port. */
-static bool listening(int port) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  for (double end = now_s() + 10; now_s() < end; usleep(20000)) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    if (ok) return true;
-  }
-  return false;
-}
-
-static void stop(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  waitpid(pid, NULL, 0);
-}
-
 /* ---- mqr ------------------------------------------------------------------------------- */
 
 static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
@@ -139,15 +86,15 @@ static void on_message(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void
 }
 
 static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
-  int port = free_port();
+  int port = bench_free_port();
   snprintf(s->config_path, sizeof s->config_path, "/tmp/mqr-bench-%d.yaml", (int)getpid());
   FILE *f = fopen(s->config_path, "w");
   if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
   fprintf(f, yaml, port);
   fclose(f);
   char *argv[] = {"mqrd", "--config", s->config_path, NULL};
-  s->mqrd = spawn(MQR_BENCH_MQRD, argv);
-  if (!listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
+  s->mqrd = bench_spawn(MQR_BENCH_MQRD, argv);
+  if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
   char url[64];
   snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   uv_loop_init(&s->loop);
@@ -188,7 +135,7 @@ static void teardown_mqr(st_t *s) {
   if (s->sub) mqr_client_close(s->sub, NULL, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
-  stop(s->mqrd);
+  bench_stop(s->mqrd);
   unlink(s->config_path);
 }
 
@@ -207,15 +154,15 @@ static void on_nats(natsConnection *nc, natsSubscription *sub, natsMsg *msg, voi
 }
 
 static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
-  int port = free_port();
+  int port = bench_free_port();
   char ports[16], url[64];
   snprintf(ports, sizeof ports, "%d", port);
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
   char *argv[] = {"nats-server", "-a", "127.0.0.1", "-p", ports, NULL};
-  s->server = spawn("/usr/sbin/nats-server", argv);
-  double end = now_s() + 10;
+  s->server = bench_spawn("/usr/sbin/nats-server", argv);
+  double end = bench_now() + 10;
   natsStatus st = NATS_ERR;
-  while (now_s() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
+  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
   if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
   if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
       natsConnection_Subscribe(&s->nsubscription, s->nsub, "bench", on_nats, s) != NATS_OK ||
@@ -267,7 +214,7 @@ static void teardown_nats(st_t *s) {
   natsSubscription_Destroy(s->nsubscription);
   natsConnection_Destroy(s->npub);
   natsConnection_Destroy(s->nsub);
-  stop(s->server);
+  bench_stop(s->server);
 }
 
 /* ---- the benchmark ------------------------------------------------------------------------- */

@@ -1,0 +1,517 @@
+/* durable: what durability costs, and against what (docs/benchmarks.md, docs/durability.md).
+ *
+ *   durable.loopback  one producer with a window of WINDOW unanswered sends and one
+ *                     consumer through a broker on 127.0.0.1; an operation is one
+ *                     durable message sent, answered and received.
+ *       impl=mqr        mqrd with its journal (fdatasync before every receipt); libmqr-
+ *                       client, a receipt per send, the consumer acking cumulatively
+ *       impl=jetstream  nats-server -js (file storage) and nats.c: js_PublishAsync with
+ *                       MaxPending WINDOW, an ordered push consumer (no acks): NATS's own
+ *                       bench shape. JetStream acknowledges a publish once it is written,
+ *                       not synced (it syncs every two minutes by default)
+ *       impl=disk       the ceiling: the same bytes (a record of the body and 48 bytes of
+ *                       framing per message) written by this process in batches of
+ *                       WINDOW, one pwrite and one fdatasync per batch
+ *   durable.latency   one durable send at a time, waiting for its receipt (sample mode:
+ *                     the median is the figure); impl=disk: one pwrite of the same bytes
+ *                     and one fdatasync
+ *   durable.recovery  a broker starting on a journal of `messages` durable messages over
+ *                     ten queues (single shot); aux: records recovered per second
+ *   durable.dosend    in-process: mqr_broker_send_async of a durable message to a durable
+ *                     queue with an in-process consumer acking it, fdatasync included;
+ *                     B/op is the durable send path's allocation per message
+ *
+ * The journals live under the build (MQR_BENCH_DATA), on the disk the machine has. */
+#include <fcntl.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_proc.h"
+#include "mqr/broker.h"
+#include "mqr/client.h"
+
+#define WINDOW 4096
+#define FRAMING 48
+#define FLUSH_EVERY 256
+
+typedef struct {
+  int impl; /* 0 mqr, 1 jetstream, 2 disk */
+  size_t size;
+  char body[1024];
+  char dir[512];
+  /* mqr */
+  pid_t mqrd;
+  char config_path[600];
+  uv_loop_t loop;
+  mqr_client_t *pub, *sub;
+  mqr_client_sub_t *subscription;
+  int ready;
+  uint64_t sent, answered, failed, received, acked, flushed;
+  /* jetstream */
+  pid_t server;
+  natsConnection *npub, *nsub;
+  jsCtx *js, *jsub;
+  natsSubscription *nsubscription;
+  _Atomic uint64_t nreceived;
+  /* disk */
+  int fd;
+  uint8_t *buf;
+  size_t off, file_size;
+} st_t;
+
+static void fresh(st_t *s, const char *what) {
+  snprintf(s->dir, sizeof s->dir, "%s/%s-%d", MQR_BENCH_DATA, what, (int)getpid());
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", s->dir, s->dir);
+  if (system(cmd) != 0) abort();
+}
+
+static void remove_dir(st_t *s) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", s->dir);
+}
+
+/* ---- mqr over loopback ------------------------------------------------------------------- */
+
+static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f;
+  st_t *s = arg;
+  s->ready += status == 0 ? 1 : 100;
+}
+
+static void on_receipt(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f;
+  st_t *s = arg;
+  s->answered++;
+  if (status != 0) s->failed++;
+}
+
+static void on_message(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void *arg) {
+  st_t *s = arg;
+  s->received++;
+  if (s->received - s->acked >= 1000) {
+    mqr_client_ack(sub, m->delivery, true);
+    mqr_client_credit(sub, (uint32_t)(s->received - s->acked));
+    s->acked = s->received;
+  }
+}
+
+static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
+  fresh(s, "mqr");
+  int port = bench_free_port();
+  snprintf(s->config_path, sizeof s->config_path, "%s/mqr.yaml", s->dir);
+  FILE *f = fopen(s->config_path, "w");
+  if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
+  fprintf(f,
+          "listeners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
+          "persistence: {directory: %s/journal, journal-sync: %s}\n"
+          "addresses:\n  bench: {anycast: [bench]}\n",
+          port, s->dir, getenv("MQR_BENCH_NOSYNC") ? "false" : "true");
+  fclose(f);
+  char *argv[] = {"mqrd", "--config", s->config_path, NULL};
+  s->mqrd = bench_spawn(MQR_BENCH_MQRD, argv);
+  if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  uv_loop_init(&s->loop);
+  mqr_client_options_t opt = {.client_id = "bench"};
+  mqr_error_t err;
+  int want = consumer ? 2 : 1;
+  if (mqr_client_create(&s->loop, &opt, &s->pub) || mqr_client_connect(s->pub, url, on_ready, s, &err))
+    return mqr_bench_fail(c, "connect: %s", err.message);
+  if (consumer && (mqr_client_create(&s->loop, &opt, &s->sub) || mqr_client_connect(s->sub, url, on_ready, s, &err)))
+    return mqr_bench_fail(c, "connect: %s", err.message);
+  while (s->ready < want) uv_run(&s->loop, UV_RUN_ONCE);
+  if (!consumer) return s->ready == 1 ? 0 : mqr_bench_fail(c, "the broker refused");
+  if (mqr_client_subscribe(s->sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), 2 * WINDOW, on_message, on_ready, s,
+                           &s->subscription, &err))
+    return mqr_bench_fail(c, "subscribe: %s", err.message);
+  while (s->ready < 3) uv_run(&s->loop, UV_RUN_ONCE);
+  return s->ready == 3 ? 0 : mqr_bench_fail(c, "the broker refused");
+}
+
+static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  uint64_t end = s->sent + ops;
+  while (s->sent < end) {
+    while (s->sent < end && s->sent - s->answered < WINDOW && s->sent - s->received < 2 * WINDOW) {
+      if (mqr_client_send(s->pub, &m, on_receipt, s, NULL) != 0) return mqr_bench_fail(c, "send");
+      s->sent++;
+    }
+    /* As a pipelining client does: sends gather in the client's buffer and go out
+     * every FLUSH_EVERY (one pass that writes and reads without waiting), and the loop
+     * blocks only when the window is full. */
+    bool room = s->sent - s->answered < WINDOW && s->sent - s->received < 2 * WINDOW;
+    if (!room || s->sent - s->flushed >= FLUSH_EVERY) {
+      uv_run(&s->loop, room ? UV_RUN_NOWAIT : UV_RUN_ONCE);
+      s->flushed = s->sent;
+    }
+  }
+  return s->failed ? mqr_bench_fail(c, "%llu sends refused", (unsigned long long)s->failed) : 0;
+}
+
+static int finish_mqr(st_t *s) {
+  s->flushed = s->sent;
+  while (s->received < s->sent || s->answered < s->sent) uv_run(&s->loop, UV_RUN_ONCE);
+  return 0;
+}
+
+static void teardown_mqr(st_t *s) {
+  if (s->pub) mqr_client_close(s->pub, NULL, NULL);
+  if (s->sub) mqr_client_close(s->sub, NULL, NULL);
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  bench_stop(s->mqrd);
+}
+
+/* ---- JetStream ------------------------------------------------------------------------------ */
+
+static void on_js(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *arg) {
+  (void)nc, (void)sub;
+  st_t *s = arg;
+  atomic_fetch_add_explicit(&s->nreceived, 1, memory_order_acq_rel);
+  natsMsg_Destroy(msg);
+}
+
+static int setup_js(mqr_bench_ctx_t *c, st_t *s) {
+  fresh(s, "jetstream");
+  int port = bench_free_port();
+  char ports[16], url[64];
+  snprintf(ports, sizeof ports, "%d", port);
+  snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
+  char *argv[] = {"nats-server", "-js", "-sd", s->dir, "-a", "127.0.0.1", "-p", ports, NULL};
+  s->server = bench_spawn("/usr/sbin/nats-server", argv);
+  double end = bench_now() + 10;
+  natsStatus st = NATS_ERR;
+  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
+  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = WINDOW;
+  if (natsConnection_JetStream(&s->js, s->npub, &jo) != NATS_OK) return mqr_bench_fail(c, "jetstream context");
+  jsStreamConfig sc;
+  jsStreamConfig_Init(&sc);
+  const char *subjects[] = {"bench"};
+  sc.Name = "BENCH";
+  sc.Subjects = subjects;
+  sc.SubjectsLen = 1;
+  sc.Storage = js_FileStorage;
+  jsErrCode jerr = 0;
+  if (js_AddStream(NULL, s->js, &sc, NULL, &jerr) != NATS_OK) return mqr_bench_fail(c, "add stream: %d", (int)jerr);
+  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
+      natsConnection_JetStream(&s->jsub, s->nsub, NULL) != NATS_OK)
+    return mqr_bench_fail(c, "subscriber connection");
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Ordered = true;
+  if (js_Subscribe(&s->nsubscription, s->jsub, "bench", on_js, s, NULL, &so, &jerr) != NATS_OK ||
+      natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK)
+    return mqr_bench_fail(c, "subscribe: %d", (int)jerr);
+  return 0;
+}
+
+static void wait_js(st_t *s, uint64_t n) {
+  while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < n) usleep(200);
+}
+
+static int run_js(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
+  uint64_t end = s->sent + ops;
+  while (s->sent < end) {
+    /* MaxPending stalls the publisher at WINDOW unacknowledged publishes. */
+    natsStatus st = js_PublishAsync(s->js, "bench", s->body, (int)s->size, NULL);
+    if (st == NATS_TIMEOUT) continue;
+    if (st != NATS_OK) return mqr_bench_fail(c, "publish: %s", natsStatus_GetText(st));
+    s->sent++;
+    if (s->sent - atomic_load_explicit(&s->nreceived, memory_order_relaxed) > 2 * WINDOW) wait_js(s, s->sent - WINDOW);
+  }
+  return 0;
+}
+
+static int finish_js(mqr_bench_ctx_t *c, st_t *s) {
+  if (js_PublishAsyncComplete(s->js, NULL) != NATS_OK) return mqr_bench_fail(c, "publish complete");
+  wait_js(s, s->sent);
+  return 0;
+}
+
+static void teardown_js(st_t *s) {
+  natsSubscription_Destroy(s->nsubscription);
+  jsCtx_Destroy(s->js);
+  jsCtx_Destroy(s->jsub);
+  natsConnection_Destroy(s->npub);
+  natsConnection_Destroy(s->nsub);
+  bench_stop(s->server);
+}
+
+/* ---- the disk alone ---------------------------------------------------------------------------- */
+
+static int setup_disk(mqr_bench_ctx_t *c, st_t *s) {
+  fresh(s, "disk");
+  char path[600];
+  snprintf(path, sizeof path, "%s/ceiling.dat", s->dir);
+  s->file_size = (size_t)64 << 20;
+  s->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  s->buf = calloc(1, (size_t)WINDOW * (sizeof s->body + FRAMING));
+  if (s->fd < 0 || s->buf == NULL) return mqr_bench_fail(c, "%s: cannot make", path);
+  for (size_t at = 0; at < s->file_size; at += (size_t)1 << 20) /* filled, as the journal's files are */
+    if (pwrite(s->fd, s->buf, (size_t)1 << 20, (off_t)at) != (ssize_t)1 << 20) return mqr_bench_fail(c, "fill");
+  fdatasync(s->fd);
+  memset(s->buf, 'm', (size_t)WINDOW * (sizeof s->body + FRAMING));
+  return 0;
+}
+
+/* n messages' bytes, one pwrite and one fdatasync. */
+static int disk_write(mqr_bench_ctx_t *c, st_t *s, uint64_t n) {
+  size_t len = (size_t)n * (s->size + FRAMING);
+  if (s->off + len > s->file_size) s->off = 0;
+  if (pwrite(s->fd, s->buf, len, (off_t)s->off) != (ssize_t)len || fdatasync(s->fd) != 0)
+    return mqr_bench_fail(c, "write");
+  s->off += len;
+  return 0;
+}
+
+static int run_disk(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
+  for (uint64_t done = 0; done < ops;) {
+    uint64_t n = ops - done < WINDOW ? ops - done : WINDOW;
+    if (disk_write(c, s, n)) return -1;
+    done += n;
+  }
+  return 0;
+}
+
+/* ---- durable.loopback ----------------------------------------------------------------------------- */
+
+static int setup(mqr_bench_ctx_t *c) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  signal(SIGPIPE, SIG_IGN);
+  const char *impl = mqr_bench_param(c, "impl");
+  s->impl = strcmp(impl, "jetstream") == 0 ? 1 : strcmp(impl, "disk") == 0 ? 2 : 0;
+  s->fd = -1;
+  s->size = (size_t)mqr_bench_param_long(c, "size");
+  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
+  memset(s->body, 'm', s->size);
+  return s->impl == 1 ? setup_js(c, s) : s->impl == 2 ? setup_disk(c, s) : setup_mqr(c, s, true);
+}
+
+static void teardown(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  if (s->impl == 1)
+    teardown_js(s);
+  else if (s->impl == 0)
+    teardown_mqr(s);
+  if (s->fd >= 0) close(s->fd);
+  free(s->buf);
+  remove_dir(s);
+  free(s);
+}
+
+__attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
+  st_t *s = mqr_bench_state(c);
+  return s->impl == 1 ? run_js(c, s, ops) : s->impl == 2 ? run_disk(c, s, ops) : run_mqr(c, s, ops);
+}
+
+static int finish(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  return s->impl == 1 ? finish_js(c, s) : s->impl == 0 ? finish_mqr(s) : 0;
+}
+
+static const mqr_bench_def_t loopback = {
+    "durable.loopback", "size=16,1024;impl=mqr,jetstream,disk", "thrpt", setup, teardown, NULL, NULL, run, finish};
+MQR_BENCH_REGISTER(loopback)
+
+/* ---- durable.latency --------------------------------------------------------------------------- */
+
+static int setup_latency(mqr_bench_ctx_t *c) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  signal(SIGPIPE, SIG_IGN);
+  s->impl = strcmp(mqr_bench_param(c, "impl"), "disk") == 0 ? 2 : 0;
+  s->fd = -1;
+  s->size = (size_t)mqr_bench_param_long(c, "size");
+  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
+  memset(s->body, 'm', s->size);
+  return s->impl == 2 ? setup_disk(c, s) : setup_mqr(c, s, false);
+}
+
+__attribute__((noinline)) static int run_latency(mqr_bench_ctx_t *c, uint64_t ops) {
+  st_t *s = mqr_bench_state(c);
+  if (s->impl == 2) {
+    for (uint64_t i = 0; i < ops; i++)
+      if (disk_write(c, s, 1)) return -1;
+    return 0;
+  }
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  for (uint64_t i = 0; i < ops; i++) {
+    if (mqr_client_send(s->pub, &m, on_receipt, s, NULL) != 0) return mqr_bench_fail(c, "send");
+    s->sent++;
+    while (s->answered < s->sent) uv_run(&s->loop, UV_RUN_ONCE);
+  }
+  return s->failed ? mqr_bench_fail(c, "refused") : 0;
+}
+
+static const mqr_bench_def_t latency = {
+    "durable.latency", "size=16,1024;impl=mqr,disk", "sample", setup_latency, teardown, NULL, NULL, run_latency, NULL};
+MQR_BENCH_REGISTER(latency)
+
+/* ---- durable.recovery ---------------------------------------------------------------------------- */
+
+typedef struct {
+  st_t s;
+  mqr_config_t *cfg;
+  mqr_broker_t *b;
+  uv_loop_t loop;
+  long messages;
+} rec_t;
+
+static const char rec_yaml[] = "persistence: {directory: %s/journal, journal-sync: %s}\n"
+                               "addresses:\n"
+                               "  q0: {anycast: [q0]}\n  q1: {anycast: [q1]}\n  q2: {anycast: [q2]}\n"
+                               "  q3: {anycast: [q3]}\n  q4: {anycast: [q4]}\n  q5: {anycast: [q5]}\n"
+                               "  q6: {anycast: [q6]}\n  q7: {anycast: [q7]}\n  q8: {anycast: [q8]}\n"
+                               "  q9: {anycast: [q9]}\n";
+
+static int open_broker(mqr_bench_ctx_t *c, rec_t *r, bool sync) {
+  char yaml[sizeof rec_yaml + 600];
+  int n = snprintf(yaml, sizeof yaml, rec_yaml, r->s.dir, sync ? "true" : "false");
+  if (mqr_config_load_string("bench.yaml", yaml, (size_t)n, &r->cfg, NULL) != 0) return mqr_bench_fail(c, "config");
+  uv_loop_init(&r->loop);
+  mqr_broker_options_t opt = {.config = r->cfg};
+  mqr_error_t err;
+  if (mqr_broker_create(&r->loop, &opt, &r->b, &err) != 0) return mqr_bench_fail(c, "broker: %s", err.message);
+  return 0;
+}
+
+static void close_broker(rec_t *r) {
+  if (r->b) mqr_broker_close(r->b, NULL, NULL);
+  r->b = NULL;
+  uv_run(&r->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&r->loop);
+  mqr_config_destroy(r->cfg);
+  r->cfg = NULL;
+}
+
+static int setup_recovery(mqr_bench_ctx_t *c) {
+  rec_t *r = calloc(1, sizeof *r);
+  mqr_bench_set_state(c, r);
+  r->messages = mqr_bench_param_long(c, "messages");
+  fresh(&r->s, "recovery");
+  /* The journal, written once (without fdatasync: only its contents matter here). */
+  if (open_broker(c, r, false)) return -1;
+  char body[16] = "0123456789abcdef", name[4] = "q0";
+  for (long i = 0; i < r->messages; i++) {
+    name[1] = (char)('0' + i % 10);
+    mqr_broker_message_t m = {mqr_str_n(name, 2), MQR_ROUTING_NONE, true, {"", 0}, NULL, NULL, 0, mqr_str_n(body, 16)};
+    if (mqr_broker_send(r->b, &m, NULL, NULL) != 0) return mqr_bench_fail(c, "send %ld", i);
+    if (i % 10000 == 9999) uv_run(&r->loop, UV_RUN_NOWAIT);
+  }
+  close_broker(r);
+  return 0;
+}
+
+__attribute__((noinline)) static int run_recovery(mqr_bench_ctx_t *c, uint64_t ops) {
+  rec_t *r = mqr_bench_state(c);
+  for (uint64_t i = 0; i < ops; i++) {
+    if (r->b) close_broker(r);
+    double t0 = bench_now();
+    if (open_broker(c, r, true)) return -1;
+    double t = bench_now() - t0;
+    mqr_broker_stats_t st;
+    mqr_broker_stats(r->b, &st);
+    if (st.durable != (uint64_t)r->messages)
+      return mqr_bench_fail(c, "recovered %llu of %ld", (unsigned long long)st.durable, r->messages);
+    /* Each message is two records here (its ADD and its REF). */
+    mqr_bench_aux(c, "records_per_s", 2.0 * (double)r->messages / t, "records/s");
+  }
+  return 0;
+}
+
+static void teardown_recovery_iteration(mqr_bench_ctx_t *c) {
+  rec_t *r = mqr_bench_state(c);
+  if (r->b) close_broker(r);
+}
+
+static void teardown_recovery(mqr_bench_ctx_t *c) {
+  rec_t *r = mqr_bench_state(c);
+  if (r->b) close_broker(r);
+  remove_dir(&r->s);
+  free(r);
+}
+
+static const mqr_bench_def_t recovery = {
+    "durable.recovery",          "messages=1000000", "ss", setup_recovery, teardown_recovery, NULL,
+    teardown_recovery_iteration, run_recovery,       NULL};
+MQR_BENCH_REGISTER(recovery)
+
+/* ---- durable.dosend ---------------------------------------------------------------------------- */
+
+typedef struct {
+  rec_t r;
+  mqr_broker_consumer_t *k;
+  uint64_t sent, answered, received;
+} ds_t;
+
+static void ds_answer(void *arg, int status, const mqr_broker_receipt_t *rc, const mqr_error_t *err) {
+  (void)rc, (void)err;
+  ds_t *d = arg;
+  d->answered++;
+  if (status) d->answered |= 1ull << 62; /* seen by run */
+}
+
+static void ds_message(mqr_broker_consumer_t *k, const mqr_frame_message_t *m, void *arg) {
+  ds_t *d = arg;
+  d->received++;
+  mqr_broker_ack(k, m->delivery, false);
+  mqr_broker_credit(k, 1);
+}
+
+static int setup_dosend(mqr_bench_ctx_t *c) {
+  ds_t *d = calloc(1, sizeof *d);
+  mqr_bench_set_state(c, d);
+  fresh(&d->r.s, "dosend");
+  if (open_broker(c, &d->r, true)) return -1;
+  mqr_error_t err;
+  if (mqr_broker_subscribe(d->r.b, MQR_STR("q0"), MQR_ROUTING_NONE, MQR_STR(""), WINDOW, ds_message, d, &d->k, NULL,
+                           &err))
+    return mqr_bench_fail(c, "subscribe: %s", err.message);
+  return 0;
+}
+
+__attribute__((noinline)) static int run_dosend(mqr_bench_ctx_t *c, uint64_t ops) {
+  ds_t *d = mqr_bench_state(c);
+  mqr_broker_message_t m = {MQR_STR("q0"), MQR_ROUTING_NONE, true, {"", 0}, NULL, NULL, 0, MQR_STR("0123456789abcdef")};
+  uint64_t end = d->sent + ops;
+  while (d->sent < end) {
+    while (d->sent < end && d->sent - d->answered < WINDOW) {
+      mqr_broker_send_async(d->r.b, &m, ds_answer, d);
+      d->sent++;
+    }
+    uv_run(&d->r.loop, UV_RUN_ONCE);
+  }
+  return d->answered >> 62 ? mqr_bench_fail(c, "a send failed") : 0;
+}
+
+static int finish_dosend(mqr_bench_ctx_t *c) {
+  ds_t *d = mqr_bench_state(c);
+  while (d->answered < d->sent || d->received < d->sent) uv_run(&d->r.loop, UV_RUN_ONCE);
+  return 0;
+}
+
+static void teardown_dosend(mqr_bench_ctx_t *c) {
+  ds_t *d = mqr_bench_state(c);
+  if (d->r.b) close_broker(&d->r);
+  remove_dir(&d->r.s);
+  free(d);
+}
+
+static const mqr_bench_def_t dosend = {
+    "durable.dosend", NULL, "thrpt", setup_dosend, teardown_dosend, NULL, NULL, run_dosend, finish_dosend};
+MQR_BENCH_REGISTER(dosend)
