@@ -185,7 +185,7 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
   memset(out, 0, sizeof *out);
   out->consumers = mqr_queue_consumer_count(q);
   if (bq) {
-    out->depth = bq->store.depth;
+    out->depth = bq->store.depth + mqr__pager_backlog(bq); /* paged messages wait too */
     out->in_flight = bq->in_flight;
     out->enqueued = bq->enqueued;
     out->acknowledged = bq->acked;
@@ -250,7 +250,8 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
    * may go on. */
   for (mqr__acct_t *a = b->accts; a; a = a->next) {
     mqr__acct_settings(a);
-    if (a->n_blocked && (a->max < 0 || a->bytes < a->max || a->policy != MQR_FULL_BLOCK)) mqr__acct_release(a);
+    bool blocks = a->policy == MQR_FULL_BLOCK || (a->policy == MQR_FULL_PAGE && b->dur == NULL);
+    if (a->n_blocked && (a->max < 0 || a->bytes < a->max || !blocks)) mqr__acct_release(a);
   }
   if (rc == 0) {
     b->config = cfg;

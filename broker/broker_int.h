@@ -53,7 +53,8 @@ typedef struct mqr__acct_s {
   int64_t bytes; /* stored bytes of its messages that some queue still holds */
   int64_t max;   /* max-size-bytes, -1 unbounded */
   mqr_full_policy_t policy;
-  mqr__producer_t **blocked; /* producers paused on it (BLOCK) */
+  mqr__producer_t **blocked;  /* producers paused on it (BLOCK) */
+  struct mqr__pager_s *pager; /* its page files (PAGE; pager.c), NULL until it first pages */
   uint32_t n_blocked, cap_blocked;
   struct mqr__acct_s *next; /* the broker's list */
 } mqr__acct_t;
@@ -120,10 +121,11 @@ typedef struct mqr__bq_s {
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   bool dispatching, again;
-  bool temporary;                /* made for one subscription; goes with it */
-  bool from_config;              /* made by the config: the config makes it again at start */
-  uint64_t jfile;                /* the file of its TOPOLOGY record (0: none) */
-  struct mqr__bq_s *next, *prev; /* the broker's list */
+  bool temporary;                  /* made for one subscription; goes with it */
+  bool from_config;                /* made by the config: the config makes it again at start */
+  uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
+  struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
+  struct mqr__bq_s *next, *prev;   /* the broker's list */
 } mqr__bq_t;
 
 struct mqr_broker_consumer_s {

@@ -39,6 +39,19 @@ static mqr__jfile_t *file_of(mqr__durable_t *d, uint64_t file) {
   return &d->files[file - d->first];
 }
 
+void mqr__jfile_account(mqr__durable_t *d, uint64_t file, int delta, uint64_t bytes) {
+  if (file == 0) return;
+  mqr__jfile_t *f = file_of(d, file);
+  if (f == NULL) return;
+  if (delta > 0) {
+    f->live++;
+    f->bytes += bytes;
+  } else if (f->live) {
+    f->live--;
+    f->bytes -= bytes <= f->bytes ? bytes : f->bytes;
+  }
+}
+
 void mqr__jlive_add(mqr__durable_t *d, mqr__msg_t *m) {
   mqr__jfile_t *f = file_of(d, m->jfile);
   if (f) {
@@ -176,6 +189,7 @@ static void compact_step(uv_idle_t *h) {
   bool blocked = false;
   for (mqr__bq_t *bq = d->b->queues; bq && !blocked; bq = bq->next)
     if (bq->jfile == old) blocked = !topology_append(d, bq);
+  if (!blocked) blocked = !mqr__pagers_copy_marks(d, old);
   mqr__msg_t *m;
   for (int budget = COMPACT_BATCH; !blocked && budget > 0 && (m = d->live_head) != NULL && m->jfile == old; budget--)
     /* A send still waiting for its fdatasync has no entries yet: the next write's

@@ -28,7 +28,10 @@ void mqr__dispatch(mqr__bq_t *bq) {
   bq->dispatching = true;
   do {
     bq->again = false;
-    while (bq->store.depth && bq->n_consumers) {
+    for (;;) {
+      /* A queue with paged messages reads them back as it runs low (pager.c). */
+      if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
+      if (!bq->store.depth || !bq->n_consumers) break;
       mqr_broker_consumer_t *c = NULL;
       const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
       for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {

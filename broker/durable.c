@@ -95,7 +95,7 @@ static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
   uint64_t seq = d->pend_head + d->pend_n++;
   mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
   mqr__producer_t *prod = s->producer ? s->producer : NULL;
-  *p = (mqr__pend_t){NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, {0, 0, 0}, NULL};
+  *p = (mqr__pend_t){NULL, NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, {0, 0, 0}, NULL};
   if (prod) prod->pending++;
   return p;
 }
@@ -144,6 +144,49 @@ int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr
   if (r) p->r = *r;
   if (rc) p->err = copy_err(err);
   return MQR__PENDING;
+}
+
+bool mqr__durable_pend_reserve(mqr__durable_t *d) { return pend_reserve(d, 0); }
+
+void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
+  mqr__pend_t *p = pend_push(d, s);
+  p->wait = owner;
+  if (r) p->r = *r;
+}
+
+/* The oldest answer still waiting for owner: owners finish their records in order. */
+static mqr__pend_t *oldest_waiting(mqr__durable_t *d, const void *owner) {
+  for (uint32_t i = 0; i < d->pend_n; i++) {
+    mqr__pend_t *q = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
+    if (q->wait == owner && !q->done) return q;
+  }
+  return NULL;
+}
+
+void mqr__durable_done(mqr__durable_t *d, const void *owner, int status) {
+  mqr__pend_t *p = oldest_waiting(d, owner);
+  if (p == NULL) return;
+  p->done = true;
+  if (status != 0) {
+    p->status = MQR_EIO;
+    mqr_error_t e;
+    mqr_error_set(&e, MQR_EIO, "the address's page files could not make the message durable: it went nowhere");
+    p->err = copy_err(&e);
+  }
+  drain(d);
+}
+
+static void page_idle_cb(uv_idle_t *h) {
+  mqr__durable_t *d = h->data;
+  uv_idle_stop(h);
+  d->page_idle_on = false;
+  mqr__pagers_run(d);
+}
+
+void mqr__durable_wake(mqr__durable_t *d) {
+  if (d->page_idle_on || d->closing) return;
+  d->page_idle_on = true;
+  uv_idle_start(&d->page_idle, page_idle_cb);
 }
 
 void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *prod) {
@@ -213,14 +256,7 @@ static void written(void *arg, int status) {
   mqr_broker_t *b = d->b;
   /* Callbacks come in append order, one per journaled send: the oldest journaled answer
    * not yet done is this one. */
-  mqr__pend_t *p = NULL;
-  for (uint32_t i = 0; i < d->pend_n; i++) {
-    mqr__pend_t *q = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
-    if (q->m && !q->done) {
-      p = q;
-      break;
-    }
-  }
+  mqr__pend_t *p = oldest_waiting(d, d);
   if (p == NULL) return;
   mqr__msg_t *m = p->m;
   p->m = NULL;
@@ -317,6 +353,7 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
   mqr__jlive_add(d, m);
   mqr__pend_t *p = pend_push(d, s);
   p->m = m;
+  p->wait = d;
   p->n = n;
   if (r) p->r = *r;
   for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
@@ -404,8 +441,12 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   mqr__recovery_free(rec);
   uv_timer_init(b->loop, &d->retry);
   uv_idle_init(b->loop, &d->compact_idle);
-  d->retry.data = d->compact_idle.data = d;
-  b->open_handles += 2;
+  uv_idle_init(b->loop, &d->page_idle);
+  d->retry.data = d->compact_idle.data = d->page_idle.data = d;
+  b->open_handles += 3;
+  rc = mqr__pagers_recover(b, err);
+  mqr__recovered_marks_free(d);
+  if (rc) return rc; /* the broker closes what is open */
   mqr__durable_maintain(d);
   return 0;
 }
@@ -424,6 +465,9 @@ void mqr__durable_close(mqr_broker_t *b) {
   uv_timer_stop(&d->retry);
   uv_close((uv_handle_t *)&d->retry, handle_closed);
   uv_close((uv_handle_t *)&d->compact_idle, handle_closed);
+  uv_idle_stop(&d->page_idle);
+  uv_close((uv_handle_t *)&d->page_idle, handle_closed);
+  mqr__pagers_close(d);
   if (d->w) {
     mqr_journal_stats_t st;
     mqr_journal_stats(d->w, &st);
@@ -441,6 +485,8 @@ void mqr__durable_close(mqr_broker_t *b) {
 void mqr__durable_free(mqr_broker_t *b) {
   mqr__durable_t *d = b->dur;
   if (d == NULL) return;
+  mqr__pagers_free(d);
+  mqr__recovered_marks_free(d);
   for (uint32_t i = 0; i < d->pend_n; i++) mqr_free(d->pend[(d->pend_head + i) & (d->pend_cap - 1)].err);
   mqr_free(d->pend);
   mqr_free(d->tgt);

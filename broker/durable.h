@@ -7,6 +7,8 @@
  *   recovery.c   rebuilding queues, messages, delivery counts and topology at start
  *   compact.c    what each file holds alive; releasing dead files oldest first; copying
  *                the live records of a sparse oldest file forward; topology records
+ *   pager.c      paging (address-full-policy PAGE): page files per address, cursors per
+ *                queue, reading back as consumers drain
  *
  * Records (the payloads of mqr/journal.h's types; the record id is the message id):
  *   ADD       the message's stored bytes (protocol.h's stored part of a Message frame)
@@ -24,6 +26,8 @@
 #include "mqr/journal_writer.h"
 
 typedef struct mqr__durable_s mqr__durable_t;
+typedef struct mqr__pager_s mqr__pager_t;
+typedef struct mqr__pcursor_s mqr__pcursor_t;
 
 /* What a journal file holds alive: messages and queues whose first record is there. */
 typedef struct {
@@ -35,6 +39,7 @@ typedef struct {
  * waiting for earlier answers to the same producer. */
 typedef struct {
   mqr__msg_t *m;
+  const void *wait;   /* what it waits for: the journal (the durable store) or a pager */
   mqr__producer_t *p; /* NULL: nobody to tell (or gone) */
   int64_t token;
   mqr_broker_sent_fn fn;
@@ -46,6 +51,13 @@ typedef struct {
   mqr_broker_receipt_t r;
   mqr_error_t *err; /* an error's text; NULL: none, or no memory for it */
 } mqr__pend_t;
+
+/* A page cursor's mark, as recovery found it (pager.c). */
+typedef struct {
+  char *address, *queue;
+  int64_t id;
+  uint64_t file;
+} mqr__pmark_t;
 
 struct mqr__durable_s {
   mqr_broker_t *b;
@@ -73,6 +85,11 @@ struct mqr__durable_s {
   uint32_t handles;
   uint64_t compactions, copied, released;
   uint64_t lost_records; /* DELETE and UPDATE records the journal could not take */
+  mqr__pager_t *pagers, *dirty_pagers;
+  mqr__pmark_t *marks; /* recovered, until the pagers have read them */
+  uint32_t n_marks, cap_marks;
+  uv_idle_t page_idle; /* pagers whose records became readable are run at the next pass */
+  bool page_idle_on;
 };
 
 /* durable.c */
@@ -89,6 +106,12 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
 int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr_broker_receipt_t *r,
                         const mqr_error_t *err);
 void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *p);
+/* A send whose answer waits for owner (a pager) to write it: room first, then the wait. */
+bool mqr__durable_pend_reserve(mqr__durable_t *d);
+void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r);
+/* owner wrote (status 0) or failed its oldest waited-for record. */
+void mqr__durable_done(mqr__durable_t *d, const void *owner, int status);
+void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
 /* e leaves its queue for good (acked, purged): a DELETE when the journal holds it. */
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e);
@@ -101,15 +124,32 @@ void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type
 
 /* compact.c */
 bool mqr__jfiles_reserve(mqr__durable_t *d, uint64_t file);
-void mqr__jlive_add(mqr__durable_t *d, mqr__msg_t *m);  /* m->jfile and jbytes set */
-void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m); /* m's records are all dead */
-void mqr__durable_maintain(mqr__durable_t *d);          /* release dead files; compact a sparse oldest */
+void mqr__jfile_account(mqr__durable_t *d, uint64_t file, int delta, uint64_t bytes); /* a live record more or less */
+void mqr__jlive_add(mqr__durable_t *d, mqr__msg_t *m);                                /* m->jfile and jbytes set */
+void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m);                               /* m's records are all dead */
+void mqr__durable_maintain(mqr__durable_t *d); /* release dead files; compact a sparse oldest */
 void mqr__durable_compact_stop(mqr__durable_t *d);
 /* A queue made at run time that the config will not make again: a TOPOLOGY record. */
 void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq);
 /* The TOPOLOGY payload of q's creation into buf (at least 16 + names' bytes); its size. */
 size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q);
 size_t mqr__topology_size(const mqr_queue_t *q);
+
+/* pager.c */
+bool mqr__pager_wants(mqr_broker_t *b, const mqr__acct_t *acct); /* this send goes to the pages */
+int mqr__pager_send(mqr_broker_t *b, mqr__acct_t *acct, const mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n,
+                    const mqr__send_t *s, const mqr_broker_receipt_t *r, bool durable, mqr_error_t *err);
+void mqr__pager_fill(mqr__bq_t *bq);         /* a queue low on waiting messages reads its pages */
+void mqr__pagers_run(mqr__durable_t *d);     /* records became readable */
+void mqr__pager_forget_queue(mqr__bq_t *bq); /* the queue goes */
+uint64_t mqr__pager_backlog(const mqr__bq_t *bq);
+int mqr__pagers_recover(mqr_broker_t *b, mqr_error_t *err);
+void mqr__pager_mark(mqr__pcursor_t *c);
+bool mqr__pagers_copy_marks(mqr__durable_t *d, uint64_t old);
+const mqr__pmark_t *mqr__recovered_mark(const mqr__durable_t *d, mqr_str_t address, mqr_str_t queue);
+void mqr__recovered_marks_free(mqr__durable_t *d);
+void mqr__pagers_close(mqr__durable_t *d);
+void mqr__pagers_free(mqr__durable_t *d);
 
 /* recovery.c: the journal's records into the broker, while it opens. */
 int mqr__durable_recover_record(void *ctx, uint64_t file_id, const char *path, const mqr_journal_record_t *r);

@@ -121,12 +121,67 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
   return 0;
 }
 
+/* A page cursor's mark (pager.c): the latest for an address and a queue wins. */
+static int page_mark(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
+  mqr__durable_t *d = rc->b->dur;
+  const uint8_t *p = r->payload;
+  if (r->len < 4) return rc->bad++, 0;
+  size_t la = get16(p);
+  if (r->len < 4 + la) return rc->bad++, 0;
+  size_t lq = get16(p + 2 + la);
+  if (r->len != 4 + la + lq) return rc->bad++, 0;
+  mqr_str_t a = mqr_str_n((const char *)p + 2, la), q = mqr_str_n((const char *)p + 4 + la, lq);
+  for (uint32_t i = 0; i < d->n_marks; i++)
+    if (mqr_str_eq(mqr_str(d->marks[i].address), a) && mqr_str_eq(mqr_str(d->marks[i].queue), q)) {
+      d->marks[i].id = (int64_t)r->id;
+      d->marks[i].file = file;
+      return 0;
+    }
+  if (d->n_marks == d->cap_marks) {
+    uint32_t ncap = d->cap_marks ? d->cap_marks * 2 : 8;
+    mqr__pmark_t *nm = mqr_realloc(d->marks, ncap * sizeof *nm);
+    if (nm == NULL) return MQR_ENOMEM;
+    d->marks = nm;
+    d->cap_marks = ncap;
+  }
+  char *sa = mqr_malloc(la + 1), *sq = mqr_malloc(lq + 1);
+  if (sa == NULL || sq == NULL) {
+    mqr_free(sa);
+    mqr_free(sq);
+    return MQR_ENOMEM;
+  }
+  memcpy(sa, a.ptr, la);
+  sa[la] = 0;
+  memcpy(sq, q.ptr, lq);
+  sq[lq] = 0;
+  d->marks[d->n_marks++] = (mqr__pmark_t){sa, sq, (int64_t)r->id, file};
+  return 0;
+}
+
+const mqr__pmark_t *mqr__recovered_mark(const mqr__durable_t *d, mqr_str_t address, mqr_str_t queue) {
+  for (uint32_t i = 0; i < d->n_marks; i++)
+    if (mqr_str_eq(mqr_str(d->marks[i].address), address) && mqr_str_eq(mqr_str(d->marks[i].queue), queue))
+      return &d->marks[i];
+  return NULL;
+}
+
+void mqr__recovered_marks_free(mqr__durable_t *d) {
+  for (uint32_t i = 0; i < d->n_marks; i++) {
+    mqr_free(d->marks[i].address);
+    mqr_free(d->marks[i].queue);
+  }
+  mqr_free(d->marks);
+  d->marks = NULL;
+  d->n_marks = d->cap_marks = 0;
+}
+
 int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, const mqr_journal_record_t *r) {
   (void)path;
   mqr__recovery_t *rc = ctx;
   mqr_broker_t *b = rc->b;
   int64_t id = (int64_t)r->id;
   if (r->type == MQR_JOURNAL_TOPOLOGY) return topology(rc, file, r);
+  if (r->type == MQR_JOURNAL_PAGED) return r->len ? page_mark(rc, file, r) : 0; /* empty: a release barrier */
   if (r->type == MQR_JOURNAL_ADD) {
     if (id > rc->max_id) rc->max_id = id;
     if (find(rc, id)) return 0; /* a copy made by compaction while the original was kept */

@@ -119,7 +119,11 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
 
   mqr__acct_t *acct = mqr__acct_of(b, res.address);
   if (acct == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
-  if (acct->max >= 0 && acct->bytes >= acct->max) {
+  /* PAGE with persistence: once full, the address's messages go to its page files, in
+   * order, until its queues have read them all back (pager.c). Without persistence PAGE
+   * acts as BLOCK. */
+  bool page = acct->policy == MQR_FULL_PAGE && mqr__pager_wants(b, acct);
+  if (!page && acct->max >= 0 && acct->bytes >= acct->max) {
     mqr_str_t an = mqr_address_name(res.address);
     if (acct->policy == MQR_FULL_DROP) {
       b->stats.dropped++;
@@ -156,6 +160,15 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   m->len = (uint32_t)len;
   b->stats.messages++; /* and back down in mqr__msg_release */
   b->stats.bytes += len;
+  if (page) {
+    if (r) {
+      r->queues = res.count;
+      r->message_id = id;
+    }
+    int prc = mqr__pager_send(b, acct, m, res.queues, res.count, s, r, s->durable, err);
+    mqr__msg_release(b, (m->refs = 1, m)); /* the page record has its bytes */
+    return prc;
+  }
   if (journaled(b, s, &res)) { /* counted in its address now: it takes memory while it waits */
     m->acct = acct;
     acct->bytes += m->len;

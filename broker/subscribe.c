@@ -125,6 +125,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
 
 static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_forget_queue(b, bq);
+  mqr__pager_forget_queue(bq);
   mqr__entry_t *e;
   while ((e = bq->store.ops->pop(&bq->store)) != NULL) {
     mqr__msg_release(b, e->msg);

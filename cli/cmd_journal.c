@@ -22,6 +22,7 @@ static const char *type_name(mqr_journal_record_type_t t) {
   case MQR_JOURNAL_DELETE: return "DELETE";
   case MQR_JOURNAL_UPDATE: return "UPDATE";
   case MQR_JOURNAL_TOPOLOGY: return "TOPOLOGY";
+  case MQR_JOURNAL_PAGED: return "PAGED";
   }
   return "?";
 }

@@ -112,7 +112,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
-          ERR(c, p.value, "address-full-policy must be BLOCK, FAIL or DROP");
+          ERR(c, p.value, "address-full-policy must be BLOCK, FAIL, DROP or PAGE");
         else
           s.s.set |= MQR_SET_ADDRESS_FULL_POLICY;
       } else {

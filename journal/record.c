@@ -76,9 +76,7 @@ static bool valid_follows(const uint8_t *file, size_t len, size_t off, uint64_t 
   return false;
 }
 
-int mqr_journal_scan(const uint8_t *file, size_t len, mqr_journal_record_fn fn, void *ctx, mqr_journal_scan_t *out,
-                     mqr_error_t *err) {
-  memset(out, 0, sizeof *out);
+int mqr_journal_header_read(const uint8_t *file, size_t len, uint64_t *file_id, mqr_error_t *err) {
   if (len < MQR_JOURNAL_HEADER || memcmp(file, magic, 4) != 0)
     return mqr_error_set(err, MQR_EBADDATA, "not a journal file (no MQRJ header)");
   if (get32(file + 20) != mqr_crc32c(0, file, 20))
@@ -87,7 +85,26 @@ int mqr_journal_scan(const uint8_t *file, size_t len, mqr_journal_record_fn fn, 
   if (version != MQR_JOURNAL_VERSION)
     return mqr_error_set(err, MQR_EBADDATA, "journal format version %u; this build reads version %u", version,
                          MQR_JOURNAL_VERSION);
-  out->file_id = get64(file + 8);
+  *file_id = get64(file + 8);
+  return 0;
+}
+
+int mqr_journal_record_at(const uint8_t *file, size_t len, size_t off, uint64_t file_id, mqr_journal_record_t *out,
+                          size_t *next) {
+  size_t size = 0;
+  if (off < MQR_JOURNAL_HEADER || off > len || look(file, len, off, file_id, &size) != REC_OK) return 0;
+  const uint8_t *body = file + off + MQR_JOURNAL_RECORD_HEAD;
+  *out = (mqr_journal_record_t){(mqr_journal_record_type_t)body[8], get64(body + 9), body + MQR_JOURNAL_RECORD_FIXED,
+                                size - MQR_JOURNAL_RECORD_HEAD - MQR_JOURNAL_RECORD_FIXED, off};
+  *next = off + size;
+  return 1;
+}
+
+int mqr_journal_scan(const uint8_t *file, size_t len, mqr_journal_record_fn fn, void *ctx, mqr_journal_scan_t *out,
+                     mqr_error_t *err) {
+  memset(out, 0, sizeof *out);
+  int rc = mqr_journal_header_read(file, len, &out->file_id, err);
+  if (rc) return rc;
   size_t off = MQR_JOURNAL_HEADER;
   for (;;) {
     size_t size = 0;
@@ -106,7 +123,7 @@ int mqr_journal_scan(const uint8_t *file, size_t len, mqr_journal_record_fn fn, 
                               size - MQR_JOURNAL_RECORD_HEAD - MQR_JOURNAL_RECORD_FIXED, off};
     out->records++;
     if (fn) {
-      int rc = fn(ctx, &r);
+      rc = fn(ctx, &r);
       if (rc) {
         out->end = off + size;
         return rc;

@@ -381,6 +381,11 @@ int mqr_journal_append(mqr_journal_writer_t *w, mqr_journal_record_type_t type, 
 
 uint64_t mqr_journal_file(const mqr_journal_writer_t *w) { return w->file_id; }
 
+void mqr_journal_position(const mqr_journal_writer_t *w, uint64_t *file_id, size_t *offset) {
+  *file_id = w->file_id;
+  *offset = w->file_off;
+}
+
 int mqr_journal_release(mqr_journal_writer_t *w, uint64_t file_id) {
   if (w->failed) return MQR_EIO;
   if (w->closing) return MQR_ECLOSED;

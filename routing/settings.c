@@ -3,12 +3,12 @@
 
 #include "router_int.h"
 
-static const char *const policy_names[] = {"BLOCK", "FAIL", "DROP"};
+static const char *const policy_names[] = {"BLOCK", "FAIL", "DROP", "PAGE"};
 
-const char *mqr_full_policy_name(int p) { return p >= 0 && p <= 2 ? policy_names[p] : NULL; }
+const char *mqr_full_policy_name(int p) { return p >= 0 && p <= 3 ? policy_names[p] : NULL; }
 
 int mqr_full_policy_parse(mqr_str_t text, mqr_full_policy_t *out) {
-  for (int p = 0; p <= 2; p++) {
+  for (int p = 0; p <= 3; p++) {
     if (text.len == strlen(policy_names[p]) && strncasecmp(text.ptr, policy_names[p], text.len) == 0) {
       *out = (mqr_full_policy_t)p;
       return 0;
@@ -24,7 +24,7 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->send_to_dla_on_no_route = false;
   s->default_address_routing_type = MQR_MULTICAST;
   s->default_queue_routing_type = MQR_MULTICAST;
-  s->address_full_policy = MQR_FULL_BLOCK;
+  s->address_full_policy = MQR_FULL_PAGE; /* Artemis's default; without persistence it acts as BLOCK */
   s->dead_letter_address = mqr_str_n(NULL, 0);
   s->id_cache_size = 20000;
   s->max_size_bytes = -1;

@@ -36,11 +36,12 @@ extern "C" {
 #define MQR_JOURNAL_MAX_PAYLOAD (64u << 20)
 
 typedef enum {
-  MQR_JOURNAL_ADD = 1,     /* a message: its stored bytes */
-  MQR_JOURNAL_REF = 2,     /* a message put on a queue */
-  MQR_JOURNAL_DELETE = 3,  /* a message acknowledged or dropped from a queue */
-  MQR_JOURNAL_UPDATE = 4,  /* a message's delivery count (and later its schedule) */
-  MQR_JOURNAL_TOPOLOGY = 5 /* an address or a queue made or removed at run time */
+  MQR_JOURNAL_ADD = 1,      /* a message: its stored bytes */
+  MQR_JOURNAL_REF = 2,      /* a message put on a queue */
+  MQR_JOURNAL_DELETE = 3,   /* a message acknowledged or dropped from a queue */
+  MQR_JOURNAL_UPDATE = 4,   /* a message's delivery count (and later its schedule) */
+  MQR_JOURNAL_TOPOLOGY = 5, /* an address or a queue made or removed at run time */
+  MQR_JOURNAL_PAGED = 6     /* a paged message: its queues and its stored bytes (page files) */
 } mqr_journal_record_type_t;
 
 /* The CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use) of p[0..n), continuing
@@ -87,6 +88,16 @@ typedef struct {
   size_t bad_offset; /* TORN or DAMAGED: the first bad record's offset */
   uint64_t records;  /* valid records seen */
 } mqr_journal_scan_t;
+
+/* Checks a file's header and gives its use's id. 0, or MQR_EBADDATA (err says why). */
+MQR_EXTERN int mqr_journal_header_read(const uint8_t *file, size_t len, uint64_t *file_id, mqr_error_t *err);
+
+/* The record at off of file[0..len), of the use file_id (the header's): 1 with *out (views
+ * into file) and *next (where the record after it starts), or 0 where the data ends for
+ * now (an end marker, a record of an earlier use, a record cut or failing its CRC). For
+ * reading a file record by record, as its writer appends to it. */
+MQR_EXTERN int mqr_journal_record_at(const uint8_t *file, size_t len, size_t off, uint64_t file_id,
+                                     mqr_journal_record_t *out, size_t *next);
 
 /* Reads file[0..len): checks the header, then calls fn (may be NULL) for each valid
  * record of this use, in order, and describes where and how the data ends in *out. A

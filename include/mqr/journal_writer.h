@@ -90,6 +90,10 @@ MQR_EXTERN int mqr_journal_append(mqr_journal_writer_t *w, mqr_journal_record_ty
  * earlier record's. */
 MQR_EXTERN uint64_t mqr_journal_file(const mqr_journal_writer_t *w);
 
+/* Where the next record goes: its file and offset, unless it does not fit there (then it
+ * starts the next file). For a reader that follows what the writer appends. */
+MQR_EXTERN void mqr_journal_position(const mqr_journal_writer_t *w, uint64_t *file_id, size_t *offset);
+
 /* Gives file_id (older than mqr_journal_file) back to the pool once every record
  * appended before this call is durable: its caller knows nothing in it is needed any
  * more. Recovery reads files in id order, so a caller releases them oldest first. 0, or

@@ -201,6 +201,8 @@ typedef enum {
   MQR_FULL_BLOCK = 0, /* stop reading from producers to the address until it drains */
   MQR_FULL_FAIL = 1,  /* refuse the send with an error */
   MQR_FULL_DROP = 2,  /* drop the message and count it */
+  MQR_FULL_PAGE = 3,  /* write the address's messages to page files, read back as consumers drain
+                         (a broker with persistence; without, it acts as BLOCK) */
 } mqr_full_policy_t;
 
 /* Which fields of an mqr_address_settings_t are set; unset fields are inherited from

@@ -12,7 +12,8 @@
  *     delivery seen before a receipted barrier);
  *   - after the last restart the queue gives its messages in send order.
  *
- * Every seventh message is left unacknowledged in the round it is first delivered in, so
+ * The address pages past 16 KiB (address-full-policy PAGE), so that a backlog goes through
+ * its page files and back. Every seventh message is left unacknowledged in the round it is first delivered in, so
  * that restarts redeliver. MQR_CRASH_SECONDS bounds the run (default 20; `make
  * crash-test` runs it longer); MQR_CRASH_SEED repeats a run. */
 #include <uv.h>
@@ -27,7 +28,7 @@ static uint8_t receipted[MAXSEQ], committed[MAXSEQ], delivered[MAXSEQ], held_onc
 static int32_t durable_count[MAXSEQ]; /* deliveries known to be in the journal */
 
 static struct {
-  long lost, resurrected, count_back, out_of_order, receipts, errors, deliveries, commits, redeliveries;
+  long lost, resurrected, count_back, out_of_order, receipts, errors, deliveries, commits, redeliveries, paging;
 } st;
 
 typedef struct {
@@ -159,6 +160,7 @@ static void kill_cb(uv_timer_t *t) {
   kill_t *k = t->data;
   k->r->dead = true;
   mqrd_stop(k->d, SIGKILL);
+  for (const char *at = k->d->log; (at = strstr(at, "is paging")) != NULL; at++) st.paging++;
   mqr_client_close(k->r->prod, on_closed, k->r);
   mqr_client_close(k->r->cons, on_closed, k->r);
   uv_close((uv_handle_t *)t, NULL);
@@ -247,6 +249,7 @@ int main(void) {
   snprintf(yaml, sizeof yaml,
            "listeners:\n  - {name: main, host: 127.0.0.1, port: 0}\n"
            "persistence: {directory: %s, journal-file-size: 1MiB}\n"
+           "address-settings:\n  work: {max-size-bytes: 16KiB, address-full-policy: PAGE}\n"
            "addresses:\n  work: {anycast: [work]}\n  barrier: {anycast: [barrier]}\n",
            data);
   double end = now_s() + budget;
@@ -262,11 +265,12 @@ int main(void) {
   printf("crash loop (seed %u): %d rounds, %lld sent, %ld receipted, %ld refused or cut, %ld deliveries (%ld "
          "redeliveries), %ld acks known committed\n",
          seed, rounds, (long long)next, st.receipts, st.errors, st.deliveries, st.redeliveries, st.commits);
+  printf("the address started paging %ld times\n", st.paging);
   printf("lost %ld, committed acks delivered again %ld, delivery counts gone back %ld, out of order %ld\n", st.lost,
          st.resurrected, st.count_back, st.out_of_order);
   if (system(cmd) != 0) return 1;
   bool ok = st.lost == 0 && st.resurrected == 0 && st.count_back == 0 && st.out_of_order == 0 && st.receipts > 1000 &&
-            st.redeliveries > 0 && st.commits > 0;
+            st.redeliveries > 0 && st.commits > 0 && st.paging > 0;
   puts(ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
