@@ -131,6 +131,27 @@ expect mqrd-check-bad 1 "" "bad.yaml:2:" -- "$mqrd" --check --config "$tmp/bad.y
 expect mqrd-version 0 "*" "" -- "$mqrd" --version
 expect mqrd-help 0 "*" "" -- "$mqrd" --help
 expect mqrd-bad-option 2 "" "usage: mqrd" -- "$mqrd" --frobnicate
+expect mqrd-bad-recover 2 "" "--recover takes stop or truncate, not 'bogus'" -- "$mqrd" --recover=bogus
+
+# A journal damaged in the middle: mqrd does not start, and says where; --recover=truncate
+# cuts it there and starts, keeping the damaged file beside.
+mkdir -p "$tmp/data"
+python3 "$src/tests/cli/make_journal.py" "$tmp/data/0000000000000005.jrn" 5 3 damaged
+expect mqrd-damaged 1 "" "0000000000000005.jrn: a damaged record at byte 24" -- \
+  "$mqrd" --config "$tmp/mqr.yaml" --data-dir "$tmp/data"
+"$mqrd" --config "$tmp/mqr.yaml" --data-dir "$tmp/data" --recover=truncate 2>"$tmp/trunc.log" &
+tpid=$!
+for _ in $(seq 100); do grep -q "ready" "$tmp/trunc.log" && break; sleep 0.05; done
+kill -TERM $tpid
+wait $tpid
+trc=$?
+if [ "$trc" = 0 ] && grep -q "cut at the damaged record" "$tmp/trunc.log" && [ -f "$tmp/data/0000000000000005.jrn.damaged" ] \
+  && grep -q "journal in $tmp/data" "$tmp/trunc.log"; then
+  echo "ok   mqrd-recover-truncate"; passed=$((passed + 1))
+else
+  echo "FAIL mqrd-recover-truncate: exit $trc"; cat "$tmp/trunc.log"; failed=$((failed + 1))
+fi
+expect mqrd-after-truncate-check 0 "*" "" -- "$mqr" journal check "$tmp/data"
 
 kill -TERM $pid
 wait $pid
