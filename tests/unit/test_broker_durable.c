@@ -585,6 +585,43 @@ static void test_paging(void **state) {
   if (files > 6) fail_msg("%d page files left", files);
 }
 
+/* Every allocation of durable sends failed in turn (the sends, their records, their
+ * answers, the deliveries that follow): each send is answered once, OK or an error;
+ * nothing leaks; after a restart every message answered OK is there. */
+static void test_send_allocation_failures(void **state) {
+  (void)state;
+  long tried = 0;
+  for (long n = 1;; n++) {
+    fresh_dir();
+    fx_t f;
+    talloc_install();
+    fx_config(&f);
+    mqr_error_t err;
+    if (fx_create(&f, &err) != 0) fail_msg("%s", err.message);
+    static answers_t a;
+    a = (answers_t){0};
+    talloc.fail_at = talloc.calls + n;
+    for (int i = 0; i < 20; i++) send_async(&f, &a, i, i % 2 ? "q" : "t", true, "body");
+    wait_answers(&f, &a, 20);
+    bool hit = talloc.failed > 0;
+    talloc.fail_at = 0;
+    assert_int_equal(a.n, 20);
+    assert_int_equal(a.order_errors, 0);
+    fx_stop(&f);
+    mqr_config_destroy(f.cfg);
+    if (talloc.live != 0) fail_msg("N=%ld: %ld blocks leaked", n, talloc.live);
+    talloc_uninstall();
+    fx_open(&f);
+    /* Each answered OK is on its queues (t's copies on t.a and t.b). */
+    assert_true(depth(&f, "q") + depth(&f, "t.a") >= (uint64_t)a.ok);
+    assert_true(depth(&f, "q") + depth(&f, "t.a") <= 20);
+    fx_close(&f);
+    if (!hit) break;
+    tried++;
+  }
+  assert_true(tried >= 5);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_restart_keeps_durable),
@@ -594,6 +631,7 @@ int main(void) {
       cmocka_unit_test(test_cannot_write),
       cmocka_unit_test(test_recovery_allocation_failures),
       cmocka_unit_test(test_paging),
+      cmocka_unit_test(test_send_allocation_failures),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   fresh_dir();
