@@ -243,8 +243,22 @@ static void reload_report(void *ctx, bool applied, const char *line) {
   if (!applied) x->skipped++;
 }
 
+/* Whether two persistence sections differ: the journal is opened once, at start. */
+static bool persistence_differs(const mqr_persistence_config_t *a, const mqr_persistence_config_t *c) {
+  bool dirs = (a->directory == NULL) != (c->directory == NULL) ||
+              (a->directory && c->directory && strcmp(a->directory, c->directory) != 0);
+  return a->enabled != c->enabled || dirs || a->journal_file_size != c->journal_file_size ||
+         a->journal_min_files != c->journal_min_files || a->journal_pool_files != c->journal_pool_files ||
+         a->journal_buffer_timeout_ns != c->journal_buffer_timeout_ns ||
+         a->journal_buffer_size != c->journal_buffer_size || a->journal_sync != c->journal_sync ||
+         a->journal_compact_min_files != c->journal_compact_min_files ||
+         a->journal_compact_percentage != c->journal_compact_percentage;
+}
+
 int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skipped, mqr_error_t *err) {
   reload_t x = {b, 0};
+  if (persistence_differs(mqr_config_persistence(b->config), mqr_config_persistence(cfg)))
+    reload_report(&x, false, "persistence changed: the journal keeps its settings until a restart");
   int rc = mqr_config_apply(cfg, b->config, &b->router, reload_report, &x, err);
   /* Accounts take the settings as they now resolve; producers paused on a limit that grew
    * may go on. */

@@ -27,9 +27,77 @@ static const char *type_name(mqr_journal_record_type_t t) {
   return "?";
 }
 
+/* A name the broker wrote: printable UTF-8, no control characters. */
+static bool printable(const uint8_t *p, size_t n) {
+  if (n == 0 || mqr_utf8_check((const char *)p, n) != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (p[i] < 0x20 || p[i] == 0x7f) return false;
+  return true;
+}
+
+static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
+
+/* A zigzag varint at *p (advanced), or -1 past end. */
+static int64_t varint(const uint8_t **p, const uint8_t *end) {
+  uint64_t v = 0;
+  for (int shift = 0; *p < end && shift < 64; shift += 7) {
+    uint8_t c = *(*p)++;
+    v |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+  }
+  return -1;
+}
+
+/* What the broker's records say (docs/durability.md), when the payload is one of its. */
+static void describe(const mqr_journal_record_t *r) {
+  const uint8_t *p = r->payload, *end = r->payload + r->len;
+  switch (r->type) {
+  case MQR_JOURNAL_ADD: {
+    const uint8_t *q = p;
+    int64_t id = varint(&q, end), alen = varint(&q, end);
+    if (id == (int64_t)r->id && alen >= 0 && alen <= end - q && printable(q, (size_t)alen))
+      printf(" address=%.*s", (int)alen, (const char *)q);
+    return;
+  }
+  case MQR_JOURNAL_REF:
+  case MQR_JOURNAL_DELETE:
+    if (printable(p, r->len)) printf(" queue=%.*s", (int)r->len, (const char *)p);
+    return;
+  case MQR_JOURNAL_UPDATE:
+    if (r->len > 4 && printable(p + 4, r->len - 4))
+      printf(" count=%u queue=%.*s", (unsigned)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24),
+             (int)(r->len - 4), (const char *)p + 4);
+    return;
+  case MQR_JOURNAL_TOPOLOGY:
+    if (r->len >= 14 && p[0] == 1 && r->len == 14 + get16(p + 8) + get16(p + 10) + get16(p + 12))
+      printf(" queue=%.*s address=%.*s %s%s", (int)get16(p + 8), (const char *)p + 14, (int)get16(p + 10),
+             (const char *)p + 14 + get16(p + 8), p[1] == MQR_ANYCAST ? "ANYCAST" : "MULTICAST",
+             p[2] & 1 ? " durable" : "");
+    return;
+  case MQR_JOURNAL_PAGED:
+    if (r->len == 0) {
+      printf(" (page release barrier)");
+    } else if (r->len >= 4 && get16(p) + 4 <= r->len && r->len == 4 + get16(p) + get16(p + 2 + get16(p))) {
+      printf(" mark address=%.*s queue=%.*s", (int)get16(p), (const char *)p + 2, (int)get16(p + 2 + get16(p)),
+             (const char *)p + 4 + get16(p));
+    } else if (r->len >= 2) {
+      size_t n = get16(p);
+      const uint8_t *q = p + 2;
+      printf(" queues=");
+      for (size_t i = 0; i < n && end - q >= 2 && (size_t)(end - q - 2) >= get16(q); i++) {
+        printf("%s%.*s", i ? "," : "", (int)get16(q), (const char *)q + 2);
+        q += 2 + get16(q);
+      }
+    }
+    return;
+  }
+}
+
 static int print_record(void *ctx, const mqr_journal_record_t *r) {
   const char *path = ctx;
-  printf("%s:%zu %s id=%llu payload=%zu\n", path, r->offset, type_name(r->type), (unsigned long long)r->id, r->len);
+  printf("%s:%zu %s id=%llu payload=%zu", path, r->offset, type_name(r->type), (unsigned long long)r->id, r->len);
+  describe(r);
+  printf("\n");
   return 0;
 }
 

@@ -142,6 +142,8 @@ expect mqrd-damaged 1 "" "0000000000000005.jrn: a damaged record at byte 24" -- 
 "$mqrd" --config "$tmp/mqr.yaml" --data-dir "$tmp/data" --recover=truncate 2>"$tmp/trunc.log" &
 tpid=$!
 for _ in $(seq 100); do grep -q "ready" "$tmp/trunc.log" && break; sleep 0.05; done
+tport=$(grep -o "on 127.0.0.1:[0-9]*" "$tmp/trunc.log" | head -1 | cut -d: -f2)
+"$mqr" send --url "tcp://127.0.0.1:$tport" --durable --body kept orders >/dev/null
 kill -TERM $tpid
 wait $tpid
 trc=$?
@@ -152,6 +154,12 @@ else
   echo "FAIL mqrd-recover-truncate: exit $trc"; cat "$tmp/trunc.log"; failed=$((failed + 1))
 fi
 expect mqrd-after-truncate-check 0 "*" "" -- "$mqr" journal check "$tmp/data"
+"$mqr" journal dump "$tmp/data" >"$tmp/dump"
+if grep -q " ADD id=[0-9]* payload=[0-9]* address=orders$" "$tmp/dump" && grep -q " REF id=[0-9]* payload=6 queue=orders$" "$tmp/dump"; then
+  echo "ok   journal-dump-broker"; passed=$((passed + 1))
+else
+  echo "FAIL journal-dump-broker"; cat "$tmp/dump"; failed=$((failed + 1))
+fi
 
 kill -TERM $pid
 wait $pid
