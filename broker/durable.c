@@ -392,7 +392,8 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
                                     .pool_files = pc->journal_pool_files,
                                     .buffer_timeout_us = (uint32_t)(pc->journal_buffer_timeout_ns / 1000),
                                     .buffer_size = pc->journal_buffer_size,
-                                    .truncate_damaged = b->opt.recover_truncate};
+                                    .truncate_damaged = b->opt.recover_truncate,
+                                    .io = b->opt.journal_io};
   d->compact_min_files = pc->journal_compact_min_files;
   d->compact_pct = pc->journal_compact_percentage;
   d->recovering = true;

@@ -23,6 +23,7 @@ static const char *type_name(mqr_journal_record_type_t t) {
   case MQR_JOURNAL_UPDATE: return "UPDATE";
   case MQR_JOURNAL_TOPOLOGY: return "TOPOLOGY";
   case MQR_JOURNAL_PAGED: return "PAGED";
+  case MQR_JOURNAL_BATCH: return "BATCH";
   }
   return "?";
 }
@@ -74,6 +75,7 @@ static void describe(const mqr_journal_record_t *r) {
              (const char *)p + 14 + get16(p + 8), p[1] == MQR_ANYCAST ? "ANYCAST" : "MULTICAST",
              p[2] & 1 ? " durable" : "");
     return;
+  case MQR_JOURNAL_BATCH: return; /* never handed to readers */
   case MQR_JOURNAL_PAGED:
     if (r->len == 0) {
       printf(" (page release barrier)");

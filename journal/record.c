@@ -63,14 +63,18 @@ static rec_t look(const uint8_t *file, size_t len, size_t off, uint64_t file_id,
   return get64(body) == file_id ? REC_OK : REC_STALE;
 }
 
-/* After a bad record at off: does a valid record of this use follow, anywhere after it?
- * Then the damage is in the middle. Records are not aligned, so every later offset is
- * tried; only a file that is damaged pays for it. */
+/* After a bad record at off: does a valid BATCH record of this use follow, anywhere after
+ * it? Then a later write followed the bad one, which was therefore synced: the damage is
+ * in the middle. Without one, the bad record is in the last write, which a crash cut or
+ * left with holes (disks keep the sectors of an unsynced write in no particular order),
+ * and whatever valid records follow it were never synced either. Records are not aligned,
+ * so every later offset is tried; only a file that is damaged pays for it. */
 static bool valid_follows(const uint8_t *file, size_t len, size_t off, uint64_t file_id) {
   for (size_t at = off + 1; at + MQR_JOURNAL_RECORD_HEAD + MQR_JOURNAL_RECORD_FIXED <= len; at++) {
     size_t size;
-    /* The file id first: only where it stands is a CRC worth computing. */
-    if (get64(file + at + MQR_JOURNAL_RECORD_HEAD) == file_id && look(file, len, at, file_id, &size) == REC_OK)
+    /* The file id and type first: only where they stand is a CRC worth computing. */
+    const uint8_t *body = file + at + MQR_JOURNAL_RECORD_HEAD;
+    if (get64(body) == file_id && body[8] == MQR_JOURNAL_BATCH && look(file, len, at, file_id, &size) == REC_OK)
       return true;
   }
   return false;
@@ -92,7 +96,11 @@ int mqr_journal_header_read(const uint8_t *file, size_t len, uint64_t *file_id, 
 int mqr_journal_record_at(const uint8_t *file, size_t len, size_t off, uint64_t file_id, mqr_journal_record_t *out,
                           size_t *next) {
   size_t size = 0;
-  if (off < MQR_JOURNAL_HEADER || off > len || look(file, len, off, file_id, &size) != REC_OK) return 0;
+  for (;;) {
+    if (off < MQR_JOURNAL_HEADER || off > len || look(file, len, off, file_id, &size) != REC_OK) return 0;
+    if (file[off + MQR_JOURNAL_RECORD_HEAD + 8] != MQR_JOURNAL_BATCH) break;
+    off += size; /* the writer's own: skipped */
+  }
   const uint8_t *body = file + off + MQR_JOURNAL_RECORD_HEAD;
   *out = (mqr_journal_record_t){(mqr_journal_record_type_t)body[8], get64(body + 9), body + MQR_JOURNAL_RECORD_FIXED,
                                 size - MQR_JOURNAL_RECORD_HEAD - MQR_JOURNAL_RECORD_FIXED, off};
@@ -121,6 +129,10 @@ int mqr_journal_scan(const uint8_t *file, size_t len, mqr_journal_record_fn fn, 
     const uint8_t *body = file + off + MQR_JOURNAL_RECORD_HEAD;
     mqr_journal_record_t r = {(mqr_journal_record_type_t)body[8], get64(body + 9), body + MQR_JOURNAL_RECORD_FIXED,
                               size - MQR_JOURNAL_RECORD_HEAD - MQR_JOURNAL_RECORD_FIXED, off};
+    if (r.type == MQR_JOURNAL_BATCH) { /* the writer's own */
+      off += size;
+      continue;
+    }
     out->records++;
     if (fn) {
       rc = fn(ctx, &r);

@@ -1,6 +1,7 @@
 /* Opening a journal directory: every journal file (.jrn) read in file-id order, mapped,
- * its valid records handed to the caller; a torn tail cut where it starts (an end marker
- * written and synced there, so that it is logged once); damage in the middle refused, or
+ * its valid records handed to the caller; a torn tail of the newest file cut where it
+ * starts (an end marker written and synced there, so that it is logged once); damage (a
+ * bad record before a later write, or anywhere in an older file) refused, or
  * with truncate_damaged, the journal cut there (the damaged file kept beside, later files
  * set aside). Then the pool (.jrf) is counted and topped up to min_files. */
 #include <dirent.h>
@@ -116,6 +117,10 @@ static int recover_file(mqr_journal_writer_t *w, const mqr_journal_options_t *op
   rec_ctx_t c = {fn, ctx, f->id, f->path};
   rc = mqr_journal_scan(data, len, recover_one, &c, &s, err);
   w->stats.recovered += s.records;
+  /* Only the newest file can end in a torn write: the writer syncs each write before the
+   * next, and begins a file only after the last write of the one before was synced. A bad
+   * record in an older file is damage. */
+  if (rc == 0 && s.status == MQR_JOURNAL_TORN && !last) s.status = MQR_JOURNAL_DAMAGED;
   if (rc == MQR_EBADDATA) {
     char why[sizeof err->message];
     snprintf(why, sizeof why, "%s", err ? err->message : "not a journal file");

@@ -353,22 +353,32 @@ static int next_file(mqr_journal_writer_t *w) {
   return 0;
 }
 
+#define BATCH_SIZE (MQR_JOURNAL_RECORD_HEAD + MQR_JOURNAL_RECORD_FIXED)
+
 int mqr_journal_append(mqr_journal_writer_t *w, mqr_journal_record_type_t type, uint64_t id, const void *payload,
                        size_t len, mqr_journal_done_fn done, void *arg) {
   if (w->failed) return MQR_EIO;
   if (w->closing) return MQR_ECLOSED;
   size_t need = mqr_journal_record_size(len);
-  if (len > MQR_JOURNAL_MAX_PAYLOAD || MQR_JOURNAL_HEADER + need + MQR_JOURNAL_END > w->file_size) return MQR_ELIMIT;
-  if (w->file_off + need + MQR_JOURNAL_END > w->file_size) {
+  if (len > MQR_JOURNAL_MAX_PAYLOAD || MQR_JOURNAL_HEADER + BATCH_SIZE + need + MQR_JOURNAL_END > w->file_size)
+    return MQR_ELIMIT;
+  /* A write begins with a BATCH record: the first record of a segment brings it. */
+  size_t batch = w->open == NULL || w->open->len == 0 ? BATCH_SIZE : 0;
+  if (w->file_off + batch + need + MQR_JOURNAL_END > w->file_size) {
     int rc = next_file(w); /* what the full file has goes as it is; this record starts the next */
     if (rc) return rc;
+    batch = BATCH_SIZE;
   }
   if (w->open == NULL && (w->open = seg_take(w, w->file_id, w->file_off, false)) == NULL) return MQR_ENOMEM;
   mqr__jseg_t *s = w->open;
-  if (!mqr__journal_grow((void **)&s->bytes, &s->cap, s->len + need + MQR_JOURNAL_END, 1) ||
+  if (!mqr__journal_grow((void **)&s->bytes, &s->cap, s->len + batch + need + MQR_JOURNAL_END, 1) ||
       !mqr__journal_grow((void **)&s->cbs, &s->cap_cbs, s->n_cbs + 1, sizeof *s->cbs))
     return MQR_ENOMEM;
-  if (s->len == 0) s->first_ns = w->timeout_ns ? uv_hrtime() : 0;
+  if (s->len == 0) {
+    s->first_ns = w->timeout_ns ? uv_hrtime() : 0;
+    s->len = mqr_journal_record_write(s->bytes, s->file_id, MQR_JOURNAL_BATCH, ++w->batches, NULL, 0);
+    w->file_off += s->len;
+  }
   s->len += mqr_journal_record_write(s->bytes + s->len, s->file_id, type, id, payload, len);
   s->cbs[s->n_cbs++] = (mqr__jcb_t){done, arg};
   w->file_off += need;

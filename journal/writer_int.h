@@ -37,6 +37,7 @@ struct mqr_journal_writer_s {
   size_t buffer_size;
   /* The loop's side. */
   uint64_t file_id; /* of the open segment's file */
+  uint64_t batches; /* BATCH records written: the next one's id */
   size_t file_off;  /* bytes of that file taken, the open segment's included */
   mqr__jseg_t *open, *ready, *ready_tail;
   mqr__jseg_t *spare; /* segments kept for reuse */

@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "mqr/config.h"
+#include "mqr/journal_writer.h"
 #include "mqr/protocol.h"
 
 #ifdef __cplusplus
@@ -43,8 +44,10 @@ typedef struct {
    * persistence directory, and turning persistence on when the config has no section;
    * NULL: the config's. */
   const char *data_dir;
-  bool recover_truncate; /* a journal damaged in the middle is cut there (mqrd --recover=truncate)
-                            instead of stopping the start */
+  bool recover_truncate;              /* a journal damaged in the middle is cut there (mqrd --recover=truncate)
+                                         instead of stopping the start */
+  const mqr_journal_io_t *journal_io; /* the journal's writes and syncs (mqr/journal_writer.h), for tests
+                                         that inject failures or power losses; NULL: the system's */
 } mqr_broker_options_t;
 
 /* Builds the broker on loop: the router from the config, the journal's messages and

@@ -12,10 +12,12 @@
  *
  * Every integer is little-endian. The file id in each record tells a record of this use
  * from one left by an earlier use of the same file, which reads as the end of the data.
- * A crash can leave the last batch cut or half-written: its records then fail their CRC
- * or run past the file, and reading stops there (a torn tail). A record that fails while a
- * valid record of this use follows it is damage in the middle, which recovery must not
- * skip silently.
+ * Each write of a batch of records begins with a BATCH record. A crash can leave the last
+ * write cut, or with holes where the disk did not keep some of its sectors: its records
+ * then fail their CRC or run past the file, and reading stops at the first bad one (a torn
+ * tail). A bad record with a valid BATCH record of this use after it lies in a write that
+ * was followed by another, so it was synced: that is damage in the middle, which recovery
+ * must not skip silently.
  *
  * Nothing here allocates or does I/O: the caller hands whole files in memory (mapped or
  * read). Any thread. */
@@ -28,7 +30,7 @@
 extern "C" {
 #endif
 
-#define MQR_JOURNAL_VERSION 1
+#define MQR_JOURNAL_VERSION 2       /* 2: a BATCH record begins each write */
 #define MQR_JOURNAL_HEADER 24       /* bytes of the file header */
 #define MQR_JOURNAL_RECORD_HEAD 8   /* length and CRC */
 #define MQR_JOURNAL_RECORD_FIXED 17 /* file id, type and record id, before the payload */
@@ -41,7 +43,8 @@ typedef enum {
   MQR_JOURNAL_DELETE = 3,   /* a message acknowledged or dropped from a queue */
   MQR_JOURNAL_UPDATE = 4,   /* a message's delivery count (and later its schedule) */
   MQR_JOURNAL_TOPOLOGY = 5, /* an address or a queue made or removed at run time */
-  MQR_JOURNAL_PAGED = 6     /* a paged message: its queues and its stored bytes (page files) */
+  MQR_JOURNAL_PAGED = 6,    /* a paged message: its queues and its stored bytes (page files) */
+  MQR_JOURNAL_BATCH = 7     /* begins each write (id: its sequence); no payload. Not handed to readers */
 } mqr_journal_record_type_t;
 
 /* The CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use) of p[0..n), continuing
@@ -77,8 +80,8 @@ typedef int (*mqr_journal_record_fn)(void *ctx, const mqr_journal_record_t *r);
 
 typedef enum {
   MQR_JOURNAL_CLEAN = 0,  /* the data ends at an end marker, or at a record of an earlier use */
-  MQR_JOURNAL_TORN = 1,   /* the last records are cut or fail their CRC: a torn tail */
-  MQR_JOURNAL_DAMAGED = 2 /* a record fails while a valid one of this use follows it */
+  MQR_JOURNAL_TORN = 1,   /* the last write is cut or fails its CRC: a torn tail */
+  MQR_JOURNAL_DAMAGED = 2 /* a record fails while a later write (a valid BATCH record) follows it */
 } mqr_journal_status_t;
 
 typedef struct {
@@ -86,21 +89,21 @@ typedef struct {
   mqr_journal_status_t status;
   size_t end;        /* where the valid data ends: the next append goes here */
   size_t bad_offset; /* TORN or DAMAGED: the first bad record's offset */
-  uint64_t records;  /* valid records seen */
+  uint64_t records;  /* valid records seen (BATCH records not counted) */
 } mqr_journal_scan_t;
 
 /* Checks a file's header and gives its use's id. 0, or MQR_EBADDATA (err says why). */
 MQR_EXTERN int mqr_journal_header_read(const uint8_t *file, size_t len, uint64_t *file_id, mqr_error_t *err);
 
-/* The record at off of file[0..len), of the use file_id (the header's): 1 with *out (views
- * into file) and *next (where the record after it starts), or 0 where the data ends for
- * now (an end marker, a record of an earlier use, a record cut or failing its CRC). For
+/* The record at off of file[0..len), of the use file_id (the header's), BATCH records
+ * skipped: 1 with *out (views into file) and *next (where the record after it starts), or
+ * 0 where the data ends for now (an end marker, a record of an earlier use, a record cut or failing its CRC). For
  * reading a file record by record, as its writer appends to it. */
 MQR_EXTERN int mqr_journal_record_at(const uint8_t *file, size_t len, size_t off, uint64_t file_id,
                                      mqr_journal_record_t *out, size_t *next);
 
 /* Reads file[0..len): checks the header, then calls fn (may be NULL) for each valid
- * record of this use, in order, and describes where and how the data ends in *out. A
+ * record of this use but BATCH records, in order, and describes where and how the data ends in *out. A
  * torn tail and damage in the middle are not errors: out->status says which, and fn has
  * seen exactly the valid records before it. Errors: MQR_EBADDATA (no journal header, a
  * bad header CRC, or a version this build does not read; err says which), or fn's code. */

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes journal files as mqr/journal.h describes them, for the CLI tests:
-make_journal.py OUT FILE_ID N [torn|damaged]: N records (ids 1..N), then the end marker;
-torn cuts the last record in half; damaged flips a byte of the first record."""
+make_journal.py OUT FILE_ID N [torn|damaged]: N records (ids 1..N), each its own write (a
+BATCH record before it), then the end marker; torn cuts the last record in half; damaged
+flips a byte of the first record (later writes follow it: damage in the middle)."""
 import struct
 import sys
 
@@ -24,10 +25,12 @@ def crc32c(data):
 def main(argv):
     out, file_id, n = argv[1], int(argv[2]), int(argv[3])
     mode = argv[4] if len(argv) > 4 else ""
-    head = b"MQRJ" + struct.pack("<HHQI", 1, 0, file_id, 0)
+    head = b"MQRJ" + struct.pack("<HHQI", 2, 0, file_id, 0)
     data = bytearray(head + struct.pack("<I", crc32c(head)))
     starts = []
     for i in range(1, n + 1):
+        batch = struct.pack("<QBQ", file_id, 7, i)
+        data += struct.pack("<II", len(batch), crc32c(batch)) + batch
         body = struct.pack("<QBQ", file_id, 1 + (i % 5), i) + bytes([i % 256]) * (10 * i)
         starts.append(len(data))
         data += struct.pack("<II", len(body), crc32c(body)) + body

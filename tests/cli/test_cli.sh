@@ -74,15 +74,15 @@ python3 "$src/tests/cli/make_journal.py" "$tmp/jdir/a.jrn" 7 3
 python3 "$src/tests/cli/make_journal.py" "$tmp/jdir/b.jrn" 3 2
 python3 "$src/tests/cli/make_journal.py" "$tmp/torn.jrn" 4 3 torn
 python3 "$src/tests/cli/make_journal.py" "$tmp/damaged.jrn" 5 3 damaged
-expect journal-dir 0 "$tmp/jdir/b.jrn: file id 3, 2 records, valid data ends at byte 104 (clean)
-$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 159 (clean)" "" -- "$mqr" journal check "$tmp/jdir"
-expect journal-dump 0 "$tmp/jdir/a.jrn:24 REF id=1 payload=10
-$tmp/jdir/a.jrn:59 DELETE id=2 payload=20
-$tmp/jdir/a.jrn:104 UPDATE id=3 payload=30
-$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 159 (clean)" "" -- "$mqr" journal dump "$tmp/jdir/a.jrn"
-expect journal-torn 0 "$tmp/torn.jrn: file id 4, 2 records, valid data ends at byte 104 (torn tail at byte 104)" "" -- \
+expect journal-dir 0 "$tmp/jdir/b.jrn: file id 3, 2 records, valid data ends at byte 154 (clean)
+$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 234 (clean)" "" -- "$mqr" journal check "$tmp/jdir"
+expect journal-dump 0 "$tmp/jdir/a.jrn:49 REF id=1 payload=10
+$tmp/jdir/a.jrn:109 DELETE id=2 payload=20
+$tmp/jdir/a.jrn:179 UPDATE id=3 payload=30
+$tmp/jdir/a.jrn: file id 7, 3 records, valid data ends at byte 234 (clean)" "" -- "$mqr" journal dump "$tmp/jdir/a.jrn"
+expect journal-torn 0 "$tmp/torn.jrn: file id 4, 2 records, valid data ends at byte 179 (torn tail at byte 179)" "" -- \
   "$mqr" journal check "$tmp/torn.jrn"
-expect journal-damaged 1 "$tmp/damaged.jrn: file id 5, 0 records, valid data ends at byte 24 (DAMAGED at byte 24)" "" -- \
+expect journal-damaged 1 "$tmp/damaged.jrn: file id 5, 0 records, valid data ends at byte 49 (DAMAGED at byte 49)" "" -- \
   "$mqr" journal check "$tmp/damaged.jrn"
 expect journal-not 1 "" "not a journal file" -- "$mqr" journal check "$conf"
 expect journal-usage 2 "" "usage: mqr journal" -- "$mqr" journal frobnicate "$tmp"

@@ -137,7 +137,7 @@ expect mqrd-bad-recover 2 "" "--recover takes stop or truncate, not 'bogus'" -- 
 # cuts it there and starts, keeping the damaged file beside.
 mkdir -p "$tmp/data"
 python3 "$src/tests/cli/make_journal.py" "$tmp/data/0000000000000005.jrn" 5 3 damaged
-expect mqrd-damaged 1 "" "0000000000000005.jrn: a damaged record at byte 24" -- \
+expect mqrd-damaged 1 "" "0000000000000005.jrn: a damaged record at byte 49" -- \
   "$mqrd" --config "$tmp/mqr.yaml" --data-dir "$tmp/data"
 "$mqrd" --config "$tmp/mqr.yaml" --data-dir "$tmp/data" --recover=truncate 2>"$tmp/trunc.log" &
 tpid=$!

@@ -37,7 +37,7 @@ static void test_crc32c_vectors(void **state) {
  * end marker; offs[i] is record i's offset, offs[n] the marker's. */
 typedef struct {
   uint8_t data[1 << 16];
-  size_t len, offs[64];
+  size_t len, offs[64], ends[64];
   int n;
 } file_t;
 
@@ -45,12 +45,14 @@ static void make_file(file_t *f, uint64_t file_id, int n) {
   mqr_journal_header_write(f->data, file_id);
   size_t off = MQR_JOURNAL_HEADER;
   uint8_t payload[300];
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n; i++) { /* each record its own write: a BATCH record, the record */
     size_t len = rnd(301);
     for (size_t k = 0; k < len; k++) payload[k] = (uint8_t)rnd(256);
+    off += mqr_journal_record_write(f->data + off, file_id, MQR_JOURNAL_BATCH, (uint64_t)i + 1, NULL, 0);
     f->offs[i] = off;
     off += mqr_journal_record_write(f->data + off, file_id, (mqr_journal_record_type_t)(1 + rnd(5)), (uint64_t)i + 1,
                                     payload, len);
+    f->ends[i] = off;
   }
   f->offs[n] = off;
   mqr_journal_end_write(f->data + off);
@@ -93,7 +95,7 @@ static void test_records_read_back(void **state) {
   mqr_journal_scan_t out = scan(&f, f.data, f.len, 40);
   assert_int_equal(out.status, MQR_JOURNAL_CLEAN);
   assert_int_equal(out.file_id, 42);
-  assert_int_equal(out.end, f.offs[40]);
+  assert_int_equal(out.end, f.ends[39]);
   /* Payloads and types come back as written. */
   uint8_t one[MQR_JOURNAL_HEADER + 64];
   mqr_journal_header_write(one, 7);
@@ -112,11 +114,11 @@ static void test_records_read_back(void **state) {
   h[9] ^= 1;
   assert_int_equal(mqr_journal_scan(h, sizeof h, NULL, NULL, &out, &err), MQR_EBADDATA);
   mqr_journal_header_write(h, 1);
-  h[4] = 2; /* a later format, with its header's CRC right */
+  h[4] = MQR_JOURNAL_VERSION + 1; /* a later format, with its header's CRC right */
   uint32_t crc = mqr_crc32c(0, h, 20);
   for (int i = 0; i < 4; i++) h[20 + i] = (uint8_t)(crc >> (8 * i));
   assert_int_equal(mqr_journal_scan(h, sizeof h, NULL, NULL, &out, &err), MQR_EBADDATA);
-  assert_non_null(strstr(err.message, "version 2"));
+  assert_non_null(strstr(err.message, "version 3"));
 }
 
 /* A crash cuts the file anywhere in its last records: the scan gives every record that is
@@ -127,29 +129,37 @@ static void test_cut_at_every_byte(void **state) {
   make_file(&f, 5, 12);
   for (size_t len = f.offs[8]; len <= f.len; len++) {
     int whole = 0;
-    while (whole < f.n && f.offs[whole + 1] <= len) whole++;
+    while (whole < f.n && f.ends[whole] <= len) whole++;
     mqr_journal_scan_t out = scan(&f, f.data, len, whole);
-    assert_int_equal(out.end, f.offs[whole]);
-    bool at_boundary = len == f.offs[whole] || len == f.len;
+    /* Cut right after a record, or right after the BATCH record of the next write: clean. */
+    size_t after = whole ? f.ends[whole - 1] : MQR_JOURNAL_HEADER;
+    bool at_boundary = len == after || len == f.offs[whole] || len == f.len;
     assert_int_equal(out.status, at_boundary ? MQR_JOURNAL_CLEAN : MQR_JOURNAL_TORN);
+    if (at_boundary)
+      assert_true(out.end == after || out.end == f.offs[whole] || len == f.len);
+    else
+      assert_true(out.end == after || out.end == f.offs[whole]);
   }
 }
 
-/* Every byte of a record flipped: the last record is a torn tail; any other is damage
- * in the middle, at that record. */
+/* Every byte of a record flipped: the last record is a torn tail; any other, with a later
+ * write (its BATCH record) after it, is damage in the middle, at that record. */
 static void test_flips(void **state) {
   (void)state;
   static file_t f;
   static uint8_t copy[1 << 16];
   make_file(&f, 9, 10);
   for (int victim = 6; victim < f.n; victim++)
-    for (size_t at = f.offs[victim]; at < f.offs[victim + 1]; at++) {
+    for (size_t at = f.offs[victim]; at < f.ends[victim]; at++) {
       memcpy(copy, f.data, f.len);
       copy[at] ^= (uint8_t)(1u << rnd(8));
       mqr_journal_scan_t out = scan(&f, copy, f.len, victim);
       assert_int_equal(out.bad_offset, f.offs[victim]);
       assert_int_equal(out.end, f.offs[victim]);
       assert_int_equal(out.status, victim == f.n - 1 ? MQR_JOURNAL_TORN : MQR_JOURNAL_DAMAGED);
+      /* The same bad record, with only its own write's records after it: torn. */
+      mqr_journal_scan_t cut = scan(&f, copy, f.ends[victim], victim);
+      assert_int_equal(cut.status, MQR_JOURNAL_TORN);
     }
 }
 
@@ -188,7 +198,7 @@ static void test_callback_stops(void **state) {
   make_file(&f, 3, 6);
   mqr_journal_scan_t out;
   assert_int_equal(mqr_journal_scan(f.data, f.len, stop_at_3, NULL, &out, NULL), MQR_EINVAL);
-  assert_int_equal(out.end, f.offs[3]);
+  assert_int_equal(out.end, f.ends[2]);
   uint8_t big[8];
   assert_int_equal(mqr_journal_record_write(big, 1, MQR_JOURNAL_ADD, 1, NULL, MQR_JOURNAL_MAX_PAYLOAD + 1), 0);
 }

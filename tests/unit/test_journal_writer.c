@@ -17,6 +17,8 @@
 
 static char dir[256];
 
+#define B (MQR_JOURNAL_RECORD_HEAD + MQR_JOURNAL_RECORD_FIXED) /* the BATCH record that begins each write */
+
 static void fresh_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/mqr-journal-test-%d", (int)getpid());
   char cmd[300];
@@ -173,8 +175,10 @@ static void test_files_fill_and_rotate(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* The newest file cut inside its last record (a crash mid-write): recovery stops there.
- * A record in the middle of a file damaged: the opening stops, naming file and offset. */
+/* The newest file cut inside its last record (a crash mid-write): recovery stops there. A
+ * bad record with valid ones after it in the same, last, write (a write the disk kept
+ * with holes): a torn tail too. A bad record with a later write after it: damage in the
+ * middle, and the opening stops, naming file and offset. */
 static void test_torn_and_damaged(void **state) {
   (void)state;
   fresh_dir();
@@ -186,25 +190,35 @@ static void test_torn_and_damaged(void **state) {
   if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
   static done_t d;
   d = (done_t){.n = 0};
-  append_n(w, &d, 1, 20);
+  append_n(w, &d, 1, 10); /* two writes: [B][1..10] [B][11..20] */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  append_n(w, &d, 11, 10);
   uv_run(&loop, UV_RUN_DEFAULT);
   close_journal(&loop, w);
   char path[300];
   snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 1ull);
   FILE *f = fopen(path, "r+b");
   assert_non_null(f);
-  /* Record 20 starts at 24 + 19 * record size; overwrite its last bytes. */
-  size_t rec = mqr_journal_record_size(strlen("payload 10")); /* ids 10..20 have two digits */
-  size_t r20 = MQR_JOURNAL_HEADER + 9 * mqr_journal_record_size(strlen("payload 1")) + 10 * rec;
-  fseek(f, (long)(r20 + rec - 2), SEEK_SET);
+  size_t s1 = mqr_journal_record_size(strlen("payload 1")), s2 = mqr_journal_record_size(strlen("payload 10"));
+  size_t w2 = MQR_JOURNAL_HEADER + B + 9 * s1 + s2; /* the second write */
+  /* Record 20's last bytes overwritten. */
+  fseek(f, (long)(w2 + B + 10 * s2 - 2), SEEK_SET);
   fputc('X', f);
   fclose(f);
   if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
   assert_int_equal(g.n, 19); /* a torn tail: record 20 is cut off */
   close_journal(&loop, w);
-  /* Record 5 damaged, with 6..19 valid after it: damage in the middle. */
+  /* Record 15 bad, 16..19 valid after it in the same (last) write: torn there. */
   f = fopen(path, "r+b");
-  fseek(f, (long)(MQR_JOURNAL_HEADER + 4 * mqr_journal_record_size(strlen("payload 1")) + 30), SEEK_SET);
+  fseek(f, (long)(w2 + B + 4 * s2 + 30), SEEK_SET);
+  fputc('Y', f);
+  fclose(f);
+  if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(g.n, 14);
+  close_journal(&loop, w);
+  /* Record 5 bad, with the second write after it: damage in the middle. */
+  f = fopen(path, "r+b");
+  fseek(f, (long)(MQR_JOURNAL_HEADER + B + 4 * s1 + 30), SEEK_SET);
   fputc('Z', f);
   fclose(f);
   assert_int_equal(open_journal(&loop, 0, &g, &w, &err), MQR_EBADDATA);
@@ -487,8 +501,8 @@ static void test_truncate_damaged(void **state) {
   char path[300];
   snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 1ull);
   FILE *f = fopen(path, "r+b");
-  fseek(f, (long)(MQR_JOURNAL_HEADER + 4 * mqr_journal_record_size(strlen("payload 1")) + 30), SEEK_SET);
-  fputc('Z', f); /* record 5 */
+  fseek(f, (long)(MQR_JOURNAL_HEADER + B + 4 * mqr_journal_record_size(strlen("payload 1")) + 30), SEEK_SET);
+  fputc('Z', f); /* record 5: the file is not the newest, so this is damage */
   fclose(f);
   assert_int_equal(open_journal(&loop, 0, &g, &w, &err), MQR_EBADDATA);
   assert_non_null(strstr(err.message, "--recover=truncate"));
@@ -514,7 +528,7 @@ static void test_truncate_damaged(void **state) {
   snprintf(path, sizeof path, "%s/%016llx.jrn", dir, 4ull);
   f = fopen(path, "r+b");
   assert_non_null(f);
-  fseek(f, (long)(MQR_JOURNAL_HEADER + 4 * mqr_journal_record_size(strlen("payload 8")) + 3), SEEK_SET);
+  fseek(f, (long)(MQR_JOURNAL_HEADER + B + 4 * mqr_journal_record_size(strlen("payload 8")) + 3), SEEK_SET);
   fputc('T', f); /* the last record, 12 */
   fclose(f);
   if (open_journal(&loop, 0, &g, &w, &err) != 0) fail_msg("%s", err.message);
@@ -582,7 +596,7 @@ static void test_failing_fdatasync(void **state) {
 /* Torn writes: the newest file cut at every byte of its last records (what follows the
  * cut zeroed, as a pre-allocated file holds), and each bit of its last records flipped:
  * recovery takes exactly the complete, valid records before the first bad one; a bad
- * record with valid ones after it stops the opening. */
+ * record with a later write after it stops the opening. */
 static void test_torn_every_byte(void **state) {
   (void)state;
   fresh_dir();
@@ -609,6 +623,7 @@ static void test_torn_every_byte(void **state) {
   size_t at = MQR_JOURNAL_HEADER;
   for (int i = 0; i < 30; i++) {
     char p[32];
+    if (i % 5 == 0) at += B; /* each write of five begins with its BATCH record */
     at += mqr_journal_record_size((size_t)snprintf(p, sizeof p, "payload %d", i + 1));
     ends[i] = at;
   }
@@ -631,8 +646,12 @@ static void test_torn_every_byte(void **state) {
     assert_int_equal(system(cmd), 0);
     checked++;
   }
-  for (int rec = 27; rec < 30; rec++) {
-    size_t from = ends[rec - 1];
+  /* Records 23..25 lie in the fifth write, which the sixth follows: damage. Records
+   * 28..30 lie in the last write: a torn tail, whatever follows them in it. */
+  static const int flip[] = {22, 23, 24, 27, 28, 29};
+  for (size_t fi = 0; fi < sizeof flip / sizeof *flip; fi++) {
+    int rec = flip[fi];
+    size_t from = ends[rec] - mqr_journal_record_size(rec + 1 >= 10 ? 10 : 9);
     for (size_t byte = from; byte < ends[rec]; byte++)
       for (int bit = 0; bit < 8; bit++) {
         memcpy(copy, orig, sizeof copy);
@@ -641,11 +660,11 @@ static void test_torn_every_byte(void **state) {
         fwrite(copy, 1, sizeof copy, f);
         fclose(f);
         int rc = open_journal(&loop, 4096, &g, &w, &err);
-        if (rec == 29) { /* the last record: a torn tail */
-          if (rc != 0) fail_msg("flip in the last record: %s", err.message);
-          assert_int_equal(g.n, 29);
+        if (rec >= 25) { /* in the last write: a torn tail */
+          if (rc != 0) fail_msg("flip in record %d: %s", rec + 1, err.message);
+          assert_int_equal(g.n, rec);
           close_journal(&loop, w);
-        } else { /* valid records follow: damage */
+        } else { /* a later write follows: damage */
           assert_int_equal(rc, MQR_EBADDATA);
           assert_int_equal(g.n, rec); /* exactly the records before it were seen */
         }
