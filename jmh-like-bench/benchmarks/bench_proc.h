@@ -9,11 +9,14 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "mqr/client.h"
 
 static inline double bench_now(void) {
   struct timespec t;
@@ -60,6 +63,39 @@ static inline bool bench_listening(int port) {
     if (ok) return true;
   }
   return false;
+}
+
+/* mqr's clients for a benchmark through mqrd: a producer, and with on_message a consumer of
+ * queue `bench` with credit, connected to url on loop. 0, or -1 with why. */
+static int bench_ready_count; /* answers to the connects and the subscribe (one setup at a time) */
+
+static inline void bench_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c, (void)f, (void)arg; /* arg is the benchmark's: the subscription's messages get it too */
+  bench_ready_count += status == 0 ? 1 : 100;
+}
+
+static inline int bench_mqr_connect(uv_loop_t *loop, const char *url, mqr_client_t **pub, mqr_client_t **sub,
+                                    mqr_client_sub_t **subscription, uint32_t credit, mqr_client_message_fn on_message,
+                                    void *arg, char *why, size_t cap) {
+  mqr_client_options_t opt = {.client_id = "bench"};
+  mqr_error_t err = {0};
+  int ready = 0, want = on_message ? 2 : 1;
+  if (mqr_client_create(loop, &opt, pub) || mqr_client_connect(*pub, url, bench_ready, &ready, &err) ||
+      (on_message &&
+       (mqr_client_create(loop, &opt, sub) || mqr_client_connect(*sub, url, bench_ready, &ready, &err)))) {
+    snprintf(why, cap, "connect: %s", err.message);
+    return -1;
+  }
+  while (bench_ready_count < want) uv_run(loop, UV_RUN_ONCE);
+  if (bench_ready_count == want && on_message &&
+      mqr_client_subscribe(*sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), credit, on_message, bench_ready, arg,
+                           subscription, &err) == 0)
+    while (bench_ready_count < want + 1) uv_run(loop, UV_RUN_ONCE);
+  if (bench_ready_count != want + (on_message ? 1 : 0)) {
+    snprintf(why, cap, "the broker refused%s%s", err.message[0] ? ": " : "", err.message);
+    return -1;
+  }
+  return 0;
 }
 
 static inline void bench_stop(pid_t pid) {

@@ -53,7 +53,6 @@ typedef struct {
   uv_loop_t loop;
   mqr_client_t *pub, *sub;
   mqr_client_sub_t *subscription;
-  int ready;
   uint64_t sent, answered, failed, received, acked, flushed;
   /* jetstream */
   pid_t server;
@@ -81,12 +80,6 @@ static void remove_dir(st_t *s) {
 }
 
 /* ---- mqr over loopback ------------------------------------------------------------------- */
-
-static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
-  (void)c, (void)f;
-  st_t *s = arg;
-  s->ready += status == 0 ? 1 : 100;
-}
 
 static void on_receipt(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
   (void)c, (void)f;
@@ -123,20 +116,11 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   char url[64];
   snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   uv_loop_init(&s->loop);
-  mqr_client_options_t opt = {.client_id = "bench"};
-  mqr_error_t err;
-  int want = consumer ? 2 : 1;
-  if (mqr_client_create(&s->loop, &opt, &s->pub) || mqr_client_connect(s->pub, url, on_ready, s, &err))
-    return mqr_bench_fail(c, "connect: %s", err.message);
-  if (consumer && (mqr_client_create(&s->loop, &opt, &s->sub) || mqr_client_connect(s->sub, url, on_ready, s, &err)))
-    return mqr_bench_fail(c, "connect: %s", err.message);
-  while (s->ready < want) uv_run(&s->loop, UV_RUN_ONCE);
-  if (!consumer) return s->ready == 1 ? 0 : mqr_bench_fail(c, "the broker refused");
-  if (mqr_client_subscribe(s->sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), 2 * WINDOW, on_message, on_ready, s,
-                           &s->subscription, &err))
-    return mqr_bench_fail(c, "subscribe: %s", err.message);
-  while (s->ready < 3) uv_run(&s->loop, UV_RUN_ONCE);
-  return s->ready == 3 ? 0 : mqr_bench_fail(c, "the broker refused");
+  char why[600];
+  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, consumer ? on_message : NULL, s,
+                        why, sizeof why))
+    return mqr_bench_fail(c, "%s", why);
+  return 0;
 }
 
 static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
