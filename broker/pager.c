@@ -535,6 +535,7 @@ typedef struct {
   uint64_t counts[64]; /* records still to read back: after skip, durable */
   int64_t skip[64];
   uint32_t n_names;
+  int64_t max_id; /* the highest message id in the pages */
   char store[4096];
   size_t used;
 } scan_t;
@@ -548,6 +549,7 @@ static int scan_record(void *ctx, uint64_t file, const char *path, const mqr_jou
   const uint8_t *names, *stored;
   size_t stored_len;
   if (r->type != MQR_JOURNAL_PAGED || !parse(r, &n, &names, &stored, &stored_len)) return 0;
+  if ((int64_t)r->id > s->max_id) s->max_id = (int64_t)r->id;
   bool durable = stored_durable(stored, stored_len);
   const uint8_t *p = names;
   for (uint16_t i = 0; i < n; i++) {
@@ -603,6 +605,9 @@ int mqr__pagers_recover(mqr_broker_t *b, mqr_error_t *err) {
     s.address = mqr_address_name(a);
     mqr__pager_t *pg;
     if ((rc = pager_open(b, acct, scan_record, &s, &pg, err)) != 0) break;
+    /* Messages sent while the address paged have their ids in the pages only: new ones
+     * must come after them, or a cursor would skip or read again by id. */
+    if (s.max_id > b->next_message_id) b->next_message_id = s.max_id;
     for (uint32_t i = 0; i < s.n_names; i++) {
       mqr_queue_t *q = mqr_router_find_queue(&b->router, s.names[i]);
       mqr__bq_t *bq = q ? mqr__bq_of(b, q) : NULL;
