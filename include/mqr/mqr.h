@@ -5,6 +5,7 @@
 #include "mqr/codec.h"
 #include "mqr/common.h"
 #include "mqr/config.h"
+#include "mqr/filter.h"
 #include "mqr/journal.h"
 #include "mqr/routing.h"
 

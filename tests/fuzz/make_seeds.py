@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter
 """
 import json
 import random
@@ -19,6 +19,19 @@ from avro_gen import gen, py_encode, to_json  # noqa: E402
 
 kind, out, src = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
+if kind == "filter":
+    # Selectors (fuzz_filter.c): Artemis's own cases, each grammar rule, and some wrong.
+    seeds = [
+        "name = 'James' and rank < 200", "rank between 100 and 150", "name not in ('Gromit', 'Bob')",
+        "quote LIKE '''In G_d We Trust'''", "foo LIKE '!_%' ESCAPE '!'", "dummy is not null",
+        "not(trueProp) or unknownProp", "-.5E1 < .1E1 AND 0x7B = 0173", "rank / version = 61.5",
+        "hyphenated_props:a-b = 1", "(a + 1) * -b % 3 <> 9223372036854775807L", "a = 'x' AND (b OR c)",
+        "3+5", "a IN (1)", "'unterminated", "((((a))))", "a LIKE '%' ESCAPE '%'",
+    ]
+    for i, s in enumerate(seeds):
+        with open(os.path.join(out, "filter-%02d" % i), "w") as f:
+            f.write(s)
+    sys.exit(0)
 if kind == "broker":
     # Scripts of 3-byte steps (fuzz_broker.c): subscribe, send, ack, credit, then random.
     rnd = random.Random(11)

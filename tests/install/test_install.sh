@@ -19,10 +19,10 @@ libdir=${libdir%/}
 # What is installed: every library whose header is installed, shared with a versioned
 # SONAME and static; both tools; man pages, the default config and the systemd unit;
 # pkg-config and CMake files.
-for h in mqr common routing codec journal config protocol broker client; do
+for h in mqr common routing codec journal filter config protocol broker client; do
   test -f "$p/include/mqr/$h.h" || fail "no include/mqr/$h.h"
 done
-for l in common routing codec journal config protocol broker client; do
+for l in common routing codec journal filter config protocol broker client; do
   test -f "$libdir/libmqr_$l.a" || fail "no libmqr_$l.a"
   so=$(readlink -f "$libdir/libmqr_$l.so")
   soname=$(objdump -p "$so" | awk '/SONAME/ {print $2}')

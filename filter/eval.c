@@ -1,0 +1,416 @@
+/* Filters evaluated (filter_int.h): the semantics of each operation, as JMS 2.0 and
+ * Artemis define them; the tree turned into a program (postfix, over a value stack whose
+ * depth is known at compile time); the program's evaluation, allocating nothing; and the
+ * tree's, node by node, which the tests hold the program to.
+ *
+ * Values: a condition's result is a BOOL, or NULL for UNKNOWN. NULL, and a value of the
+ * wrong type for an arithmetic operation, give NULL; comparing values of unlike types
+ * gives FALSE (JMS: "the value of the operation is false"). Numbers are promoted as Java
+ * promotes them: to double if either is a double, else to float if either is a float,
+ * else to long if either is a long, else int; arithmetic on floats is done in double,
+ * and / and % are always done in double (as Artemis does). */
+#include <math.h>
+#include <string.h>
+
+#include "filter_int.h"
+
+typedef mqr_fvalue_t val_t;
+
+static const val_t VNULL = {MQR_FV_NULL, {0}};
+
+static val_t vbool(bool b) { return (val_t){MQR_FV_BOOL, {.b = b}}; }
+
+static bool is_num(const val_t *v) { return v->type >= MQR_FV_INT && v->type <= MQR_FV_DOUBLE; }
+
+static double as_double(const val_t *v) {
+  switch (v->type) {
+  case MQR_FV_INT: return v->u.i;
+  case MQR_FV_LONG: return (double)v->u.l;
+  case MQR_FV_FLOAT: return v->u.f;
+  default: return v->u.d;
+  }
+}
+
+static int64_t as_long(const val_t *v) { return v->type == MQR_FV_INT ? v->u.i : v->u.l; }
+
+static val_t arith(mqr__fkind_t op, const val_t *a, const val_t *b) {
+  if (!is_num(a) || !is_num(b)) return VNULL;
+  if (op == F_DIV || op == F_MOD || a->type >= MQR_FV_FLOAT || b->type >= MQR_FV_FLOAT) {
+    double x = as_double(a), y = as_double(b), r;
+    switch (op) {
+    case F_ADD: r = x + y; break;
+    case F_SUB: r = x - y; break;
+    case F_MUL: r = x * y; break;
+    case F_DIV: r = x / y; break;
+    default: r = fmod(x, y); break;
+    }
+    return (val_t){MQR_FV_DOUBLE, {.d = r}};
+  }
+  /* int and long wrap, as Java's do */
+  uint64_t x = (uint64_t)as_long(a), y = (uint64_t)as_long(b), r = op == F_ADD ? x + y : op == F_SUB ? x - y : x * y;
+  if (a->type == MQR_FV_INT && b->type == MQR_FV_INT) return (val_t){MQR_FV_INT, {.i = (int32_t)(uint32_t)r}};
+  return (val_t){MQR_FV_LONG, {.l = (int64_t)r}};
+}
+
+static val_t negate(const val_t *a) {
+  switch (a->type) {
+  case MQR_FV_INT: return (val_t){MQR_FV_INT, {.i = (int32_t)(0u - (uint32_t)a->u.i)}};
+  case MQR_FV_LONG: return (val_t){MQR_FV_LONG, {.l = (int64_t)(0u - (uint64_t)a->u.l)}};
+  case MQR_FV_FLOAT: return (val_t){MQR_FV_FLOAT, {.f = -a->u.f}};
+  case MQR_FV_DOUBLE: return (val_t){MQR_FV_DOUBLE, {.d = -a->u.d}};
+  default: return VNULL;
+  }
+}
+
+/* Java's Double.compare: NaN equals itself and is above everything, -0.0 below 0.0
+ * (Artemis compares numbers with compareTo). */
+static int cmp_double(double x, double y) {
+  if (x < y) return -1;
+  if (x > y) return 1;
+  bool nx = isnan(x), ny = isnan(y);
+  if (nx || ny) return nx && ny ? 0 : nx ? 1 : -1;
+  bool sx = signbit(x), sy = signbit(y); /* equal: only the sign of a zero can differ */
+  return sx == sy ? 0 : sx ? -1 : 1;
+}
+
+/* <0, 0, >0; or 2 when a and b do not compare (unlike types). */
+static int order(const val_t *a, const val_t *b) {
+  if (is_num(a) && is_num(b)) {
+    if (a->type == MQR_FV_DOUBLE || b->type == MQR_FV_DOUBLE) return cmp_double(as_double(a), as_double(b));
+    if (a->type == MQR_FV_FLOAT || b->type == MQR_FV_FLOAT)
+      return cmp_double((float)as_double(a), (float)as_double(b)); /* compared as floats */
+    int64_t x = as_long(a), y = as_long(b);
+    return x < y ? -1 : x > y;
+  }
+  if (a->type == MQR_FV_STRING && b->type == MQR_FV_STRING) {
+    size_t n = a->u.s.len < b->u.s.len ? a->u.s.len : b->u.s.len;
+    int c = n ? memcmp(a->u.s.ptr, b->u.s.ptr, n) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return a->u.s.len < b->u.s.len ? -1 : a->u.s.len > b->u.s.len;
+  }
+  if (a->type == MQR_FV_BOOL && b->type == MQR_FV_BOOL) return (int)a->u.b - (int)b->u.b; /* false < true */
+  return 2;
+}
+
+static val_t compare(mqr__fkind_t op, const val_t *a, const val_t *b) {
+  if (a->type == MQR_FV_NULL || b->type == MQR_FV_NULL) return VNULL;
+  int c = order(a, b);
+  if (c == 2) return vbool(false);
+  switch (op) {
+  case F_EQ: return vbool(c == 0);
+  case F_NE: return vbool(c != 0);
+  case F_LT: return vbool(c < 0);
+  case F_LE: return vbool(c <= 0);
+  case F_GT: return vbool(c > 0);
+  default: return vbool(c >= 0);
+  }
+}
+
+/* Three-valued logic: UNKNOWN is NULL. */
+static int tv(const val_t *v) { return v->type == MQR_FV_BOOL ? v->u.b : -1; }
+static val_t from_tv(int t) { return t < 0 ? VNULL : vbool(t != 0); }
+
+static val_t and3(const val_t *a, const val_t *b) {
+  int x = tv(a), y = tv(b);
+  return from_tv(x == 0 || y == 0 ? 0 : x < 0 || y < 0 ? -1 : 1);
+}
+
+static val_t or3(const val_t *a, const val_t *b) {
+  int x = tv(a), y = tv(b);
+  return from_tv(x == 1 || y == 1 ? 1 : x < 0 || y < 0 ? -1 : 0);
+}
+
+static val_t not3(const val_t *a) {
+  int x = tv(a);
+  return from_tv(x < 0 ? -1 : !x);
+}
+
+static val_t boolcast(const val_t *a) {
+  if (a->type == MQR_FV_NULL) return VNULL;
+  return vbool(a->type == MQR_FV_BOOL && a->u.b);
+}
+
+static val_t between(const val_t *v, const val_t *lo, const val_t *hi, bool neg) {
+  if (neg) { /* v < lo OR v > hi */
+    val_t x = compare(F_LT, v, lo), y = compare(F_GT, v, hi);
+    return or3(&x, &y);
+  }
+  val_t x = compare(F_GE, v, lo), y = compare(F_LE, v, hi);
+  return and3(&x, &y);
+}
+
+static int32_t next_cp(const unsigned char **s, const unsigned char *end) {
+  unsigned c = *(*s)++;
+  if (c < 0x80 || *s >= end) return (int32_t)c;
+  int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+  uint32_t v = c & (0x3Fu >> more);
+  while (more-- > 0 && *s < end && (**s & 0xC0) == 0x80) v = (v << 6) | (*(*s)++ & 0x3F);
+  return (int32_t)v;
+}
+
+/* Whether s matches the pattern p[0..n): % any run of code points, _ one. The classic
+ * backtracking on the last %, which needs no memory and is O(len(s) * n) at worst. */
+static bool like_match(const int32_t *p, uint32_t n, mqr_str_t str) {
+  static const unsigned char none[1];
+  const unsigned char *s = str.len ? (const unsigned char *)str.ptr : none, *end = s + str.len;
+  const unsigned char *star_s = NULL;
+  uint32_t i = 0, star_i = 0;
+  bool star = false;
+  while (s < end) {
+    const unsigned char *at = s;
+    if (i < n && p[i] == MQR__LIKE_ANY) {
+      star = true;
+      star_i = ++i;
+      star_s = s;
+      continue;
+    }
+    int32_t c = next_cp(&s, end);
+    if (i < n && (p[i] == MQR__LIKE_ONE || p[i] == c)) {
+      i++;
+      continue;
+    }
+    s = at;
+    if (!star) return false;
+    next_cp(&star_s, end); /* the last % takes one more code point */
+    s = star_s;
+    i = star_i;
+  }
+  while (i < n && p[i] == MQR__LIKE_ANY) i++;
+  return i == n;
+}
+
+static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg) {
+  if (v->type == MQR_FV_NULL) return VNULL;
+  if (v->type != MQR_FV_STRING) return vbool(neg);                        /* false, then NOT */
+  const int32_t *p = f->pats[pat].len ? f->pat + f->pats[pat].off : NULL; /* '' has none */
+  bool m = like_match(p, f->pats[pat].len, v->u.s);
+  return vbool(m != neg);
+}
+
+static val_t in(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
+  if (v->type != MQR_FV_STRING) return VNULL; /* as Artemis: not a string is UNKNOWN */
+  const mqr_str_t *items = f->set + f->sets[set].off;
+  for (uint32_t i = 0; i < f->sets[set].len; i++)
+    if (mqr_str_eq(items[i], v->u.s)) return vbool(!neg);
+  return vbool(neg);
+}
+
+static val_t load(const val_t *values, uint32_t n, int32_t slot) { return (uint32_t)slot < n ? values[slot] : VNULL; }
+
+/* ---- the tree ------------------------------------------------------------------------------ */
+
+mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n) {
+  const mqr__fnode_t *x = &f->nodes[node];
+  val_t a, b, c;
+  switch (x->kind) {
+  case F_CONST: return x->v;
+  case F_IDENT: return load(values, n, x->slot);
+  case F_NEG: a = mqr__filter_eval_tree(f, x->a, values, n); return negate(&a);
+  case F_ADD:
+  case F_SUB:
+  case F_MUL:
+  case F_DIV:
+  case F_MOD:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    b = mqr__filter_eval_tree(f, x->b, values, n);
+    return arith(x->kind, &a, &b);
+  case F_EQ:
+  case F_NE:
+  case F_LT:
+  case F_LE:
+  case F_GT:
+  case F_GE:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    b = mqr__filter_eval_tree(f, x->b, values, n);
+    return compare(x->kind, &a, &b);
+  case F_AND:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    b = mqr__filter_eval_tree(f, x->b, values, n);
+    return and3(&a, &b);
+  case F_OR:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    b = mqr__filter_eval_tree(f, x->b, values, n);
+    return or3(&a, &b);
+  case F_NOT: a = mqr__filter_eval_tree(f, x->a, values, n); return not3(&a);
+  case F_BETWEEN:
+  case F_NOT_BETWEEN:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    b = mqr__filter_eval_tree(f, x->b, values, n);
+    c = mqr__filter_eval_tree(f, x->c, values, n);
+    return between(&a, &b, &c, x->kind == F_NOT_BETWEEN);
+  case F_LIKE:
+  case F_NOT_LIKE: a = mqr__filter_eval_tree(f, x->a, values, n); return like(f, x->aux, &a, x->kind == F_NOT_LIKE);
+  case F_IN:
+  case F_NOT_IN: a = mqr__filter_eval_tree(f, x->a, values, n); return in(f, x->aux, &a, x->kind == F_NOT_IN);
+  case F_IS_NULL:
+  case F_IS_NOT_NULL:
+    a = mqr__filter_eval_tree(f, x->a, values, n);
+    return vbool((a.type == MQR_FV_NULL) == (x->kind == F_IS_NULL));
+  case F_BOOLCAST: a = mqr__filter_eval_tree(f, x->a, values, n); return boolcast(&a);
+  }
+  return VNULL;
+}
+
+/* ---- the program ------------------------------------------------------------------------------ */
+
+typedef struct {
+  mqr_filter_t *f;
+  uint32_t depth, max;
+  int rc;
+} emit_t;
+
+static void emit(emit_t *e, mqr__fkind_t op, int32_t arg, int pops, int pushes) {
+  mqr_filter_t *f = e->f;
+  if (e->rc) return;
+  if (!mqr__filter_grow((void **)&f->prog, &f->cap_prog, f->n_prog + 1, sizeof *f->prog)) {
+    e->rc = MQR_ENOMEM;
+    return;
+  }
+  f->prog[f->n_prog++] = (mqr__fop_t){(uint8_t)op, arg};
+  e->depth = e->depth - (uint32_t)pops + (uint32_t)pushes;
+  if (e->depth > e->max) e->max = e->depth;
+}
+
+static void gen(emit_t *e, int32_t node) {
+  const mqr__fnode_t *x = &e->f->nodes[node];
+  switch (x->kind) {
+  case F_CONST: emit(e, F_CONST, node, 0, 1); return;
+  case F_IDENT: emit(e, F_IDENT, x->slot, 0, 1); return;
+  case F_BETWEEN:
+  case F_NOT_BETWEEN:
+    gen(e, x->a);
+    gen(e, x->b);
+    gen(e, x->c);
+    emit(e, x->kind, 0, 3, 1);
+    return;
+  case F_LIKE:
+  case F_NOT_LIKE:
+  case F_IN:
+  case F_NOT_IN:
+    gen(e, x->a);
+    emit(e, x->kind, (int32_t)x->aux, 1, 1);
+    return;
+  default:
+    gen(e, x->a);
+    if (x->b >= 0) gen(e, x->b);
+    emit(e, x->kind, 0, x->b >= 0 ? 2 : 1, 1);
+  }
+}
+
+int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
+  emit_t e = {f, 0, 0, 0};
+  gen(&e, f->root);
+  if (e.rc) return mqr_error_set(err, e.rc, "out of memory compiling a filter");
+  if (e.max > MQR_FILTER_MAX_DEPTH)
+    return mqr_error_set(err, MQR_ELIMIT, "the selector nests deeper than %d", MQR_FILTER_MAX_DEPTH);
+  f->depth = e.max;
+  return 0;
+}
+
+int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t n) {
+  if (f == NULL) return MQR_FILTER_TRUE;
+  val_t st[MQR_FILTER_MAX_DEPTH];
+  uint32_t sp = 0;
+  for (uint32_t pc = 0; pc < f->n_prog; pc++) {
+    const mqr__fop_t *op = &f->prog[pc];
+    val_t *top = st + (sp ? sp - 1 : 0); /* the top, for the operations that take one */
+    switch ((mqr__fkind_t)op->op) {
+    case F_CONST: st[sp++] = f->nodes[op->arg].v; break;
+    case F_IDENT: st[sp++] = load(values, n, op->arg); break;
+    case F_NEG: *top = negate(top); break;
+    case F_ADD:
+    case F_SUB:
+    case F_MUL:
+    case F_DIV:
+    case F_MOD:
+      top[-1] = arith((mqr__fkind_t)op->op, &top[-1], top);
+      sp--;
+      break;
+    case F_EQ:
+    case F_NE:
+    case F_LT:
+    case F_LE:
+    case F_GT:
+    case F_GE:
+      top[-1] = compare((mqr__fkind_t)op->op, &top[-1], top);
+      sp--;
+      break;
+    case F_AND:
+      top[-1] = and3(&top[-1], top);
+      sp--;
+      break;
+    case F_OR:
+      top[-1] = or3(&top[-1], top);
+      sp--;
+      break;
+    case F_NOT: *top = not3(top); break;
+    case F_BETWEEN:
+    case F_NOT_BETWEEN:
+      top[-2] = between(&top[-2], &top[-1], top, op->op == F_NOT_BETWEEN);
+      sp -= 2;
+      break;
+    case F_LIKE:
+    case F_NOT_LIKE: *top = like(f, (uint32_t)op->arg, top, op->op == F_NOT_LIKE); break;
+    case F_IN:
+    case F_NOT_IN: *top = in(f, (uint32_t)op->arg, top, op->op == F_NOT_IN); break;
+    case F_IS_NULL:
+    case F_IS_NOT_NULL: *top = vbool((top->type == MQR_FV_NULL) == (op->op == F_IS_NULL)); break;
+    case F_BOOLCAST: *top = boolcast(top); break;
+    }
+  }
+  return sp == 1 ? (st[0].type == MQR_FV_BOOL ? st[0].u.b : MQR_FILTER_UNKNOWN) : MQR_FILTER_UNKNOWN;
+}
+
+/* ---- the public calls ------------------------------------------------------------------------- */
+
+#define HYPHENATED "hyphenated_props:"
+
+void mqr_filter_free(mqr_filter_t *f) {
+  if (f == NULL) return;
+  mqr_free(f->text);
+  mqr_free(f->strings);
+  mqr_free(f->nodes);
+  mqr_free(f->pat);
+  mqr_free(f->pats);
+  mqr_free(f->set);
+  mqr_free(f->sets);
+  mqr_free(f->slot_names);
+  mqr_free(f->prog);
+  mqr_free(f);
+}
+
+int mqr_filter_compile(mqr_str_t text, mqr_filter_resolve_fn resolve, void *ctx, mqr_filter_t **out, mqr_error_t *err) {
+  if (text.len > 65536) return mqr_error_set(err, MQR_ELIMIT, "a selector of %zu bytes: at most 65536", text.len);
+  mqr_filter_t *f = mqr_calloc(1, sizeof *f);
+  if (f == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
+  size_t skip =
+      text.len >= strlen(HYPHENATED) && memcmp(text.ptr, HYPHENATED, strlen(HYPHENATED)) == 0 ? strlen(HYPHENATED) : 0;
+  f->hyphenated = skip != 0;
+  f->text_len = text.len - skip;
+  f->text = mqr_malloc(f->text_len + 1);
+  f->strings = mqr_malloc(16);
+  f->cap_strings = 16;
+  if (f->text == NULL || f->strings == NULL) {
+    mqr_filter_free(f);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
+  }
+  if (f->text_len) memcpy(f->text, text.ptr + skip, f->text_len);
+  f->text[f->text_len] = 0;
+  int rc = mqr__filter_parse(f, resolve, ctx, err);
+  if (rc == 0) rc = mqr__filter_program(f, err);
+  if (rc) {
+    if (err && skip && err->column) err->column += (uint32_t)skip; /* columns of the text as given */
+    mqr_filter_free(f);
+    return rc;
+  }
+  *out = f;
+  return 0;
+}
+
+uint32_t mqr_filter_slot_count(const mqr_filter_t *f) { return f->n_slots; }
+
+mqr_str_t mqr_filter_slot_name(const mqr_filter_t *f, uint32_t slot) {
+  return slot < f->n_slots ? f->slot_names[slot] : mqr_str_n(NULL, 0);
+}
+
+mqr_str_t mqr_filter_text(const mqr_filter_t *f) { return mqr_str_n(f->text, f->text_len); }

@@ -1,0 +1,94 @@
+/* Filters' insides (mqr/filter.h), shared by parse.c (text to a tree of nodes) and eval.c
+ * (the tree to a program; the semantics; the program's evaluation, and the tree's, which
+ * the tests compare with it). Nothing here is installed. */
+#ifndef MQR_FILTER_INT_H
+#define MQR_FILTER_INT_H
+
+#include "mqr/filter.h"
+
+typedef enum {
+  F_CONST, /* v */
+  F_IDENT, /* slot */
+  F_NEG,
+  F_ADD,
+  F_SUB,
+  F_MUL,
+  F_DIV,
+  F_MOD,
+  F_EQ,
+  F_NE,
+  F_LT,
+  F_LE,
+  F_GT,
+  F_GE,
+  F_AND,
+  F_OR,
+  F_NOT,
+  F_BETWEEN, /* a BETWEEN b AND c */
+  F_NOT_BETWEEN,
+  F_LIKE, /* a LIKE pattern aux */
+  F_NOT_LIKE,
+  F_IN, /* a IN set aux */
+  F_NOT_IN,
+  F_IS_NULL,
+  F_IS_NOT_NULL,
+  F_BOOLCAST /* a value where a condition is wanted */
+} mqr__fkind_t;
+
+typedef struct {
+  mqr__fkind_t kind;
+  int32_t a, b, c; /* children (node indices), -1: none */
+  int32_t slot;    /* F_IDENT */
+  uint32_t aux;    /* F_LIKE: pattern; F_IN: set */
+  uint32_t column; /* 1-based, of its operator or token */
+  uint32_t start;  /* 1-based, where its subtree's text begins */
+  mqr_fvalue_t v;  /* F_CONST */
+} mqr__fnode_t;
+
+/* A LIKE pattern: code points, with these for the wildcards. */
+#define MQR__LIKE_ANY (-1) /* % */
+#define MQR__LIKE_ONE (-2) /* _ */
+
+typedef struct {
+  uint8_t op;  /* an mqr__fkind_t */
+  int32_t arg; /* F_CONST: node; F_IDENT: slot; F_LIKE/F_IN: pattern/set */
+} mqr__fop_t;
+
+struct mqr_filter_s {
+  char *text; /* the selector, copied; string constants point into strings */
+  size_t text_len;
+  char *strings; /* unescaped string literals */
+  size_t n_strings, cap_strings;
+  mqr__fnode_t *nodes;
+  uint32_t n_nodes, cap_nodes;
+  int32_t root;
+  int32_t *pat; /* LIKE patterns, back to back */
+  uint32_t n_pat, cap_pat;
+  struct {
+    uint32_t off, len;
+  } * pats;
+  uint32_t n_pats, cap_pats;
+  mqr_str_t *set; /* IN lists, back to back */
+  uint32_t n_set, cap_set;
+  struct {
+    uint32_t off, len;
+  } * sets;
+  uint32_t n_sets, cap_sets;
+  mqr_str_t *slot_names; /* by slot */
+  uint32_t n_slots, cap_slots;
+  mqr__fop_t *prog;
+  uint32_t n_prog, cap_prog;
+  uint32_t depth; /* the stack the program needs */
+  bool hyphenated;
+};
+
+/* parse.c: the tree of text into f (nodes, root, patterns, sets, slots). 0 or an error. */
+int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx, mqr_error_t *err);
+bool mqr__filter_grow(void **p, uint32_t *cap, uint32_t need, size_t size);
+
+/* eval.c */
+int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err); /* the tree into a program */
+/* The tree walked, node by node: what the program must agree with (tests). */
+mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n);
+
+#endif
