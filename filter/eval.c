@@ -9,12 +9,22 @@
  * promotes them: to double if either is a double, else to float if either is a float,
  * else to long if either is a long, else int; arithmetic on floats is done in double,
  * and / and % are always done in double (as Artemis does). */
+#define _GNU_SOURCE /* memmem */
 #include <math.h>
 #include <string.h>
 
 #include "filter_int.h"
 
 typedef mqr_fvalue_t val_t;
+
+/* Bytes equal: short runs compared inline (a property value, a literal), where a call
+ * of memcmp costs more than the comparison. */
+static inline bool eq_bytes(const char *a, const char *b, size_t n) {
+  if (n > 16) return memcmp(a, b, n) == 0;
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 static const val_t VNULL = {MQR_FV_NULL, {0}};
 
@@ -179,11 +189,47 @@ static bool like_match(const int32_t *p, uint32_t n, mqr_str_t str) {
   return i == n;
 }
 
+/* A pattern of literal runs between %s (no _): the first run a prefix unless the pattern
+ * begins with %, the last a suffix unless it ends with one, the ones between found in
+ * order, leftmost first (which is optimal). */
+static bool like_simple(const mqr_filter_t *f, uint32_t k, mqr_str_t str) {
+  const char *s = str.len ? str.ptr : "";
+  size_t pos = 0, end = str.len;
+  uint32_t first = f->pats[k].seg, n = f->pats[k].n_seg;
+  if (n == 0) return f->pats[k].lead || str.len == 0; /* %...% matches anything, '' only '' */
+  uint32_t i = 0;
+  if (!f->pats[k].lead) {
+    uint32_t l = f->segs[first].len;
+    if (l > end || !eq_bytes(s, f->lbytes + f->segs[first].off, l)) return false;
+    pos = l;
+    i = 1;
+    if (n == 1 && !f->pats[k].trail) return pos == end;
+  }
+  if (!f->pats[k].trail && i < n) {
+    uint32_t l = f->segs[first + n - 1].len;
+    if (l > end - pos || !eq_bytes(s + end - l, f->lbytes + f->segs[first + n - 1].off, l)) return false;
+    end -= l;
+    n--;
+  }
+  for (; i < n; i++) {
+    uint32_t l = f->segs[first + i].len;
+    const char *at = l <= end - pos ? memmem(s + pos, end - pos, f->lbytes + f->segs[first + i].off, l) : NULL;
+    if (at == NULL) return false;
+    pos = (size_t)(at - s) + l;
+  }
+  return true;
+}
+
 static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg) {
   if (v->type == MQR_FV_NULL) return VNULL;
-  if (v->type != MQR_FV_STRING) return vbool(neg);                        /* false, then NOT */
-  const int32_t *p = f->pats[pat].len ? f->pat + f->pats[pat].off : NULL; /* '' has none */
-  bool m = like_match(p, f->pats[pat].len, v->u.s);
+  if (v->type != MQR_FV_STRING) return vbool(neg); /* false, then NOT */
+  bool m;
+  if (f->pats[pat].simple) {
+    m = like_simple(f, pat, v->u.s);
+  } else {
+    const int32_t *p = f->pats[pat].len ? f->pat + f->pats[pat].off : NULL; /* '' has none */
+    m = like_match(p, f->pats[pat].len, v->u.s);
+  }
   return vbool(m != neg);
 }
 
@@ -191,7 +237,7 @@ static val_t in(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
   if (v->type != MQR_FV_STRING) return VNULL; /* as Artemis: not a string is UNKNOWN */
   const mqr_str_t *items = f->set + f->sets[set].off;
   for (uint32_t i = 0; i < f->sets[set].len; i++)
-    if (mqr_str_eq(items[i], v->u.s)) return vbool(!neg);
+    if (items[i].len == v->u.s.len && eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return vbool(!neg);
   return vbool(neg);
 }
 
@@ -297,21 +343,133 @@ static void gen(emit_t *e, int32_t node) {
   }
 }
 
+/* ---- the condition program ------------------------------------------------------------------ */
+
+typedef struct {
+  emit_t *e; /* the value programs' */
+  uint32_t depth, max;
+  int rc;
+} cemit_t;
+
+static int32_t cemit(cemit_t *c, mqr__cop_t op, int pops, int pushes) {
+  mqr_filter_t *f = c->e->f;
+  if (c->rc) return -1;
+  if (!mqr__filter_grow((void **)&f->cprog, &f->cap_cprog, f->n_cprog + 1, sizeof *f->cprog)) {
+    c->rc = MQR_ENOMEM;
+    return -1;
+  }
+  f->cprog[f->n_cprog] = op;
+  c->depth = c->depth - (uint32_t)pops + (uint32_t)pushes;
+  if (c->depth > c->max) c->max = c->depth;
+  return (int32_t)f->n_cprog++;
+}
+
+static bool is_ident(const mqr_filter_t *f, int32_t n) { return n >= 0 && f->nodes[n].kind == F_IDENT; }
+static bool is_const(const mqr_filter_t *f, int32_t n, bool number) {
+  if (n < 0 || f->nodes[n].kind != F_CONST) return false;
+  mqr_fvalue_type_t t = f->nodes[n].v.type;
+  return number ? t == MQR_FV_INT || t == MQR_FV_LONG || t == MQR_FV_DOUBLE : t == MQR_FV_STRING;
+}
+
+/* c's comparison with its operands swapped: 1 < x is x > 1. */
+static mqr__fkind_t flip(mqr__fkind_t k) {
+  switch (k) {
+  case F_LT: return F_GT;
+  case F_LE: return F_GE;
+  case F_GT: return F_LT;
+  case F_GE: return F_LE;
+  default: return k;
+  }
+}
+
+static void cgen(cemit_t *c, int32_t node) {
+  mqr_filter_t *f = c->e->f;
+  const mqr__fnode_t *x = &f->nodes[node];
+  mqr__cop_t op = {0, 0, 0, -1, 0, 0};
+  switch (x->kind) {
+  case F_AND:
+  case F_OR: {
+    cgen(c, x->a);
+    int32_t jump = cemit(c, (mqr__cop_t){x->kind == F_AND ? C_AND_JUMP : C_OR_JUMP, 0, 0, -1, 0, 0}, 0, 0);
+    cgen(c, x->b);
+    cemit(c, (mqr__cop_t){x->kind == F_AND ? C_AND : C_OR, 0, 0, -1, 0, 0}, 2, 1);
+    if (jump >= 0 && !c->rc) f->cprog[jump].arg = (int32_t)f->n_cprog;
+    return;
+  }
+  case F_NOT:
+    cgen(c, x->a);
+    cemit(c, (mqr__cop_t){C_NOT, 0, 0, -1, 0, 0}, 1, 1);
+    return;
+  case F_CONST:
+    if (x->v.type == MQR_FV_BOOL) {
+      cemit(c, (mqr__cop_t){C_CONST, 0, 0, -1, x->v.u.b, 0}, 0, 1);
+      return;
+    }
+    break;
+  case F_EQ:
+  case F_NE:
+  case F_LT:
+  case F_LE:
+  case F_GT:
+  case F_GE: {
+    int32_t id = is_ident(f, x->a) ? x->a : is_ident(f, x->b) ? x->b : -1;
+    int32_t k = id == x->a ? x->b : x->a;
+    if (id < 0) break;
+    if ((x->kind == F_EQ || x->kind == F_NE) && is_const(f, k, false)) {
+      op = (mqr__cop_t){C_STR_EQ, x->kind == F_NE, 0, f->nodes[id].slot, k, 0};
+    } else if (is_const(f, k, true)) {
+      op = (mqr__cop_t){C_CMP, 0, (uint8_t)(id == x->a ? x->kind : flip(x->kind)), f->nodes[id].slot, k, 0};
+    } else {
+      break;
+    }
+    cemit(c, op, 0, 1);
+    return;
+  }
+  case F_LIKE:
+  case F_NOT_LIKE:
+  case F_IN:
+  case F_NOT_IN:
+  case F_IS_NULL:
+  case F_IS_NOT_NULL:
+  case F_BOOLCAST:
+    if (!is_ident(f, x->a)) break;
+    op.slot = f->nodes[x->a].slot;
+    op.arg = (int32_t)x->aux;
+    op.op = x->kind <= F_NOT_LIKE ? C_LIKE : x->kind <= F_NOT_IN ? C_IN : x->kind == F_BOOLCAST ? C_BOOL : C_ISNULL;
+    op.neg = x->kind == F_NOT_LIKE || x->kind == F_NOT_IN || x->kind == F_IS_NOT_NULL;
+    cemit(c, op, 0, 1);
+    return;
+  case F_BETWEEN:
+  case F_NOT_BETWEEN:
+    if (!is_ident(f, x->a) || !is_const(f, x->b, true) || !is_const(f, x->c, true)) break;
+    cemit(c, (mqr__cop_t){C_BETWEEN, x->kind == F_NOT_BETWEEN, 0, f->nodes[x->a].slot, x->b, x->c}, 0, 1);
+    return;
+  default: break;
+  }
+  /* Anything else: a value program, its result read as a truth value. */
+  uint32_t start = f->n_prog;
+  c->e->depth = 0;
+  gen(c->e, node);
+  cemit(c, (mqr__cop_t){C_VALUE, 0, 0, -1, (int32_t)start, (int32_t)f->n_prog}, 0, 1);
+}
+
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
   emit_t e = {f, 0, 0, 0};
-  gen(&e, f->root);
-  if (e.rc) return mqr_error_set(err, e.rc, "out of memory compiling a filter");
-  if (e.max > MQR_FILTER_MAX_DEPTH)
+  cemit_t c = {&e, 0, 0, 0};
+  cgen(&c, f->root);
+  if (e.rc || c.rc) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
+  if (e.max > MQR_FILTER_MAX_DEPTH || c.max > MQR_FILTER_MAX_DEPTH)
     return mqr_error_set(err, MQR_ELIMIT, "the selector nests deeper than %d", MQR_FILTER_MAX_DEPTH);
   f->depth = e.max;
+  f->cdepth = c.max;
   return 0;
 }
 
-int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t n) {
-  if (f == NULL) return MQR_FILTER_TRUE;
+/* The value program prog[start..end): its result. */
+static val_t run_values(const mqr_filter_t *f, uint32_t start, uint32_t end, const mqr_fvalue_t *values, uint32_t n) {
   val_t st[MQR_FILTER_MAX_DEPTH];
   uint32_t sp = 0;
-  for (uint32_t pc = 0; pc < f->n_prog; pc++) {
+  for (uint32_t pc = start; pc < end; pc++) {
     const mqr__fop_t *op = &f->prog[pc];
     val_t *top = st + (sp ? sp - 1 : 0); /* the top, for the operations that take one */
     switch ((mqr__fkind_t)op->op) {
@@ -358,7 +516,84 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t 
     case F_BOOLCAST: *top = boolcast(top); break;
     }
   }
-  return sp == 1 ? (st[0].type == MQR_FV_BOOL ? st[0].u.b : MQR_FILTER_UNKNOWN) : MQR_FILTER_UNKNOWN;
+  return sp == 1 ? st[0] : VNULL;
+}
+
+static const val_t *slot_value(const mqr_fvalue_t *values, uint32_t n, int32_t slot) {
+  return (uint32_t)slot < n ? &values[slot] : &VNULL;
+}
+
+int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t n) {
+  if (f == NULL) return MQR_FILTER_TRUE;
+  int8_t st[MQR_FILTER_MAX_DEPTH];
+  uint32_t sp = 0;
+  for (uint32_t pc = 0; pc < f->n_cprog; pc++) {
+    const mqr__cop_t *op = &f->cprog[pc];
+    switch ((mqr__cop_kind_t)op->op) {
+    case C_CONST: st[sp++] = (int8_t)op->arg; break;
+    case C_STR_EQ: {
+      const val_t *v = slot_value(values, n, op->slot);
+      const mqr_str_t *k = &f->nodes[op->arg].v.u.s;
+      int8_t r = v->type == MQR_FV_NULL ? -1
+                 : v->type != MQR_FV_STRING
+                     ? 0 /* unlike types: false, for <> too */
+                     : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
+      st[sp++] = r;
+      break;
+    }
+    case C_CMP: {
+      val_t r = compare((mqr__fkind_t)op->cmp, slot_value(values, n, op->slot), &f->nodes[op->arg].v);
+      st[sp++] = (int8_t)tv(&r);
+      break;
+    }
+    case C_LIKE: {
+      val_t r = like(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+      st[sp++] = (int8_t)tv(&r);
+      break;
+    }
+    case C_IN: {
+      val_t r = in(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+      st[sp++] = (int8_t)tv(&r);
+      break;
+    }
+    case C_BOOL: {
+      const val_t *v = slot_value(values, n, op->slot);
+      st[sp++] = v->type == MQR_FV_NULL ? -1 : (int8_t)(v->type == MQR_FV_BOOL && v->u.b);
+      break;
+    }
+    case C_ISNULL: st[sp++] = (int8_t)((slot_value(values, n, op->slot)->type == MQR_FV_NULL) != op->neg); break;
+    case C_BETWEEN: {
+      val_t r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
+      st[sp++] = (int8_t)tv(&r);
+      break;
+    }
+    case C_VALUE: {
+      val_t r = run_values(f, (uint32_t)op->arg, (uint32_t)op->arg2, values, n);
+      st[sp++] = (int8_t)tv(&r);
+      break;
+    }
+    case C_NOT:
+      if (st[sp - 1] >= 0) st[sp - 1] = (int8_t)!st[sp - 1];
+      break;
+    case C_AND_JUMP:
+      if (st[sp - 1] == 0) pc = (uint32_t)op->arg - 1; /* FALSE AND anything is FALSE */
+      break;
+    case C_OR_JUMP:
+      if (st[sp - 1] == 1) pc = (uint32_t)op->arg - 1; /* TRUE OR anything is TRUE */
+      break;
+    case C_AND: {
+      int8_t b = st[--sp], a = st[sp - 1];
+      st[sp - 1] = a == 0 || b == 0 ? 0 : a < 0 || b < 0 ? -1 : 1;
+      break;
+    }
+    case C_OR: {
+      int8_t b = st[--sp], a = st[sp - 1];
+      st[sp - 1] = a == 1 || b == 1 ? 1 : a < 0 || b < 0 ? -1 : 0;
+      break;
+    }
+    }
+  }
+  return sp == 1 ? st[0] : MQR_FILTER_UNKNOWN;
 }
 
 /* ---- the public calls ------------------------------------------------------------------------- */
@@ -372,10 +607,13 @@ void mqr_filter_free(mqr_filter_t *f) {
   mqr_free(f->nodes);
   mqr_free(f->pat);
   mqr_free(f->pats);
+  mqr_free(f->lbytes);
+  mqr_free(f->segs);
   mqr_free(f->set);
   mqr_free(f->sets);
   mqr_free(f->slot_names);
   mqr_free(f->prog);
+  mqr_free(f->cprog);
   mqr_free(f);
 }
 

@@ -66,7 +66,17 @@ struct mqr_filter_s {
   uint32_t n_pat, cap_pat;
   struct {
     uint32_t off, len;
+    /* Without _, a pattern is literal runs between %s, matched as bytes: segs[seg..seg +
+     * n_seg) in lbytes, with whether it begins and ends with %. */
+    bool simple, lead, trail;
+    uint32_t seg, n_seg;
   } * pats;
+  char *lbytes;
+  uint32_t n_lbytes, cap_lbytes;
+  struct {
+    uint32_t off, len;
+  } * segs;
+  uint32_t n_segs, cap_segs;
   uint32_t n_pats, cap_pats;
   mqr_str_t *set; /* IN lists, back to back */
   uint32_t n_set, cap_set;
@@ -76,11 +86,43 @@ struct mqr_filter_s {
   uint32_t n_sets, cap_sets;
   mqr_str_t *slot_names; /* by slot */
   uint32_t n_slots, cap_slots;
-  mqr__fop_t *prog;
+  mqr__fop_t *prog; /* value programs, for the conditions that need one */
   uint32_t n_prog, cap_prog;
-  uint32_t depth; /* the stack the program needs */
+  uint32_t depth;           /* the value stack they need */
+  struct mqr__cop_s *cprog; /* the condition program: what mqr_filter_eval runs */
+  uint32_t n_cprog, cap_cprog;
+  uint32_t cdepth; /* its stack of truth values */
   bool hyphenated;
 };
+
+/* The condition program: truth values (1, 0, -1 for UNKNOWN) on a stack; the common
+ * leaves fused into one operation each (a property compared with a constant, LIKE, IN,
+ * IS NULL, BETWEEN constants, read as a boolean); AND and OR short-circuit (a FALSE left
+ * side of AND is the answer); any other condition runs a value program. */
+typedef enum {
+  C_CONST,   /* arg: 1 or 0 */
+  C_STR_EQ,  /* slot = (or <> with neg) the string constant node arg */
+  C_CMP,     /* slot cmp the constant node arg */
+  C_LIKE,    /* slot [NOT] LIKE pattern arg */
+  C_IN,      /* slot [NOT] IN set arg */
+  C_BOOL,    /* slot read as a boolean */
+  C_ISNULL,  /* slot IS [NOT] NULL */
+  C_BETWEEN, /* slot [NOT] BETWEEN constant nodes arg AND arg2 */
+  C_VALUE,   /* the value program prog[arg..arg2) */
+  C_NOT,
+  C_AND_JUMP, /* the top is FALSE: go to arg, leaving it */
+  C_OR_JUMP,  /* the top is TRUE: go to arg, leaving it */
+  C_AND,
+  C_OR
+} mqr__cop_kind_t;
+
+typedef struct mqr__cop_s {
+  uint8_t op;  /* an mqr__cop_kind_t */
+  uint8_t neg; /* NOT LIKE, NOT IN, IS NOT NULL, NOT BETWEEN, <> */
+  uint8_t cmp; /* C_CMP: an mqr__fkind_t from F_EQ to F_GE */
+  int32_t slot;
+  int32_t arg, arg2;
+} mqr__cop_t;
 
 /* parse.c: the tree of text into f (nodes, root, patterns, sets, slots). 0 or an error. */
 int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx, mqr_error_t *err);

@@ -484,6 +484,46 @@ static int32_t code_point(const unsigned char **s, const unsigned char *end) {
   return (int32_t)v;
 }
 
+/* A pattern without _: its literal runs, as UTF-8 bytes, for matching with memcmp and
+ * memmem. False: out of memory. */
+static bool like_segments(mqr_filter_t *f, uint32_t k) {
+  const int32_t *cp = f->pat + f->pats[k].off;
+  uint32_t n = f->pats[k].len;
+  f->pats[k].simple = true;
+  for (uint32_t i = 0; i < n; i++)
+    if (cp[i] == MQR__LIKE_ONE) f->pats[k].simple = false;
+  f->pats[k].lead = n && cp[0] == MQR__LIKE_ANY;
+  f->pats[k].trail = n && cp[n - 1] == MQR__LIKE_ANY;
+  f->pats[k].seg = f->n_segs;
+  f->pats[k].n_seg = 0;
+  if (!f->pats[k].simple) return true;
+  for (uint32_t i = 0; i < n;) {
+    while (i < n && cp[i] == MQR__LIKE_ANY) i++;
+    if (i == n) break;
+    uint32_t start = f->n_lbytes;
+    for (; i < n && cp[i] != MQR__LIKE_ANY; i++) {
+      uint32_t c = (uint32_t)cp[i];
+      uint8_t b[4];
+      int len = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+      if (len == 1)
+        b[0] = (uint8_t)c;
+      else {
+        for (int j = len - 1; j > 0; j--, c >>= 6) b[j] = (uint8_t)(0x80 | (c & 0x3F));
+        b[0] = (uint8_t)((0xF00u >> len) | c); /* 110x, 1110x, 11110x */
+      }
+      if (!mqr__filter_grow((void **)&f->lbytes, &f->cap_lbytes, f->n_lbytes + 4, 1)) return false;
+      memcpy(f->lbytes + f->n_lbytes, b, (size_t)len);
+      f->n_lbytes += (uint32_t)len;
+    }
+    if (!mqr__filter_grow((void **)&f->segs, &f->cap_segs, f->n_segs + 1, sizeof *f->segs)) return false;
+    f->segs[f->n_segs].off = start;
+    f->segs[f->n_segs].len = f->n_lbytes - start;
+    f->n_segs++;
+    f->pats[k].n_seg++;
+  }
+  return true;
+}
+
 static int32_t parse_like(px_t *p, int32_t a, bool neg, size_t at) {
   mqr_filter_t *f = p->f;
   mqr_str_t pat, esc = {NULL, 0};
@@ -526,6 +566,7 @@ static int32_t parse_like(px_t *p, int32_t a, bool neg, size_t at) {
     return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
   f->pats[f->n_pats].off = off;
   f->pats[f->n_pats].len = f->n_pat - off;
+  if (!like_segments(f, f->n_pats)) return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
   int32_t n = node(p, neg ? F_NOT_LIKE : F_LIKE, a, -1, -1, at);
   if (n >= 0) f->nodes[n].aux = f->n_pats++;
   return n;
