@@ -487,7 +487,7 @@ static int32_t code_point(const unsigned char **s, const unsigned char *end) {
 /* A pattern without _: its literal runs, as UTF-8 bytes, for matching with memcmp and
  * memmem. False: out of memory. */
 static bool like_segments(mqr_filter_t *f, uint32_t k) {
-  const int32_t *cp = f->pat + f->pats[k].off;
+  const int32_t *cp = f->pat ? f->pat + f->pats[k].off : NULL; /* an empty pattern has none */
   uint32_t n = f->pats[k].len;
   f->pats[k].simple = true;
   for (uint32_t i = 0; i < n; i++)
