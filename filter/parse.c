@@ -668,35 +668,25 @@ static int32_t parse_not(px_t *p) {
   return parse_comparison(p);
 }
 
-static int32_t parse_and(px_t *p) {
+/* operand (tok operand)*: AND over NOTs, OR over ANDs; both sides must be conditions. */
+static int32_t parse_logic(px_t *p, tok_t tok, mqr__fkind_t kind, int32_t (*operand)(px_t *)) {
   size_t at0 = p->start;
-  int32_t a = parse_not(p);
-  while (a >= 0 && p->t == T_AND) {
+  int32_t a = operand(p);
+  while (a >= 0 && p->t == tok) {
     size_t at = p->start;
     next(p);
     size_t bt = p->start;
-    int32_t b = cond(p, parse_not(p), bt);
+    int32_t b = cond(p, operand(p), bt);
     a = cond(p, a, at0);
     if (a < 0 || b < 0) return -1;
-    a = node(p, F_AND, a, b, -1, at);
+    a = node(p, kind, a, b, -1, at);
   }
   return a;
 }
 
-static int32_t parse_or(px_t *p) {
-  size_t at0 = p->start;
-  int32_t a = parse_and(p);
-  while (a >= 0 && p->t == T_OR) {
-    size_t at = p->start;
-    next(p);
-    size_t bt = p->start;
-    int32_t b = cond(p, parse_and(p), bt);
-    a = cond(p, a, at0);
-    if (a < 0 || b < 0) return -1;
-    a = node(p, F_OR, a, b, -1, at);
-  }
-  return a;
-}
+static int32_t parse_and(px_t *p) { return parse_logic(p, T_AND, F_AND, parse_not); }
+
+static int32_t parse_or(px_t *p) { return parse_logic(p, T_OR, F_OR, parse_and); }
 
 int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx, mqr_error_t *err) {
   px_t p = {.f = f, .s = f->text, .len = f->text_len, .resolve = resolve, .ctx = ctx, .err = err};
