@@ -138,23 +138,10 @@ static bool names_has(const uint8_t *names, uint16_t n, mqr_str_t q) {
   return false;
 }
 
-/* Whether a stored message says durable: after its id, its address and its routing type. */
+/* Whether a stored message says durable (false if it does not read). */
 static bool stored_durable(const uint8_t *p, size_t len) {
-  const uint8_t *end = p + len;
-  uint64_t v = 0;
-  for (int k = 0; k < 3; k++) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      uint8_t c = *p++;
-      v |= (uint64_t)(c & 0x7f) << shift;
-      if (!(c & 0x80)) break;
-    }
-    if (k == 1) { /* the address's bytes follow its length */
-      if ((v >> 1) > (uint64_t)(end - p)) return false;
-      p += v >> 1;
-    }
-  }
-  return p < end && *p == 1;
+  mqr_stored_view_t v;
+  return mqr_message_read_stored(p, len, &v, NULL) == 0 && v.durable;
 }
 
 /* ---- cursors --------------------------------------------------------------------------------- */

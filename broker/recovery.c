@@ -239,22 +239,10 @@ int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, cons
   }
 }
 
-/* The address a stored message was sent to: after its id (a zigzag varint), a length
- * (likewise) and the bytes. */
+/* The address a stored message was sent to (empty if it does not read). */
 static mqr_str_t stored_address(const mqr__msg_t *m) {
-  const uint8_t *p = m->data, *end = m->data + m->len;
-  uint64_t v = 0;
-  for (int k = 0; k < 2; k++) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      uint8_t c = *p++;
-      v |= (uint64_t)(c & 0x7f) << shift;
-      if (!(c & 0x80)) break;
-    }
-  }
-  uint64_t len = v >> 1; /* zigzag of a non-negative length */
-  if (len > (uint64_t)(end - p)) return mqr_str_n(NULL, 0);
-  return mqr_str_n((const char *)p, (size_t)len);
+  mqr_stored_view_t v;
+  return mqr_message_read_stored(m->data, m->len, &v, NULL) == 0 ? v.address : mqr_str_n(NULL, 0);
 }
 
 static int by_id(const void *a, const void *b) {

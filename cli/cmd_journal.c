@@ -38,26 +38,15 @@ static bool printable(const uint8_t *p, size_t n) {
 
 static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
 
-/* A zigzag varint at *p (advanced), or -1 past end. */
-static int64_t varint(const uint8_t **p, const uint8_t *end) {
-  uint64_t v = 0;
-  for (int shift = 0; *p < end && shift < 64; shift += 7) {
-    uint8_t c = *(*p)++;
-    v |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80)) return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-  }
-  return -1;
-}
-
 /* What the broker's records say (docs/durability.md), when the payload is one of its. */
 static void describe(const mqr_journal_record_t *r) {
   const uint8_t *p = r->payload, *end = r->payload + r->len;
   switch (r->type) {
   case MQR_JOURNAL_ADD: {
-    const uint8_t *q = p;
-    int64_t id = varint(&q, end), alen = varint(&q, end);
-    if (id == (int64_t)r->id && alen >= 0 && alen <= end - q && printable(q, (size_t)alen))
-      printf(" address=%.*s", (int)alen, (const char *)q);
+    mqr_stored_view_t v;
+    if (mqr_message_read_stored(p, r->len, &v, NULL) == 0 && v.message_id == (int64_t)r->id &&
+        printable((const uint8_t *)v.address.ptr, v.address.len))
+      printf(" address=%.*s", (int)v.address.len, v.address.ptr);
     return;
   }
   case MQR_JOURNAL_REF:

@@ -323,7 +323,7 @@ typedef struct {
 static void emit(emit_t *e, mqr__fkind_t op, int32_t arg, int pops, int pushes) {
   mqr_filter_t *f = e->f;
   if (e->rc) return;
-  if (!mqr__filter_grow((void **)&f->prog, &f->cap_prog, f->n_prog + 1, sizeof *f->prog)) {
+  if (!mqr__grow((void **)&f->prog, &f->cap_prog, f->n_prog + 1, sizeof *f->prog)) {
     e->rc = MQR_ENOMEM;
     return;
   }
@@ -369,7 +369,7 @@ typedef struct {
 static int32_t cemit(cemit_t *c, mqr__cop_t op, int pops, int pushes) {
   mqr_filter_t *f = c->e->f;
   if (c->rc) return -1;
-  if (!mqr__filter_grow((void **)&f->cprog, &f->cap_cprog, f->n_cprog + 1, sizeof *f->cprog)) {
+  if (!mqr__grow((void **)&f->cprog, &f->cap_cprog, f->n_cprog + 1, sizeof *f->cprog)) {
     c->rc = MQR_ENOMEM;
     return -1;
   }

@@ -4,6 +4,7 @@
 #ifndef MQR_FILTER_INT_H
 #define MQR_FILTER_INT_H
 
+#include "../common/grow.h"
 #include "mqr/filter.h"
 
 typedef enum {
@@ -126,7 +127,6 @@ typedef struct mqr__cop_s {
 
 /* parse.c: the tree of text into f (nodes, root, patterns, sets, slots). 0 or an error. */
 int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx, mqr_error_t *err);
-bool mqr__filter_grow(void **p, uint32_t *cap, uint32_t need, size_t size);
 
 /* eval.c */
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err); /* the tree into a program */

@@ -10,17 +10,6 @@
 
 #include "filter_int.h"
 
-bool mqr__filter_grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-  if (need <= *cap) return true;
-  uint32_t n = *cap ? *cap : 8;
-  while (n < need) n *= 2;
-  void *q = mqr_realloc(*p, (size_t)n * size);
-  if (q == NULL) return false;
-  *p = q;
-  *cap = n;
-  return true;
-}
-
 /* ---- tokens ------------------------------------------------------------------------------ */
 
 typedef enum {
@@ -122,12 +111,10 @@ static void lex_string(px_t *p) {
       else
         break;
     }
-    uint32_t cap = (uint32_t)f->cap_strings;
-    if (!mqr__filter_grow((void **)&f->strings, &cap, (uint32_t)f->n_strings + 1, 1)) {
+    if (!mqr__grow_size((void **)&f->strings, &f->cap_strings, f->n_strings + 1, 1)) {
       fail(p, p->start, MQR_ENOMEM, "out of memory");
       return;
     }
-    f->cap_strings = cap;
     f->strings[f->n_strings++] = c;
   }
   p->pos = at;
@@ -276,7 +263,7 @@ static void next(px_t *p) {
 static int32_t node(px_t *p, mqr__fkind_t kind, int32_t a, int32_t b, int32_t c, size_t at) {
   mqr_filter_t *f = p->f;
   if (p->rc) return -1;
-  if (!mqr__filter_grow((void **)&f->nodes, &f->cap_nodes, f->n_nodes + 1, sizeof *f->nodes)) {
+  if (!mqr__grow((void **)&f->nodes, &f->cap_nodes, f->n_nodes + 1, sizeof *f->nodes)) {
     fail(p, at, MQR_ENOMEM, "out of memory");
     return -1;
   }
@@ -331,7 +318,7 @@ static int32_t slot_of(px_t *p, mqr_str_t name, size_t at) {
   if (s < 0) s = p->next_slot;
   if (s >= (int32_t)f->n_slots) {
     uint32_t old = f->n_slots;
-    if (!mqr__filter_grow((void **)&f->slot_names, &f->cap_slots, (uint32_t)s + 1, sizeof *f->slot_names)) {
+    if (!mqr__grow((void **)&f->slot_names, &f->cap_slots, (uint32_t)s + 1, sizeof *f->slot_names)) {
       fail(p, at, MQR_ENOMEM, "out of memory");
       return -1;
     }
@@ -511,11 +498,11 @@ static bool like_segments(mqr_filter_t *f, uint32_t k) {
         for (int j = len - 1; j > 0; j--, c >>= 6) b[j] = (uint8_t)(0x80 | (c & 0x3F));
         b[0] = (uint8_t)((0xF00u >> len) | c); /* 110x, 1110x, 11110x */
       }
-      if (!mqr__filter_grow((void **)&f->lbytes, &f->cap_lbytes, f->n_lbytes + 4, 1)) return false;
+      if (!mqr__grow((void **)&f->lbytes, &f->cap_lbytes, f->n_lbytes + 4, 1)) return false;
       memcpy(f->lbytes + f->n_lbytes, b, (size_t)len);
       f->n_lbytes += (uint32_t)len;
     }
-    if (!mqr__filter_grow((void **)&f->segs, &f->cap_segs, f->n_segs + 1, sizeof *f->segs)) return false;
+    if (!mqr__grow((void **)&f->segs, &f->cap_segs, f->n_segs + 1, sizeof *f->segs)) return false;
     f->segs[f->n_segs].off = start;
     f->segs[f->n_segs].len = f->n_lbytes - start;
     f->n_segs++;
@@ -558,11 +545,11 @@ static int32_t parse_like(px_t *p, int32_t a, bool neg, size_t at) {
       c = MQR__LIKE_ANY;
     else if (!escaped && c == '_')
       c = MQR__LIKE_ONE;
-    if (!mqr__filter_grow((void **)&f->pat, &f->cap_pat, f->n_pat + 1, sizeof *f->pat))
+    if (!mqr__grow((void **)&f->pat, &f->cap_pat, f->n_pat + 1, sizeof *f->pat))
       return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
     f->pat[f->n_pat++] = c;
   }
-  if (!mqr__filter_grow((void **)&f->pats, &f->cap_pats, f->n_pats + 1, sizeof *f->pats))
+  if (!mqr__grow((void **)&f->pats, &f->cap_pats, f->n_pats + 1, sizeof *f->pats))
     return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
   f->pats[f->n_pats].off = off;
   f->pats[f->n_pats].len = f->n_pat - off;
@@ -581,7 +568,7 @@ static int32_t parse_in(px_t *p, int32_t a, bool neg, size_t at) {
   for (;;) {
     mqr_str_t item;
     if (!string_literal(p, &item, "an IN list's item")) return -1;
-    if (!mqr__filter_grow((void **)&f->set, &f->cap_set, f->n_set + 1, sizeof *f->set))
+    if (!mqr__grow((void **)&f->set, &f->cap_set, f->n_set + 1, sizeof *f->set))
       return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
     f->set[f->n_set++] = item;
     if (p->t == T_COMMA) {
@@ -592,7 +579,7 @@ static int32_t parse_in(px_t *p, int32_t a, bool neg, size_t at) {
     next(p);
     break;
   }
-  if (!mqr__filter_grow((void **)&f->sets, &f->cap_sets, f->n_sets + 1, sizeof *f->sets))
+  if (!mqr__grow((void **)&f->sets, &f->cap_sets, f->n_sets + 1, sizeof *f->sets))
     return fail(p, at, MQR_ENOMEM, "out of memory"), -1;
   f->sets[f->n_sets].off = off;
   f->sets[f->n_sets].len = f->n_set - off;

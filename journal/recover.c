@@ -171,7 +171,7 @@ int mqr__journal_recover(mqr_journal_writer_t *w, const mqr_journal_options_t *o
     }
     if (!journal_name(e->d_name, "jrn", &id)) continue;
     size_t l = strlen(w->dir) + strlen(e->d_name) + 2;
-    if (!mqr__journal_grow((void **)&v, &cap, n + 1, sizeof *v) || (v[n].path = mqr_malloc(l)) == NULL) {
+    if (!mqr__grow_size((void **)&v, &cap, n + 1, sizeof *v) || (v[n].path = mqr_malloc(l)) == NULL) {
       rc = mqr_error_set(err, MQR_ENOMEM, "out of memory opening the journal");
       break;
     }

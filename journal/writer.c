@@ -23,17 +23,6 @@
 
 #define MAX_SPARE 4
 
-bool mqr__journal_grow(void **p, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap) return true;
-  size_t n = *cap ? *cap : 16;
-  while (n < need) n *= 2;
-  void *q = mqr_realloc(*p, n * size);
-  if (q == NULL) return false;
-  *p = q;
-  *cap = n;
-  return true;
-}
-
 void mqr__journal_path(const mqr_journal_writer_t *w, uint64_t id, bool pool, char *out, size_t cap) {
   snprintf(out, cap, "%s/%016llx.%s", w->dir, (unsigned long long)id, pool ? "jrf" : "jrn");
 }
@@ -371,8 +360,8 @@ int mqr_journal_append(mqr_journal_writer_t *w, mqr_journal_record_type_t type, 
   }
   if (w->open == NULL && (w->open = seg_take(w, w->file_id, w->file_off, false)) == NULL) return MQR_ENOMEM;
   mqr__jseg_t *s = w->open;
-  if (!mqr__journal_grow((void **)&s->bytes, &s->cap, s->len + batch + need + MQR_JOURNAL_END, 1) ||
-      !mqr__journal_grow((void **)&s->cbs, &s->cap_cbs, s->n_cbs + 1, sizeof *s->cbs))
+  if (!mqr__grow_size((void **)&s->bytes, &s->cap, s->len + batch + need + MQR_JOURNAL_END, 1) ||
+      !mqr__grow_size((void **)&s->cbs, &s->cap_cbs, s->n_cbs + 1, sizeof *s->cbs))
     return MQR_ENOMEM;
   if (s->len == 0) {
     s->first_ns = w->timeout_ns ? uv_hrtime() : 0;
@@ -402,8 +391,8 @@ int mqr_journal_release(mqr_journal_writer_t *w, uint64_t file_id) {
   if (file_id >= w->file_id || file_id == 0) return MQR_EINVAL;
   if (w->open == NULL && (w->open = seg_take(w, w->file_id, w->file_off, false)) == NULL) return MQR_ENOMEM;
   mqr__jseg_t *s = w->open;
-  if (!mqr__journal_grow((void **)&s->rel, &s->cap_rel, s->n_rel + 1, sizeof *s->rel) ||
-      !mqr__journal_grow((void **)&s->bytes, &s->cap, s->len + MQR_JOURNAL_END, 1))
+  if (!mqr__grow_size((void **)&s->rel, &s->cap_rel, s->n_rel + 1, sizeof *s->rel) ||
+      !mqr__grow_size((void **)&s->bytes, &s->cap, s->len + MQR_JOURNAL_END, 1))
     return MQR_ENOMEM;
   if (s->len == 0 && s->n_rel == 0) s->first_ns = w->timeout_ns ? uv_hrtime() : 0;
   s->rel[s->n_rel++] = file_id;

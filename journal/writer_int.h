@@ -3,6 +3,7 @@
 #ifndef MQR_JOURNAL_WRITER_INT_H
 #define MQR_JOURNAL_WRITER_INT_H
 
+#include "../common/grow.h"
 #include "mqr/journal_writer.h"
 
 typedef struct {
@@ -67,6 +68,5 @@ int mqr__journal_recover(mqr_journal_writer_t *w, const mqr_journal_options_t *o
 int mqr__journal_make_file(const mqr_journal_writer_t *w, const char *path, int *fd_out);
 /* The paths of file id: in use (.jrn) and in the pool (.jrf). */
 void mqr__journal_path(const mqr_journal_writer_t *w, uint64_t id, bool pool, char *out, size_t cap);
-bool mqr__journal_grow(void **p, size_t *cap, size_t need, size_t size);
 
 #endif

@@ -296,6 +296,20 @@ size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t addr
   return (size_t)(p + tail_len - out);
 }
 
+int mqr_message_read_stored(const uint8_t *stored, size_t len, mqr_stored_view_t *out, mqr_error_t *err) {
+  mqr__rd_t r = mqr__rd_init(stored, len, err);
+  int rc = mqr__get_long(&r, &out->message_id);
+  if (rc == 0) rc = get_str(&r, &out->address);
+  if (rc == 0) rc = mqr__get_int(&r, &out->routing_type);
+  if (rc == 0) rc = mqr__need(&r, 1);
+  if (rc) return rc;
+  if (*r.p > 1) return mqr__rd_fail(&r, MQR_EBADDATA, "boolean byte %u is neither 0 nor 1", *r.p);
+  out->durable = *r.p++;
+  out->tail = r.p;
+  out->tail_len = (size_t)(r.end - r.p);
+  return 0;
+}
+
 size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body) {
   size_t size = 1 + str_size(body);
   if (n) size += mqr__varint_size(mqr__zigzag64((int64_t)n));

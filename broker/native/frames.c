@@ -121,9 +121,9 @@ typedef struct {
 static int collect(mqr_address_t *a, void *arg) {
   query_t *x = arg;
   if (mqr_address_flags(a) & MQR_ADDRESS_INTERNAL) return 0;
-  if (!mqr__nat_grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a)) return MQR_ENOMEM;
+  if (!mqr__grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a)) return MQR_ENOMEM;
   uint32_t nq = mqr_address_queue_count(a);
-  if (!mqr__nat_grow((void **)&x->q, &x->capq, x->nq + nq, sizeof *x->q)) return MQR_ENOMEM;
+  if (!mqr__grow((void **)&x->q, &x->capq, x->nq + nq, sizeof *x->q)) return MQR_ENOMEM;
   const mqr__acct_t *acct = mqr_address_data(a);
   x->a[x->n] = (mqr_frame_address_info_t){mqr_address_name(a),
                                           {NULL, 0},

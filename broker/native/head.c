@@ -29,8 +29,8 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
     w->bytes = nb;
     w->cap_bytes = ncap;
   }
-  if (!mqr__nat_grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs) ||
-      !mqr__nat_grow((void **)&w->segs, &w->cap_segs, w->n_segs + 2, sizeof *w->segs))
+  if (!mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs) ||
+      !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 2, sizeof *w->segs))
     return MQR_ENOMEM;
   size_t off = w->n_bytes;
   size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, e->msg->len);

@@ -10,6 +10,7 @@
 #define MQR_BROKER_NATIVE_H
 
 #include "../broker_int.h"
+#include "../../common/grow.h"
 
 typedef struct mqr__listener_s mqr__listener_t;
 typedef struct mqr__conn_s mqr__conn_t;
@@ -105,7 +106,6 @@ void mqr__nat_tick(uv_timer_t *t);
 
 /* write.c */
 mqr__wreq_t *mqr__nat_out(mqr__conn_t *c); /* this pass's write request; NULL: out of memory */
-bool mqr__nat_grow(void **p, uint32_t *cap, uint32_t need, size_t size);
 int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len);
 /* 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame the client declared. */
 int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f);

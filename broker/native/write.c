@@ -30,17 +30,6 @@ mqr__wreq_t *mqr__nat_out(mqr__conn_t *c) {
   return w;
 }
 
-bool mqr__nat_grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-  if (need <= *cap) return true;
-  uint32_t ncap = *cap ? *cap : 16;
-  while (ncap < need) ncap *= 2;
-  void *np = mqr_realloc(*p, ncap * size);
-  if (np == NULL) return false;
-  *p = np;
-  *cap = ncap;
-  return true;
-}
-
 /* A segment of the request's own bytes [off, off + len): joined to the last when they
  * touch. */
 int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len) {
@@ -48,7 +37,7 @@ int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len) {
       w->segs[w->n_segs - 1].off + w->segs[w->n_segs - 1].len == off) {
     w->segs[w->n_segs - 1].len += len;
   } else {
-    if (!mqr__nat_grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs)) return MQR_ENOMEM;
+    if (!mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs)) return MQR_ENOMEM;
     w->segs[w->n_segs++] = (mqr__seg_t){NULL, off, len};
   }
   w->total += len;
@@ -150,7 +139,7 @@ static void flush_conn(mqr__conn_t *c) {
     mqr__nat_wreq_recycle(c->b, w);
     return;
   }
-  if (!mqr__nat_grow((void **)&w->bufs, &w->cap_bufs, w->n_segs, sizeof *w->bufs)) {
+  if (!mqr__grow((void **)&w->bufs, &w->cap_bufs, w->n_segs, sizeof *w->bufs)) {
     mqr__nat_wreq_recycle(c->b, w);
     mqr__nat_conn_close(c, false);
     return;

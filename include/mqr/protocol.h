@@ -239,6 +239,20 @@ MQR_EXTERN size_t mqr_message_stored_size(int64_t message_id, mqr_str_t address,
 MQR_EXTERN size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t address, int routing_type,
                                            bool durable, const uint8_t *tail, size_t tail_len);
 
+/* The stored part read back (a journal's copy, say): views into it. */
+typedef struct {
+  int64_t message_id;
+  mqr_str_t address;
+  int32_t routing_type; /* mqr_proto_rt_t */
+  bool durable;
+  const uint8_t *tail; /* properties and body, as a Send encodes them */
+  size_t tail_len;
+} mqr_stored_view_t;
+
+/* Reads stored[0..len) as mqr_message_write_stored wrote it (the tail is not checked).
+ * 0, or MQR_EBADDATA / MQR_ETRUNCATED naming the byte offset. No allocation. */
+MQR_EXTERN int mqr_message_read_stored(const uint8_t *stored, size_t len, mqr_stored_view_t *out, mqr_error_t *err);
+
 /* A tail made from values (for in-process sends): its size, then writing it. */
 MQR_EXTERN size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body);
 MQR_EXTERN size_t mqr_message_write_tail(uint8_t *out, const mqr_str_t *keys, const mqr_str_t *values, size_t n,

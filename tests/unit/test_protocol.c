@@ -110,6 +110,16 @@ static void test_send_to_delivery(void **state) {
   stored.len =
       mqr_message_write_stored(stored.data, 42, MQR_STR("news.eu"), MQR_PROTO_RT_MULTICAST, true, v.tail, v.tail_len);
   assert_int_equal(stored.len, ssize);
+  /* Read back: the same fields, the tail a view of the same bytes; cut short, an error. */
+  mqr_stored_view_t sv;
+  if (mqr_message_read_stored(stored.data, stored.len, &sv, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(sv.message_id, 42);
+  assert_true(mqr_str_eq(sv.address, MQR_STR("news.eu")));
+  assert_int_equal(sv.routing_type, MQR_PROTO_RT_MULTICAST);
+  assert_true(sv.durable);
+  assert_int_equal(sv.tail_len, v.tail_len);
+  assert_memory_equal(sv.tail, v.tail, v.tail_len);
+  assert_int_equal(mqr_message_read_stored(stored.data, 5, &sv, &err), MQR_ETRUNCATED);
   /* A tail made from values is the same bytes as the Send's. */
   uint8_t tail[128];
   assert_int_equal(mqr_message_tail_size(keys, vals, 2, MQR_STR("body bytes")), v.tail_len);
