@@ -164,15 +164,6 @@ static val_t between(const val_t *v, const val_t *lo, const val_t *hi, bool neg)
   return and3(&x, &y);
 }
 
-static int32_t next_cp(const unsigned char **s, const unsigned char *end) {
-  unsigned c = *(*s)++;
-  if (c < 0x80 || *s >= end) return (int32_t)c;
-  int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  uint32_t v = c & (0x3Fu >> more);
-  while (more-- > 0 && *s < end && (**s & 0xC0) == 0x80) v = (v << 6) | (*(*s)++ & 0x3F);
-  return (int32_t)v;
-}
-
 /* Whether s matches the pattern p[0..n): % any run of code points, _ one. The classic
  * backtracking on the last %, which needs no memory and is O(len(s) * n) at worst. */
 static bool like_match(const int32_t *p, uint32_t n, mqr_str_t str) {
@@ -189,14 +180,14 @@ static bool like_match(const int32_t *p, uint32_t n, mqr_str_t str) {
       star_s = s;
       continue;
     }
-    int32_t c = next_cp(&s, end);
+    int32_t c = mqr__filter_code_point(&s, end);
     if (i < n && (p[i] == MQR__LIKE_ONE || p[i] == c)) {
       i++;
       continue;
     }
     s = at;
     if (!star) return false;
-    next_cp(&star_s, end); /* the last % takes one more code point */
+    mqr__filter_code_point(&star_s, end); /* the last % takes one more code point */
     s = star_s;
     i = star_i;
   }
@@ -258,58 +249,70 @@ static val_t in(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
 
 static val_t load(const val_t *values, uint32_t n, int32_t slot) { return (uint32_t)slot < n ? values[slot] : VNULL; }
 
-/* ---- the tree ------------------------------------------------------------------------------ */
-
-mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n) {
-  const mqr__fnode_t *x = &f->nodes[node];
-  val_t a, b, c;
-  switch (x->kind) {
-  case F_CONST: return x->v;
-  case F_IDENT: return load(values, n, x->slot);
-  case F_NEG: a = mqr__filter_eval_tree(f, x->a, values, n); return negate(&a);
+/* An operation (not F_CONST or F_IDENT) on its operands arg[0..arity): aux is a LIKE's
+ * pattern or an IN's set. Shared by the tree and the value program. */
+static val_t apply(const mqr_filter_t *f, mqr__fkind_t kind, uint32_t aux, const val_t *arg) {
+  switch (kind) {
+  case F_NEG: return negate(arg);
   case F_ADD:
   case F_SUB:
   case F_MUL:
   case F_DIV:
-  case F_MOD:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    b = mqr__filter_eval_tree(f, x->b, values, n);
-    return arith(x->kind, &a, &b);
+  case F_MOD: return arith(kind, &arg[0], &arg[1]);
   case F_EQ:
   case F_NE:
   case F_LT:
   case F_LE:
   case F_GT:
-  case F_GE:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    b = mqr__filter_eval_tree(f, x->b, values, n);
-    return compare(x->kind, &a, &b);
-  case F_AND:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    b = mqr__filter_eval_tree(f, x->b, values, n);
-    return and3(&a, &b);
-  case F_OR:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    b = mqr__filter_eval_tree(f, x->b, values, n);
-    return or3(&a, &b);
-  case F_NOT: a = mqr__filter_eval_tree(f, x->a, values, n); return not3(&a);
+  case F_GE: return compare(kind, &arg[0], &arg[1]);
+  case F_AND: return and3(&arg[0], &arg[1]);
+  case F_OR: return or3(&arg[0], &arg[1]);
+  case F_NOT: return not3(arg);
   case F_BETWEEN:
-  case F_NOT_BETWEEN:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    b = mqr__filter_eval_tree(f, x->b, values, n);
-    c = mqr__filter_eval_tree(f, x->c, values, n);
-    return between(&a, &b, &c, x->kind == F_NOT_BETWEEN);
+  case F_NOT_BETWEEN: return between(&arg[0], &arg[1], &arg[2], kind == F_NOT_BETWEEN);
   case F_LIKE:
-  case F_NOT_LIKE: a = mqr__filter_eval_tree(f, x->a, values, n); return like(f, x->aux, &a, x->kind == F_NOT_LIKE);
+  case F_NOT_LIKE: return like(f, aux, arg, kind == F_NOT_LIKE);
   case F_IN:
-  case F_NOT_IN: a = mqr__filter_eval_tree(f, x->a, values, n); return in(f, x->aux, &a, x->kind == F_NOT_IN);
+  case F_NOT_IN: return in(f, aux, arg, kind == F_NOT_IN);
   case F_IS_NULL:
-  case F_IS_NOT_NULL:
-    a = mqr__filter_eval_tree(f, x->a, values, n);
-    return vbool((a.type == MQR_FV_NULL) == (x->kind == F_IS_NULL));
-  case F_BOOLCAST: a = mqr__filter_eval_tree(f, x->a, values, n); return boolcast(&a);
+  case F_IS_NOT_NULL: return vbool((arg->type == MQR_FV_NULL) == (kind == F_IS_NULL));
+  case F_BOOLCAST: return boolcast(arg);
+  case F_CONST:
+  case F_IDENT: break;
   }
   return VNULL;
+}
+
+/* How many operands an operation takes off the value program's stack. */
+static uint32_t arity(mqr__fkind_t kind) {
+  switch (kind) {
+  case F_CONST:
+  case F_IDENT: return 0;
+  case F_BETWEEN:
+  case F_NOT_BETWEEN: return 3;
+  case F_NEG:
+  case F_NOT:
+  case F_LIKE:
+  case F_NOT_LIKE:
+  case F_IN:
+  case F_NOT_IN:
+  case F_IS_NULL:
+  case F_IS_NOT_NULL:
+  case F_BOOLCAST: return 1;
+  default: return 2;
+  }
+}
+
+/* ---- the tree ------------------------------------------------------------------------------ */
+
+mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n) {
+  const mqr__fnode_t *x = &f->nodes[node];
+  if (x->kind == F_CONST) return x->v;
+  if (x->kind == F_IDENT) return load(values, n, x->slot);
+  val_t arg[3];
+  const int32_t child[3] = {x->a, x->b, x->c}; /* -1: none */
+  for (int i = 0; i < 3 && child[i] >= 0; i++) arg[i] = mqr__filter_eval_tree(f, child[i], values, n);
+  return apply(f, x->kind, x->aux, arg);
 }
 
 /* ---- the program ------------------------------------------------------------------------------ */
@@ -487,49 +490,15 @@ __attribute__((noinline)) static val_t run_values(const mqr_filter_t *f, uint32_
   uint32_t sp = 0;
   for (uint32_t pc = start; pc < end; pc++) {
     const mqr__fop_t *op = &f->prog[pc];
-    val_t *top = st + (sp ? sp - 1 : 0); /* the top, for the operations that take one */
-    switch ((mqr__fkind_t)op->op) {
-    case F_CONST: st[sp++] = f->nodes[op->arg].v; break;
-    case F_IDENT: st[sp++] = load(values, n, op->arg); break;
-    case F_NEG: *top = negate(top); break;
-    case F_ADD:
-    case F_SUB:
-    case F_MUL:
-    case F_DIV:
-    case F_MOD:
-      top[-1] = arith((mqr__fkind_t)op->op, &top[-1], top);
-      sp--;
-      break;
-    case F_EQ:
-    case F_NE:
-    case F_LT:
-    case F_LE:
-    case F_GT:
-    case F_GE:
-      top[-1] = compare((mqr__fkind_t)op->op, &top[-1], top);
-      sp--;
-      break;
-    case F_AND:
-      top[-1] = and3(&top[-1], top);
-      sp--;
-      break;
-    case F_OR:
-      top[-1] = or3(&top[-1], top);
-      sp--;
-      break;
-    case F_NOT: *top = not3(top); break;
-    case F_BETWEEN:
-    case F_NOT_BETWEEN:
-      top[-2] = between(&top[-2], &top[-1], top, op->op == F_NOT_BETWEEN);
-      sp -= 2;
-      break;
-    case F_LIKE:
-    case F_NOT_LIKE: *top = like(f, (uint32_t)op->arg, top, op->op == F_NOT_LIKE); break;
-    case F_IN:
-    case F_NOT_IN: *top = in(f, (uint32_t)op->arg, top, op->op == F_NOT_IN); break;
-    case F_IS_NULL:
-    case F_IS_NOT_NULL: *top = vbool((top->type == MQR_FV_NULL) == (op->op == F_IS_NULL)); break;
-    case F_BOOLCAST: *top = boolcast(top); break;
+    mqr__fkind_t kind = (mqr__fkind_t)op->op;
+    if (kind == F_CONST) {
+      st[sp++] = f->nodes[op->arg].v;
+    } else if (kind == F_IDENT) {
+      st[sp++] = load(values, n, op->arg);
+    } else {
+      sp -= arity(kind);
+      st[sp] = apply(f, kind, (uint32_t)op->arg, &st[sp]);
+      sp++;
     }
   }
   return sp == 1 ? st[0] : VNULL;

@@ -50,6 +50,16 @@ typedef struct {
 #define MQR__LIKE_ANY (-1) /* % */
 #define MQR__LIKE_ONE (-2) /* _ */
 
+/* One UTF-8 code point at *s (advanced); a bad byte reads as itself. */
+static inline int32_t mqr__filter_code_point(const unsigned char **s, const unsigned char *end) {
+  unsigned c = *(*s)++;
+  if (c < 0x80 || *s >= end) return (int32_t)c;
+  int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+  uint32_t v = c & (0x3Fu >> more);
+  while (more-- > 0 && *s < end && (**s & 0xC0) == 0x80) v = (v << 6) | (*(*s)++ & 0x3F);
+  return (int32_t)v;
+}
+
 typedef struct {
   uint8_t op;  /* an mqr__fkind_t */
   int32_t arg; /* F_CONST: node; F_IDENT: slot; F_LIKE/F_IN: pattern/set */

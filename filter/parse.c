@@ -461,16 +461,6 @@ static bool string_literal(px_t *p, mqr_str_t *out, const char *what) {
   return true;
 }
 
-/* One UTF-8 code point at *s (advanced); a bad byte reads as itself. */
-static int32_t code_point(const unsigned char **s, const unsigned char *end) {
-  unsigned c = *(*s)++;
-  if (c < 0x80 || *s >= end) return (int32_t)c;
-  int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  uint32_t v = c & (0x3Fu >> more);
-  while (more-- > 0 && *s < end && (**s & 0xC0) == 0x80) v = (v << 6) | (*(*s)++ & 0x3F);
-  return (int32_t)v;
-}
-
 /* A pattern without _: its literal runs, as UTF-8 bytes, for matching with memcmp and
  * memmem. False: out of memory. */
 static bool like_segments(mqr_filter_t *f, uint32_t k) {
@@ -522,7 +512,7 @@ static int32_t parse_like(px_t *p, int32_t a, bool neg, size_t at) {
     if (!string_literal(p, &esc, "ESCAPE's character")) return -1;
     const unsigned char *e = (const unsigned char *)f->strings + (uintptr_t)esc.ptr, *ee = e + esc.len;
     if (esc.len == 0) return fail(p, eat, MQR_ESYNTAX, "ESCAPE's string must be one character"), -1;
-    escape = code_point(&e, ee);
+    escape = mqr__filter_code_point(&e, ee);
     if (e != ee) return fail(p, eat, MQR_ESYNTAX, "ESCAPE's string must be one character"), -1;
   }
   /* The pattern as code points and wildcards. As Artemis does, the escape character
@@ -530,11 +520,11 @@ static int32_t parse_like(px_t *p, int32_t a, bool neg, size_t at) {
   uint32_t off = f->n_pat;
   const unsigned char *s = (const unsigned char *)f->strings + (uintptr_t)pat.ptr, *end = s + pat.len;
   while (s < end) {
-    int32_t c = code_point(&s, end);
+    int32_t c = mqr__filter_code_point(&s, end);
     bool escaped = false;
     if (c == escape && s < end) {
       const unsigned char *peek = s;
-      int32_t nx = code_point(&peek, end);
+      int32_t nx = mqr__filter_code_point(&peek, end);
       if (nx == '%' || nx == '_' || nx == escape) {
         c = nx;
         s = peek;
