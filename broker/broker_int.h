@@ -128,6 +128,14 @@ typedef struct mqr__bq_s {
   struct mqr__bq_s *next, *prev;   /* the broker's list */
 } mqr__bq_t;
 
+/* Whether a queue's durable messages go to the journal: a durable queue not made for one
+ * subscription (one without broker state yet counts as not temporary). */
+static inline bool mqr__queue_journaled(const mqr_queue_t *q) {
+  if (!mqr_queue_durable(q)) return false;
+  const mqr__bq_t *bq = mqr_queue_data(q);
+  return bq == NULL || !bq->temporary;
+}
+
 struct mqr_broker_consumer_s {
   mqr_broker_t *b;
   mqr__bq_t *bq;

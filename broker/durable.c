@@ -94,7 +94,7 @@ static bool pend_reserve(mqr__durable_t *d, uint32_t n) {
 static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
   uint64_t seq = d->pend_head + d->pend_n++;
   mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
-  mqr__producer_t *prod = s->producer ? s->producer : NULL;
+  mqr__producer_t *prod = s->producer;
   *p = (mqr__pend_t){NULL, NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, {0, 0, 0}, NULL};
   if (prod) prod->pending++;
   return p;
@@ -282,7 +282,7 @@ static void written(void *arg, int status) {
         continue;
       }
       *e = (mqr__entry_t){NULL, NULL, m, 0, 0, NULL, NULL};
-      if (mqr_queue_durable(bq->q) && !bq->temporary) {
+      if (mqr__queue_journaled(bq->q)) {
         e->jbq = bq;
         e->jnext = m->jentries;
         m->jentries = e;
@@ -320,22 +320,21 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
       return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a durable message");
     }
   /* ADD, then a REF per durable queue; the last record's callback is the answer. */
-  uint32_t last = 0, refs = 0;
+  uint32_t last = 0;
   for (uint32_t i = 0; i < n; i++)
-    if (mqr_queue_durable(targets[i]) && !((mqr__bq_t *)mqr_queue_data(targets[i]))->temporary) last = i, refs++;
+    if (mqr__queue_journaled(targets[i])) last = i;
   int rc = mqr_journal_append(d->w, MQR_JOURNAL_ADD, (uint64_t)m->id, m->data, m->len, NULL, NULL);
   uint64_t file = mqr_journal_file(d->w);
   size_t bytes = mqr_journal_record_size(m->len);
   for (uint32_t i = 0; i < n && rc == 0; i++) {
-    mqr__bq_t *bq = mqr_queue_data(targets[i]);
-    if (!mqr_queue_durable(targets[i]) || bq->temporary) continue;
+    if (!mqr__queue_journaled(targets[i])) continue;
     mqr_str_t q = mqr_queue_name(targets[i]);
     rc = mqr_journal_append(d->w, MQR_JOURNAL_REF, (uint64_t)m->id, q.ptr, q.len, i == last ? written : NULL,
                             i == last ? d : NULL);
     bytes += mqr_journal_record_size(q.len);
     if (rc && i != last) { /* a REF refused after others were taken: they are undone */
       for (uint32_t k = 0; k < i; k++)
-        if (mqr_queue_durable(targets[k]) && !((mqr__bq_t *)mqr_queue_data(targets[k]))->temporary)
+        if (mqr__queue_journaled(targets[k]))
           mqr__durable_append_named(d, MQR_JOURNAL_DELETE, m->id, NULL, mqr_queue_name(targets[k]));
     }
   }
@@ -347,7 +346,6 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
                          : rc == MQR_ELIMIT ? "larger than a journal file"
                                             : mqr_strerror(rc));
   }
-  (void)refs;
   m->jfile = file;
   m->jbytes = (uint32_t)bytes;
   mqr__jlive_add(d, m);

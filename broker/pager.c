@@ -235,7 +235,7 @@ static void depage(mqr__pcursor_t *c) {
   mqr__durable_t *d = b->dur;
   mqr__bq_t *bq = c->bq;
   mqr_str_t qname = mqr_queue_name(bq->q);
-  bool durable_queue = mqr_queue_durable(bq->q) && !bq->temporary;
+  bool durable_queue = mqr__queue_journaled(bq->q);
   uint64_t file_before = c->file;
   int64_t id_before = c->last_id;
   while (c->read < pg->durable && bq->store.depth < PAGE_HIGH) {

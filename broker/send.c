@@ -87,10 +87,7 @@ void mqr__acct_release(mqr__acct_t *a) {
 static bool journaled(const mqr_broker_t *b, const mqr__send_t *s, const mqr_route_result_t *res) {
   if (!s->durable || b->dur == NULL) return false;
   for (uint32_t i = 0; i < res->count; i++)
-    if (mqr_queue_durable(res->queues[i])) {
-      const mqr__bq_t *bq = mqr_queue_data(res->queues[i]);
-      if (bq == NULL || !bq->temporary) return true;
-    }
+    if (mqr__queue_journaled(res->queues[i])) return true;
   return false;
 }
 
