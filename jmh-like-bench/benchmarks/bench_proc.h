@@ -104,4 +104,13 @@ static inline void bench_stop(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
+/* Undoes bench_mqr_connect (either client may be NULL), closes the loop, stops mqrd. */
+static inline void bench_mqr_close(uv_loop_t *loop, mqr_client_t *pub, mqr_client_t *sub, pid_t mqrd) {
+  if (pub) mqr_client_close(pub, NULL, NULL);
+  if (sub) mqr_client_close(sub, NULL, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_loop_close(loop);
+  bench_stop(mqrd);
+}
+
 #endif

@@ -149,13 +149,7 @@ static int finish_mqr(st_t *s) {
   return 0;
 }
 
-static void teardown_mqr(st_t *s) {
-  if (s->pub) mqr_client_close(s->pub, NULL, NULL);
-  if (s->sub) mqr_client_close(s->sub, NULL, NULL);
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&s->loop);
-  bench_stop(s->mqrd);
-}
+static void teardown_mqr(st_t *s) { bench_mqr_close(&s->loop, s->pub, s->sub, s->mqrd); }
 
 /* ---- JetStream ------------------------------------------------------------------------------ */
 

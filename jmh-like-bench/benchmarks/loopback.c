@@ -117,11 +117,7 @@ static int finish_mqr(st_t *s) {
 }
 
 static void teardown_mqr(st_t *s) {
-  if (s->pub) mqr_client_close(s->pub, NULL, NULL);
-  if (s->sub) mqr_client_close(s->sub, NULL, NULL);
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&s->loop);
-  bench_stop(s->mqrd);
+  bench_mqr_close(&s->loop, s->pub, s->sub, s->mqrd);
   unlink(s->config_path);
 }
 
