@@ -109,7 +109,9 @@ bool mqr__cfg_is_plain(const yaml_node_t *n);
 bool mqr__cfg_is_null(const yaml_node_t *n);
 bool mqr__cfg_want(ctx_t *c, const yaml_node_t *n, yaml_node_type_t type, const char *what);
 bool mqr__cfg_check_key(ctx_t *c, yaml_node_t *k, const char *where);
-bool mqr__cfg_repeated_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *upto, mqr_str_t name);
+/* Pair p (at its place in map) read as a key: a scalar (its name set) not repeated earlier
+ * in map. False: an error was reported; skip the pair. */
+bool mqr__cfg_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *at, pair_t *p, const char *where);
 void mqr__cfg_unknown_key(ctx_t *c, const pair_t *p, const char *where, const char *known);
 bool mqr__cfg_get_bool(ctx_t *c, const pair_t *p, bool *out);
 bool mqr__cfg_parse_int(mqr_str_t s, bool bytes, int64_t *out);

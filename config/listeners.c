@@ -17,12 +17,7 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
   int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
   FOREACH_PAIR(c, map, p) {
-    if (!mqr__cfg_check_key(c, p.key, "a listener")) continue;
-    p.name = mqr__cfg_scalar(p.key);
-    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-      ERR(c, p.key, "key '%.*s' repeated in a listener", (int)p.name.len, p.name.ptr);
-      continue;
-    }
+    if (!mqr__cfg_key(c, map, p_it, &p, "a listener")) continue;
     if (mqr_str_eq(p.name, MQR_STR("name"))) {
       if (mqr__cfg_get_string(c, &p, &name)) {
         name_node = p.value;

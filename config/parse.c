@@ -11,12 +11,7 @@ void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map) {
   mqr_wildcard_t wc = mqr_wildcard_default();
   uint32_t before = c->errors;
   FOREACH_PAIR(c, map, p) {
-    if (!mqr__cfg_check_key(c, p.key, "wildcard-addresses")) continue;
-    p.name = mqr__cfg_scalar(p.key);
-    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-      ERR(c, p.key, "key '%.*s' repeated in wildcard-addresses", (int)p.name.len, p.name.ptr);
-      continue;
-    }
+    if (!mqr__cfg_key(c, map, p_it, &p, "wildcard-addresses")) continue;
     char *slot = mqr_str_eq(p.name, MQR_STR("delimiter"))     ? &wc.delimiter
                  : mqr_str_eq(p.name, MQR_STR("any-words"))   ? &wc.any_words
                  : mqr_str_eq(p.name, MQR_STR("single-word")) ? &wc.single_word
@@ -73,12 +68,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "auto-create-addresses, auto-create-queues, default-address-routing-type, default-queue-routing-type, "
         "dead-letter-address, send-to-dla-on-no-route, id-cache-size, max-size-bytes, address-full-policy";
     FOREACH_PAIR(c, map, p) {
-      if (!mqr__cfg_check_key(c, p.key, where)) continue;
-      p.name = mqr__cfg_scalar(p.key);
-      if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-        ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
-        continue;
-      }
+      if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
       if (mqr_str_eq(p.name, MQR_STR("auto-create-addresses"))) {
         if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_addresses)) s.s.set |= MQR_SET_AUTO_CREATE_ADDRESSES;
@@ -158,12 +148,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] = "durable, max-consumers, purge-on-no-consumers, enabled, filter";
     FOREACH_PAIR(c, map, p) {
-      if (!mqr__cfg_check_key(c, p.key, where)) continue;
-      p.name = mqr__cfg_scalar(p.key);
-      if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-        ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
-        continue;
-      }
+      if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
       if (mqr_str_eq(p.name, MQR_STR("durable")))
         mqr__cfg_get_bool(c, &p, &q.durable);
@@ -266,12 +251,7 @@ static void parse_address(ctx_t *c, const pair_t *entry) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
   const yaml_node_t *sections[2] = {NULL, NULL}; /* ANYCAST, MULTICAST keys */
   FOREACH_PAIR(c, map, p) {
-    if (!mqr__cfg_check_key(c, p.key, where)) continue;
-    p.name = mqr__cfg_scalar(p.key);
-    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-      ERR(c, p.key, "key '%.*s' repeated in %s", (int)p.name.len, p.name.ptr, where);
-      continue;
-    }
+    if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
     if (mqr_str_eq(p.name, MQR_STR("routing-types"))) {
       parse_routing_types(c, a, &p);
     } else if (mqr_str_eq(p.name, MQR_STR("anycast"))) {

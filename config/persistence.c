@@ -27,12 +27,7 @@ void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map) {
                               "journal-buffer-timeout, journal-buffer-size, journal-sync, journal-compact-min-files, "
                               "journal-compact-percentage";
   FOREACH_PAIR(c, map, p) {
-    if (!mqr__cfg_check_key(c, p.key, "persistence")) continue;
-    p.name = mqr__cfg_scalar(p.key);
-    if (mqr__cfg_repeated_key(c, map, p_it, p.name)) {
-      ERR(c, p.key, "key '%.*s' repeated in persistence", (int)p.name.len, p.name.ptr);
-      continue;
-    }
+    if (!mqr__cfg_key(c, map, p_it, &p, "persistence")) continue;
     int64_t v;
     if (mqr_str_eq(p.name, MQR_STR("enabled"))) {
       mqr__cfg_get_bool(c, &p, &pc->enabled);

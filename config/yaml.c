@@ -125,12 +125,22 @@ bool mqr__cfg_check_key(ctx_t *c, yaml_node_t *k, const char *where) {
   return true;
 }
 
-bool mqr__cfg_repeated_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *upto, mqr_str_t name) {
+static bool repeated_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *upto, mqr_str_t name) {
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < upto; p++) {
     yaml_node_t *k = mqr__cfg_node(c, p->key);
     if (k->type == YAML_SCALAR_NODE && mqr_str_eq(mqr__cfg_scalar(k), name)) return true;
   }
   return false;
+}
+
+bool mqr__cfg_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *at, pair_t *p, const char *where) {
+  if (!mqr__cfg_check_key(c, p->key, where)) return false;
+  p->name = mqr__cfg_scalar(p->key);
+  if (repeated_key(c, map, at, p->name)) {
+    ERR(c, p->key, "key '%.*s' repeated in %s", (int)p->name.len, p->name.ptr, where);
+    return false;
+  }
+  return true;
 }
 
 void mqr__cfg_unknown_key(ctx_t *c, const pair_t *p, const char *where, const char *known) {
