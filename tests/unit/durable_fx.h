@@ -15,16 +15,8 @@
 #include <unistd.h>
 
 #include "mqr/broker.h"
+#include "test_dir.h"
 #include "testutil.h"
-
-static char dir[256] __attribute__((unused));
-
-static inline void fresh_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/mqr-durable-test-%d", (int)getpid());
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
-}
 
 typedef struct {
   mqr_broker_t *b;

@@ -147,17 +147,6 @@ static void test_topology_survives(void **state) {
   fx_close(&f);
 }
 
-static int count_ext(const char *ext) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-    size_t l = strlen(e->d_name), k = strlen(ext);
-    n += l > k && strcmp(e->d_name + l - k, ext) == 0;
-  }
-  if (d) closedir(d);
-  return n;
-}
-
 /* Under load, with a few messages held for long: files are released and reused, the
  * held messages are copied forward, and the journal stays a few files long; a restart
  * brings back exactly what the model says is live, in order. */

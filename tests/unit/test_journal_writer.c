@@ -13,18 +13,10 @@
 #include <unistd.h>
 
 #include "mqr/journal_writer.h"
+#include "test_dir.h"
 #include "testutil.h"
 
-static char dir[256];
-
 #define B (MQR_JOURNAL_RECORD_HEAD + MQR_JOURNAL_RECORD_FIXED) /* the BATCH record that begins each write */
-
-static void fresh_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/mqr-journal-test-%d", (int)getpid());
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
-}
 
 typedef struct {
   uint64_t ids[4096];
@@ -376,17 +368,6 @@ static void test_no_space(void **state) {
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("the child ended with status %#x", status);
-}
-
-static int count_ext(const char *ext) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-    size_t l = strlen(e->d_name), k = strlen(ext);
-    n += l > k && strcmp(e->d_name + l - k, ext) == 0;
-  }
-  if (d) closedir(d);
-  return n;
 }
 
 /* Files released go to the pool once what was appended before is durable, and new files
