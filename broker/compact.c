@@ -123,6 +123,22 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   return (size_t)(p - buf) + name.len + addr.len + filter.len;
 }
 
+static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
+
+bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
+  if (len < TOPO_FIXED || p[0] != 1) return false;
+  size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12);
+  if (len != TOPO_FIXED + ln + la + lf || !mqr_routing_type_valid(p[1])) return false;
+  const char *s = (const char *)p + TOPO_FIXED;
+  mqr_queue_config_init(cfg, mqr_str_n(s, ln), mqr_str_n(s + ln, la), (mqr_routing_type_t)p[1]);
+  cfg->filter = mqr_str_n(s + ln + la, lf);
+  cfg->durable = p[2] & 1;
+  cfg->purge_on_no_consumers = (p[2] & 2) != 0;
+  cfg->enabled = (p[2] & 4) != 0;
+  cfg->max_consumers = (int32_t)((uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24);
+  return true;
+}
+
 /* Appends bq's TOPOLOGY record and counts it in its file. */
 static bool topology_append(mqr__durable_t *d, mqr__bq_t *bq) {
   size_t n = mqr__topology_size(bq->q);

@@ -134,6 +134,9 @@ void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq);
 /* The TOPOLOGY payload of q's creation into buf (at least 16 + names' bytes); its size. */
 size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q);
 size_t mqr__topology_size(const mqr_queue_t *q);
+/* A TOPOLOGY payload read back into cfg (its strings views into p); false if p[0..len)
+ * is not one. */
+bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg);
 
 /* pager.c */
 bool mqr__pager_wants(mqr_broker_t *b, const mqr__acct_t *acct); /* this send goes to the pages */

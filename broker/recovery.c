@@ -84,29 +84,20 @@ static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
  * unless the config made it. */
 static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
   mqr_broker_t *b = rc->b;
-  const uint8_t *p = r->payload;
-  if (r->len < 14 || p[0] != 1) return rc->bad++, 0;
-  size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12);
-  if (r->len != 14 + ln + la + lf || !mqr_routing_type_valid(p[1])) return rc->bad++, 0;
-  mqr_str_t name = mqr_str_n((const char *)p + 14, ln), addr = mqr_str_n((const char *)p + 14 + ln, la);
-  mqr_str_t filter = mqr_str_n((const char *)p + 14 + ln + la, lf);
+  mqr_queue_config_t cfg;
+  if (!mqr__topology_read(r->payload, r->len, &cfg)) return rc->bad++, 0;
+  mqr_str_t name = cfg.name, addr = cfg.address;
+  mqr_routing_type_t rt = cfg.routing_type;
   mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
   if (q == NULL) {
     mqr_error_t err;
     mqr_address_t *a = mqr_router_find_address(&b->router, addr);
     int e = 0;
     if (a == NULL)
-      e = mqr_router_add_address(&b->router, addr, mqr_routing_set_of(p[1]), MQR_ADDRESS_AUTO_CREATED, NULL, &err);
-    else if (!mqr_routing_set_contains(mqr_address_routing_types(a), p[1]))
-      e = mqr_router_add_routing_type(&b->router, addr, p[1], &err);
-    mqr_queue_config_t cfg;
-    mqr_queue_config_init(&cfg, name, addr, (mqr_routing_type_t)p[1]);
-    cfg.filter = filter;
-    cfg.durable = p[2] & 1;
-    cfg.purge_on_no_consumers = (p[2] & 2) != 0;
-    cfg.enabled = (p[2] & 4) != 0;
+      e = mqr_router_add_address(&b->router, addr, mqr_routing_set_of(rt), MQR_ADDRESS_AUTO_CREATED, NULL, &err);
+    else if (!mqr_routing_set_contains(mqr_address_routing_types(a), rt))
+      e = mqr_router_add_routing_type(&b->router, addr, rt, &err);
     cfg.auto_created = true;
-    cfg.max_consumers = (int32_t)((uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24);
     if (e == 0) e = mqr_router_add_queue(&b->router, &cfg, &q, &err);
     if (e == MQR_ENOMEM) return MQR_ENOMEM;
     if (e) {
