@@ -522,13 +522,14 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t 
   uint32_t sp = 0;
   const mqr__cop_t *op = f->cprog, *end = op + f->n_cprog;
   val_t r;
-#define NEXT()                                                                                                         \
+#define JUMP(to)                                                                                                       \
   do {                                                                                                                 \
-    if (++op == end) goto done;                                                                                        \
+    op = (to);                                                                                                         \
+    if (op == end) goto done;                                                                                          \
     goto *code[op->op];                                                                                                \
   } while (0)
-  if (op == end) goto done;
-  goto *code[op->op];
+#define NEXT() JUMP(op + 1)
+  JUMP(op);
 l_const:
   st[sp++] = (int8_t)op->arg;
   NEXT();
@@ -573,18 +574,10 @@ l_not:
   if (st[sp - 1] >= 0) st[sp - 1] = (int8_t)!st[sp - 1];
   NEXT();
 l_and_jump:
-  if (st[sp - 1] == 0) { /* FALSE AND anything is FALSE */
-    op = f->cprog + op->arg;
-    if (op == end) goto done;
-    goto *code[op->op];
-  }
+  if (st[sp - 1] == 0) JUMP(f->cprog + op->arg); /* FALSE AND anything is FALSE */
   NEXT();
 l_or_jump:
-  if (st[sp - 1] == 1) { /* TRUE OR anything is TRUE */
-    op = f->cprog + op->arg;
-    if (op == end) goto done;
-    goto *code[op->op];
-  }
+  if (st[sp - 1] == 1) JUMP(f->cprog + op->arg); /* TRUE OR anything is TRUE */
   NEXT();
 l_and : {
   int8_t b = st[--sp], a = st[sp - 1];
@@ -597,6 +590,7 @@ l_or : {
   NEXT();
 }
 #undef NEXT
+#undef JUMP
 done:
   return sp == 1 ? st[0] : MQR_FILTER_UNKNOWN;
 }
