@@ -406,7 +406,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
     if (!mqr__jfiles_reserve(d, mqr_journal_file(d->w)))
       rc = mqr_error_set(err, MQR_ENOMEM, "out of memory opening the journal");
     else
-      rc = mqr__recovery_finish(rec, &messages, &queues, err);
+      mqr__recovery_finish(rec, &messages, &queues);
     if (rc == 0) {
       double ms = (double)(uv_hrtime() - t0) / 1e6;
       mqr__log(b, MQR_LOG_INFO,

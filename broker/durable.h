@@ -159,7 +159,7 @@ int mqr__durable_recover_record(void *ctx, uint64_t file_id, const char *path, c
 typedef struct mqr__recovery_s mqr__recovery_t;
 mqr__recovery_t *mqr__recovery_new(mqr_broker_t *b);
 /* After the opening: messages onto their queues in id order; counts into *out. */
-int mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues, mqr_error_t *err);
+void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues);
 void mqr__recovery_free(mqr__recovery_t *rc); /* what a failed opening recovered goes */
 
 #endif

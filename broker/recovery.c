@@ -241,8 +241,7 @@ static int by_id(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues, mqr_error_t *err) {
-  (void)err;
+void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queues) {
   mqr_broker_t *b = rc->b;
   mqr__durable_t *d = b->dur;
   size_t live = 0;
@@ -290,7 +289,6 @@ int mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *queu
   rc->n_order = 0; /* they belong to the queues now */
   *messages = live;
   *queues = nq;
-  return 0;
 }
 
 void mqr__recovery_free(mqr__recovery_t *rc) {
