@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "mqr/broker.h"
+#include "mqr/filter.h"
 
 /* ---- pools ---------------------------------------------------------------------------- */
 
@@ -102,11 +103,18 @@ typedef struct {
   void (*push_front)(mqr__store_t *s, mqr__entry_t *e); /* returned: before every waiting entry */
   mqr__entry_t *(*pop)(mqr__store_t *s);                /* the head; NULL when empty */
   mqr__entry_t *(*peek)(mqr__store_t *s);               /* the head, left there; NULL when empty */
+  /* For dispatch past the head (consumers with selectors): the entry after e (NULL at
+   * the tail), taking e out wherever it is, and putting e back before another (NULL: at
+   * the tail). */
+  mqr__entry_t *(*next)(mqr__store_t *s, mqr__entry_t *e);
+  void (*remove)(mqr__store_t *s, mqr__entry_t *e);
+  void (*insert_before)(mqr__store_t *s, mqr__entry_t *e, mqr__entry_t *before);
 } mqr__store_ops_t;
 
 struct mqr__store_s {
   const mqr__store_ops_t *ops;
   uint64_t depth;
+  uint64_t removals;         /* entries taken out (pop, remove): a walk that sees it change restarts */
   mqr__entry_t *head, *tail; /* the memory store's list */
 };
 
@@ -120,6 +128,7 @@ typedef struct mqr__bq_s {
   uint64_t enqueued, acked, in_flight;
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
+  uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
@@ -149,6 +158,7 @@ struct mqr_broker_consumer_s {
   uint32_t idx_mask, idx_n; /* idx_mask + 1 slots; 0 before the first delivery */
   bool closing;             /* unsubscribed while its queue was dispatching */
   int64_t too_big;          /* the id of a message its head refused for good: held for others */
+  mqr_filter_t *selector;   /* only messages it matches come to it (NULL: all) */
   /* Its protocol head: how deliveries go (core.h), and the head's own context (the
    * native protocol's connection; an in-process consumer's callback argument). */
   const mqr__consumer_ops_t *ops;
@@ -230,11 +240,9 @@ typedef struct {
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
   bool durable;
   mqr_str_t duplicate_id;
-  const uint8_t *tail;
+  const uint8_t *tail; /* a SEND frame's tail, checked (mqr_frame_send_view) */
   size_t tail_len;
-  const mqr_str_t *keys, *values; /* in-process: the tail made from these */
-  size_t n_props;
-  mqr_str_t body;
+  const mqr_tail_t *made; /* in-process (tail NULL): the tail is made from these, checked */
   const mqr_prefixes_t *prefixes;
   /* Who hears the answer, when it must wait for the journal or for an earlier answer to
    * the same producer: the producer's ops->sent with token, or fn with fn_arg. With
@@ -261,6 +269,19 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
+
+/* select.c: a message's values for filters, in the router's vocabulary: the route's fill
+ * callback (ctx a mqr__send_fill_t), and a stored message's values for selectors (set
+ * until mqr__msg_values_clear). */
+typedef struct {
+  mqr_broker_t *b;
+  const mqr__send_t *s;
+  mqr_str_t address; /* as routed: the prefix off (address::queue too) */
+  size_t tail_len;
+} mqr__send_fill_t;
+void mqr__fill_send(void *ctx, mqr_filter_vocab_t *v);
+const mqr_value_t *mqr__msg_values(mqr_broker_t *b, const mqr__msg_t *m, uint32_t *n);
+void mqr__msg_values_clear(mqr_broker_t *b);
 
 /* The native protocol's head (native/), as the broker starts and stops it: its state is
  * its own (b->net), and the core calls nothing else of it. */

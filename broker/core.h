@@ -72,9 +72,9 @@ void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_o
  * frame does (mqr_broker_subscribe has the rules); the consumer's deliveries go through
  * ops with ctx (mqr__consumer_ctx). Dispatch does not start: the head answers its client
  * first, then calls mqr__consumer_start. */
-int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
-                           int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx, mqr_broker_consumer_t **out,
-                           mqr_error_t *err);
+int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, mqr_str_t selector,
+                           uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
+                           mqr_broker_consumer_t **out, mqr_error_t *err);
 /* The consumer's subscription id, its head's context, and its queue's name. */
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k);
 void *mqr__consumer_ctx(const mqr_broker_consumer_t *k);

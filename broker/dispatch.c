@@ -19,6 +19,140 @@ static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
   return c->credit > 0 && !c->closing && c->ops->ready(c) && head->msg->id != c->too_big;
 }
 
+/* Hands e, out of the store, to c (whose index has room): 0, or the head's refusal with
+ * everything undone and e out of the store still. */
+static int hand_over(mqr__bq_t *bq, mqr_broker_consumer_t *c, mqr__entry_t *e) {
+  e->delivery = c->next_delivery++;
+  e->delivery_count++;
+  e->prev = c->unacked_tail;
+  e->next = NULL;
+  if (c->unacked_tail)
+    c->unacked_tail->next = e;
+  else
+    c->unacked_head = e;
+  c->unacked_tail = e;
+  mqr__idx_put(c, e);
+  c->credit--;
+  bq->in_flight++;
+  /* The delivery count goes to the journal first: after a crash, the redelivery counts
+   * this one. */
+  if (e->jbq) mqr__durable_delivering(c->b, e);
+  int rc = c->ops->deliver(c, e);
+  if (rc != 0) {
+    /* Nothing delivered. MQR_ENOMEM (no room to write it, or to decode it for the
+     * callback): the next dispatch (a send, an ack, credit) tries again. MQR_ELIMIT (it
+     * can never go to this consumer: longer than the max_frame its client declared,
+     * say): the message is held for a consumer that can take it, and this one is told
+     * once and skips it while it is at the head. */
+    unlink_unacked(c, e);
+    mqr__idx_del(c, e->delivery);
+    c->next_delivery--;
+    e->delivery_count--;
+    if (e->jbq) mqr__durable_delivering(c->b, e);
+    c->credit++;
+    bq->in_flight--;
+  }
+  return rc;
+}
+
+/* The head's refusal for good: c skips e from now on. */
+static void refused(mqr_broker_consumer_t *c, mqr__entry_t *e) {
+  c->too_big = e->msg->id;
+  c->ops->refused(c, e);
+}
+
+/* Consumers without selectors: the head of the queue to the next consumer round-robin
+ * that can take it. */
+static void dispatch_head(mqr__bq_t *bq) {
+  for (;;) {
+    /* A queue with paged messages reads them back as it runs low (pager.c). */
+    if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
+    if (!bq->store.depth || !bq->n_consumers) break;
+    mqr_broker_consumer_t *c = NULL;
+    const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
+    for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
+      mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
+      if (can_take(cand, head)) {
+        c = cand;
+        bq->rr = (bq->rr + k + 1) % bq->n_consumers;
+      }
+    }
+    if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
+    mqr__entry_t *e = bq->store.ops->pop(&bq->store);
+    int rc = hand_over(bq, c, e);
+    if (rc != 0) {
+      bq->store.ops->push_front(&bq->store, e);
+      if (rc == MQR_ELIMIT) {
+        refused(c, e);
+        continue;
+      }
+      bq->again = false;
+      break;
+    }
+  }
+}
+
+/* Whether any consumer could take a message now. */
+static bool any_ready(const mqr__bq_t *bq) {
+  for (uint32_t k = 0; k < bq->n_consumers; k++) {
+    const mqr_broker_consumer_t *c = bq->consumers[k];
+    if (c->credit > 0 && !c->closing && c->ops->ready(c)) return true;
+  }
+  return false;
+}
+
+/* The consumer, round-robin, that takes e: one that can take it now and whose selector
+ * (if any) matches it. The message's values are read once, for the first selector. */
+static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *e) {
+  mqr_broker_t *b = bq->consumers[0]->b;
+  const mqr_value_t *values = NULL;
+  uint32_t n = 0;
+  mqr_broker_consumer_t *c = NULL;
+  for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
+    mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
+    if (!can_take(cand, e)) continue;
+    if (cand->selector) {
+      if (values == NULL) values = mqr__msg_values(b, e->msg, &n);
+      if (!mqr_filter_matches(cand->selector, values, n)) continue;
+    }
+    c = cand;
+    bq->rr = (bq->rr + k + 1) % bq->n_consumers;
+  }
+  if (values) mqr__msg_values_clear(b);
+  return c;
+}
+
+/* Some consumers have selectors: a message no consumer matches stays where it is, and
+ * those after it go on (Artemis's consumer filters). One walk from the head; it starts
+ * again from the head when a delivery callback took entries out of the store. */
+static void dispatch_selective(mqr__bq_t *bq) {
+  if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
+  mqr__entry_t *e = bq->store.ops->peek(&bq->store);
+  while (e && bq->n_consumers && any_ready(bq)) {
+    mqr_broker_consumer_t *c = pick_selective(bq, e);
+    mqr__entry_t *next = bq->store.ops->next(&bq->store, e);
+    if (c == NULL) {
+      e = next;
+      continue;
+    }
+    if (!mqr__idx_reserve(c)) break;
+    bq->store.ops->remove(&bq->store, e);
+    uint64_t removals = bq->store.removals;
+    int rc = hand_over(bq, c, e);
+    if (rc != 0) {
+      bq->store.ops->insert_before(&bq->store, e, bq->store.removals == removals ? next : bq->store.head);
+      if (rc == MQR_ELIMIT) {
+        refused(c, e);
+        continue; /* e again, for the others */
+      }
+      bq->again = false;
+      break;
+    }
+    if (bq->store.removals != removals) next = bq->store.ops->peek(&bq->store);
+    e = next;
+  }
+}
+
 void mqr__dispatch(mqr__bq_t *bq) {
   if (bq == NULL) return;
   if (bq->dispatching) { /* a delivery callback acked or granted credit: go round again */
@@ -28,60 +162,10 @@ void mqr__dispatch(mqr__bq_t *bq) {
   bq->dispatching = true;
   do {
     bq->again = false;
-    for (;;) {
-      /* A queue with paged messages reads them back as it runs low (pager.c). */
-      if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
-      if (!bq->store.depth || !bq->n_consumers) break;
-      mqr_broker_consumer_t *c = NULL;
-      const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
-      for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
-        mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
-        if (can_take(cand, head)) {
-          c = cand;
-          bq->rr = (bq->rr + k + 1) % bq->n_consumers;
-        }
-      }
-      if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
-      mqr__entry_t *e = bq->store.ops->pop(&bq->store);
-      e->delivery = c->next_delivery++;
-      e->delivery_count++;
-      e->prev = c->unacked_tail;
-      e->next = NULL;
-      if (c->unacked_tail)
-        c->unacked_tail->next = e;
-      else
-        c->unacked_head = e;
-      c->unacked_tail = e;
-      mqr__idx_put(c, e);
-      c->credit--;
-      bq->in_flight++;
-      /* The delivery count goes to the journal first: after a crash, the redelivery
-       * counts this one. */
-      if (e->jbq) mqr__durable_delivering(c->b, e);
-      int rc = c->ops->deliver(c, e);
-      if (rc != 0) {
-        /* Nothing delivered: back to the head as it was. MQR_ENOMEM (no room to write it,
-         * or to decode it for the callback): the next dispatch (a send, an ack, credit)
-         * tries again. MQR_ELIMIT (it can never go to this consumer: longer than the
-         * max_frame its client declared, say): the message is held for a consumer that
-         * can take it, and this one is told once and skips it while it is at the head. */
-        unlink_unacked(c, e);
-        mqr__idx_del(c, e->delivery);
-        c->next_delivery--;
-        e->delivery_count--;
-        if (e->jbq) mqr__durable_delivering(c->b, e);
-        c->credit++;
-        bq->in_flight--;
-        bq->store.ops->push_front(&bq->store, e);
-        if (rc == MQR_ELIMIT) {
-          c->too_big = e->msg->id;
-          c->ops->refused(c, e);
-          continue;
-        }
-        bq->again = false;
-        break;
-      }
-    }
+    if (bq->n_selective)
+      dispatch_selective(bq);
+    else
+      dispatch_head(bq);
   } while (bq->again);
   bq->dispatching = false;
   /* Consumers that went during the callbacks go now (the last of a temporary queue takes

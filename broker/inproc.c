@@ -80,12 +80,13 @@ static void refused(mqr_broker_consumer_t *c, const mqr__entry_t *e) {
 
 static const mqr__consumer_ops_t inproc_ops = {ready, deliver, refused};
 
-int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
-                         mqr_deliver_fn fn, void *arg, mqr_broker_consumer_t **out, mqr_str_t *queue_name,
-                         mqr_error_t *err) {
+int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue, mqr_str_t selector,
+                         uint32_t credit, mqr_deliver_fn fn, void *arg, mqr_broker_consumer_t **out,
+                         mqr_str_t *queue_name, mqr_error_t *err) {
   if (fn == NULL) return mqr_error_set(err, MQR_EINVAL, "no delivery function");
   mqr_broker_consumer_t *c;
-  int rc = mqr__session_subscribe(&b->inproc, target, routing_type, queue, credit, 0, &inproc_ops, arg, &c, err);
+  int rc =
+      mqr__session_subscribe(&b->inproc, target, routing_type, queue, selector, credit, 0, &inproc_ops, arg, &c, err);
   if (rc) return rc;
   c->fn = fn;
   if (queue_name) *queue_name = mqr_queue_name(c->bq->q);

@@ -98,7 +98,10 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   mqr_str_t address = s->address;
   int eff = s->routing_type;
   mqr_prefixes_strip(s->prefixes, &address, &eff);
-  mqr_route_request_t req = {address, eff, s->duplicate_id, NULL, NULL};
+  /* Queue filters read the message's values only when the route meets one. */
+  size_t tail_len = s->tail ? s->tail_len : mqr_message_tail_size(s->made);
+  mqr__send_fill_t fill = {b, s, address, tail_len};
+  mqr_route_request_t req = {address, eff, s->duplicate_id, NULL, mqr__fill_send, &fill};
   mqr_route_result_t res = {b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
   int rc = mqr_router_route(&b->router, &req, &res, err);
   if (rc == MQR_ENOSPC) { /* the topology grew: a bigger target array, once */
@@ -136,8 +139,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   /* The message, stored once: the Message frame's stored part, written into room for
    * its largest size (varints at their longest) and then measured. */
   mqr_str_t addr = mqr_address_name(res.address);
-  size_t bound = 10 + 10 + addr.len + 2 + (s->tail ? s->tail_len : 1 + 10 + 10 + s->body.len);
-  for (size_t i = 0; !s->tail && i < s->n_props; i++) bound += 20 + s->keys[i].len + s->values[i].len;
+  size_t bound = 10 + 10 + addr.len + 2 + tail_len;
   int64_t id = ++b->next_message_id;
   mqr__msg_t *m = mqr__msg_alloc(b, bound);
   if (m == NULL) {
@@ -152,7 +154,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);
   } else {
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
-    len += mqr_message_write_tail(m->data + len, s->keys, s->values, s->n_props, s->body);
+    len += mqr_message_write_tail(m->data + len, s->made);
   }
   m->len = (uint32_t)len;
   b->stats.messages++; /* and back down in mqr__msg_release */
@@ -213,30 +215,49 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   return mqr__durable_answer(b, s, rc, r, err);
 }
 
-static mqr__send_t from_message(const mqr_broker_message_t *m) {
-  return (mqr__send_t){.address = m->address,
-                       .routing_type = m->routing_type,
-                       .durable = m->durable,
-                       .duplicate_id = m->duplicate_id,
-                       .keys = m->property_keys,
-                       .values = m->property_values,
-                       .n_props = m->n_properties,
-                       .body = m->body};
+static bool utf8(mqr_str_t s) { return mqr_utf8_check(s.ptr, s.len) == s.len; }
+
+/* An in-process message, checked as a SEND frame is: its tail is made from t. */
+static int from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err) {
+  *t = (mqr_tail_t){m->priority,      m->timestamp,       m->expiration,   m->user_id,
+                    m->property_keys, m->property_values, m->n_properties, m->body};
+  *s = (mqr__send_t){.address = m->address,
+                     .routing_type = m->routing_type,
+                     .durable = m->durable,
+                     .duplicate_id = m->duplicate_id,
+                     .made = t};
+  if (m->priority < 0 || m->priority > MQR_PRIORITY_MAX)
+    return mqr_error_set(err, MQR_EINVAL, "priority %d is not 0-%d", (int)m->priority, MQR_PRIORITY_MAX);
+  if (!utf8(m->user_id)) return mqr_error_set(err, MQR_EINVAL, "the user id is not UTF-8");
+  for (size_t i = 0; i < m->n_properties; i++) {
+    const mqr_value_t *v = &m->property_values[i];
+    if (!utf8(m->property_keys[i]) || (v->type == MQR_VALUE_STRING && !utf8(v->u.s)))
+      return mqr_error_set(err, MQR_EINVAL, "property %zu: a string that is not UTF-8", i);
+    if ((unsigned)v->type >= MQR_VALUE_TYPE_COUNT)
+      return mqr_error_set(err, MQR_EINVAL, "property %zu: type %d out of range", i, (int)v->type);
+  }
+  return 0;
 }
 
 int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt, mqr_error_t *err) {
-  mqr__send_t s = from_message(m);
-  int rc = mqr__do_send(b, &s, receipt, NULL, err);
+  mqr_tail_t t;
+  mqr__send_t s;
+  int rc = from_message(m, &t, &s, err);
+  if (rc) return rc;
+  rc = mqr__do_send(b, &s, receipt, NULL, err);
   return rc == MQR__PENDING ? 0 : rc;
 }
 
 void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_sent_fn cb, void *arg) {
-  mqr__send_t s = from_message(m);
+  mqr_tail_t t;
+  mqr__send_t s;
+  mqr_broker_receipt_t r = {0, 0, 0};
+  mqr_error_t err;
+  int rc = from_message(m, &t, &s, &err);
   s.producer = &b->inproc.producer;
   s.fn = cb;
   s.fn_arg = arg;
-  mqr_broker_receipt_t r = {0, 0, 0};
-  mqr_error_t err;
-  int rc = mqr__do_send(b, &s, &r, NULL, &err);
+  /* A message refused here is answered in its turn, after earlier sends. */
+  rc = rc ? mqr__durable_answer(b, &s, rc, &r, &err) : mqr__do_send(b, &s, &r, NULL, &err);
   if (rc != MQR__PENDING) cb(arg, rc, &r, rc ? &err : NULL);
 }

@@ -139,13 +139,49 @@ static mqr__entry_t *mem_pop(mqr__store_t *s) {
   else
     s->tail = NULL;
   s->depth--;
+  s->removals++;
   e->next = e->prev = NULL;
   return e;
 }
 
 static mqr__entry_t *mem_peek(mqr__store_t *s) { return s->head; }
 
-static const mqr__store_ops_t memstore_ops = {mem_push, mem_push_front, mem_pop, mem_peek};
+static mqr__entry_t *mem_next(mqr__store_t *s, mqr__entry_t *e) {
+  (void)s;
+  return e->next;
+}
+
+static void mem_remove(mqr__store_t *s, mqr__entry_t *e) {
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    s->head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    s->tail = e->prev;
+  e->next = e->prev = NULL;
+  s->depth--;
+  s->removals++;
+}
+
+static void mem_insert_before(mqr__store_t *s, mqr__entry_t *e, mqr__entry_t *before) {
+  if (before == NULL) {
+    mem_push(s, e);
+    return;
+  }
+  e->next = before;
+  e->prev = before->prev;
+  if (before->prev)
+    before->prev->next = e;
+  else
+    s->head = e;
+  before->prev = e;
+  s->depth++;
+}
+
+static const mqr__store_ops_t memstore_ops = {mem_push, mem_push_front, mem_pop,          mem_peek,
+                                              mem_next, mem_remove,     mem_insert_before};
 
 void mqr__memstore_init(mqr__store_t *s) {
   memset(s, 0, sizeof *s);

@@ -72,17 +72,24 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
 
 static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq);
 
-int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, uint32_t credit,
-                           int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx, mqr_broker_consumer_t **out,
-                           mqr_error_t *err) {
+int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, mqr_str_t selector,
+                           uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
+                           mqr_broker_consumer_t **out, mqr_error_t *err) {
   mqr_broker_t *b = s->b;
   if (target.len == 0) return mqr_error_set(err, MQR_EINVAL, "a subscription needs a target");
   if (rt != MQR_ROUTING_NONE && rt != MQR_ANYCAST && rt != MQR_MULTICAST)
     return mqr_error_set(err, MQR_EBADROUTINGTYPE, "routing type %d", rt);
+  /* The selector first: a bad one makes no queue. */
+  mqr_filter_t *sel = NULL;
+  mqr_error_t ferr;
+  int rc = mqr_router_compile_filter(&b->router, selector, &sel, &ferr);
+  if (rc) return mqr_error_set(err, rc, "selector: %s", ferr.message);
   bool temporary = false;
   mqr_queue_t *q = NULL;
-  int rc = find_or_make_queue(b, target, rt, queue, &temporary, &q, err);
-  if (rc) return rc;
+  if ((rc = find_or_make_queue(b, target, rt, queue, &temporary, &q, err)) != 0) {
+    mqr_filter_free(sel);
+    return rc;
+  }
   mqr__bq_t *bq = mqr__bq_of(b, q);
   mqr_broker_consumer_t *c = bq ? mqr__pool_get(&b->consumers) : NULL;
   bool room = c != NULL;
@@ -96,6 +103,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     }
   }
   if (!room || (rc = mqr_queue_add_consumer(q)) != 0) {
+    mqr_filter_free(sel);
     mqr__pool_put(&b->consumers, c);
     rc = !room ? mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing")
                : mqr_error_set(err, rc, "queue '%.*s' has its %d consumers", (int)mqr_queue_name(q).len,
@@ -115,6 +123,8 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   c->subscription = subscription;
   c->ops = ops;
   c->ctx = ctx;
+  c->selector = sel;
+  bq->n_selective += sel != NULL;
   c->session = s;
   c->session_next = s->consumers;
   s->consumers = c;
@@ -182,6 +192,8 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     }
   if (bq->rr >= bq->n_consumers) bq->rr = 0;
   mqr_queue_remove_consumer(bq->q);
+  bq->n_selective -= c->selector != NULL;
+  mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);
   if (bq->temporary && bq->n_consumers == 0) {
     drop_queue(b, bq);

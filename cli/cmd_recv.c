@@ -9,15 +9,36 @@
 
 const char mqr_usage_recv[] =
     "usage: mqr recv [--url tcp://HOST:PORT] [--routing-type ANYCAST|MULTICAST] [--count N | --follow]\n"
-    "                [--timeout S] [--schema FILE] [--verbose | --json] TARGET\n"
+    "                [--timeout S] [--schema FILE] [--selector EXPR] [--verbose | --json] TARGET\n"
     "  Receives N messages (default 1) from TARGET (a queue, or an address), waiting at\n"
     "  most S seconds (default 5) for each; --follow receives until interrupted (Ctrl-C).\n"
     "  Prints each body on a line; --verbose adds a line with the message id, delivery,\n"
     "  delivery count, address and routing type, and a line per property; --json prints one\n"
     "  JSON object per message. --schema decodes single-object Avro bodies to JSON. A prefix\n"
-    "  of the listener (anycast://, multicast://) picks the routing type.\n";
+    "  of the listener (anycast://, multicast://) picks the routing type. --selector takes\n"
+    "  only messages that match a filter expression (\"color = 'red' AND weight > 2.5\").\n";
 
 #define CREDIT 1000
+
+/* A property's value as JSON: numbers and booleans as they are, bytes as hex. */
+static json_t *value_json(const mqr_value_t *v) {
+  switch (v->type) {
+  case MQR_VALUE_BOOL: return json_boolean(v->u.b);
+  case MQR_VALUE_INT: return json_integer(v->u.i);
+  case MQR_VALUE_LONG: return json_integer(v->u.l);
+  case MQR_VALUE_FLOAT: return json_real(v->u.f);
+  case MQR_VALUE_DOUBLE: return json_real(v->u.d);
+  case MQR_VALUE_STRING: return json_stringn(v->u.s.ptr, v->u.s.len);
+  case MQR_VALUE_BYTES: {
+    char *hex = malloc(2 * v->u.s.len + 1);
+    if (hex) mqr_value_format(v, hex, 2 * v->u.s.len + 1);
+    json_t *j = json_string(hex ? hex : "");
+    free(hex);
+    return j;
+  }
+  default: return json_null();
+  }
+}
 
 static const char *rt_name(int rt) { return rt == MQR_ANYCAST ? "ANYCAST" : rt == MQR_MULTICAST ? "MULTICAST" : "-"; }
 
@@ -46,10 +67,14 @@ static int print_message(const mqr_bclient_message_t *m, mqr_avro_cache_t *cache
     json_object_set_new(o, "address", json_stringn(m->address.ptr, m->address.len));
     json_object_set_new(o, "routing_type", json_string(rt_name(m->routing_type)));
     json_object_set_new(o, "durable", json_boolean(m->durable));
+    json_object_set_new(o, "priority", json_integer(m->priority));
+    json_object_set_new(o, "timestamp", json_integer(m->timestamp));
+    json_object_set_new(o, "expiration", json_integer(m->expiration));
+    if (m->user_id.len) json_object_set_new(o, "user_id", json_stringn(m->user_id.ptr, m->user_id.len));
     for (size_t i = 0; i < m->n_properties; i++) {
       char key[1024];
       snprintf(key, sizeof key, "%.*s", (int)m->property_keys[i].len, m->property_keys[i].ptr);
-      json_object_set_new(props, key, json_stringn(m->property_values[i].ptr, m->property_values[i].len));
+      json_object_set_new(props, key, value_json(&m->property_values[i]));
     }
     json_object_set_new(o, "properties", props);
     json_t *b = NULL;
@@ -76,9 +101,17 @@ static int print_message(const mqr_bclient_message_t *m, mqr_avro_cache_t *cache
     printf("message %lld delivery %lld delivery-count %d address %.*s %s%s\n", (long long)m->message_id,
            (long long)m->delivery, m->delivery_count, (int)m->address.len, m->address.ptr, rt_name(m->routing_type),
            m->durable ? " durable" : "");
-    for (size_t i = 0; i < m->n_properties; i++)
-      printf("property %.*s=%.*s\n", (int)m->property_keys[i].len, m->property_keys[i].ptr,
-             (int)m->property_values[i].len, m->property_values[i].ptr);
+    printf("priority %d timestamp %lld expiration %lld%s%.*s\n", (int)m->priority, (long long)m->timestamp,
+           (long long)m->expiration, m->user_id.len ? " user-id " : "", (int)m->user_id.len, m->user_id.ptr);
+    for (size_t i = 0; i < m->n_properties; i++) {
+      const mqr_value_t *v = &m->property_values[i];
+      size_t need = mqr_value_format(v, NULL, 0);
+      char *text = malloc(need + 1);
+      if (text) mqr_value_format(v, text, need + 1);
+      printf("property %.*s:%s=%s\n", (int)m->property_keys[i].len, m->property_keys[i].ptr,
+             mqr_value_type_name(v->type), text ? text : "?");
+      free(text);
+    }
   }
   fwrite(body.ptr, 1, body.len, stdout);
   putchar('\n');
@@ -86,13 +119,18 @@ static int print_message(const mqr_bclient_message_t *m, mqr_avro_cache_t *cache
 }
 
 int mqr_cmd_recv(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"url", required_argument, NULL, 'u'},    {"routing-type", required_argument, NULL, 't'},
-      {"count", required_argument, NULL, 'n'},  {"timeout", required_argument, NULL, 'w'},
-      {"schema", required_argument, NULL, 's'}, {"verbose", no_argument, NULL, 'v'},
-      {"json", no_argument, NULL, 'j'},         {"follow", no_argument, NULL, 'F'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-  const char *url = DEFAULT_URL, *schema_path = NULL;
+  static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
+                                       {"routing-type", required_argument, NULL, 't'},
+                                       {"count", required_argument, NULL, 'n'},
+                                       {"timeout", required_argument, NULL, 'w'},
+                                       {"schema", required_argument, NULL, 's'},
+                                       {"verbose", no_argument, NULL, 'v'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"follow", no_argument, NULL, 'F'},
+                                       {"selector", required_argument, NULL, 'S'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *url = DEFAULT_URL, *schema_path = NULL, *selector = "";
   int rt = MQR_ROUTING_NONE, o;
   long count = 1;
   double timeout = 5;
@@ -119,6 +157,7 @@ int mqr_cmd_recv(int argc, char **argv) {
     case 'v': verbose = true; break;
     case 'j': as_json = true; break;
     case 'F': follow = true; break;
+    case 'S': selector = optarg; break;
     case 'h': fputs(mqr_usage_recv, stdout); return 0;
     case ':': return cli_usage_error(mqr_usage_recv, "%s needs a value", argv[optind - 1]);
     default: return cli_usage_error(mqr_usage_recv, "unknown option '%s'", argv[optind - 1]);
@@ -144,7 +183,7 @@ int mqr_cmd_recv(int argc, char **argv) {
     goto out;
   }
   int64_t sub;
-  if (mqr_bclient_subscribe(bc, mqr_str(argv[optind]), rt, mqr_str_n("", 0),
+  if (mqr_bclient_subscribe(bc, mqr_str(argv[optind]), rt, mqr_str_n("", 0), mqr_str(selector),
                             follow || count > CREDIT ? CREDIT : (uint32_t)count, &sub, NULL, 0, &err) != 0) {
     cli_broker_error(&err);
     mqr_bclient_close(bc);

@@ -3,11 +3,13 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 
 const char mqr_usage_send[] =
-    "usage: mqr send [--url tcp://HOST:PORT] [--routing-type ANYCAST|MULTICAST] [--property K=V]...\n"
+    "usage: mqr send [--url tcp://HOST:PORT] [--routing-type ANYCAST|MULTICAST]\n"
+    "                [--property K[:TYPE]=V]... [--priority 0-9] [--ttl MS] [--user-id ID]\n"
     "                [--durable] [--dup-id ID] [--body TEXT | --file F | --json J --schema FILE]\n"
     "                [--count N] [--timeout S] [--allow-unrouted] ADDRESS\n"
     "  Sends N messages (default 1) to ADDRESS and waits for the broker's receipts, at most\n"
@@ -15,7 +17,9 @@ const char mqr_usage_send[] =
     "  became of them (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID, DROPPED) and exits 1\n"
     "  when one reached no queue, unless --allow-unrouted. --url defaults to\n"
     "  tcp://127.0.0.1:61616. A prefix of the listener (anycast://, multicast://) picks\n"
-    "  the routing type.\n";
+    "  the routing type. A property is a string unless TYPE says otherwise: boolean, int,\n"
+    "  long, float, double, string, bytes or null (--property weight:double=2.5). The\n"
+    "  priority defaults to 4; --ttl sets the expiration MS milliseconds from now.\n";
 
 #define MAX_PROPS 64
 #define N_STATUS 5
@@ -93,21 +97,33 @@ static void explain_unrouted(const char *url, const char *address, long unrouted
 }
 
 int mqr_cmd_send(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"url", required_argument, NULL, 'u'},      {"routing-type", required_argument, NULL, 't'},
-      {"property", required_argument, NULL, 'p'}, {"body", required_argument, NULL, 'b'},
-      {"file", required_argument, NULL, 'f'},     {"json", required_argument, NULL, 'j'},
-      {"schema", required_argument, NULL, 's'},   {"count", required_argument, NULL, 'n'},
-      {"timeout", required_argument, NULL, 'w'},  {"durable", no_argument, NULL, 'd'},
-      {"dup-id", required_argument, NULL, 'i'},   {"allow-unrouted", no_argument, NULL, 'a'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
+                                       {"routing-type", required_argument, NULL, 't'},
+                                       {"property", required_argument, NULL, 'p'},
+                                       {"body", required_argument, NULL, 'b'},
+                                       {"file", required_argument, NULL, 'f'},
+                                       {"json", required_argument, NULL, 'j'},
+                                       {"schema", required_argument, NULL, 's'},
+                                       {"count", required_argument, NULL, 'n'},
+                                       {"timeout", required_argument, NULL, 'w'},
+                                       {"durable", no_argument, NULL, 'd'},
+                                       {"dup-id", required_argument, NULL, 'i'},
+                                       {"allow-unrouted", no_argument, NULL, 'a'},
+                                       {"priority", required_argument, NULL, 'P'},
+                                       {"ttl", required_argument, NULL, 'T'},
+                                       {"user-id", required_argument, NULL, 'U'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   const char *url = DEFAULT_URL, *body = NULL, *file = NULL, *json = NULL, *schema_path = NULL, *dup = "";
   int rt = MQR_ROUTING_NONE, o;
   long count = 1;
   double timeout = 10;
   bool durable = false, allow_unrouted = false;
-  mqr_str_t keys[MAX_PROPS], vals[MAX_PROPS];
+  mqr_str_t keys[MAX_PROPS];
+  mqr_value_t vals[MAX_PROPS];
   size_t n_props = 0;
+  long priority = MQR_PRIORITY_DEFAULT, ttl = 0;
+  const char *user_id = "";
   optind = 1;
   opterr = 0;
   while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -124,10 +140,18 @@ int mqr_cmd_send(int argc, char **argv) {
       if (eq == NULL || eq == optarg || n_props == MAX_PROPS)
         return cli_usage_error(mqr_usage_send, "--property takes KEY=VALUE (at most %d of them), not '%s'", MAX_PROPS,
                                optarg);
-      keys[n_props] = mqr_str_n(optarg, (size_t)(eq - optarg));
-      vals[n_props++] = mqr_str(eq + 1);
+      if (!cli_property(optarg, eq, &keys[n_props], &vals[n_props]))
+        return cli_usage_error(mqr_usage_send, "--property '%s': not a value of its type", optarg);
+      n_props++;
       break;
     }
+    case 'P':
+      if (!cli_long("--priority", optarg, 0, MQR_PRIORITY_MAX, &priority)) return 2;
+      break;
+    case 'T':
+      if (!cli_long("--ttl", optarg, 1, 315360000000L, &ttl)) return 2;
+      break;
+    case 'U': user_id = optarg; break;
     case 'b': body = optarg; break;
     case 'f': file = optarg; break;
     case 'j': json = optarg; break;
@@ -170,7 +194,22 @@ int mqr_cmd_send(int argc, char **argv) {
     }
     mqr_avro_schema_destroy(s);
   }
-  mqr_client_message_t m = {mqr_str(address), rt, durable, mqr_str(dup), keys, vals, n_props, {NULL, 0}};
+  int64_t expiration = 0;
+  if (ttl) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    expiration = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + ttl;
+  }
+  mqr_client_message_t m = {.address = mqr_str(address),
+                            .routing_type = rt,
+                            .durable = durable,
+                            .duplicate_id = mqr_str(dup),
+                            .priority = (int32_t)priority,
+                            .expiration = expiration,
+                            .user_id = mqr_str(user_id),
+                            .property_keys = keys,
+                            .property_values = vals,
+                            .n_properties = n_props};
   m.body = json ? mqr_str_n((const char *)avro.data, avro.len) : mqr_str_n(data ? data : body ? body : "", len);
 
   uv_loop_t loop;

@@ -33,6 +33,9 @@ int cli_broker_error(const mqr_error_t *err);
 
 /* Option values, refused whole when not what is asked (`--count abc`, `--timeout -1`). */
 bool cli_long(const char *opt, const char *s, long min, long max, long *out);
+/* --property K[:TYPE]=V (eq points at the "="): the name and the typed value (views into
+ * arg). A string unless TYPE names a value type. */
+bool cli_property(const char *arg, const char *eq, mqr_str_t *key, mqr_value_t *value);
 bool cli_seconds(const char *opt, const char *s, double *out);
 bool cli_routing_type(const char *s, int *rt); /* ANYCAST or MULTICAST, any case */
 bool cli_url(const char *s);                   /* tcp://HOST:PORT */

@@ -315,7 +315,7 @@ static int cmd_route(int argc, char **argv) {
     rc = 1;
   }
   for (long i = 0; targets && i < count; i++) {
-    mqr_route_request_t req = {mqr_str(address), type, mqr_str(dup), l ? &l->prefixes : NULL, NULL};
+    mqr_route_request_t req = {mqr_str(address), type, mqr_str(dup), l ? &l->prefixes : NULL, NULL, NULL};
     mqr_route_result_t res = {targets, cap, 0, 0, 0, 0, NULL};
     mqr_error_t e;
     int err = mqr_router_route(&r, &req, &res, &e);

@@ -158,3 +158,14 @@ void cli_catch_interrupt(void) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 }
+
+bool cli_property(const char *arg, const char *eq, mqr_str_t *key, mqr_value_t *value) {
+  *key = mqr_str_n(arg, (size_t)(eq - arg));
+  mqr_value_type_t t = MQR_VALUE_STRING;
+  const char *colon = NULL;
+  for (const char *p = arg; p < eq; p++)
+    if (*p == ':') colon = p;
+  if (colon && colon > arg && mqr_value_type_parse(mqr_str_n(colon + 1, (size_t)(eq - colon - 1)), &t) == 0)
+    *key = mqr_str_n(arg, (size_t)(colon - arg));
+  return mqr_value_parse(t, mqr_str(eq + 1), value, NULL) == 0;
+}

@@ -124,9 +124,13 @@ static mqr_str_t copy_str(char **p, mqr_str_t src) {
 static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *arg) {
   (void)s;
   mqr_bclient_t *bc = arg;
-  const mqr_str_t *keys = m->properties.keys, *vals = m->properties.values;
-  size_t n = m->properties.count, bytes = sizeof(qmsg_t) + 2 * n * sizeof(mqr_str_t) + m->address.len + m->body.len + 2;
-  for (size_t i = 0; i < n; i++) bytes += keys[i].len + vals[i].len + 2;
+  const mqr_str_t *keys = m->properties.keys;
+  const mqr_value_t *vals = m->properties.values;
+  size_t n = m->properties.count, bytes = sizeof(qmsg_t) + n * (sizeof(mqr_str_t) + sizeof(mqr_value_t)) +
+                                          m->address.len + m->user_id.len + m->body.len + 3;
+  for (size_t i = 0; i < n; i++)
+    bytes +=
+        keys[i].len + 2 + (vals[i].type == MQR_VALUE_STRING || vals[i].type == MQR_VALUE_BYTES ? vals[i].u.s.len : 0);
   qmsg_t *q = mqr_malloc(bytes);
   if (q == NULL) {
     bc->lost = MQR_ENOMEM;
@@ -134,23 +138,27 @@ static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *m, void *
   }
   /* One block: the struct, the property arrays, then the bytes, each string NUL-ended. */
   mqr_bclient_message_t *d = &q->m;
-  mqr_str_t *pk = (mqr_str_t *)(q + 1), *pv = pk + n;
-  char *p = (char *)(pv + n);
-  *d = (mqr_bclient_message_t){m->subscription,
-                               m->delivery,
-                               m->message_id,
-                               m->delivery_count,
-                               mqr_proto_rt_to_routing(m->routing_type),
-                               m->durable,
-                               {NULL, 0},
-                               pk,
-                               pv,
-                               n,
-                               {NULL, 0}};
+  mqr_value_t *pv = (mqr_value_t *)(q + 1);
+  mqr_str_t *pk = (mqr_str_t *)(pv + n);
+  char *p = (char *)(pk + n);
+  *d = (mqr_bclient_message_t){.subscription = m->subscription,
+                               .delivery = m->delivery,
+                               .message_id = m->message_id,
+                               .delivery_count = m->delivery_count,
+                               .routing_type = mqr_proto_rt_to_routing(m->routing_type),
+                               .durable = m->durable,
+                               .priority = m->priority,
+                               .timestamp = m->timestamp,
+                               .expiration = m->expiration,
+                               .property_keys = pk,
+                               .property_values = pv,
+                               .n_properties = n};
   d->address = copy_str(&p, m->address);
+  d->user_id = copy_str(&p, m->user_id);
   for (size_t i = 0; i < n; i++) {
     pk[i] = copy_str(&p, keys[i]);
-    pv[i] = copy_str(&p, vals[i]);
+    pv[i] = vals[i];
+    if (vals[i].type == MQR_VALUE_STRING || vals[i].type == MQR_VALUE_BYTES) pv[i].u.s = copy_str(&p, vals[i].u.s);
   }
   d->body = copy_str(&p, m->body);
   q->next = NULL;
@@ -167,13 +175,14 @@ static void sub_done(mqr_client_t *c, int status, const mqr_frame_t *f, void *ar
   if (bc->sub_wait) done_cb(c, status, f, bc->sub_wait);
 }
 
-int mqr_bclient_subscribe(mqr_bclient_t *bc, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
-                          int64_t *subscription, char *queue_name, size_t cap, mqr_error_t *err) {
+int mqr_bclient_subscribe(mqr_bclient_t *bc, mqr_str_t target, int routing_type, mqr_str_t queue, mqr_str_t selector,
+                          uint32_t credit, int64_t *subscription, char *queue_name, size_t cap, mqr_error_t *err) {
   if (bc->lost) return fail(bc->lost, NULL, bc, err, "subscribe");
   wait_t w = {0};
   mqr_client_sub_t *s;
   bc->sub_wait = &w;
-  int rc = mqr_client_subscribe(bc->c, target, routing_type, queue, credit, on_message, sub_done, bc, &s, err);
+  int rc =
+      mqr_client_subscribe(bc->c, target, routing_type, queue, selector, credit, on_message, sub_done, bc, &s, err);
   if (rc) {
     bc->sub_wait = NULL;
     return rc;

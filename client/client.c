@@ -3,6 +3,7 @@
  * While a write is in flight, new frames gather in a second buffer. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "client_int.h"
 
@@ -505,6 +506,14 @@ static int add_pending(mqr_client_t *c, pending_kind_t kind, int64_t id, mqr_cli
 
 static int send_frame(mqr_client_t *c, const mqr_client_message_t *m, mqr_str_t body, mqr_client_done_fn cb, void *arg,
                       mqr_error_t *err) {
+  if (m->priority < 0 || m->priority > MQR_PRIORITY_MAX)
+    return mqr_error_set(err, MQR_EINVAL, "priority %d is not 0-%d", (int)m->priority, MQR_PRIORITY_MAX);
+  int64_t timestamp = m->timestamp;
+  if (timestamp == 0) { /* the send's time, as Artemis's producers stamp it */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    timestamp = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  }
   int64_t receipt = cb ? c->next_id++ : 0;
   mqr_frame_t f = {MQR_FRAME_SEND,
                    {.send = {m->address,
@@ -512,6 +521,10 @@ static int send_frame(mqr_client_t *c, const mqr_client_message_t *m, mqr_str_t 
                              m->durable,
                              m->duplicate_id,
                              receipt,
+                             m->priority,
+                             timestamp,
+                             m->expiration,
+                             m->user_id,
                              {(mqr_str_t *)m->property_keys, (void *)m->property_values, m->n_properties},
                              body}}};
   size_t mark = c->out.len;
@@ -552,16 +565,16 @@ int mqr_client_send_avro(mqr_client_t *c, const mqr_client_message_t *m, const m
   return rc;
 }
 
-int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mqr_str_t queue, uint32_t credit,
-                         mqr_client_message_fn on_message, mqr_client_done_fn done, void *arg, mqr_client_sub_t **out,
-                         mqr_error_t *err) {
+int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mqr_str_t queue, mqr_str_t selector,
+                         uint32_t credit, mqr_client_message_fn on_message, mqr_client_done_fn done, void *arg,
+                         mqr_client_sub_t **out, mqr_error_t *err) {
   if (on_message == NULL) return mqr_error_set(err, MQR_EINVAL, "no message callback");
   mqr_client_sub_t *s = mqr_calloc(1, sizeof *s);
   if (s == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory subscribing");
   *s = (mqr_client_sub_t){c, c->next_id++, on_message, done, arg, false, c->subs};
   mqr_frame_t f = {MQR_FRAME_SUBSCRIBE,
                    {.subscribe = {s->id, target, mqr_proto_rt_from_routing(routing_type), queue,
-                                  credit > INT32_MAX ? INT32_MAX : (int32_t)credit}}};
+                                  credit > INT32_MAX ? INT32_MAX : (int32_t)credit, selector}}};
   int rc = queue_frame(c, &f, err);
   if (rc) {
     mqr_free(s);

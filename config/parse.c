@@ -2,6 +2,14 @@
  * loading; the accessors (config_int.h). */
 
 #include "config_int.h"
+#include "mqr/filter.h"
+
+/* Nothing but white space: no filter, as Artemis reads it. */
+static bool blank(mqr_str_t s) {
+  for (size_t i = 0; i < s.len; i++)
+    if (s.ptr[i] != ' ' && s.ptr[i] != '\t' && s.ptr[i] != '\n' && s.ptr[i] != '\r') return false;
+  return true;
+}
 
 /* ---- wildcard-addresses ----------------------------------------------------------- */
 
@@ -163,9 +171,14 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
           else
             q.max_consumers = (int32_t)v;
         }
-      } else if (mqr_str_eq(p.name, MQR_STR("filter")))
-        mqr__cfg_get_string(c, &p, &filter);
-      else
+      } else if (mqr_str_eq(p.name, MQR_STR("filter"))) {
+        mqr_filter_t *f = NULL;
+        mqr_error_t fe;
+        if (mqr__cfg_get_string(c, &p, &filter) && !blank(filter) &&
+            mqr_filter_compile(filter, NULL, NULL, &f, &fe) != 0)
+          ERR(c, p.value, "queue '%.*s': filter: %s", (int)name.len, name.ptr, fe.message);
+        mqr_filter_free(f);
+      } else
         mqr__cfg_unknown_key(c, &p, where, known);
     }
   }
@@ -174,10 +187,6 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   q.filter = filter.len ? mqr__cfg_dup_n(c, filter.ptr, filter.len) : NULL;
   a->queues[a->n_queues++] = q;
   c->cfg->n_queues++;
-  if (q.filter)
-    mqr__cfg_diag_at(c, 0, key,
-                     "queue '%.*s' has a filter; filters are kept but not evaluated yet, so it receives every message",
-                     (int)name.len, name.ptr);
 }
 
 static void parse_queue_section(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, const pair_t *sec) {

@@ -15,7 +15,7 @@
 
 #include "filter_int.h"
 
-typedef mqr_fvalue_t val_t;
+typedef mqr_value_t val_t;
 
 /* Bytes equal: short runs compared inline (a property value, a literal) with two
  * overlapping loads from each end, where a call of memcmp costs more than the
@@ -41,26 +41,26 @@ static inline bool eq_bytes(const char *a, const char *b, size_t n) {
   return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
-static const val_t VNULL = {MQR_FV_NULL, {0}};
+static const val_t VNULL = {MQR_VALUE_NULL, {0}};
 
-static val_t vbool(bool b) { return (val_t){MQR_FV_BOOL, {.b = b}}; }
+static val_t vbool(bool b) { return (val_t){MQR_VALUE_BOOL, {.b = b}}; }
 
-static bool is_num(const val_t *v) { return v->type >= MQR_FV_INT && v->type <= MQR_FV_DOUBLE; }
+static bool is_num(const val_t *v) { return v->type >= MQR_VALUE_INT && v->type <= MQR_VALUE_DOUBLE; }
 
 static double as_double(const val_t *v) {
   switch (v->type) {
-  case MQR_FV_INT: return v->u.i;
-  case MQR_FV_LONG: return (double)v->u.l;
-  case MQR_FV_FLOAT: return v->u.f;
+  case MQR_VALUE_INT: return v->u.i;
+  case MQR_VALUE_LONG: return (double)v->u.l;
+  case MQR_VALUE_FLOAT: return v->u.f;
   default: return v->u.d;
   }
 }
 
-static int64_t as_long(const val_t *v) { return v->type == MQR_FV_INT ? v->u.i : v->u.l; }
+static int64_t as_long(const val_t *v) { return v->type == MQR_VALUE_INT ? v->u.i : v->u.l; }
 
 static val_t arith(mqr__fkind_t op, const val_t *a, const val_t *b) {
   if (!is_num(a) || !is_num(b)) return VNULL;
-  if (op == F_DIV || op == F_MOD || a->type >= MQR_FV_FLOAT || b->type >= MQR_FV_FLOAT) {
+  if (op == F_DIV || op == F_MOD || a->type >= MQR_VALUE_FLOAT || b->type >= MQR_VALUE_FLOAT) {
     double x = as_double(a), y = as_double(b), r;
     switch (op) {
     case F_ADD: r = x + y; break;
@@ -69,20 +69,20 @@ static val_t arith(mqr__fkind_t op, const val_t *a, const val_t *b) {
     case F_DIV: r = x / y; break;
     default: r = fmod(x, y); break;
     }
-    return (val_t){MQR_FV_DOUBLE, {.d = r}};
+    return (val_t){MQR_VALUE_DOUBLE, {.d = r}};
   }
   /* int and long wrap, as Java's do */
   uint64_t x = (uint64_t)as_long(a), y = (uint64_t)as_long(b), r = op == F_ADD ? x + y : op == F_SUB ? x - y : x * y;
-  if (a->type == MQR_FV_INT && b->type == MQR_FV_INT) return (val_t){MQR_FV_INT, {.i = (int32_t)(uint32_t)r}};
-  return (val_t){MQR_FV_LONG, {.l = (int64_t)r}};
+  if (a->type == MQR_VALUE_INT && b->type == MQR_VALUE_INT) return (val_t){MQR_VALUE_INT, {.i = (int32_t)(uint32_t)r}};
+  return (val_t){MQR_VALUE_LONG, {.l = (int64_t)r}};
 }
 
 static val_t negate(const val_t *a) {
   switch (a->type) {
-  case MQR_FV_INT: return (val_t){MQR_FV_INT, {.i = (int32_t)(0u - (uint32_t)a->u.i)}};
-  case MQR_FV_LONG: return (val_t){MQR_FV_LONG, {.l = (int64_t)(0u - (uint64_t)a->u.l)}};
-  case MQR_FV_FLOAT: return (val_t){MQR_FV_FLOAT, {.f = -a->u.f}};
-  case MQR_FV_DOUBLE: return (val_t){MQR_FV_DOUBLE, {.d = -a->u.d}};
+  case MQR_VALUE_INT: return (val_t){MQR_VALUE_INT, {.i = (int32_t)(0u - (uint32_t)a->u.i)}};
+  case MQR_VALUE_LONG: return (val_t){MQR_VALUE_LONG, {.l = (int64_t)(0u - (uint64_t)a->u.l)}};
+  case MQR_VALUE_FLOAT: return (val_t){MQR_VALUE_FLOAT, {.f = -a->u.f}};
+  case MQR_VALUE_DOUBLE: return (val_t){MQR_VALUE_DOUBLE, {.d = -a->u.d}};
   default: return VNULL;
   }
 }
@@ -101,24 +101,24 @@ static int cmp_double(double x, double y) {
 /* <0, 0, >0; or 2 when a and b do not compare (unlike types). */
 static int order(const val_t *a, const val_t *b) {
   if (is_num(a) && is_num(b)) {
-    if (a->type == MQR_FV_DOUBLE || b->type == MQR_FV_DOUBLE) return cmp_double(as_double(a), as_double(b));
-    if (a->type == MQR_FV_FLOAT || b->type == MQR_FV_FLOAT)
+    if (a->type == MQR_VALUE_DOUBLE || b->type == MQR_VALUE_DOUBLE) return cmp_double(as_double(a), as_double(b));
+    if (a->type == MQR_VALUE_FLOAT || b->type == MQR_VALUE_FLOAT)
       return cmp_double((float)as_double(a), (float)as_double(b)); /* compared as floats */
     int64_t x = as_long(a), y = as_long(b);
     return x < y ? -1 : x > y;
   }
-  if (a->type == MQR_FV_STRING && b->type == MQR_FV_STRING) {
+  if (a->type == MQR_VALUE_STRING && b->type == MQR_VALUE_STRING) {
     size_t n = a->u.s.len < b->u.s.len ? a->u.s.len : b->u.s.len;
     int c = n ? memcmp(a->u.s.ptr, b->u.s.ptr, n) : 0;
     if (c) return c < 0 ? -1 : 1;
     return a->u.s.len < b->u.s.len ? -1 : a->u.s.len > b->u.s.len;
   }
-  if (a->type == MQR_FV_BOOL && b->type == MQR_FV_BOOL) return (int)a->u.b - (int)b->u.b; /* false < true */
+  if (a->type == MQR_VALUE_BOOL && b->type == MQR_VALUE_BOOL) return (int)a->u.b - (int)b->u.b; /* false < true */
   return 2;
 }
 
 static val_t compare(mqr__fkind_t op, const val_t *a, const val_t *b) {
-  if (a->type == MQR_FV_NULL || b->type == MQR_FV_NULL) return VNULL;
+  if (a->type == MQR_VALUE_NULL || b->type == MQR_VALUE_NULL) return VNULL;
   int c = order(a, b);
   if (c == 2) return vbool(false);
   switch (op) {
@@ -132,7 +132,7 @@ static val_t compare(mqr__fkind_t op, const val_t *a, const val_t *b) {
 }
 
 /* Three-valued logic: UNKNOWN is NULL. */
-static int tv(const val_t *v) { return v->type == MQR_FV_BOOL ? v->u.b : -1; }
+static int tv(const val_t *v) { return v->type == MQR_VALUE_BOOL ? v->u.b : -1; }
 static val_t from_tv(int t) { return t < 0 ? VNULL : vbool(t != 0); }
 
 static val_t and3(const val_t *a, const val_t *b) {
@@ -151,8 +151,8 @@ static val_t not3(const val_t *a) {
 }
 
 static val_t boolcast(const val_t *a) {
-  if (a->type == MQR_FV_NULL) return VNULL;
-  return vbool(a->type == MQR_FV_BOOL && a->u.b);
+  if (a->type == MQR_VALUE_NULL) return VNULL;
+  return vbool(a->type == MQR_VALUE_BOOL && a->u.b);
 }
 
 static val_t between(const val_t *v, const val_t *lo, const val_t *hi, bool neg) {
@@ -227,8 +227,8 @@ static bool like_simple(const mqr_filter_t *f, uint32_t k, mqr_str_t str) {
 }
 
 static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg) {
-  if (v->type == MQR_FV_NULL) return VNULL;
-  if (v->type != MQR_FV_STRING) return vbool(neg); /* false, then NOT */
+  if (v->type == MQR_VALUE_NULL) return VNULL;
+  if (v->type != MQR_VALUE_STRING) return vbool(neg); /* false, then NOT */
   bool m;
   if (f->pats[pat].simple) {
     m = like_simple(f, pat, v->u.s);
@@ -240,7 +240,7 @@ static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg)
 }
 
 static val_t in(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
-  if (v->type != MQR_FV_STRING) return VNULL; /* as Artemis: not a string is UNKNOWN */
+  if (v->type != MQR_VALUE_STRING) return VNULL; /* as Artemis: not a string is UNKNOWN */
   const mqr_str_t *items = f->set + f->sets[set].off;
   for (uint32_t i = 0; i < f->sets[set].len; i++)
     if (items[i].len == v->u.s.len && eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return vbool(!neg);
@@ -275,7 +275,7 @@ static val_t apply(const mqr_filter_t *f, mqr__fkind_t kind, uint32_t aux, const
   case F_IN:
   case F_NOT_IN: return in(f, aux, arg, kind == F_NOT_IN);
   case F_IS_NULL:
-  case F_IS_NOT_NULL: return vbool((arg->type == MQR_FV_NULL) == (kind == F_IS_NULL));
+  case F_IS_NOT_NULL: return vbool((arg->type == MQR_VALUE_NULL) == (kind == F_IS_NULL));
   case F_BOOLCAST: return boolcast(arg);
   case F_CONST:
   case F_IDENT: break;
@@ -305,7 +305,7 @@ static uint32_t arity(mqr__fkind_t kind) {
 
 /* ---- the tree ------------------------------------------------------------------------------ */
 
-mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n) {
+mqr_value_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_value_t *values, uint32_t n) {
   const mqr__fnode_t *x = &f->nodes[node];
   if (x->kind == F_CONST) return x->v;
   if (x->kind == F_IDENT) return load(values, n, x->slot);
@@ -385,8 +385,8 @@ static int32_t cemit(cemit_t *c, mqr__cop_t op, int pops, int pushes) {
 static bool is_ident(const mqr_filter_t *f, int32_t n) { return n >= 0 && f->nodes[n].kind == F_IDENT; }
 static bool is_const(const mqr_filter_t *f, int32_t n, bool number) {
   if (n < 0 || f->nodes[n].kind != F_CONST) return false;
-  mqr_fvalue_type_t t = f->nodes[n].v.type;
-  return number ? t == MQR_FV_INT || t == MQR_FV_LONG || t == MQR_FV_DOUBLE : t == MQR_FV_STRING;
+  mqr_value_type_t t = f->nodes[n].v.type;
+  return number ? t == MQR_VALUE_INT || t == MQR_VALUE_LONG || t == MQR_VALUE_DOUBLE : t == MQR_VALUE_STRING;
 }
 
 /* c's comparison with its operands swapped: 1 < x is x > 1. */
@@ -419,7 +419,7 @@ static void cgen(cemit_t *c, int32_t node) {
     cemit(c, (mqr__cop_t){C_NOT, 0, 0, -1, 0, 0}, 1, 1);
     return;
   case F_CONST:
-    if (x->v.type == MQR_FV_BOOL) {
+    if (x->v.type == MQR_VALUE_BOOL) {
       cemit(c, (mqr__cop_t){C_CONST, 0, 0, -1, x->v.u.b, 0}, 0, 1);
       return;
     }
@@ -485,7 +485,7 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
 
 /* The value program prog[start..end): its result. */
 __attribute__((noinline)) static val_t run_values(const mqr_filter_t *f, uint32_t start, uint32_t end,
-                                                  const mqr_fvalue_t *values, uint32_t n) {
+                                                  const mqr_value_t *values, uint32_t n) {
   val_t st[MQR_FILTER_MAX_DEPTH];
   uint32_t sp = 0;
   for (uint32_t pc = start; pc < end; pc++) {
@@ -504,14 +504,14 @@ __attribute__((noinline)) static val_t run_values(const mqr_filter_t *f, uint32_
   return sp == 1 ? st[0] : VNULL;
 }
 
-static const val_t *slot_value(const mqr_fvalue_t *values, uint32_t n, int32_t slot) {
+static const val_t *slot_value(const mqr_value_t *values, uint32_t n, int32_t slot) {
   return (uint32_t)slot < n ? &values[slot] : &VNULL;
 }
 
 /* The condition program, threaded: each operation jumps straight to the next one's code
  * (a computed goto, GCC's and Clang's), so that the processor predicts each jump from its
  * own place rather than from one shared switch. */
-int mqr_filter_eval(const mqr_filter_t *f, const mqr_fvalue_t *values, uint32_t n) {
+int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
   if (f == NULL) return MQR_FILTER_TRUE;
   static const void *const code[] = {
       [C_CONST] = &&l_const, [C_STR_EQ] = &&l_str_eq, [C_CMP] = &&l_cmp,           [C_LIKE] = &&l_like,
@@ -536,8 +536,8 @@ l_const:
 l_str_eq : {
   const val_t *v = slot_value(values, n, op->slot);
   const mqr_str_t *k = &f->nodes[op->arg].v.u.s;
-  st[sp++] = v->type == MQR_FV_NULL ? -1
-             : v->type != MQR_FV_STRING
+  st[sp++] = v->type == MQR_VALUE_NULL ? -1
+             : v->type != MQR_VALUE_STRING
                  ? 0 /* unlike types: false, for <> too */
                  : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
   NEXT();
@@ -556,11 +556,11 @@ l_in:
   NEXT();
 l_bool : {
   const val_t *v = slot_value(values, n, op->slot);
-  st[sp++] = v->type == MQR_FV_NULL ? -1 : (int8_t)(v->type == MQR_FV_BOOL && v->u.b);
+  st[sp++] = v->type == MQR_VALUE_NULL ? -1 : (int8_t)(v->type == MQR_VALUE_BOOL && v->u.b);
   NEXT();
 }
 l_isnull:
-  st[sp++] = (int8_t)((slot_value(values, n, op->slot)->type == MQR_FV_NULL) != op->neg);
+  st[sp++] = (int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg);
   NEXT();
 l_between:
   r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);

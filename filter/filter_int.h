@@ -43,7 +43,7 @@ typedef struct {
   uint32_t aux;    /* F_LIKE: pattern; F_IN: set */
   uint32_t column; /* 1-based, of its operator or token */
   uint32_t start;  /* 1-based, where its subtree's text begins */
-  mqr_fvalue_t v;  /* F_CONST */
+  mqr_value_t v;   /* F_CONST */
 } mqr__fnode_t;
 
 /* A LIKE pattern: code points, with these for the wildcards. */
@@ -141,6 +141,6 @@ int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx,
 /* eval.c */
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err); /* the tree into a program */
 /* The tree walked, node by node: what the program must agree with (tests). */
-mqr_fvalue_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_fvalue_t *values, uint32_t n);
+mqr_value_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_value_t *values, uint32_t n);
 
 #endif

@@ -268,13 +268,13 @@ static int32_t node(px_t *p, mqr__fkind_t kind, int32_t a, int32_t b, int32_t c,
     return -1;
   }
   uint32_t start = a >= 0 && f->nodes[a].start < (uint32_t)at + 1 ? f->nodes[a].start : (uint32_t)at + 1;
-  f->nodes[f->n_nodes] = (mqr__fnode_t){kind, a, b, c, -1, 0, (uint32_t)at + 1, start, {MQR_FV_NULL, {0}}};
+  f->nodes[f->n_nodes] = (mqr__fnode_t){kind, a, b, c, -1, 0, (uint32_t)at + 1, start, {MQR_VALUE_NULL, {0}}};
   return (int32_t)f->n_nodes++;
 }
 
 static bool is_cond(const mqr_filter_t *f, int32_t n) {
   const mqr__fnode_t *x = &f->nodes[n];
-  return (x->kind >= F_EQ && x->kind <= F_BOOLCAST) || (x->kind == F_CONST && x->v.type == MQR_FV_BOOL);
+  return (x->kind >= F_EQ && x->kind <= F_BOOLCAST) || (x->kind == F_CONST && x->v.type == MQR_VALUE_BOOL);
 }
 
 /* n where a condition is wanted: a property is read as a boolean; any other value is a
@@ -292,7 +292,7 @@ static int32_t cond(px_t *p, int32_t n, size_t at) {
 static bool value_ok(px_t *p, int32_t n, bool equality) {
   if (n < 0) return false;
   const mqr__fnode_t *x = &p->f->nodes[n];
-  if (x->kind == F_CONST && x->v.type == MQR_FV_NULL && equality) {
+  if (x->kind == F_CONST && x->v.type == MQR_VALUE_NULL && equality) {
     fail(p, x->column - 1, MQR_ESYNTAX, "NULL cannot be compared with = or <>: use IS NULL");
     return false;
   }
@@ -300,8 +300,8 @@ static bool value_ok(px_t *p, int32_t n, bool equality) {
     fail(p, x->start - 1, MQR_ESYNTAX, "a condition cannot be compared with < or >");
     return false;
   }
-  if (!equality && x->kind == F_CONST && x->v.type != MQR_FV_INT && x->v.type != MQR_FV_LONG &&
-      x->v.type != MQR_FV_DOUBLE) {
+  if (!equality && x->kind == F_CONST && x->v.type != MQR_VALUE_INT && x->v.type != MQR_VALUE_LONG &&
+      x->v.type != MQR_VALUE_DOUBLE) {
     fail(p, x->column - 1, MQR_ESYNTAX, "only numbers can be compared with < or >");
     return false;
   }
@@ -315,6 +315,10 @@ static int32_t slot_of(px_t *p, mqr_str_t name, size_t at) {
   for (uint32_t i = 0; i < f->n_slots; i++)
     if (f->slot_names[i].ptr && mqr_str_eq(f->slot_names[i], name)) return (int32_t)i;
   int32_t s = p->resolve ? p->resolve(p->ctx, name) : -1;
+  if (s < -1) {
+    fail(p, at, s, "%s", s == MQR_ELIMIT ? "too many identifiers in the filters" : mqr_strerror(s));
+    return -1;
+  }
   if (s < 0) s = p->next_slot;
   if (s >= (int32_t)f->n_slots) {
     uint32_t old = f->n_slots;
@@ -333,9 +337,9 @@ static int32_t slot_of(px_t *p, mqr_str_t name, size_t at) {
 static int32_t number(px_t *p, uint64_t u, bool negate, bool is_long, double d, bool fp, size_t at) {
   int32_t n = node(p, F_CONST, -1, -1, -1, at);
   if (n < 0) return n;
-  mqr_fvalue_t *v = &p->f->nodes[n].v;
+  mqr_value_t *v = &p->f->nodes[n].v;
   if (fp) {
-    *v = (mqr_fvalue_t){MQR_FV_DOUBLE, {.d = negate ? -d : d}};
+    *v = (mqr_value_t){MQR_VALUE_DOUBLE, {.d = negate ? -d : d}};
     return n;
   }
   if (u > (uint64_t)INT64_MAX + (negate ? 1 : 0)) {
@@ -344,9 +348,9 @@ static int32_t number(px_t *p, uint64_t u, bool negate, bool is_long, double d, 
   }
   int64_t x = negate ? (int64_t)(0 - u) : (int64_t)u;
   if (!is_long && x >= INT32_MIN && x <= INT32_MAX)
-    *v = (mqr_fvalue_t){MQR_FV_INT, {.i = (int32_t)x}};
+    *v = (mqr_value_t){MQR_VALUE_INT, {.i = (int32_t)x}};
   else
-    *v = (mqr_fvalue_t){MQR_FV_LONG, {.l = x}};
+    *v = (mqr_value_t){MQR_VALUE_LONG, {.l = x}};
   return n;
 }
 
@@ -372,7 +376,7 @@ static int32_t parse_primary(px_t *p) {
   case T_STRING: {
     int32_t n = node(p, F_CONST, -1, -1, -1, at);
     if (n >= 0) {
-      p->f->nodes[n].v.type = MQR_FV_STRING;
+      p->f->nodes[n].v.type = MQR_VALUE_STRING;
       p->f->nodes[n].v.u.l = ((int64_t)p->str_off << 32) | p->str_len; /* fixed up to a view after parsing */
     }
     next(p);
@@ -394,7 +398,7 @@ static int32_t parse_primary(px_t *p) {
     int32_t n = node(p, F_CONST, -1, -1, -1, at);
     if (n >= 0)
       p->f->nodes[n].v =
-          p->t == T_NULL ? (mqr_fvalue_t){MQR_FV_NULL, {0}} : (mqr_fvalue_t){MQR_FV_BOOL, {.b = p->t == T_TRUE}};
+          p->t == T_NULL ? (mqr_value_t){MQR_VALUE_NULL, {0}} : (mqr_value_t){MQR_VALUE_BOOL, {.b = p->t == T_TRUE}};
     next(p);
     return n;
   }
@@ -593,7 +597,7 @@ static int32_t parse_comparison(px_t *p) {
       int32_t b = parse_sum(p);
       if (b < 0 || !value_ok(p, a, equality) || !value_ok(p, b, equality)) return -1;
       const mqr__fnode_t *x = &p->f->nodes[a], *y = &p->f->nodes[b];
-      if (x->kind == F_CONST && y->kind == F_CONST && (x->v.type == MQR_FV_BOOL) != (y->v.type == MQR_FV_BOOL))
+      if (x->kind == F_CONST && y->kind == F_CONST && (x->v.type == MQR_VALUE_BOOL) != (y->v.type == MQR_VALUE_BOOL))
         return fail(p, at, MQR_ESYNTAX, "a boolean cannot be compared with another type"), -1;
       return node(p, ops[i].k, a, b, -1, at);
     }
@@ -676,7 +680,7 @@ int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx,
   f->root = root;
   /* String constants and items were offsets while f->strings grew: views now. */
   for (uint32_t i = 0; i < f->n_nodes; i++)
-    if (f->nodes[i].kind == F_CONST && f->nodes[i].v.type == MQR_FV_STRING) {
+    if (f->nodes[i].kind == F_CONST && f->nodes[i].v.type == MQR_VALUE_STRING) {
       uint64_t x = (uint64_t)f->nodes[i].v.u.l;
       f->nodes[i].v.u.s = mqr_str_n(f->strings + (x >> 32), (size_t)(x & 0xffffffffu));
     }

@@ -21,7 +21,19 @@ extern const size_t mqr__frame_schema_len;
   static const mqr_avro_ctype_t name = {                                                                               \
       MQR_AVRO_C_RECORD, sizeof(type), fields, sizeof fields / sizeof fields[0], NULL, NULL, 0, 0}
 
-static const mqr_avro_ctype_t str_map = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &mqr_avro_c_str, NULL, 0, 0};
+/* A property's value: the union's branch is mqr_value_t's type, its value the union u. */
+_Static_assert(sizeof(mqr_value_type_t) == sizeof(int32_t), "mqr_value_t's type is the union's int32_t branch");
+static const mqr_avro_ctype_t *const value_branches[MQR_VALUE_TYPE_COUNT] = {NULL,
+                                                                             &mqr_avro_c_bool,
+                                                                             &mqr_avro_c_int32,
+                                                                             &mqr_avro_c_int64,
+                                                                             &mqr_avro_c_float,
+                                                                             &mqr_avro_c_double,
+                                                                             &mqr_avro_c_str,
+                                                                             &mqr_avro_c_str};
+static const mqr_avro_ctype_t value_t = {MQR_AVRO_C_UNION,     sizeof(mqr_value_t),     NULL, 0, NULL, value_branches,
+                                         MQR_VALUE_TYPE_COUNT, offsetof(mqr_value_t, u)};
+static const mqr_avro_ctype_t props_map = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &value_t, NULL, 0, 0};
 
 static const mqr_avro_cfield_t connect_f[] = {F(mqr_frame_connect_t, version, mqr_avro_c_int32),
                                               F(mqr_frame_connect_t, client_id, mqr_avro_c_str),
@@ -32,9 +44,11 @@ static const mqr_avro_cfield_t connected_f[] = {
     F(mqr_frame_connected_t, session, mqr_avro_c_int64), F(mqr_frame_connected_t, max_frame, mqr_avro_c_int32)};
 RECORD(connected_t, mqr_frame_connected_t, connected_f);
 static const mqr_avro_cfield_t send_f[] = {
-    F(mqr_frame_send_t, address, mqr_avro_c_str),   F(mqr_frame_send_t, routing_type, mqr_avro_c_int32),
-    F(mqr_frame_send_t, durable, mqr_avro_c_bool),  F(mqr_frame_send_t, duplicate_id, mqr_avro_c_str),
-    F(mqr_frame_send_t, receipt, mqr_avro_c_int64), F(mqr_frame_send_t, properties, str_map),
+    F(mqr_frame_send_t, address, mqr_avro_c_str),     F(mqr_frame_send_t, routing_type, mqr_avro_c_int32),
+    F(mqr_frame_send_t, durable, mqr_avro_c_bool),    F(mqr_frame_send_t, duplicate_id, mqr_avro_c_str),
+    F(mqr_frame_send_t, receipt, mqr_avro_c_int64),   F(mqr_frame_send_t, priority, mqr_avro_c_int32),
+    F(mqr_frame_send_t, timestamp, mqr_avro_c_int64), F(mqr_frame_send_t, expiration, mqr_avro_c_int64),
+    F(mqr_frame_send_t, user_id, mqr_avro_c_str),     F(mqr_frame_send_t, properties, props_map),
     F(mqr_frame_send_t, body, mqr_avro_c_str)};
 RECORD(send_t, mqr_frame_send_t, send_f);
 static const mqr_avro_cfield_t receipt_f[] = {F(mqr_frame_receipt_t, receipt, mqr_avro_c_int64),
@@ -44,7 +58,7 @@ RECORD(receipt_t, mqr_frame_receipt_t, receipt_f);
 static const mqr_avro_cfield_t subscribe_f[] = {
     F(mqr_frame_subscribe_t, subscription, mqr_avro_c_int64), F(mqr_frame_subscribe_t, target, mqr_avro_c_str),
     F(mqr_frame_subscribe_t, routing_type, mqr_avro_c_int32), F(mqr_frame_subscribe_t, queue, mqr_avro_c_str),
-    F(mqr_frame_subscribe_t, credit, mqr_avro_c_int32)};
+    F(mqr_frame_subscribe_t, credit, mqr_avro_c_int32),       F(mqr_frame_subscribe_t, selector, mqr_avro_c_str)};
 RECORD(subscribe_t, mqr_frame_subscribe_t, subscribe_f);
 static const mqr_avro_cfield_t subscribed_f[] = {F(mqr_frame_subscribed_t, subscription, mqr_avro_c_int64),
                                                  F(mqr_frame_subscribed_t, queue, mqr_avro_c_str)};
@@ -56,7 +70,11 @@ static const mqr_avro_cfield_t message_f[] = {F(mqr_frame_message_t, subscriptio
                                               F(mqr_frame_message_t, address, mqr_avro_c_str),
                                               F(mqr_frame_message_t, routing_type, mqr_avro_c_int32),
                                               F(mqr_frame_message_t, durable, mqr_avro_c_bool),
-                                              F(mqr_frame_message_t, properties, str_map),
+                                              F(mqr_frame_message_t, priority, mqr_avro_c_int32),
+                                              F(mqr_frame_message_t, timestamp, mqr_avro_c_int64),
+                                              F(mqr_frame_message_t, expiration, mqr_avro_c_int64),
+                                              F(mqr_frame_message_t, user_id, mqr_avro_c_str),
+                                              F(mqr_frame_message_t, properties, props_map),
                                               F(mqr_frame_message_t, body, mqr_avro_c_str)};
 RECORD(message_t, mqr_frame_message_t, message_f);
 static const mqr_avro_cfield_t ack_f[] = {F(mqr_frame_ack_t, subscription, mqr_avro_c_int64),
@@ -226,15 +244,59 @@ static int get_utf8(mqr__rd_t *r, mqr_str_t *out, const char *what) {
                       (uint8_t)out->ptr[bad]);
 }
 
-/* Send's properties (a map of strings), walked: every key and value UTF-8. */
+/* One property value: its branch, then what the branch holds. */
+static int get_value(mqr__rd_t *r, mqr_value_t *v, bool check) {
+  int32_t branch = 0;
+  int rc = mqr__get_int(r, &branch);
+  if (rc) return rc;
+  if (branch < 0 || branch >= MQR_VALUE_TYPE_COUNT)
+    return mqr__rd_fail(r, MQR_EBADDATA, "property value branch %d out of range", branch);
+  v->type = (mqr_value_type_t)branch;
+  switch (v->type) {
+  case MQR_VALUE_NULL: v->u.l = 0; return 0;
+  case MQR_VALUE_BOOL:
+    if ((rc = mqr__need(r, 1)) != 0) return rc;
+    if (*r->p > 1) return mqr__rd_fail(r, MQR_EBADDATA, "boolean byte %u is neither 0 nor 1", *r->p);
+    v->u.b = *r->p++;
+    return 0;
+  case MQR_VALUE_INT: return mqr__get_int(r, &v->u.i);
+  case MQR_VALUE_LONG: return mqr__get_long(r, &v->u.l);
+  case MQR_VALUE_FLOAT:
+    if ((rc = mqr__need(r, 4)) != 0) return rc;
+    memcpy(&v->u.f, r->p, 4); /* Avro's floats are little-endian, as this machine */
+    r->p += 4;
+    return 0;
+  case MQR_VALUE_DOUBLE:
+    if ((rc = mqr__need(r, 8)) != 0) return rc;
+    memcpy(&v->u.d, r->p, 8);
+    r->p += 8;
+    return 0;
+  case MQR_VALUE_STRING: return check ? get_utf8(r, &v->u.s, "property value") : get_str(r, &v->u.s);
+  default: return get_str(r, &v->u.s);
+  }
+}
+
+/* The headers of a tail, the priority checked. */
+static int get_headers(mqr__rd_t *r, mqr_tail_view_t *h, bool check) {
+  int rc = mqr__get_int(r, &h->priority);
+  if (rc) return rc;
+  if (h->priority < 0 || h->priority > MQR_PRIORITY_MAX)
+    return mqr__rd_fail(r, MQR_EBADDATA, "priority %d is not 0-%d", h->priority, MQR_PRIORITY_MAX);
+  if ((rc = mqr__get_long(r, &h->timestamp)) != 0) return rc;
+  if ((rc = mqr__get_long(r, &h->expiration)) != 0) return rc;
+  return check ? get_utf8(r, &h->user_id, "user id") : get_str(r, &h->user_id);
+}
+
+/* A tail's properties (a map of typed values), walked: every key and string UTF-8. */
 static int check_props(mqr__rd_t *r) {
   uint64_t count = 0;
   int rc;
   while ((rc = mqr__get_count(r, 2, &count)) == 0 && count) {
     for (uint64_t i = 0; i < count; i++) {
-      mqr_str_t k, v;
+      mqr_str_t k;
+      mqr_value_t v;
       if ((rc = get_utf8(r, &k, "property key")) != 0) return rc;
-      if ((rc = get_utf8(r, &v, "property value")) != 0) return rc;
+      if ((rc = get_value(r, &v, true)) != 0) return rc;
     }
   }
   return rc;
@@ -259,6 +321,8 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
   v->routing_type = rt;
   v->receipt = receipt;
   v->tail = r.p;
+  mqr_tail_view_t h;
+  if ((rc = get_headers(&r, &h, true)) != 0) return rc;
   if ((rc = check_props(&r)) != 0) return rc;
   size_t blen = 0;
   if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
@@ -310,23 +374,90 @@ int mqr_message_read_stored(const uint8_t *stored, size_t len, mqr_stored_view_t
   return 0;
 }
 
-size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body) {
-  size_t size = 1 + str_size(body);
-  if (n) size += mqr__varint_size(mqr__zigzag64((int64_t)n));
-  for (size_t i = 0; i < n; i++) size += str_size(keys[i]) + str_size(values[i]);
+static size_t value_size(const mqr_value_t *v) {
+  switch (v->type) {
+  case MQR_VALUE_BOOL: return 2;
+  case MQR_VALUE_INT: return 1 + mqr__varint_size(mqr__zigzag32(v->u.i));
+  case MQR_VALUE_LONG: return 1 + mqr__varint_size(mqr__zigzag64(v->u.l));
+  case MQR_VALUE_FLOAT: return 5;
+  case MQR_VALUE_DOUBLE: return 9;
+  case MQR_VALUE_STRING:
+  case MQR_VALUE_BYTES: return 1 + str_size(v->u.s);
+  default: return 1;
+  }
+}
+
+static uint8_t *put_value(uint8_t *p, const mqr_value_t *v) {
+  int t = v->type >= 0 && v->type < MQR_VALUE_TYPE_COUNT ? v->type : MQR_VALUE_NULL;
+  *p++ = (uint8_t)(t << 1); /* the branch: 0-7, one zigzag byte */
+  switch (t) {
+  case MQR_VALUE_BOOL: *p++ = v->u.b ? 1 : 0; return p;
+  case MQR_VALUE_INT: return mqr__put_int(p, v->u.i);
+  case MQR_VALUE_LONG: return mqr__put_long(p, v->u.l);
+  case MQR_VALUE_FLOAT: memcpy(p, &v->u.f, 4); return p + 4;
+  case MQR_VALUE_DOUBLE: memcpy(p, &v->u.d, 8); return p + 8;
+  case MQR_VALUE_STRING:
+  case MQR_VALUE_BYTES: return put_str(p, v->u.s);
+  default: return p;
+  }
+}
+
+size_t mqr_message_tail_size(const mqr_tail_t *t) {
+  size_t size = mqr__varint_size(mqr__zigzag32(t->priority)) + mqr__varint_size(mqr__zigzag64(t->timestamp)) +
+                mqr__varint_size(mqr__zigzag64(t->expiration)) + str_size(t->user_id) + 1 + str_size(t->body);
+  if (t->n) size += mqr__varint_size(mqr__zigzag64((int64_t)t->n));
+  for (size_t i = 0; i < t->n; i++) size += str_size(t->keys[i]) + value_size(&t->values[i]);
   return size;
 }
 
-size_t mqr_message_write_tail(uint8_t *out, const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body) {
-  uint8_t *p = out;
-  if (n) p = mqr__put_long(p, (int64_t)n);
-  for (size_t i = 0; i < n; i++) {
-    p = put_str(p, keys[i]);
-    p = put_str(p, values[i]);
+size_t mqr_message_write_tail(uint8_t *out, const mqr_tail_t *t) {
+  uint8_t *p = mqr__put_int(out, t->priority);
+  p = mqr__put_long(p, t->timestamp);
+  p = mqr__put_long(p, t->expiration);
+  p = put_str(p, t->user_id);
+  if (t->n) p = mqr__put_long(p, (int64_t)t->n);
+  for (size_t i = 0; i < t->n; i++) {
+    p = put_str(p, t->keys[i]);
+    p = put_value(p, &t->values[i]);
   }
   *p++ = 0;
-  p = put_str(p, body);
+  p = put_str(p, t->body);
   return (size_t)(p - out);
+}
+
+int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err) {
+  mqr__rd_t r = mqr__rd_init(tail, len, err);
+  int rc = get_headers(&r, out, false);
+  if (rc) return rc;
+  out->props = r.p;
+  uint64_t count = 0;
+  while ((rc = mqr__get_count(&r, 2, &count)) == 0 && count) {
+    for (uint64_t i = 0; i < count; i++) {
+      mqr_str_t k;
+      mqr_value_t v;
+      if ((rc = get_str(&r, &k)) != 0 || (rc = get_value(&r, &v, false)) != 0) return rc;
+    }
+  }
+  if (rc) return rc;
+  out->props_len = (size_t)(r.p - out->props);
+  return get_str(&r, &out->body);
+}
+
+int mqr_props_next(mqr_props_iter_t *it, mqr_str_t *key, mqr_value_t *value) {
+  mqr__rd_t r = mqr__rd_init(it->p, (size_t)(it->end - it->p), NULL);
+  int rc;
+  if (it->left == 0) {
+    if (r.p == r.end) return 0;
+    if ((rc = mqr__get_count(&r, 2, &it->left)) != 0) return rc;
+    if (it->left == 0) {
+      it->p = r.end; /* the map's end */
+      return 0;
+    }
+  }
+  if ((rc = get_str(&r, key)) != 0 || (rc = get_value(&r, value, false)) != 0) return rc;
+  it->left--;
+  it->p = r.p;
+  return 1;
 }
 
 size_t mqr_message_head(uint8_t *out, int64_t subscription, int64_t delivery, int32_t delivery_count,

@@ -16,14 +16,27 @@ const char *mqr_route_status_name(int status) {
   }
 }
 
-/* Filters arrive with their own module; until then only "no filter" exists. */
-static inline bool filter_matches(const mqr_filter_t *f, const void *message) {
-  (void)message;
-  return f == NULL;
+/* A route's view of its message for queue filters: its values are set in the router's
+ * vocabulary the first time a filter needs them, and cleared when the route ends. */
+typedef struct {
+  const mqr_route_request_t *req;
+  mqr_filter_vocab_t *vocab;
+  bool filled;
+} msgview_t;
+
+__attribute__((noinline)) static bool filter_eval(const mqr_filter_t *f, msgview_t *m) {
+  if (!m->filled) {
+    m->filled = true;
+    if (m->req->fill) m->req->fill(m->req->fill_ctx, m->vocab);
+  }
+  uint32_t n;
+  const mqr_value_t *v = mqr_filter_vocab_values(m->vocab, &n);
+  return mqr_filter_matches(f, v, n);
 }
 
-static inline bool eligible(const mqr_queue_t *q, const void *message) {
-  return q->enabled && !(q->purge_on_no_consumers && q->consumers == 0) && filter_matches(q->filter, message);
+static inline bool eligible(const mqr_queue_t *q, msgview_t *m) {
+  return q->enabled && !(q->purge_on_no_consumers && q->consumers == 0) &&
+         (q->filter == NULL || filter_eval(q->filter, m));
 }
 
 /* The most queues a send to a can reach: its MULTICAST array and one ANYCAST queue. */
@@ -33,7 +46,7 @@ static inline uint32_t max_targets(const mqr_address_t *a) {
 
 /* One ANYCAST queue, round-robin from the cursor: the first eligible queue that has a
  * consumer, else the first eligible one (Artemis BindingsImpl.getNextBinding). */
-static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, const void *message) {
+static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, msgview_t *message) {
   uint32_t n = h->n_anycast;
   if (n == 0) return NULL;
   uint32_t start = h->cursor < n ? h->cursor : 0, chosen = UINT32_MAX, fallback = UINT32_MAX;
@@ -53,7 +66,7 @@ static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, const void *mess
 }
 
 /* Fills res->queues with the targets of a send of type t (or NONE: both) to a. */
-static inline uint32_t select_targets(mqr_address_t *a, int t, const void *message, mqr_queue_t **out) {
+static inline uint32_t select_targets(mqr_address_t *a, int t, msgview_t *message, mqr_queue_t **out) {
   mqr__address_bind_t *h = &a->bind;
   uint32_t n = 0;
   if (t != MQR_ANYCAST) {
@@ -141,7 +154,8 @@ static void count_routed(mqr_queue_t **qs, uint32_t n) {
 /* Every step that can fail comes before the one that cannot be undone without
  * allocating (creating a queue); a failure undoes an address or routing type the send
  * created, so a refused send leaves the router as it was. */
-int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res, mqr_error_t *err) {
+static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv, mqr_route_result_t *res,
+                 mqr_error_t *err) {
   const char *p = req->address.ptr;
   size_t len = req->address.len;
   int t = req->routing_type;
@@ -253,9 +267,9 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
   }
   uint32_t n;
   if (sep < len)
-    n = eligible(fqqn, req->message) ? (res->queues[0] = fqqn, 1u) : 0u;
+    n = eligible(fqqn, mv) ? (res->queues[0] = fqqn, 1u) : 0u;
   else
-    n = select_targets(a, t, req->message, res->queues);
+    n = select_targets(a, t, mv, res->queues);
   if (n) {
     a->bind.routed++;
     count_routed(res->queues, n);
@@ -264,7 +278,7 @@ int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_
     return 0;
   }
   a->bind.cold->unrouted++;
-  if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, req->message, res->queues)) != 0) {
+  if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, mv, res->queues)) != 0) {
     dla->bind.routed++;
     count_routed(res->queues, n);
     res->count = n;
@@ -281,6 +295,13 @@ undo:
   else if (res->flags & MQR_ROUTE_ADDED_TYPE)
     mqr__address_set_info(r, a, saved);
   res->flags = 0;
+  return rc;
+}
+
+int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res, mqr_error_t *err) {
+  msgview_t mv = {req, RT(r)->vocab, false};
+  int rc = route(r, req, &mv, res, err);
+  if (mv.filled) mqr_filter_vocab_clear(mv.vocab);
   return rc;
 }
 

@@ -26,7 +26,25 @@ void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes) { RT(r)->dups.
 
 size_t mqr_router_id_cache_bytes(const mqr_router_t *r) { return RT(r)->dups.used; }
 
-static void free_queue(mqr_queue_t *q) { mqr_free(q); }
+static void free_queue(mqr_queue_t *q) {
+  mqr_filter_free(q->filter);
+  mqr_free(q);
+}
+
+mqr_filter_vocab_t *mqr_router_filter_vocab(mqr_router_t *r) {
+  if (RT(r)->vocab == NULL && mqr_filter_vocab_create(&RT(r)->vocab) != 0) return NULL;
+  return RT(r)->vocab;
+}
+
+int mqr_router_compile_filter(mqr_router_t *r, mqr_str_t text, mqr_filter_t **out, mqr_error_t *err) {
+  *out = NULL;
+  size_t i = 0;
+  while (i < text.len && (text.ptr[i] == ' ' || text.ptr[i] == '\t' || text.ptr[i] == '\n' || text.ptr[i] == '\r')) i++;
+  if (i == text.len) return 0; /* blank: no filter, as Artemis's FilterImpl.createFilter */
+  mqr_filter_vocab_t *v = mqr_router_filter_vocab(r);
+  if (v == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
+  return mqr_filter_compile(text, mqr_filter_vocab_resolve, v, out, err);
+}
 
 static void free_address(mqr_router_t *r, mqr_address_t *a) {
   mqr__address_cold_t *cold = a->bind.cold; /* a long name's block holds a itself */
@@ -55,6 +73,7 @@ void mqr_router_close(mqr_router_t *r) {
   mqr_free(RT(r)->wildcards);
   for (uint32_t i = 0; i < RT(r)->n_settings; i++) mqr_free(RT(r)->settings[i]);
   mqr_free(RT(r)->settings);
+  mqr_filter_vocab_free(RT(r)->vocab);
   memset(r, 0, sizeof *r);
 }
 
@@ -85,6 +104,7 @@ mqr_str_t mqr_queue_name(const mqr_queue_t *q) { return q->name; }
 mqr_address_t *mqr_queue_address(const mqr_queue_t *q) { return q->address; }
 mqr_routing_type_t mqr_queue_routing_type(const mqr_queue_t *q) { return (mqr_routing_type_t)q->type; }
 mqr_str_t mqr_queue_filter(const mqr_queue_t *q) { return q->filter_text; }
+const mqr_filter_t *mqr_queue_compiled_filter(const mqr_queue_t *q) { return q->filter; }
 bool mqr_queue_durable(const mqr_queue_t *q) { return q->durable; }
 bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q) { return q->purge_on_no_consumers; }
 bool mqr_queue_enabled(const mqr_queue_t *q) { return q->enabled; }
@@ -490,9 +510,15 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   q->purge_on_no_consumers = cfg->purge_on_no_consumers;
   q->auto_created = cfg->auto_created;
   q->max_consumers = cfg->max_consumers;
+  mqr_error_t ferr;
+  int rc = mqr_router_compile_filter(r, q->filter_text, &q->filter, &ferr);
+  if (rc) {
+    mqr_free(q);
+    return mqr_error_set(err, rc, "queue '%.*s': filter: %s", (int)cfg->name.len, cfg->name.ptr, ferr.message);
+  }
   plan_t p;
   if (plan_for(r, a, q, &p) != 0) {
-    mqr_free(q);
+    free_queue(q);
     goto nomem;
   }
   plan_commit(&p);

@@ -8,6 +8,7 @@
 
 #include "cellpool.h"
 #include "dupcache.h"
+#include "mqr/filter.h"
 #include "mqr/routing.h"
 #include "table.h"
 
@@ -21,9 +22,10 @@ typedef struct {
   uint32_t n_wildcards, cap_wildcards;
   struct mqr__settings_entry_s **settings; /* sorted most specific first */
   uint32_t n_settings, cap_settings;
-  uint64_t next_seq;     /* creation order of addresses and queues */
-  mqr__cellpool_t cells; /* the addresses' hot blocks */
-  mqr__dupbudget_t dups; /* the duplicate-id caches' bytes */
+  uint64_t next_seq;         /* creation order of addresses and queues */
+  mqr__cellpool_t cells;     /* the addresses' hot blocks */
+  mqr__dupbudget_t dups;     /* the duplicate-id caches' bytes */
+  mqr_filter_vocab_t *vocab; /* the slots of every filter compiled for it; made with the first */
 } mqr__router_t;
 
 static_assert(sizeof(mqr__router_t) <= sizeof(mqr_router_t), "mqr_router_t's storage holds the router");

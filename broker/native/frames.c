@@ -29,21 +29,15 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
     return;
   }
   /* the view checked that every string is UTF-8 */
-  mqr__send_t s = {v.address,
-                   mqr_proto_rt_to_routing(v.routing_type),
-                   v.durable,
-                   v.duplicate_id,
-                   v.tail,
-                   v.tail_len,
-                   NULL,
-                   NULL,
-                   0,
-                   {NULL, 0},
-                   &c->l->cfg->prefixes,
-                   &c->sess.producer,
-                   v.receipt,
-                   NULL,
-                   NULL};
+  mqr__send_t s = {.address = v.address,
+                   .routing_type = mqr_proto_rt_to_routing(v.routing_type),
+                   .durable = v.durable,
+                   .duplicate_id = v.duplicate_id,
+                   .tail = v.tail,
+                   .tail_len = v.tail_len,
+                   .prefixes = &c->l->cfg->prefixes,
+                   .producer = &c->sess.producer,
+                   .token = v.receipt};
   mqr__acct_t *blocked = NULL;
   mqr_broker_receipt_t r;
   rc = mqr__do_send(b, &s, &r, &blocked, &err);
@@ -89,7 +83,7 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   mqr_prefixes_strip(&c->l->cfg->prefixes, &target, &rt);
   mqr_broker_consumer_t *k;
   mqr_error_t err;
-  int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, (uint32_t)s->credit, s->subscription,
+  int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, s->selector, (uint32_t)s->credit, s->subscription,
                                   &mqr__nat_consumer_ops, c, &k, &err);
   if (rc) {
     mqr__nat_send_error(c, rc, s->subscription, false, "%s", err.message);

@@ -93,8 +93,14 @@ typedef struct {
   mqr_str_t address;
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, or MQR_ROUTING_NONE */
   bool durable;
-  mqr_str_t duplicate_id;                           /* empty: none */
-  const mqr_str_t *property_keys, *property_values; /* n_properties of each */
+  mqr_str_t duplicate_id;             /* empty: none */
+  int32_t priority;                   /* 0..MQR_PRIORITY_MAX; a zeroed message has 0, the lowest (the
+                                         protocol's default is MQR_PRIORITY_DEFAULT, 4) */
+  int64_t timestamp;                  /* ms since the epoch; 0: none (the broker stamps nothing) */
+  int64_t expiration;                 /* ms since the epoch; 0: never */
+  mqr_str_t user_id;                  /* empty: none */
+  const mqr_str_t *property_keys;     /* n_properties of each: names, and typed values */
+  const mqr_value_t *property_values; /* (strings UTF-8; a type out of range is MQR_EINVAL) */
   size_t n_properties;
   mqr_str_t body;
 } mqr_broker_message_t;
@@ -106,7 +112,8 @@ typedef struct {
 } mqr_broker_receipt_t;
 
 /* Routes and enqueues one message; receipt (may be NULL) says where it went. Errors: the
- * router's (MQR_ENOADDR, MQR_EWILDCARDSEND, ...), MQR_EFULL (the address is full and its
+ * router's (MQR_ENOADDR, MQR_EWILDCARDSEND, ...), MQR_EINVAL (a priority out of range, a
+ * property type out of range, a string that is not UTF-8), MQR_EFULL (the address is full and its
  * policy is FAIL, or BLOCK: an in-process producer is not paused, it is told to wait),
  * MQR_ELIMIT (bigger than the largest frame), MQR_EIO (a durable message to a durable
  * queue while the journal cannot write), MQR_ENOMEM. No allocation in steady state.
@@ -139,12 +146,16 @@ typedef void (*mqr_deliver_fn)(mqr_broker_consumer_t *c, const mqr_frame_message
 /* Subscribes as a SUBSCRIBE frame does: to a queue (routing_type MQR_ROUTING_NONE), to
  * address::queue, or to an address with a routing type (ANYCAST: its queue of the same
  * name, made if allowed; MULTICAST: a subscription queue, named queue or made up, that
- * goes when the consumer does unless named). credit messages may be delivered before
- * more credit. *queue_name (may be NULL) gets the queue's name, valid while subscribed.
- * Errors: MQR_ENOADDR, MQR_ENOQUEUE, MQR_ECONSUMERLIMIT, MQR_EINVAL, MQR_ENOMEM. */
+ * goes when the consumer does unless named). selector (empty: none) is a filter
+ * expression (docs/filters.md): only messages it matches go to this consumer; the others
+ * stay in the queue for other consumers, as Artemis's consumer filters. credit messages
+ * may be delivered before more credit. *queue_name (may be NULL) gets the queue's name,
+ * valid while subscribed. Errors: MQR_ENOADDR, MQR_ENOQUEUE, MQR_ECONSUMERLIMIT,
+ * MQR_EINVAL, MQR_ESYNTAX (the selector's; err names the column), MQR_ELIMIT,
+ * MQR_ENOMEM. */
 MQR_EXTERN int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mqr_str_t queue,
-                                    uint32_t credit, mqr_deliver_fn fn, void *arg, mqr_broker_consumer_t **out,
-                                    mqr_str_t *queue_name, mqr_error_t *err);
+                                    mqr_str_t selector, uint32_t credit, mqr_deliver_fn fn, void *arg,
+                                    mqr_broker_consumer_t **out, mqr_str_t *queue_name, mqr_error_t *err);
 
 /* Acknowledges delivery (and, cumulative, every earlier one of this consumer): the
  * message leaves the queue. O(1) whatever is in flight. 0, or MQR_ENOTFOUND for a

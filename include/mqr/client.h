@@ -55,7 +55,13 @@ typedef struct {
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
   bool durable;
   mqr_str_t duplicate_id;
-  const mqr_str_t *property_keys, *property_values;
+  int32_t priority;   /* 0..MQR_PRIORITY_MAX; a zeroed message has 0, the lowest */
+  int64_t timestamp;  /* ms since the epoch; 0: the client stamps the send's time, as
+                         Artemis's clients do */
+  int64_t expiration; /* ms since the epoch; 0: never */
+  mqr_str_t user_id;  /* empty: none */
+  const mqr_str_t *property_keys;
+  const mqr_value_t *property_values; /* n_properties of each */
   size_t n_properties;
   mqr_str_t body;
 } mqr_client_message_t;
@@ -75,12 +81,13 @@ MQR_EXTERN int mqr_client_send_avro(mqr_client_t *c, const mqr_client_message_t 
                                     void *arg, mqr_error_t *err);
 
 /* Subscribes (routing_type MQR_ROUTING_NONE: to a queue or address::queue; otherwise to
- * an address by the Artemis rules). on_message gets each delivery; acknowledge it with
- * mqr_client_ack and grant more with mqr_client_credit. done (may be NULL) gets the
- * SUBSCRIBED frame (the queue's name) or the error. */
+ * an address by the Artemis rules), with a selector (empty: none; a filter expression,
+ * docs/filters.md, that the broker compiles: a bad one is its MQR_ESYNTAX). on_message gets each delivery; acknowledge
+ * it with mqr_client_ack and grant more with mqr_client_credit. done (may be NULL) gets the SUBSCRIBED frame (the
+ * queue's name) or the error. */
 MQR_EXTERN int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mqr_str_t queue,
-                                    uint32_t credit, mqr_client_message_fn on_message, mqr_client_done_fn done,
-                                    void *arg, mqr_client_sub_t **out, mqr_error_t *err);
+                                    mqr_str_t selector, uint32_t credit, mqr_client_message_fn on_message,
+                                    mqr_client_done_fn done, void *arg, mqr_client_sub_t **out, mqr_error_t *err);
 
 /* Acknowledges a delivery of s (cumulative: and every earlier one); the broker answers
  * an unknown delivery with an ERROR to on_error. 0, MQR_ECLOSED, MQR_ENOMEM. */
@@ -109,8 +116,11 @@ typedef struct {
   int32_t delivery_count;
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
   bool durable;
-  mqr_str_t address;
-  mqr_str_t *property_keys, *property_values;
+  int32_t priority;
+  int64_t timestamp, expiration;
+  mqr_str_t address, user_id;
+  mqr_str_t *property_keys;
+  mqr_value_t *property_values; /* STRING and BYTES views into the message's storage */
   size_t n_properties;
   mqr_str_t body;
 } mqr_bclient_message_t;
@@ -127,8 +137,8 @@ MQR_EXTERN int mqr_bclient_send(mqr_bclient_t *bc, const mqr_client_message_t *m
 /* Subscribes and waits for SUBSCRIBED; *subscription gets its id; queue_name (may be
  * NULL, cap bytes) the queue's name. */
 MQR_EXTERN int mqr_bclient_subscribe(mqr_bclient_t *bc, mqr_str_t target, int routing_type, mqr_str_t queue,
-                                     uint32_t credit, int64_t *subscription, char *queue_name, size_t cap,
-                                     mqr_error_t *err);
+                                     mqr_str_t selector, uint32_t credit, int64_t *subscription, char *queue_name,
+                                     size_t cap, mqr_error_t *err);
 
 /* The next delivery of any subscription, waiting at most timeout_ms (-1: forever):
  * 0, or MQR_ETIMEOUT, or the connection's error. */

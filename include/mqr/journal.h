@@ -30,8 +30,8 @@
 extern "C" {
 #endif
 
-#define MQR_JOURNAL_VERSION 2       /* 2: a BATCH record begins each write */
-#define MQR_JOURNAL_HEADER 24       /* bytes of the file header */
+#define MQR_JOURNAL_VERSION 3 /* 2: a BATCH record begins each write; 3: messages with headers and typed properties */
+#define MQR_JOURNAL_HEADER 24 /* bytes of the file header */
 #define MQR_JOURNAL_RECORD_HEAD 8   /* length and CRC */
 #define MQR_JOURNAL_RECORD_FIXED 17 /* file id, type and record id, before the payload */
 #define MQR_JOURNAL_END 8           /* the end marker */

@@ -9,12 +9,13 @@
 
 #include "mqr/codec.h"
 #include "mqr/routing.h"
+#include "mqr/value.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION 2 /* 2: PING and PONG */
+#define MQR_PROTOCOL_VERSION 3 /* 2: PING and PONG; 3: headers, typed properties, selectors */
 #define MQR_FRAME_HEADER 4     /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
@@ -77,13 +78,22 @@ typedef struct {
   int32_t max_frame;
 } mqr_frame_connected_t;
 
-/* properties: a map of string values (keys and values arrays of mqr_str_t). */
+/* A message's priority: 0 (lowest) to 9; JMS's and Artemis's default is 4. */
+#define MQR_PRIORITY_DEFAULT 4
+#define MQR_PRIORITY_MAX 9
+
+/* properties: a map of typed values (keys an array of mqr_str_t, values of mqr_value_t,
+ * whose type numbers are the union's branches). */
 typedef struct {
   mqr_str_t address;
   int32_t routing_type; /* mqr_proto_rt_t */
   bool durable;
   mqr_str_t duplicate_id; /* empty: none */
   int64_t receipt;        /* 0: none */
+  int32_t priority;       /* 0..MQR_PRIORITY_MAX */
+  int64_t timestamp;      /* ms since the epoch; 0: none */
+  int64_t expiration;     /* ms since the epoch; 0: never */
+  mqr_str_t user_id;      /* empty: none */
   mqr_avro_map_t properties;
   mqr_str_t body;
 } mqr_frame_send_t;
@@ -100,6 +110,7 @@ typedef struct {
   int32_t routing_type; /* mqr_proto_rt_t */
   mqr_str_t queue;
   int32_t credit;
+  mqr_str_t selector; /* a filter expression (mqr/filter.h); empty: every message */
 } mqr_frame_subscribe_t;
 
 typedef struct {
@@ -115,7 +126,10 @@ typedef struct {
   mqr_str_t address;
   int32_t routing_type;
   bool durable;
-  mqr_avro_map_t properties;
+  int32_t priority;
+  int64_t timestamp, expiration;
+  mqr_str_t user_id;
+  mqr_avro_map_t properties; /* of mqr_value_t */
   mqr_str_t body;
 } mqr_frame_message_t;
 
@@ -215,8 +229,32 @@ MQR_EXTERN int mqr_frame_decode(const uint8_t *body, size_t len, mqr_frame_t *f,
 
 /* ---- the broker's send path ------------------------------------------------------ */
 
-/* A Send frame as the broker reads it: its fields, and its tail (the properties and the
- * body, as they were encoded) checked but not decoded, to be stored as they are. */
+/* A message's tail: the part of a Send that the broker stores as it is and a Message
+ * frame ends with: priority, timestamp, expiration, user id, properties, body. */
+typedef struct {
+  int32_t priority;   /* 0..MQR_PRIORITY_MAX */
+  int64_t timestamp;  /* ms since the epoch; 0: none */
+  int64_t expiration; /* ms since the epoch; 0: never */
+  mqr_str_t user_id;  /* empty: none */
+  const mqr_str_t *keys;
+  const mqr_value_t *values; /* n of each */
+  size_t n;
+  mqr_str_t body;
+} mqr_tail_t;
+
+/* A tail read back: its headers, its properties still encoded (walk them with
+ * mqr_props_next), and its body; views into the tail. */
+typedef struct {
+  int32_t priority;
+  int64_t timestamp, expiration;
+  mqr_str_t user_id;
+  const uint8_t *props; /* the encoded map */
+  size_t props_len;
+  mqr_str_t body;
+} mqr_tail_view_t;
+
+/* A Send frame as the broker reads it: its fields, and its tail (from priority to the
+ * body, as they were encoded) checked but not decoded, to be stored as it is. */
 typedef struct {
   mqr_str_t address;
   int32_t routing_type;
@@ -228,13 +266,15 @@ typedef struct {
   size_t body_len; /* of the body in the tail */
 } mqr_send_view_t;
 
-/* Reads a frame body that must be a Send. Errors: MQR_EBADDATA (another frame type, or
- * bad data), MQR_ETRUNCATED, MQR_ELIMIT, naming the byte offset. No allocation. */
+/* Reads a frame body that must be a Send, checking all of it (priority in range, every
+ * string UTF-8, every property value's branch). Errors: MQR_EBADDATA (another frame
+ * type, or bad data), MQR_ETRUNCATED, MQR_ELIMIT, naming the byte offset. No
+ * allocation. */
 MQR_EXTERN int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr_error_t *err);
 
 /* The stored part of a Message frame: message_id, address, routing type, durable, then
- * the tail (properties and body as a Send encodes them). Its size, then writing it to
- * out (room for that size); returns the bytes written. */
+ * the tail. Its size, then writing it to out (room for that size); returns the bytes
+ * written. */
 MQR_EXTERN size_t mqr_message_stored_size(int64_t message_id, mqr_str_t address, size_t tail_len);
 MQR_EXTERN size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t address, int routing_type,
                                            bool durable, const uint8_t *tail, size_t tail_len);
@@ -245,7 +285,7 @@ typedef struct {
   mqr_str_t address;
   int32_t routing_type; /* mqr_proto_rt_t */
   bool durable;
-  const uint8_t *tail; /* properties and body, as a Send encodes them */
+  const uint8_t *tail; /* from priority to the body, as a Send encodes them */
   size_t tail_len;
 } mqr_stored_view_t;
 
@@ -253,10 +293,29 @@ typedef struct {
  * 0, or MQR_EBADDATA / MQR_ETRUNCATED naming the byte offset. No allocation. */
 MQR_EXTERN int mqr_message_read_stored(const uint8_t *stored, size_t len, mqr_stored_view_t *out, mqr_error_t *err);
 
-/* A tail made from values (for in-process sends): its size, then writing it. */
-MQR_EXTERN size_t mqr_message_tail_size(const mqr_str_t *keys, const mqr_str_t *values, size_t n, mqr_str_t body);
-MQR_EXTERN size_t mqr_message_write_tail(uint8_t *out, const mqr_str_t *keys, const mqr_str_t *values, size_t n,
-                                         mqr_str_t body);
+/* A tail made from values (for in-process sends): its size, then writing it (room for
+ * that size); returns the bytes written. Nothing is checked here. */
+MQR_EXTERN size_t mqr_message_tail_size(const mqr_tail_t *t);
+MQR_EXTERN size_t mqr_message_write_tail(uint8_t *out, const mqr_tail_t *t);
+
+/* Reads a tail's headers and finds its properties and body. 0, or MQR_EBADDATA /
+ * MQR_ETRUNCATED. No allocation; nothing is copied. */
+MQR_EXTERN int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err);
+
+/* A walk over encoded properties (mqr_tail_view_t's props). */
+typedef struct {
+  const uint8_t *p, *end;
+  uint64_t left; /* entries left in the current block */
+} mqr_props_iter_t;
+
+/* Starts a walk over props[0..len). */
+static inline void mqr_props_iter_init(mqr_props_iter_t *it, const uint8_t *props, size_t len) {
+  it->p = props, it->end = props + len, it->left = 0;
+}
+
+/* The next property: its key and value (views into the properties) and 1, or 0 at the
+ * end, or MQR_EBADDATA / MQR_ETRUNCATED for bytes that are not a property map. */
+MQR_EXTERN int mqr_props_next(mqr_props_iter_t *it, mqr_str_t *key, mqr_value_t *value);
 
 #define MQR_MESSAGE_HEADER_MAX (MQR_FRAME_HEADER + 1 + 10 + 10 + 5)
 

@@ -261,8 +261,9 @@ MQR_EXTERN int mqr_settings_match_compare(const mqr_wildcard_t *wc, mqr_str_t a,
 /* Opaque: owned by their router, valid until removed or the router is closed. */
 typedef struct mqr_address_s mqr_address_t;
 typedef struct mqr_queue_s mqr_queue_t;
-/* A compiled queue filter; filters arrive with their own module. NULL matches all. */
+/* A compiled filter (mqr/filter.h). NULL matches every message. */
 typedef struct mqr_filter_s mqr_filter_t;
+typedef struct mqr_filter_vocab_s mqr_filter_vocab_t;
 
 /* Address flags. */
 #define MQR_ADDRESS_AUTO_CREATED 0x01u /* created by a send or a subscribe */
@@ -276,7 +277,7 @@ typedef struct {
   mqr_str_t name;
   mqr_str_t address;
   mqr_routing_type_t routing_type;
-  mqr_str_t filter; /* filter text, empty for none (kept; not evaluated yet) */
+  mqr_str_t filter; /* a filter expression (docs/filters.md); empty or blank: none */
   bool durable;
   bool purge_on_no_consumers; /* skip the queue while it has no consumer */
   bool enabled;               /* a disabled queue is skipped by routing */
@@ -317,6 +318,8 @@ MQR_EXTERN mqr_str_t mqr_queue_name(const mqr_queue_t *q);
 MQR_EXTERN mqr_address_t *mqr_queue_address(const mqr_queue_t *q);
 MQR_EXTERN mqr_routing_type_t mqr_queue_routing_type(const mqr_queue_t *q);
 MQR_EXTERN mqr_str_t mqr_queue_filter(const mqr_queue_t *q);
+/* The queue's compiled filter; NULL when it has none. */
+MQR_EXTERN const mqr_filter_t *mqr_queue_compiled_filter(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_durable(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_enabled(const mqr_queue_t *q);
@@ -423,7 +426,8 @@ MQR_EXTERN int mqr_router_remove_routing_type(mqr_router_t *r, mqr_str_t address
 
 /* Adds a queue. Errors: MQR_EEMPTYQUEUE, MQR_EEMPTYADDR, MQR_EQUEUEEXISTS (the name is
  * unique across the router), MQR_ENOADDR, MQR_ETYPENOTSUPPORTED (see
- * cfg->auto_create_address), MQR_EMAXCONSUMERS, MQR_EINVAL (bad type), MQR_ENOMEM.
+ * cfg->auto_create_address), MQR_EMAXCONSUMERS, MQR_EINVAL (bad type), MQR_ESYNTAX (the
+ * filter's: err names its column), MQR_ELIMIT, MQR_ENOMEM.
  * The router is unchanged on any error. Writes *out (may be NULL) on success. */
 MQR_EXTERN int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_queue_t **out,
                                     mqr_error_t *err);
@@ -433,6 +437,15 @@ MQR_EXTERN int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_erro
 
 /* The queue named name, or NULL. */
 MQR_EXTERN mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name);
+
+/* The vocabulary (mqr/filter.h) of the router's filters, made on first use (NULL: out
+ * of memory). A consumer selector compiled with it reads the same values as the queue
+ * filters; a route fills them (mqr_route_request_t's fill) and clears them. */
+MQR_EXTERN mqr_filter_vocab_t *mqr_router_filter_vocab(mqr_router_t *r);
+
+/* Compiles text with the router's vocabulary into *out; blank text gives NULL (no
+ * filter) and 0. Errors: mqr_filter_compile's. */
+MQR_EXTERN int mqr_router_compile_filter(mqr_router_t *r, mqr_str_t text, mqr_filter_t **out, mqr_error_t *err);
 
 /* Adds (or replaces) the address settings for match pattern `match`, marked fields only
  * (s->set). Every address's merged settings are recomputed. Errors: MQR_EBADPATTERN,
@@ -475,7 +488,12 @@ typedef struct {
   int routing_type;               /* a type, or MQR_ROUTING_NONE */
   mqr_str_t duplicate_id;         /* _AMQ_DUPL_ID; empty for none */
   const mqr_prefixes_t *prefixes; /* the listener's prefixes; NULL for none */
-  const void *message;            /* for queue filters; may be NULL */
+  /* The message's values for queue filters: called at most once per route, and only when
+   * a queue with a filter is met, to set them in the router's vocabulary
+   * (mqr_filter_vocab_set_header, _set); the route clears them before it returns. NULL:
+   * filters read every value as NULL. */
+  void (*fill)(void *ctx, mqr_filter_vocab_t *v);
+  void *fill_ctx;
 } mqr_route_request_t;
 
 /* Result flags. */
@@ -499,14 +517,13 @@ typedef struct {
 /* Routes one send: strips a prefix, resolves address::queue, finds (or, as the settings
  * allow, auto-creates) the address and its routing type, checks the duplicate id, then
  * picks one ANYCAST queue round-robin (one with a consumer preferred) and every
- * MULTICAST queue; disabled queues and purge-on-no-consumers queues without consumers
- * are skipped. With no match it sends to the dead-letter address when the settings say
- * so. Counters are updated. A send to an existing concrete address allocates nothing.
- * Returns 0 with res->status, or: MQR_ENOADDR (missing and not auto-creatable, or
- * lacking the routing type), MQR_EWILDCARDSEND, MQR_ENOQUEUE / MQR_EQUEUEADDR (for
- * address::queue), MQR_EEMPTYADDR, MQR_ENOSPC (res->needed set), MQR_ENOMEM. A refused
- * send changes nothing: an address or routing type it would have auto-created is not
- * left behind. err (may be NULL) says which address and why. */
+ * MULTICAST queue; disabled queues, purge-on-no-consumers queues without consumers and
+ * queues whose filter the message does not match are skipped. With no match it sends to the dead-letter address when
+ * the settings say so. Counters are updated. A send to an existing concrete address allocates nothing. Returns 0 with
+ * res->status, or: MQR_ENOADDR (missing and not auto-creatable, or lacking the routing type), MQR_EWILDCARDSEND,
+ * MQR_ENOQUEUE / MQR_EQUEUEADDR (for address::queue), MQR_EEMPTYADDR, MQR_ENOSPC (res->needed set), MQR_ENOMEM. A
+ * refused send changes nothing: an address or routing type it would have auto-created is not left behind. err (may be
+ * NULL) says which address and why. */
 MQR_EXTERN int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res,
                                 mqr_error_t *err);
 

@@ -88,8 +88,8 @@ static inline int bench_mqr_connect(uv_loop_t *loop, const char *url, mqr_client
   }
   while (bench_ready_count < want) uv_run(loop, UV_RUN_ONCE);
   if (bench_ready_count == want && on_message &&
-      mqr_client_subscribe(*sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), credit, on_message, bench_ready, arg,
-                           subscription, &err) == 0)
+      mqr_client_subscribe(*sub, MQR_STR("bench"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), credit, on_message,
+                           bench_ready, arg, subscription, &err) == 0)
     while (bench_ready_count < want + 1) uv_run(loop, UV_RUN_ONCE);
   if (bench_ready_count != want + (on_message ? 1 : 0)) {
     snprintf(why, cap, "the broker refused%s%s", err.message[0] ? ": " : "", err.message);

@@ -26,7 +26,8 @@ typedef struct {
   mqr_broker_message_t msg;
 } st_t;
 
-static const mqr_str_t keys[] = {MQR_STR("content-type")}, values[] = {MQR_STR("text/plain")};
+static const mqr_str_t keys[] = {MQR_STR("content-type")};
+static const mqr_value_t values[] = {{MQR_VALUE_STRING, {.s = MQR_STR("text/plain")}}};
 
 static inline void drain(st_t *s) {
   for (int k = 0; k < s->n; k++) mqr_broker_purge(s->b, s->qs[k]);
@@ -43,14 +44,13 @@ static int setup(mqr_bench_ctx_t *c) {
   if (mqr_broker_create(&s->loop, &opt, &s->b, &err) != 0) return mqr_bench_fail(c, "broker: %s", err.message);
   long queues = mqr_bench_param_long(c, "queues");
   bool multi = queues == 10;
-  s->msg = (mqr_broker_message_t){multi ? MQR_STR("ten") : MQR_STR("one"),
-                                  multi ? MQR_MULTICAST : MQR_ANYCAST,
-                                  false,
-                                  MQR_STR(""),
-                                  keys,
-                                  values,
-                                  1,
-                                  MQR_STR("0123456789abcdef")};
+  s->msg = (mqr_broker_message_t){.address = multi ? MQR_STR("ten") : MQR_STR("one"),
+                                  .routing_type = multi ? MQR_MULTICAST : MQR_ANYCAST,
+                                  .priority = MQR_PRIORITY_DEFAULT,
+                                  .property_keys = keys,
+                                  .property_values = values,
+                                  .n_properties = 1,
+                                  .body = MQR_STR("0123456789abcdef")};
   mqr_broker_receipt_t r;
   if (mqr_broker_send(s->b, &s->msg, &r, &err) != 0 || (long)r.queues != queues)
     return mqr_bench_fail(c, "the first send: %s (%u queues)", err.message, r.queues);
@@ -66,7 +66,8 @@ static int setup(mqr_bench_ctx_t *c) {
     mqr_broker_send(s->b, &s->msg, NULL, NULL);
     drain(s);
   }
-  size_t tail = mqr_message_tail_size(keys, values, 1, s->msg.body);
+  mqr_tail_t t = {s->msg.priority, 0, 0, MQR_STR(""), keys, values, 1, s->msg.body};
+  size_t tail = mqr_message_tail_size(&t);
   mqr_bench_aux(c, "size.stored", (double)mqr_message_stored_size(1000000, s->msg.address, tail), "B");
   return 0;
 }

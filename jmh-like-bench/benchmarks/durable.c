@@ -124,7 +124,8 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
 }
 
 static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
-  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT,       0, 0,
+                            {"", 0},          NULL,        NULL, 0,       mqr_str_n(s->body, s->size)};
   uint64_t end = s->sent + ops;
   while (s->sent < end) {
     while (s->sent < end && s->sent - s->answered < WINDOW && s->sent - s->received < 2 * WINDOW) {
@@ -327,7 +328,8 @@ __attribute__((noinline)) static int run_latency(mqr_bench_ctx_t *c, uint64_t op
       if (disk_write(c, s, 1)) return -1;
     return 0;
   }
-  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT,       0, 0,
+                            {"", 0},          NULL,        NULL, 0,       mqr_str_n(s->body, s->size)};
   for (uint64_t i = 0; i < ops; i++) {
     if (mqr_client_send(s->pub, &m, on_receipt, s, NULL) != 0) return mqr_bench_fail(c, "send");
     s->sent++;
@@ -387,7 +389,9 @@ static int setup_recovery(mqr_bench_ctx_t *c) {
   char body[16] = "0123456789abcdef", name[4] = "q0";
   for (long i = 0; i < r->messages; i++) {
     name[1] = (char)('0' + i % 10);
-    mqr_broker_message_t m = {mqr_str_n(name, 2), MQR_ROUTING_NONE, true, {"", 0}, NULL, NULL, 0, mqr_str_n(body, 16)};
+    mqr_broker_message_t m = {
+        mqr_str_n(name, 2), MQR_ROUTING_NONE, true, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0,
+        mqr_str_n(body, 16)};
     if (mqr_broker_send(r->b, &m, NULL, NULL) != 0) return mqr_bench_fail(c, "send %ld", i);
     if (i % 10000 == 9999) uv_run(&r->loop, UV_RUN_NOWAIT);
   }
@@ -460,8 +464,8 @@ static int setup_dosend(mqr_bench_ctx_t *c) {
   fresh(&d->r.s, "dosend");
   if (open_broker(c, &d->r, true)) return -1;
   mqr_error_t err;
-  if (mqr_broker_subscribe(d->r.b, MQR_STR("q0"), MQR_ROUTING_NONE, MQR_STR(""), WINDOW, ds_message, d, &d->k, NULL,
-                           &err))
+  if (mqr_broker_subscribe(d->r.b, MQR_STR("q0"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), WINDOW, ds_message, d,
+                           &d->k, NULL, &err))
     return mqr_bench_fail(c, "subscribe: %s", err.message);
   /* Warm: the writer's batch buffers grow to the largest batch this rate makes, once
    * (they are kept and reused: a run of 3M sends after this allocates once, if at all). */
@@ -471,7 +475,18 @@ static int setup_dosend(mqr_bench_ctx_t *c) {
 
 __attribute__((noinline)) static int run_dosend(mqr_bench_ctx_t *c, uint64_t ops) {
   ds_t *d = mqr_bench_state(c);
-  mqr_broker_message_t m = {MQR_STR("q0"), MQR_ROUTING_NONE, true, {"", 0}, NULL, NULL, 0, MQR_STR("0123456789abcdef")};
+  mqr_broker_message_t m = {MQR_STR("q0"),
+                            MQR_ROUTING_NONE,
+                            true,
+                            {"", 0},
+                            MQR_PRIORITY_DEFAULT,
+                            0,
+                            0,
+                            {"", 0},
+                            NULL,
+                            NULL,
+                            0,
+                            MQR_STR("0123456789abcdef")};
   uint64_t end = d->sent + ops;
   while (d->sent < end) {
     while (d->sent < end && d->sent - d->answered < WINDOW) {

@@ -21,14 +21,14 @@ typedef struct {
   int expr;  /* 0 and, 1 in, 2 like */
   bool hand; /* the hand-written predicate */
   mqr_filter_t *f;
-  mqr_fvalue_t msg[N_MSG][2]; /* by slot */
+  mqr_value_t msg[N_MSG][2]; /* by slot */
   uint64_t at;
 } st_t;
 
 static const char *const selectors[] = {"color = 'red' AND weight > 2.5", "region IN ('eu', 'us') AND NOT urgent",
                                         "name LIKE 'ord%-eu'"};
 
-static mqr_fvalue_t str(const char *s) { return (mqr_fvalue_t){MQR_FV_STRING, {.s = {s, strlen(s)}}}; }
+static mqr_value_t str(const char *s) { return (mqr_value_t){MQR_VALUE_STRING, {.s = {s, strlen(s)}}}; }
 
 static int setup(mqr_bench_ctx_t *c) {
   st_t *s = calloc(1, sizeof *s);
@@ -47,11 +47,11 @@ static int setup(mqr_bench_ctx_t *c) {
     case 0:
       s->msg[i][0] = str(colors[i % 4]);
       s->msg[i][1] =
-          i % 3 ? (mqr_fvalue_t){MQR_FV_DOUBLE, {.d = 1.0 + i * 0.25}} : (mqr_fvalue_t){MQR_FV_INT, {.i = i}};
+          i % 3 ? (mqr_value_t){MQR_VALUE_DOUBLE, {.d = 1.0 + i * 0.25}} : (mqr_value_t){MQR_VALUE_INT, {.i = i}};
       break;
     case 1:
       s->msg[i][0] = str(regions[i % 4]);
-      s->msg[i][1] = (mqr_fvalue_t){MQR_FV_BOOL, {.b = (i / 4) % 2}};
+      s->msg[i][1] = (mqr_value_t){MQR_VALUE_BOOL, {.b = (i / 4) % 2}};
       break;
     default: s->msg[i][0] = str(names[i % 4]); break;
     }
@@ -67,31 +67,31 @@ static void teardown(mqr_bench_ctx_t *c) {
 
 /* The hand-written predicates: what a programmer writes for the same condition, checking
  * types as the filter must. */
-static bool is_str(const mqr_fvalue_t *v, const char *lit, size_t n) {
-  return v->type == MQR_FV_STRING && v->u.s.len == n && memcmp(v->u.s.ptr, lit, n) == 0;
+static bool is_str(const mqr_value_t *v, const char *lit, size_t n) {
+  return v->type == MQR_VALUE_STRING && v->u.s.len == n && memcmp(v->u.s.ptr, lit, n) == 0;
 }
 
-static double num(const mqr_fvalue_t *v, bool *ok) {
+static double num(const mqr_value_t *v, bool *ok) {
   *ok = true;
   switch (v->type) {
-  case MQR_FV_INT: return v->u.i;
-  case MQR_FV_LONG: return (double)v->u.l;
-  case MQR_FV_FLOAT: return v->u.f;
-  case MQR_FV_DOUBLE: return v->u.d;
+  case MQR_VALUE_INT: return v->u.i;
+  case MQR_VALUE_LONG: return (double)v->u.l;
+  case MQR_VALUE_FLOAT: return v->u.f;
+  case MQR_VALUE_DOUBLE: return v->u.d;
   default: *ok = false; return 0;
   }
 }
 
-__attribute__((noinline)) static bool hand(int expr, const mqr_fvalue_t *v) {
+__attribute__((noinline)) static bool hand(int expr, const mqr_value_t *v) {
   switch (expr) {
   case 0: {
     bool ok;
     double w = num(&v[1], &ok);
     return is_str(&v[0], "red", 3) && ok && w > 2.5;
   }
-  case 1: return (is_str(&v[0], "eu", 2) || is_str(&v[0], "us", 2)) && v[1].type == MQR_FV_BOOL && !v[1].u.b;
+  case 1: return (is_str(&v[0], "eu", 2) || is_str(&v[0], "us", 2)) && v[1].type == MQR_VALUE_BOOL && !v[1].u.b;
   default: {
-    if (v[0].type != MQR_FV_STRING || v[0].u.s.len < 6) return false;
+    if (v[0].type != MQR_VALUE_STRING || v[0].u.s.len < 6) return false;
     const char *p = v[0].u.s.ptr;
     size_t n = v[0].u.s.len;
     return memcmp(p, "ord", 3) == 0 && memcmp(p + n - 3, "-eu", 3) == 0;

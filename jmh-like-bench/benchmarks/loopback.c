@@ -98,7 +98,8 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
 }
 
 static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
-  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str_n(s->body, s->size)};
+  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT,       0, 0,
+                            {"", 0},          NULL,        NULL,  0,       mqr_str_n(s->body, s->size)};
   uint64_t end = s->sent + ops;
   while (s->sent < end) {
     /* Fill the window, let the loop write and read, again. */

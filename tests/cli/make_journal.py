@@ -25,7 +25,7 @@ def crc32c(data):
 def main(argv):
     out, file_id, n = argv[1], int(argv[2]), int(argv[3])
     mode = argv[4] if len(argv) > 4 else ""
-    head = b"MQRJ" + struct.pack("<HHQI", 2, 0, file_id, 0)
+    head = b"MQRJ" + struct.pack("<HHQI", 3, 0, file_id, 0)
     data = bytearray(head + struct.pack("<I", crc32c(head)))
     starts = []
     for i in range(1, n + 1):

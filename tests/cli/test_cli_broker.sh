@@ -96,16 +96,29 @@ expect drain-block 0 "*" "" -- "$mqr" recv --url "$url" --count "${receipted:-5}
 
 # recv: the message's metadata, as text and as JSON; prefixes as for send.
 expect send-props 0 "sent 2 to anycast://tagged: OK 2" "" -- \
-  "$mqr" send --url "$url" --property customer=ann --property n=2 --body "2 apples" --count 2 anycast://tagged
+  "$mqr" send --url "$url" --property customer=ann --property n:int=2 --priority 7 --user-id u-1 --body "2 apples" \
+  --count 2 anycast://tagged
 expect recv-verbose 0 "*" "" -- "$mqr" recv --url "$url" --verbose anycast://tagged
 grep -q "^message [0-9]* delivery 1 delivery-count 1 address tagged ANYCAST$" "$tmp/out" \
-  && grep -qx "property customer=ann" "$tmp/out" && grep -qx "property n=2" "$tmp/out" && grep -qx "2 apples" "$tmp/out" \
+  && grep -q "^priority 7 timestamp [1-9][0-9]* expiration 0 user-id u-1$" "$tmp/out" \
+  && grep -qx "property customer:string=ann" "$tmp/out" && grep -qx "property n:int=2" "$tmp/out" \
+  && grep -qx "2 apples" "$tmp/out" \
   && { echo "ok   recv-verbose-content"; passed=$((passed + 1)); } \
   || { echo "FAIL recv-verbose-content"; cat "$tmp/out"; failed=$((failed + 1)); }
 expect recv-json 0 "*" "" -- "$mqr" recv --url "$url" --json tagged
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["body"]=="2 apples" and m["properties"]=={"customer":"ann","n":"2"} and m["address"]=="tagged" and m["routing_type"]=="ANYCAST" and m["delivery_count"]==1 and m["message_id"]>0, m' "$tmp/out" \
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["body"]=="2 apples" and m["properties"]=={"customer":"ann","n":2} and m["priority"]==7 and m["user_id"]=="u-1" and m["address"]=="tagged" and m["routing_type"]=="ANYCAST" and m["delivery_count"]==1 and m["message_id"]>0, m' "$tmp/out" \
   && { echo "ok   recv-json-content"; passed=$((passed + 1)); } \
   || { echo "FAIL recv-json-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+# A selector: only the messages it matches; the others stay for other consumers. A
+# property of the wrong type is refused by send; a bad selector names its column.
+expect send-typed 0 "sent 1 to anycast://sel: OK 1" "" -- \
+  "$mqr" send --url "$url" --property color=red --property weight:double=1.5 --body red anycast://sel
+expect send-typed-2 0 "sent 1 to anycast://sel: OK 1" "" -- \
+  "$mqr" send --url "$url" --property color=blue --property weight:double=3.5 --body blue anycast://sel
+expect recv-selector 0 "blue" "" -- "$mqr" recv --url "$url" --selector "weight > 2.5 AND color IN ('blue')" sel
+expect recv-selector-rest 0 "red" "" -- "$mqr" recv --url "$url" sel
+expect send-bad-type 2 "" "not a value of its type" -- "$mqr" send --url "$url" --property n:int=x anycast://sel
+expect recv-bad-selector 1 "" "(column 9)" -- "$mqr" recv --url "$url" --timeout 1 --selector "color = " sel
 # --follow receives until interrupted, then exits 0 (orders still holds "once").
 "$mqr" recv --url "$url" --follow orders >"$tmp/follow" 2>"$tmp/follow.err" &
 fpid=$!

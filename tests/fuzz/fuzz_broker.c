@@ -72,7 +72,17 @@ static int send_to(int target, int rt, size_t body_len, int dup, size_t n_props)
   char id[8];
   memset(body, 'b', sizeof body);
   snprintf(id, sizeof id, "d%d", dup);
-  mqr_broker_message_t m = {mqr_str(targets[target]), rt, false, dup ? mqr_str(id) : MQR_STR(""), keys, values, n_props,
+  mqr_broker_message_t m = {mqr_str(targets[target]),
+                            rt,
+                            false,
+                            dup ? mqr_str(id) : MQR_STR(""),
+                            MQR_PRIORITY_DEFAULT,
+                            0,
+                            0,
+                            {"", 0},
+                            keys,
+                            values,
+                            n_props,
                             mqr_str_n(body, body_len)};
   return mqr_broker_send(broker, &m, NULL, NULL);
 }
@@ -186,8 +196,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           fprintf(stderr, "  subscribe %d to %s type %d queue %s credit %d how %d\n", (int)(k - cons),
                   targets[(x >> 3) % N_TARGETS], rts[(y >> 3) & 3], y & 0x40 ? qn : "-", y & 7, k->how);
         int rc = mqr_broker_subscribe(broker, mqr_str(targets[(x >> 3) % N_TARGETS]), rts[(y >> 3) & 3],
-                                      y & 0x40 ? mqr_str(qn) : MQR_STR(""), (uint32_t)k->credit, on_msg, k, &k->c,
-                                      &named, NULL);
+                                      y & 0x40 ? mqr_str(qn) : MQR_STR(""), MQR_STR(""), (uint32_t)k->credit, on_msg, k,
+                                      &k->c, &named, NULL);
         if (rc != 0) {
           FUZZ_CHECK(k->delivered == 0);
           k->c = NULL;

@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       char fq[256]; /* op & 0x10: to address::queue */
       mqr_str_t to = name(a);
       if (op & 0x10) to = mqr_str_n(fq, (size_t)snprintf(fq, sizeof fq, "%s::%s", names[a], names[q]));
-      mqr_route_request_t req = {to, op & 8 ? MQR_ROUTING_NONE : t, {0}, NULL, NULL};
+      mqr_route_request_t req = {to, op & 8 ? MQR_ROUTING_NONE : t, {0}, NULL, NULL, NULL};
       mqr_route_result_t res = {targets, N_NAMES + 2, 0, 0, 0, 0, NULL};
       rc = mqr_router_route(&r, &req, &res, &err);
       if (rc != 0 || res.status != MQR_ROUTE_OK) break;

@@ -48,7 +48,8 @@ static mqr_bclient_t *connect_(const mqrd_t *d) {
 
 static int send_(mqr_bclient_t *bc, const char *address, int rt, const char *body, mqr_frame_receipt_t *r,
                  mqr_error_t *err) {
-  mqr_client_message_t m = {mqr_str(address), rt, false, {"", 0}, NULL, NULL, 0, mqr_str(body)};
+  mqr_client_message_t m = {mqr_str(address), rt,   false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},          NULL, NULL,  0,       mqr_str(body)};
   return mqr_bclient_send(bc, &m, true, r, err);
 }
 
@@ -61,7 +62,7 @@ static void send_ok(mqr_bclient_t *bc, const char *address, int rt, const char *
 static int64_t subscribe_(mqr_bclient_t *bc, const char *target, int rt, uint32_t credit) {
   int64_t sub;
   mqr_error_t err;
-  if (mqr_bclient_subscribe(bc, mqr_str(target), rt, mqr_str_n("", 0), credit, &sub, NULL, 0, &err) != 0)
+  if (mqr_bclient_subscribe(bc, mqr_str(target), rt, mqr_str_n("", 0), MQR_STR(""), credit, &sub, NULL, 0, &err) != 0)
     fail_msg("subscribe %s: %s", target, err.message);
   return sub;
 }
@@ -159,9 +160,9 @@ static void test_multicast_and_wildcards(void **state) {
   mqr_bclient_t *c = connect_(&broker);
   char qname[128];
   int64_t sub;
-  assert_int_equal(
-      mqr_bclient_subscribe(c, MQR_STR("news"), MQR_MULTICAST, mqr_str_n("", 0), 10, &sub, qname, sizeof qname, NULL),
-      0);
+  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("news"), MQR_MULTICAST, mqr_str_n("", 0), MQR_STR(""), 10, &sub,
+                                         qname, sizeof qname, NULL),
+                   0);
   send_ok(p, "news", MQR_MULTICAST, "n3");
   assert_string_equal(recv_(c, 2000, true, NULL), "n3");
   mqr_bclient_close(c);
@@ -240,7 +241,8 @@ static void test_redelivery_in_order(void **state) {
 
 /* ---- bad frames --------------------------------------------------------------------------------- */
 
-static const uint8_t connect_frame[] = {0, 0, 0, 9, 0x00, 0x04, 0x06, 'r', 'a', 'w', 0x80, 0x80, 0x04};
+static const uint8_t connect_frame[] = {0,   0,   0,    9,    0x00, 2 * MQR_PROTOCOL_VERSION, 0x06, 'r',
+                                        'a', 'w', 0x80, 0x80, 0x04};
 
 /* Sends bytes (after a CONNECT when handshake) and expects an ERROR frame then a close. */
 static void bad(const char *name, bool handshake, const uint8_t *bytes, size_t n, const char *why) {
@@ -382,7 +384,9 @@ static void test_full_policies_bound_memory(void **state) {
   /* BLOCK: the producer is paused (its sends wait unread), the address stays bounded. */
   mqr_bclient_t *bp = connect_(&broker);
   for (int i = 0; i < 40; i++) {
-    mqr_client_message_t m = {MQR_STR("block.q"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str(body)};
+    mqr_client_message_t m = {
+        MQR_STR("block.q"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0,
+        mqr_str(body)};
     assert_int_equal(mqr_bclient_send(bp, &m, false, NULL, NULL), 0); /* no receipt: written, not waited */
   }
   usleep(300000);
@@ -453,7 +457,9 @@ static void test_paused_producers_vanish(void **state) {
   memcpy(frame + n, "block.s", 7);
   n += 7;
   frame[n++] = 0x02, frame[n++] = 0x00, frame[n++] = 0x00; /* ANYCAST, not durable, no dup id */
-  frame[n++] = 0x00, frame[n++] = 0x00;                    /* no receipt, no properties */
+  frame[n++] = 0x00;                                       /* no receipt */
+  frame[n++] = 0x08, frame[n++] = 0x00, frame[n++] = 0x00; /* priority 4, no timestamp, no expiration */
+  frame[n++] = 0x00, frame[n++] = 0x00;                    /* no user id, no properties */
   frame[n++] = 0x80, frame[n++] = 0x10;                    /* body: 1024 bytes */
   memset(frame + n, 'p', 1024);
   n += 1024;
@@ -522,7 +528,18 @@ static void test_send_avro_single_object(void **state) {
   while (up == 0) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(up, 1);
   order_t o = {MQR_STR("apples"), 3};
-  mqr_client_message_t m = {MQR_STR("avro.orders"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, {NULL, 0}};
+  mqr_client_message_t m = {MQR_STR("avro.orders"),
+                            MQR_ANYCAST,
+                            false,
+                            {"", 0},
+                            MQR_PRIORITY_DEFAULT,
+                            0,
+                            0,
+                            {"", 0},
+                            NULL,
+                            NULL,
+                            0,
+                            {NULL, 0}};
   assert_int_equal(mqr_client_send_avro(c, &m, codec, s, &o, receipted, &done, NULL), 0);
   while (done == 0) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(done, 1);
@@ -604,7 +621,8 @@ static void test_sigterm_under_load(void **state) {
   mqr_free(r);
   /* More in flight: sends that nobody waits for. */
   for (int i = 0; i < 200; i++) {
-    mqr_client_message_t m = {MQR_STR("work"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("late")};
+    mqr_client_message_t m = {MQR_STR("work"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                              {"", 0},         NULL,        NULL,  0,       MQR_STR("late")};
     mqr_bclient_send(p, &m, false, NULL, NULL);
   }
   int status = mqrd_stop(&d, SIGTERM);

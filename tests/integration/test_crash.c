@@ -75,7 +75,8 @@ static void send_next(round_t *r) {
   while (!r->dead && r->outstanding < WINDOW && r->next_seq < MAXSEQ) {
     char body[32];
     int n = snprintf(body, sizeof body, "s%lld", (long long)r->next_seq);
-    mqr_client_message_t m = {MQR_STR("work"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, mqr_str_n(body, (size_t)n)};
+    mqr_client_message_t m = {MQR_STR("work"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT,      0, 0,
+                              {"", 0},         NULL,        NULL, 0,       mqr_str_n(body, (size_t)n)};
     void **arg = malloc(2 * sizeof *arg);
     arg[0] = r;
     arg[1] = (void *)(intptr_t)r->next_seq;
@@ -106,7 +107,8 @@ static void barrier(round_t *r) {
   memcpy(batch, r->since, (size_t)r->n_since * sizeof *batch);
   batch[r->n_since].seq = -1;
   r->n_since = 0;
-  mqr_client_message_t m = {MQR_STR("barrier"), MQR_ANYCAST, true, {"", 0}, NULL, NULL, 0, MQR_STR("b")};
+  mqr_client_message_t m = {
+      MQR_STR("barrier"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0, MQR_STR("b")};
   if (mqr_client_send(r->cons, &m, on_barrier, batch, NULL) != 0) free(batch);
 }
 
@@ -139,7 +141,8 @@ static void on_connected(mqr_client_t *c, int status, const mqr_frame_t *answer,
   if (c == r->prod) {
     send_next(r);
   } else {
-    mqr_client_subscribe(c, MQR_STR("work"), MQR_ROUTING_NONE, MQR_STR(""), 1000, on_message, NULL, r, &r->sub, NULL);
+    mqr_client_subscribe(c, MQR_STR("work"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1000, on_message, NULL, r,
+                         &r->sub, NULL);
   }
 }
 
@@ -203,7 +206,8 @@ static void final_drain(void) {
   mqr_error_t err;
   if (mqr_bclient_connect(d.url, "crash-drain", 5000, &bc, &err) != 0) abort();
   int64_t sub;
-  if (mqr_bclient_subscribe(bc, MQR_STR("work"), MQR_ROUTING_NONE, MQR_STR(""), 60000, &sub, NULL, 0, &err) != 0) {
+  if (mqr_bclient_subscribe(bc, MQR_STR("work"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 60000, &sub, NULL, 0,
+                            &err) != 0) {
     fprintf(stderr, "subscribe: %s\n", err.message);
     abort();
   }

@@ -84,13 +84,15 @@ static int raw_client(int32_t max_frame) {
 }
 
 static void raw_subscribe(int s, int64_t id, const char *target, int32_t credit) {
-  mqr_frame_t f = {MQR_FRAME_SUBSCRIBE, {.subscribe = {id, mqr_str(target), MQR_PROTO_RT_NONE, MQR_STR(""), credit}}};
+  mqr_frame_t f = {MQR_FRAME_SUBSCRIBE,
+                   {.subscribe = {id, mqr_str(target), MQR_PROTO_RT_NONE, MQR_STR(""), credit, MQR_STR("")}}};
   send_frame(s, &f);
 }
 
 static void raw_send_msg(int s, const char *address, mqr_str_t body, int64_t receipt) {
-  mqr_frame_t f = {MQR_FRAME_SEND,
-                   {.send = {mqr_str(address), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), receipt, {0}, body}}};
+  mqr_frame_t f = {
+      MQR_FRAME_SEND,
+      {.send = {mqr_str(address), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), receipt, 4, 0, 0, MQR_STR(""), {0}, body}}};
   send_frame(s, &f);
 }
 
@@ -137,7 +139,8 @@ static void fill_big(int n, size_t size) {
   char *body = malloc(size);
   memset(body, 'b', size);
   for (int i = 0; i < n; i++) {
-    mqr_client_message_t m = {MQR_STR("big"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str_n(body, size)};
+    mqr_client_message_t m = {MQR_STR("big"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                              {"", 0},        NULL,        NULL,  0,       mqr_str_n(body, size)};
     mqr_error_t err;
     if (mqr_bclient_send(p, &m, i == n - 1, NULL, &err) != 0) fail_msg("send: %s", err.message);
   }
@@ -239,7 +242,8 @@ static int32_t connections(void) {
 static void test_blocked_producer_vanishes(void **state) {
   (void)state;
   mqr_bclient_t *p = connect_();
-  mqr_client_message_t m = {MQR_STR("held"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("h")};
+  mqr_client_message_t m = {MQR_STR("held"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},         NULL,        NULL,  0,       MQR_STR("h")};
   assert_int_equal(mqr_bclient_send(p, &m, true, NULL, NULL), 0);
   mqr_bclient_close(p);
   int before = connections();
@@ -260,8 +264,9 @@ static void test_blocked_producer_vanishes(void **state) {
   /* Drain block.q for the tests after. */
   mqr_bclient_t *c = connect_();
   int64_t sub;
-  assert_int_equal(
-      mqr_bclient_subscribe(c, MQR_STR("block.q"), MQR_ROUTING_NONE, MQR_STR(""), 100, &sub, NULL, 0, NULL), 0);
+  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("block.q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, &sub,
+                                         NULL, 0, NULL),
+                   0);
   mqr_bclient_message_t *msg;
   while (mqr_bclient_receive(c, 300, &msg, NULL) == 0) {
     mqr_bclient_ack(c, msg->subscription, msg->delivery, false, NULL);
@@ -381,11 +386,19 @@ static void test_invalid_utf8_refused(void **state) {
     memset(&r, 0, sizeof r);
     s = raw_client(1 << 20);
     mqr_str_t keys[1] = {which ? MQR_STR("k") : MQR_STR("\xc3\x28")};
-    mqr_str_t values[1] = {which ? MQR_STR("\xed\xa0\x80") : MQR_STR("v")}; /* a surrogate */
-    mqr_frame_t send = {
-        MQR_FRAME_SEND,
-        {.send = {
-             MQR_STR("utf8.props"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 1, {keys, values, 1}, MQR_STR("x")}}};
+    mqr_value_t values[1] = {mqr_value_string(which ? MQR_STR("\xed\xa0\x80") : MQR_STR("v"))}; /* a surrogate */
+    mqr_frame_t send = {MQR_FRAME_SEND,
+                        {.send = {MQR_STR("utf8.props"),
+                                  MQR_PROTO_RT_ANYCAST,
+                                  false,
+                                  MQR_STR(""),
+                                  1,
+                                  4,
+                                  0,
+                                  0,
+                                  MQR_STR(""),
+                                  {keys, values, 1},
+                                  MQR_STR("x")}}};
     send_frame(s, &send);
     assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
     assert_non_null(
@@ -396,7 +409,8 @@ static void test_invalid_utf8_refused(void **state) {
   /* SUBSCRIBE to a bad target: refused, the connection goes on. */
   memset(&r, 0, sizeof r);
   s = raw_client(1 << 20);
-  mqr_frame_t sub = {MQR_FRAME_SUBSCRIBE, {.subscribe = {3, mqr_str(bad_addr), MQR_PROTO_RT_ANYCAST, MQR_STR(""), 10}}};
+  mqr_frame_t sub = {MQR_FRAME_SUBSCRIBE,
+                     {.subscribe = {3, mqr_str(bad_addr), MQR_PROTO_RT_ANYCAST, MQR_STR(""), 10, MQR_STR("")}}};
   send_frame(s, &sub);
   assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
   assert_int_equal(f.u.error.receipt, 3);
@@ -419,8 +433,10 @@ static void test_max_frame_honoured(void **state) {
   mqr_bclient_t *p = connect_();
   char big[2000];
   memset(big, 'B', sizeof big);
-  mqr_client_message_t m1 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, mqr_str_n(big, sizeof big)};
-  mqr_client_message_t m2 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("tiny")};
+  mqr_client_message_t m1 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT,      0, 0,
+                             {"", 0},          NULL,        NULL,  0,       mqr_str_n(big, sizeof big)};
+  mqr_client_message_t m2 = {MQR_STR("small"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                             {"", 0},          NULL,        NULL,  0,       MQR_STR("tiny")};
   assert_int_equal(mqr_bclient_send(p, &m1, true, NULL, NULL), 0);
   assert_int_equal(mqr_bclient_send(p, &m2, true, NULL, NULL), 0);
   static reader_t r;
@@ -437,8 +453,9 @@ static void test_max_frame_honoured(void **state) {
   /* A consumer that takes it: then the small one gets the next. */
   mqr_bclient_t *c = connect_();
   int64_t sub;
-  assert_int_equal(mqr_bclient_subscribe(c, MQR_STR("small"), MQR_ROUTING_NONE, MQR_STR(""), 1, &sub, NULL, 0, NULL),
-                   0);
+  assert_int_equal(
+      mqr_bclient_subscribe(c, MQR_STR("small"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1, &sub, NULL, 0, NULL),
+      0);
   mqr_bclient_message_t *msg;
   assert_int_equal(mqr_bclient_receive(c, 2000, &msg, NULL), 0);
   assert_int_equal(msg->body.len, sizeof big);

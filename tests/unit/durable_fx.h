@@ -114,7 +114,8 @@ static inline void on_sent(void *arg, int status, const mqr_broker_receipt_t *r,
 static inline void send_async(fx_t *f, answers_t *a, int index, const char *address, bool durable, const char *body) {
   /* auto.*: made by the send, ANYCAST (an address made for a MULTICAST send has no queue) */
   int rt = strncmp(address, "auto.", 5) == 0 ? MQR_ANYCAST : MQR_ROUTING_NONE;
-  mqr_broker_message_t m = {mqr_str(address), rt, durable, MQR_STR(""), NULL, NULL, 0, mqr_str(body)};
+  mqr_broker_message_t m = {mqr_str(address), rt,   durable, MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},          NULL, NULL,    0,           mqr_str(body)};
   tickets[index % 8192] = (ticket_t){a, index};
   mqr_broker_send_async(f->b, &m, on_sent, &tickets[index % 8192]);
 }
@@ -146,7 +147,8 @@ static inline void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m
 static inline mqr_broker_consumer_t *drain(fx_t *f, const char *queue, uint32_t credit, sink_t *s) {
   mqr_broker_consumer_t *c;
   mqr_error_t err;
-  if (mqr_broker_subscribe(f->b, mqr_str(queue), MQR_ROUTING_NONE, MQR_STR(""), credit, on_msg, s, &c, NULL, &err))
+  if (mqr_broker_subscribe(f->b, mqr_str(queue), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), credit, on_msg, s, &c,
+                           NULL, &err))
     fail_msg("%s", err.message);
   uv_run(&f->loop, UV_RUN_NOWAIT);
   return c;

@@ -119,10 +119,11 @@ static void test_topology_survives(void **state) {
   mqr_broker_consumer_t *c, *tmp;
   mqr_error_t err;
   mqr_str_t qn;
-  if (mqr_broker_subscribe(f.b, MQR_STR("news2"), MQR_MULTICAST, MQR_STR("news2.keeper"), 0, noop_msg, NULL, &c, NULL,
-                           &err))
+  if (mqr_broker_subscribe(f.b, MQR_STR("news2"), MQR_MULTICAST, MQR_STR("news2.keeper"), MQR_STR(""), 0, noop_msg,
+                           NULL, &c, NULL, &err))
     fail_msg("%s", err.message);
-  if (mqr_broker_subscribe(f.b, MQR_STR("news2"), MQR_MULTICAST, MQR_STR(""), 0, noop_msg, NULL, &tmp, &qn, &err))
+  if (mqr_broker_subscribe(f.b, MQR_STR("news2"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 0, noop_msg, NULL, &tmp, &qn,
+                           &err))
     fail_msg("%s", err.message);
   char tmpname[128];
   snprintf(tmpname, sizeof tmpname, "%.*s", (int)qn.len, qn.ptr);
@@ -235,7 +236,9 @@ static void test_cannot_write(void **state) {
     mqr_broker_stats(f.b, &st);
     if (!st.journal_failed) _exit(12);
     /* Non-durable traffic goes on. */
-    mqr_broker_message_t m = {MQR_STR("q"), MQR_ROUTING_NONE, false, MQR_STR(""), NULL, NULL, 0, MQR_STR("t")};
+    mqr_broker_message_t m = {
+        MQR_STR("q"), MQR_ROUTING_NONE, false, MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0,
+        MQR_STR("t")};
     if (mqr_broker_send(f.b, &m, NULL, NULL) != 0) _exit(13);
     /* Durable sends are refused at once while it fails. */
     send_async(&f, &a, k, "q", true, "refused");

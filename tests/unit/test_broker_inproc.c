@@ -53,7 +53,8 @@ static void fx_close_counted(fx_t *f) {
 }
 
 static int send_body(mqr_broker_t *b, const char *address, int rt, const char *body, mqr_broker_receipt_t *r) {
-  mqr_broker_message_t m = {mqr_str(address), rt, false, MQR_STR(""), NULL, NULL, 0, mqr_str(body)};
+  mqr_broker_message_t m = {mqr_str(address), rt,   false, MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},          NULL, NULL,  0,           mqr_str(body)};
   return mqr_broker_send(b, &m, r, NULL);
 }
 
@@ -82,8 +83,9 @@ static void test_send_and_consume(void **state) {
   fx_open(&f);
   sink_t s = {.ack = false};
   mqr_broker_consumer_t *c;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 2, on_msg, &s, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 2, on_msg, &s,
+                                        &c, NULL, NULL),
+                   0);
   mqr_broker_receipt_t r;
   for (int i = 0; i < 4; i++) {
     char body[8];
@@ -105,8 +107,9 @@ static void test_send_and_consume(void **state) {
   /* Unsubscribed with two unacknowledged: back to the queue, in order, for the next. */
   mqr_broker_unsubscribe(c);
   sink_t s2 = {.ack = true};
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_msg, &s2, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 10, on_msg, &s2,
+                                        &c, NULL, NULL),
+                   0);
   assert_int_equal(s2.n, 2);
   assert_string_equal(s2.seen[0], "m2");
   assert_string_equal(s2.seen[1], "m3");
@@ -127,8 +130,9 @@ static void test_reentrant_callbacks(void **state) {
   sink_t s = {.ack = true, .unsubscribe_at_2 = true};
   mqr_broker_consumer_t *c;
   mqr_str_t qname;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), 100, on_msg, &s, &c, &qname, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 100, on_msg, &s, &c,
+                                        &qname, NULL),
+                   0);
   char name[64];
   snprintf(name, sizeof name, "%.*s", (int)qname.len, qname.ptr);
   mqr_broker_queue_stats_t st;
@@ -141,8 +145,9 @@ static void test_reentrant_callbacks(void **state) {
   assert_int_equal(st.depth, 5);
   /* Credit granted from the callback: one at a time, everything arrives. */
   sink_t one = {.ack = true, .credit_each = true};
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("t.keep"), MQR_ROUTING_NONE, MQR_STR(""), 1, on_msg, &one, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("t.keep"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1, on_msg,
+                                        &one, &c, NULL, NULL),
+                   0);
   assert_int_equal(one.n, 5);
   mqr_broker_unsubscribe(c);
   fx_close(&f);
@@ -160,7 +165,7 @@ typedef struct {
 
 static bool props_are(const mqr_frame_message_t *m, const char *k, const char *v) {
   return m->properties.count == 1 && mqr_str_eq(m->properties.keys[0], mqr_str(k)) &&
-         mqr_str_eq(((const mqr_str_t *)m->properties.values)[0], mqr_str(v));
+         mqr_str_eq(((const mqr_value_t *)m->properties.values)[0].u.s, mqr_str(v));
 }
 
 static void on_nest(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
@@ -175,9 +180,20 @@ static void on_nest(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void
     snprintf(val, sizeof val, "v%d", s->depth + 1);
     static char body[4096];
     memset(body, 'a' + s->depth, sizeof body);
-    mqr_str_t k = MQR_STR("k"), v = mqr_str(val);
-    mqr_broker_message_t out = {
-        mqr_str(addr), MQR_ANYCAST, false, MQR_STR(""), &k, &v, 1, mqr_str_n(body, s->big + (size_t)s->depth + 1)};
+    mqr_str_t k = MQR_STR("k");
+    mqr_value_t v = mqr_value_string(mqr_str(val));
+    mqr_broker_message_t out = {mqr_str(addr),
+                                MQR_ANYCAST,
+                                false,
+                                MQR_STR(""),
+                                MQR_PRIORITY_DEFAULT,
+                                0,
+                                0,
+                                {"", 0},
+                                &k,
+                                &v,
+                                1,
+                                mqr_str_n(body, s->big + (size_t)s->depth + 1)};
     s->depth++;
     if (mqr_broker_send(s->b, &out, NULL, NULL) != 0) s->bad = true;
     s->depth--;
@@ -207,13 +223,16 @@ static void test_nested_deliveries_keep_their_views(void **state) {
     for (int d = 0; d <= top; d++) {
       char addr[32];
       snprintf(addr, sizeof addr, "nest.%d", d);
-      assert_int_equal(
-          mqr_broker_subscribe(f.b, mqr_str(addr), MQR_ANYCAST, MQR_STR(""), 100, on_nest, &s, &cs[d], NULL, NULL), 0);
+      assert_int_equal(mqr_broker_subscribe(f.b, mqr_str(addr), MQR_ANYCAST, MQR_STR(""), MQR_STR(""), 100, on_nest, &s,
+                                            &cs[d], NULL, NULL),
+                       0);
     }
     static char body0[4096];
     memset(body0, '-', sizeof body0);
-    mqr_str_t k = MQR_STR("k"), v = MQR_STR("v0");
-    mqr_broker_message_t m = {MQR_STR("nest.0"), MQR_ANYCAST, false, MQR_STR(""), &k, &v, 1, mqr_str_n(body0, bigs[r])};
+    mqr_str_t k = MQR_STR("k");
+    mqr_value_t v = mqr_value_string(MQR_STR("v0"));
+    mqr_broker_message_t m = {MQR_STR("nest.0"), MQR_ANYCAST, false, MQR_STR(""), MQR_PRIORITY_DEFAULT,     0, 0,
+                              {"", 0},           &k,          &v,    1,           mqr_str_n(body0, bigs[r])};
     for (int i = 0; i < 3; i++) assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0); /* warm */
     if (top < 8) talloc_install();
     for (int i = 0; i < 20; i++) assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
@@ -256,8 +275,9 @@ static void test_full_policies(void **state) {
   /* Draining makes room again. */
   sink_t s = {.ack = true};
   mqr_broker_consumer_t *c;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("block.a"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("block.a"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100,
+                                        on_msg, &s, &c, NULL, NULL),
+                   0);
   assert_int_equal(mqr_broker_address_size(f.b, MQR_STR("block.a")), 0);
   assert_int_equal(send_body(f.b, "block.a", MQR_ANYCAST, body, &r), 0);
   mqr_broker_unsubscribe(c);
@@ -273,8 +293,9 @@ static void test_no_allocation_per_send(void **state) {
     assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "warm", NULL), 0);
   }
   mqr_broker_consumer_t *c;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1000, on_msg, &s, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1000, on_msg, &s,
+                                        &c, NULL, NULL),
+                   0);
   mqr_broker_unsubscribe(c);
   mqr_broker_queue_stats_t st;
   assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
@@ -306,7 +327,9 @@ static void test_reload(void **state) {
   assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("fresh.q"), &st), 0);
   /* The new settings rule: no auto-create. */
   mqr_error_t err;
-  mqr_broker_message_t m = {MQR_STR("nowhere"), MQR_ANYCAST, false, MQR_STR(""), NULL, NULL, 0, MQR_STR("x")};
+  mqr_broker_message_t m = {
+      MQR_STR("nowhere"), MQR_ANYCAST, false, MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0,
+      MQR_STR("x")};
   assert_int_equal(mqr_broker_send(f.b, &m, NULL, &err), MQR_ENOADDR);
   fx_close(&f);
   mqr_config_destroy(cfg2);
@@ -335,8 +358,9 @@ static void test_listening_embedded(void **state) {
   assert_int_equal(mqr_broker_listener_port(b, 1), -1);
   sink_t s = {.ack = true};
   mqr_broker_consumer_t *k;
-  assert_int_equal(mqr_broker_subscribe(b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_msg, &s, &k, NULL, NULL),
-                   0);
+  assert_int_equal(
+      mqr_broker_subscribe(b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 10, on_msg, &s, &k, NULL, NULL),
+      0);
   char url[64];
   snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   mqr_client_t *c;
@@ -345,7 +369,8 @@ static void test_listening_embedded(void **state) {
   assert_int_equal(mqr_client_connect(c, url, on_ready, &up, NULL), 0);
   while (up == 0) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(up, 1);
-  mqr_client_message_t m = {MQR_STR("q"), MQR_ANYCAST, false, {"", 0}, NULL, NULL, 0, MQR_STR("over tcp")};
+  mqr_client_message_t m = {MQR_STR("q"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},      NULL,        NULL,  0,       MQR_STR("over tcp")};
   assert_int_equal(mqr_client_send(c, &m, on_ready, &receipt, NULL), 0);
   while (receipt == 0) uv_run(&loop, UV_RUN_ONCE);
   assert_int_equal(receipt, 1);
@@ -372,8 +397,9 @@ static void test_out_of_memory_in_a_send_to_a_waiting_consumer(void **state) {
     fx_open_counted(&f);
     sink_t s = {.ack = false};
     mqr_broker_consumer_t *c;
-    assert_int_equal(
-        mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s, &c, NULL, NULL), 0);
+    assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_msg,
+                                          &s, &c, NULL, NULL),
+                     0);
     talloc.fail_at = talloc.calls + k;
     int rc1 = send_body(f.b, "q", MQR_ANYCAST, "m1", NULL);
     talloc.fail_at = 0;
@@ -402,15 +428,16 @@ static void test_out_of_memory_in_a_subscription(void **state) {
     sink_t s[4] = {{.ack = true}, {.ack = true}, {.ack = true}, {.ack = true}}, extra = {.ack = true};
     mqr_broker_consumer_t *c[5] = {NULL}, *ct = NULL;
     for (int i = 0; i < 4; i++) /* the consumer array's first size */
-      assert_int_equal(
-          mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &s[i], &c[i], NULL, NULL),
-          0);
+      assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_msg,
+                                            &s[i], &c[i], NULL, NULL),
+                       0);
     uint32_t queues = mqr_router_queue_count(r);
     talloc.fail_at = talloc.calls + k;
-    int rc =
-        mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 100, on_msg, &extra, &c[4], NULL, NULL);
+    int rc = mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_msg, &extra,
+                                  &c[4], NULL, NULL);
     talloc.fail_at = talloc.calls + k;
-    int rct = mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), 100, on_msg, &extra, &ct, NULL, NULL);
+    int rct = mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 100, on_msg, &extra, &ct,
+                                   NULL, NULL);
     talloc.fail_at = 0;
     assert_true((rc == 0 || rc == MQR_ENOMEM) && (rct == 0 || rct == MQR_ENOMEM));
     assert_int_equal(mqr_router_queue_count(r), queues + (rct == 0));
@@ -431,9 +458,9 @@ static int n_props_seen;
 static void on_props(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
   (void)arg;
   n_props_seen = (int)m->properties.count;
-  const mqr_str_t *v = m->properties.values;
+  const mqr_value_t *v = m->properties.values;
   if (n_props_seen != 2000 || !mqr_str_eq(m->properties.keys[1999], MQR_STR("k1999")) ||
-      !mqr_str_eq(v[1999], MQR_STR("v1999")))
+      !mqr_str_eq(v[1999].u.s, MQR_STR("v1999")))
     n_props_seen = -1;
   assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
 }
@@ -444,15 +471,18 @@ static void test_many_properties_reach_an_in_process_consumer(void **state) {
   fx_open(&f);
   enum { N = 2000 };
   static char text[N][2][8];
-  static mqr_str_t keys[N], values[N];
+  static mqr_str_t keys[N];
+  static mqr_value_t values[N];
   for (int i = 0; i < N; i++) {
     keys[i] = mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
-    values[i] = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
+    values[i] = mqr_value_string(mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i)));
   }
   mqr_broker_consumer_t *c;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 10, on_props, NULL, &c, NULL, NULL), 0);
-  mqr_broker_message_t m = {MQR_STR("q"), MQR_ANYCAST, false, MQR_STR(""), keys, values, N, MQR_STR("body")};
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 10, on_props,
+                                        NULL, &c, NULL, NULL),
+                   0);
+  mqr_broker_message_t m = {MQR_STR("q"), MQR_ANYCAST, false,  MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0,
+                            {"", 0},      keys,        values, N,           MQR_STR("body")};
   assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
   assert_int_equal(n_props_seen, N);
   mqr_broker_queue_stats_t st;
@@ -501,9 +531,9 @@ static void test_out_of_memory_delivering_to_a_network_consumer(void **state) {
     while (up == 0) uv_run(&loop, UV_RUN_ONCE);
     net_sink_t s = {.n = 0};
     mqr_client_sub_t *sub;
-    assert_int_equal(
-        mqr_client_subscribe(c, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1000, on_net_msg, NULL, &s, &sub, NULL),
-        0);
+    assert_int_equal(mqr_client_subscribe(c, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1000, on_net_msg,
+                                          NULL, &s, &sub, NULL),
+                     0);
     mqr_broker_queue_stats_t st = {0};
     while (st.consumers == 0) { /* until the broker has the consumer */
       uv_run(&loop, UV_RUN_ONCE);
@@ -562,9 +592,9 @@ static double ack_seconds(int order) {
     fx_open(&f);
     int got = 0;
     mqr_broker_consumer_t *c;
-    assert_int_equal(
-        mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), ACK_N, on_count, &got, &c, NULL, NULL),
-        0);
+    assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), ACK_N,
+                                          on_count, &got, &c, NULL, NULL),
+                     0);
     int n = order == 3 ? 1 : ACK_N;
     for (int i = 0; i < n; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "a", NULL), 0);
     assert_int_equal(got, n);
@@ -607,8 +637,9 @@ static void test_purge(void **state) {
   fx_open_counted(&f);
   sink_t s = {.ack = false};
   mqr_broker_consumer_t *c;
-  assert_int_equal(
-      mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1, on_msg, &s, &c, NULL, NULL), 0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1, on_msg, &s,
+                                        &c, NULL, NULL),
+                   0);
   for (int i = 0; i < 3; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "x", NULL), 0);
   mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("q"));
   assert_non_null(q);

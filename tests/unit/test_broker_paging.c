@@ -29,7 +29,8 @@ static mqr_broker_consumer_t *page_drain(fx_t *f, const char *queue, pager_sink_
   mqr_broker_consumer_t *c;
   mqr_error_t err;
   s->b = f->b;
-  if (mqr_broker_subscribe(f->b, mqr_str(queue), MQR_ROUTING_NONE, MQR_STR(""), 1, on_paged, s, &c, NULL, &err))
+  if (mqr_broker_subscribe(f->b, mqr_str(queue), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1, on_paged, s, &c, NULL,
+                           &err))
     fail_msg("%s", err.message);
   uint64_t t0 = uv_hrtime();
   while (s->n < want && uv_hrtime() - t0 < 20000000000ull) uv_run(&f->loop, UV_RUN_ONCE);

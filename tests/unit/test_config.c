@@ -207,7 +207,7 @@ static void test_every_key_is_read(void **state) {
   assert_non_null(mqr_router_find_address(&r, MQR_STR("dead")));
   /* the prefix from the config routes */
   mqr_queue_t *t[8];
-  mqr_route_request_t req = {MQR_STR("t/a/b"), MQR_ROUTING_NONE, {0}, &l->prefixes, NULL};
+  mqr_route_request_t req = {MQR_STR("t/a/b"), MQR_ROUTING_NONE, {0}, &l->prefixes, NULL, NULL};
   mqr_route_result_t res = {t, 8, 0, 0, 0, 0, NULL};
   assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
   assert_int_equal(res.count, 2);
@@ -215,24 +215,31 @@ static void test_every_key_is_read(void **state) {
   mqr_config_destroy(cfg);
 }
 
-static void test_filters_warn_and_several_errors_are_all_reported(void **state) {
+static void test_filters_compile_and_several_errors_are_all_reported(void **state) {
   (void)state;
-  static const char warn[] = "addresses:\n  a:\n    anycast:\n      q:\n        filter: \"x > 1\"\n";
+  static const char good[] = "addresses:\n  a:\n    anycast:\n      q:\n        filter: \"x > 1\"\n";
   mqr_error_t items[8];
   mqr_diags_t d;
   mqr_diags_init(&d, items, 8);
   mqr_config_t *cfg;
-  assert_int_equal(mqr_config_load_string("w.yaml", warn, sizeof warn - 1, &cfg, &d), 0);
-  assert_int_equal(d.warnings, 1);
+  assert_int_equal(mqr_config_load_string("w.yaml", good, sizeof good - 1, &cfg, &d), 0);
+  assert_int_equal(d.warnings, 0);
   assert_int_equal(d.errors, 0);
-  assert_int_equal(items[0].code, 0);
-  assert_int_equal(items[0].line, 4);
-  assert_non_null(strstr(items[0].message, "not evaluated yet"));
   mqr_router_t r;
   assert_int_equal(mqr_config_build_router(cfg, &r, NULL), 0);
-  assert_true(mqr_str_eq(mqr_queue_filter(mqr_router_find_queue(&r, MQR_STR("q"))), MQR_STR("x > 1")));
+  mqr_queue_t *q = mqr_router_find_queue(&r, MQR_STR("q"));
+  assert_true(mqr_str_eq(mqr_queue_filter(q), MQR_STR("x > 1")));
+  assert_non_null(mqr_queue_compiled_filter(q));
   mqr_router_close(&r);
   mqr_config_destroy(cfg);
+  /* A bad filter is the config's error: its line, and the filter's column. */
+  static const char bad[] = "addresses:\n  a:\n    anycast:\n      q:\n        filter: \"x >\"\n";
+  mqr_diags_init(&d, items, 8);
+  cfg = NULL;
+  assert_int_equal(mqr_config_load_string("b.yaml", bad, sizeof bad - 1, &cfg, &d), MQR_ECONFIG);
+  assert_int_equal(items[0].line, 5);
+  assert_non_null(strstr(items[0].message, "queue 'q': filter: "));
+  assert_non_null(strstr(items[0].message, "column"));
 
   static const char three[] = "bogus: 1\naddresses:\n  a:\n    anycast: {q: {durable: 3}}\n    nope: 1\n";
   mqr_diags_init(&d, items, 2);
@@ -291,7 +298,7 @@ int main(void) {
       cmocka_unit_test(test_embedded_default_is_conf_mqr_yaml),
       cmocka_unit_test(test_bad_files_report_file_line_and_column),
       cmocka_unit_test(test_every_key_is_read),
-      cmocka_unit_test(test_filters_warn_and_several_errors_are_all_reported),
+      cmocka_unit_test(test_filters_compile_and_several_errors_are_all_reported),
       cmocka_unit_test(test_empty_and_missing_files),
       cmocka_unit_test(test_hostile_input_is_an_error_not_a_crash),
   };

@@ -18,16 +18,16 @@
 
 typedef struct {
   const char *name;
-  mqr_fvalue_t v;
+  mqr_value_t v;
 } prop_t;
 
-static mqr_fvalue_t S(const char *s) { return (mqr_fvalue_t){MQR_FV_STRING, {.s = {s, strlen(s)}}}; }
-static mqr_fvalue_t I(int32_t i) { return (mqr_fvalue_t){MQR_FV_INT, {.i = i}}; }
-static mqr_fvalue_t L(int64_t l) { return (mqr_fvalue_t){MQR_FV_LONG, {.l = l}}; }
-static mqr_fvalue_t F(float f) { return (mqr_fvalue_t){MQR_FV_FLOAT, {.f = f}}; }
-static mqr_fvalue_t D(double d) { return (mqr_fvalue_t){MQR_FV_DOUBLE, {.d = d}}; }
-static mqr_fvalue_t B(bool b) { return (mqr_fvalue_t){MQR_FV_BOOL, {.b = b}}; }
-static const mqr_fvalue_t NUL = {MQR_FV_NULL, {0}};
+static mqr_value_t S(const char *s) { return (mqr_value_t){MQR_VALUE_STRING, {.s = {s, strlen(s)}}}; }
+static mqr_value_t I(int32_t i) { return (mqr_value_t){MQR_VALUE_INT, {.i = i}}; }
+static mqr_value_t L(int64_t l) { return (mqr_value_t){MQR_VALUE_LONG, {.l = l}}; }
+static mqr_value_t F(float f) { return (mqr_value_t){MQR_VALUE_FLOAT, {.f = f}}; }
+static mqr_value_t D(double d) { return (mqr_value_t){MQR_VALUE_DOUBLE, {.d = d}}; }
+static mqr_value_t B(bool b) { return (mqr_value_t){MQR_VALUE_BOOL, {.b = b}}; }
+static const mqr_value_t NUL = {MQR_VALUE_NULL, {0}};
 
 /* Artemis's SelectorTest message (bytes and shorts are ints here). */
 static const prop_t *message(void) {
@@ -56,7 +56,7 @@ static const prop_t *message(void) {
   m[n++] = (prop_t){"imax", I(INT32_MAX)};
   m[n++] = (prop_t){"tenth", F(0.1f)};
   m[n++] = (prop_t){"nan", D(NAN)};
-  m[n++] = (prop_t){"bytes", (mqr_fvalue_t){MQR_FV_BYTES, {.s = {"ab", 2}}}};
+  m[n++] = (prop_t){"bytes", (mqr_value_t){MQR_VALUE_BYTES, {.s = {"ab", 2}}}};
   m[n++] = (prop_t){"hyphen-ated", I(7)};
   m[n] = (prop_t){NULL, NUL};
   return m;
@@ -67,7 +67,7 @@ static int eval_on(const char *text, const prop_t *m) {
   mqr_filter_t *f;
   mqr_error_t err;
   if (mqr_filter_compile(mqr_str(text), NULL, NULL, &f, &err) != 0) fail_msg("%s: %s", text, err.message);
-  mqr_fvalue_t values[64];
+  mqr_value_t values[64];
   uint32_t n = mqr_filter_slot_count(f);
   assert_true(n <= 64);
   for (uint32_t i = 0; i < n; i++) {
@@ -76,8 +76,8 @@ static int eval_on(const char *text, const prop_t *m) {
       if (mqr_str_eq(mqr_filter_slot_name(f, i), mqr_str(p->name))) values[i] = p->v;
   }
   int r = mqr_filter_eval(f, values, n);
-  mqr_fvalue_t t = mqr__filter_eval_tree(f, f->root, values, n);
-  int rt = t.type == MQR_FV_BOOL ? t.u.b : MQR_FILTER_UNKNOWN;
+  mqr_value_t t = mqr__filter_eval_tree(f, f->root, values, n);
+  int rt = t.type == MQR_VALUE_BOOL ? t.u.b : MQR_FILTER_UNKNOWN;
   if (r != rt) fail_msg("%s: the program says %d, the tree %d", text, r, rt);
   mqr_filter_free(f);
   return r;
@@ -377,7 +377,7 @@ static void test_slots(void **state) {
   assert_true(mqr_str_eq(mqr_filter_slot_name(f, 5), MQR_STR("color")));
   assert_true(mqr_str_eq(mqr_filter_slot_name(f, 6), MQR_STR("weight")));
   assert_int_equal(mqr_filter_slot_name(f, 0).len, 0);
-  mqr_fvalue_t v[7] = {NUL, NUL, NUL, NUL, NUL, S("red"), D(3)};
+  mqr_value_t v[7] = {NUL, NUL, NUL, NUL, NUL, S("red"), D(3)};
   assert_int_equal(mqr_filter_eval(f, v, 7), MQR_FILTER_TRUE);
   v[6] = I(2);
   assert_int_equal(mqr_filter_eval(f, v, 7), MQR_FILTER_FALSE);
@@ -449,7 +449,7 @@ static void gen_cond(char *out, size_t cap, int depth) {
   }
 }
 
-static mqr_fvalue_t random_value(void) {
+static mqr_value_t random_value(void) {
   static const char *const sv[] = {"x", "abc", "aXc", "", "%"};
   switch (frnd(8)) {
   case 0: return NUL;
@@ -472,11 +472,11 @@ static void test_program_against_tree(void **state) {
     if (mqr_filter_compile(mqr_str(text), NULL, NULL, &f, NULL) != 0) continue; /* a literal compared with < ... */
     compiled++;
     for (int k = 0; k < 4; k++) {
-      mqr_fvalue_t v[8];
+      mqr_value_t v[8];
       for (int s = 0; s < 8; s++) v[s] = random_value();
       int r = mqr_filter_eval(f, v, mqr_filter_slot_count(f));
-      mqr_fvalue_t t = mqr__filter_eval_tree(f, f->root, v, mqr_filter_slot_count(f));
-      int rt = t.type == MQR_FV_BOOL ? t.u.b : MQR_FILTER_UNKNOWN;
+      mqr_value_t t = mqr__filter_eval_tree(f, f->root, v, mqr_filter_slot_count(f));
+      int rt = t.type == MQR_VALUE_BOOL ? t.u.b : MQR_FILTER_UNKNOWN;
       if (r != rt) fail_msg("%s: program %d, tree %d", text, r, rt);
       results[r + 1]++;
       evaluated++;

@@ -161,7 +161,8 @@ static void test_power_loss(void **state) {
     pl.crashed = false;
     if (mqr_broker_create(&f.loop, &opt, &f.b, &err) != 0) fail_msg("round %d: %s", round, err.message);
     mqr_broker_consumer_t *c;
-    if (mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 64, pl_message, NULL, &c, NULL, &err))
+    if (mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 64, pl_message, NULL, &c,
+                             NULL, &err))
       fail_msg("%s", err.message);
     int until = pl.sent + 2000 + (int)(rand_r(&seed) % 6000);
     while (pl.sent < until && pl.sent < PL_MAX) {
@@ -169,7 +170,9 @@ static void test_power_loss(void **state) {
         int i = pl.sent++;
         snprintf(body, sizeof body, "m%d", i);
         pl.acks_at_send[i] = pl.acks;
-        mqr_broker_message_t m = {MQR_STR("q"), MQR_ROUTING_NONE, true, MQR_STR(""), NULL, NULL, 0, mqr_str(body)};
+        mqr_broker_message_t m = {
+            MQR_STR("q"), MQR_ROUTING_NONE, true, MQR_STR(""), MQR_PRIORITY_DEFAULT, 0, 0, {"", 0}, NULL, NULL, 0,
+            mqr_str(body)};
         mqr_broker_send_async(f.b, &m, pl_answer, (void *)(intptr_t)i);
       }
       uv_run(&f.loop, UV_RUN_ONCE);
@@ -184,8 +187,8 @@ static void test_power_loss(void **state) {
     memset(&chk, 0, sizeof chk);
     chk.last = -1;
     mqr_broker_consumer_t *k;
-    if (mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), 1000000, pl_check_message, NULL, &k,
-                             NULL, &err))
+    if (mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1000000, pl_check_message,
+                             NULL, &k, NULL, &err))
       fail_msg("%s", err.message);
     uv_run(&f.loop, UV_RUN_NOWAIT);
     if (chk.order_errors) fail_msg("round %d: %d out of order", round, chk.order_errors);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 /* The native protocol's frames: every type round trips; a Send read as the broker reads it
  * gives its fields and its tail; a delivery made of a head and stored bytes (as the broker
  * writes it) decodes as the Message frame a client reads; broken frames fail cleanly. */
@@ -5,7 +6,33 @@
 #include "testutil.h"
 
 static mqr_str_t keys[] = {MQR_STR("k1"), MQR_STR("content-type")};
-static mqr_str_t vals[] = {MQR_STR("v1"), MQR_STR("text/plain")};
+static mqr_value_t vals[] = {{MQR_VALUE_STRING, {.s = MQR_STR("v1")}},
+                             {MQR_VALUE_STRING, {.s = MQR_STR("text/plain")}}};
+
+/* One property of each type. */
+static mqr_str_t tkeys[] = {MQR_STR("n"), MQR_STR("b"), MQR_STR("i"), MQR_STR("l"),
+                            MQR_STR("f"), MQR_STR("d"), MQR_STR("s"), MQR_STR("y")};
+static mqr_value_t tvals[] = {{MQR_VALUE_NULL, {.l = 0}},
+                              {MQR_VALUE_BOOL, {.b = true}},
+                              {MQR_VALUE_INT, {.i = -7}},
+                              {MQR_VALUE_LONG, {.l = 1LL << 40}},
+                              {MQR_VALUE_FLOAT, {.f = 2.5f}},
+                              {MQR_VALUE_DOUBLE, {.d = -0.125}},
+                              {MQR_VALUE_STRING, {.s = {"red", 3}}},
+                              {MQR_VALUE_BYTES, {.s = {"\0\1", 2}}}};
+
+static void check_typed(const mqr_str_t *k, const mqr_value_t *v, size_t n) {
+  assert_int_equal(n, 8);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(mqr_str_eq(k[i], tkeys[i]));
+    assert_int_equal(v[i].type, tvals[i].type);
+  }
+  assert_true(v[1].u.b);
+  assert_int_equal(v[2].u.i, -7);
+  assert_true(v[3].u.l == 1LL << 40);
+  assert_true(v[4].u.f == 2.5f && v[5].u.d == -0.125);
+  assert_true(mqr_str_eq(v[6].u.s, MQR_STR("red")) && v[7].u.s.len == 2 && v[7].u.s.ptr[1] == 1);
+}
 
 static void roundtrip(const mqr_frame_t *f, mqr_frame_t *back, mqr_avro_buf_t *b, uint8_t *mem, size_t cap) {
   mqr_error_t err;
@@ -34,19 +61,35 @@ static void test_every_frame_round_trips(void **state) {
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(mqr_str_eq(g.u.connect.client_id, MQR_STR("c-1")) && g.u.connect.max_frame == 1 << 20);
 
-  f = (mqr_frame_t){
-      MQR_FRAME_SEND,
-      {.send = {
-           MQR_STR("orders"), MQR_PROTO_RT_ANYCAST, true, MQR_STR("dup-1"), 77, {keys, vals, 2}, MQR_STR("hello")}}};
+  f = (mqr_frame_t){MQR_FRAME_SEND,
+                    {.send = {MQR_STR("orders"),
+                              MQR_PROTO_RT_ANYCAST,
+                              true,
+                              MQR_STR("dup-1"),
+                              77,
+                              9,
+                              1700000000000LL,
+                              1700000060000LL,
+                              MQR_STR("ID:1"),
+                              {keys, vals, 2},
+                              MQR_STR("hello")}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(mqr_str_eq(g.u.send.address, MQR_STR("orders")) && g.u.send.routing_type == MQR_PROTO_RT_ANYCAST);
   assert_true(g.u.send.durable && g.u.send.receipt == 77 && mqr_str_eq(g.u.send.body, MQR_STR("hello")));
+  assert_true(g.u.send.priority == 9 && g.u.send.timestamp == 1700000000000LL &&
+              g.u.send.expiration == 1700000060000LL && mqr_str_eq(g.u.send.user_id, MQR_STR("ID:1")));
   assert_int_equal(g.u.send.properties.count, 2);
-  assert_true(mqr_str_eq(((mqr_str_t *)g.u.send.properties.values)[1], MQR_STR("text/plain")));
+  assert_true(mqr_str_eq(((mqr_value_t *)g.u.send.properties.values)[1].u.s, MQR_STR("text/plain")));
+  /* Every property type round trips. */
+  f.u.send.properties = (mqr_avro_map_t){tkeys, tvals, 8};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  check_typed(g.u.send.properties.keys, g.u.send.properties.values, g.u.send.properties.count);
 
-  f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE, {.subscribe = {9, MQR_STR("news"), MQR_PROTO_RT_MULTICAST, MQR_STR(""), 100}}};
+  f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE,
+                    {.subscribe = {9, MQR_STR("news"), MQR_PROTO_RT_MULTICAST, MQR_STR(""), 100, MQR_STR("a > 1")}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.subscribe.credit, 100);
+  assert_true(mqr_str_eq(g.u.subscribe.selector, MQR_STR("a > 1")));
   f = (mqr_frame_t){MQR_FRAME_ACK, {.ack = {9, 12345678901LL, true}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(g.u.ack.delivery == 12345678901LL && g.u.ack.cumulative);
@@ -89,10 +132,18 @@ static void test_send_to_delivery(void **state) {
   mqr_avro_buf_t b, stored;
   mqr_avro_buf_init_growable(&b);
   mqr_avro_buf_init_growable(&stored);
-  mqr_frame_t f = {
-      MQR_FRAME_SEND,
-      {.send = {
-           MQR_STR("news.eu"), MQR_PROTO_RT_MULTICAST, false, MQR_STR(""), 0, {keys, vals, 2}, MQR_STR("body bytes")}}};
+  mqr_frame_t f = {MQR_FRAME_SEND,
+                   {.send = {MQR_STR("news.eu"),
+                             MQR_PROTO_RT_MULTICAST,
+                             false,
+                             MQR_STR(""),
+                             0,
+                             3,
+                             123,
+                             456,
+                             MQR_STR("u"),
+                             {tkeys, tvals, 8},
+                             MQR_STR("body bytes")}}};
   assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
   mqr_send_view_t v;
   mqr_error_t err;
@@ -122,9 +173,24 @@ static void test_send_to_delivery(void **state) {
   assert_int_equal(mqr_message_read_stored(stored.data, 5, &sv, &err), MQR_ETRUNCATED);
   /* A tail made from values is the same bytes as the Send's. */
   uint8_t tail[128];
-  assert_int_equal(mqr_message_tail_size(keys, vals, 2, MQR_STR("body bytes")), v.tail_len);
-  assert_int_equal(mqr_message_write_tail(tail, keys, vals, 2, MQR_STR("body bytes")), v.tail_len);
+  mqr_tail_t t = {3, 123, 456, MQR_STR("u"), tkeys, tvals, 8, MQR_STR("body bytes")};
+  assert_int_equal(mqr_message_tail_size(&t), v.tail_len);
+  assert_int_equal(mqr_message_write_tail(tail, &t), v.tail_len);
   assert_memory_equal(tail, v.tail, v.tail_len);
+  /* The tail read back: its headers, its properties one by one, its body. */
+  mqr_tail_view_t tv;
+  if (mqr_message_read_tail(tail, v.tail_len, &tv, &err) != 0) fail_msg("%s", err.message);
+  assert_true(tv.priority == 3 && tv.timestamp == 123 && tv.expiration == 456 && mqr_str_eq(tv.user_id, MQR_STR("u")));
+  assert_true(mqr_str_eq(tv.body, MQR_STR("body bytes")));
+  mqr_props_iter_t it;
+  mqr_props_iter_init(&it, tv.props, tv.props_len);
+  mqr_str_t pk[8];
+  mqr_value_t pv[8];
+  size_t np = 0;
+  while (np < 8 && mqr_props_next(&it, &pk[np], &pv[np]) == 1) np++;
+  assert_int_equal(mqr_props_next(&it, &pk[0], &pv[0]), 0);
+  check_typed(pk, pv, np);
+  for (size_t cut = 0; cut < v.tail_len; cut++) assert_true(mqr_message_read_tail(tail, cut, &tv, NULL) < 0);
   uint8_t frame[512];
   size_t head = mqr_message_head(frame, 7, 1000, 2, stored.len);
   assert_true(head <= MQR_MESSAGE_HEADER_MAX);
@@ -142,7 +208,8 @@ static void test_send_to_delivery(void **state) {
   assert_int_equal(m.u.message.delivery_count, 2);
   assert_int_equal(m.u.message.message_id, 42);
   assert_true(mqr_str_eq(m.u.message.address, MQR_STR("news.eu")) && m.u.message.durable);
-  assert_int_equal(m.u.message.properties.count, 2);
+  assert_true(m.u.message.priority == 3 && m.u.message.timestamp == 123 && m.u.message.expiration == 456);
+  check_typed(m.u.message.properties.keys, m.u.message.properties.values, m.u.message.properties.count);
   assert_true(mqr_str_eq(m.u.message.body, MQR_STR("body bytes")));
 
   /* Not a Send; cut anywhere; bytes left over. */
@@ -158,6 +225,27 @@ static void test_send_to_delivery(void **state) {
   assert_int_equal(mqr_frame_send_view(b.data + 4, b.len - 3, &v, &err), MQR_EBADDATA);
   assert_int_equal(mqr_frame_decode(b.data + 4, b.len - 3, &m, &arena, &err), MQR_EBADDATA);
   assert_non_null(strstr(err.message, "1 bytes after the SEND frame"));
+  /* A priority out of 0-9, a property branch out of range, a string property that is
+   * not UTF-8: refused by the view, naming what. */
+  b.len = 0;
+  f.u.send.priority = 10;
+  assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
+  assert_int_equal(mqr_frame_send_view(b.data + 4, b.len - 4, &v, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "priority 10"));
+  f.u.send.priority = 4;
+  mqr_value_t bad = {MQR_VALUE_STRING, {.s = {"\xff", 1}}};
+  f.u.send.properties = (mqr_avro_map_t){keys, &bad, 1};
+  b.len = 0;
+  assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
+  assert_int_equal(mqr_frame_send_view(b.data + 4, b.len - 4, &v, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "not valid UTF-8"));
+  f.u.send.properties = (mqr_avro_map_t){keys, vals, 1};
+  b.len = 0;
+  assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);
+  uint8_t *branch = memmem(b.data, b.len, "k1", 2) + 2; /* the value's branch byte */
+  *branch = 2 * 8;
+  assert_int_equal(mqr_frame_send_view(b.data + 4, b.len - 4, &v, &err), MQR_EBADDATA);
+  assert_non_null(strstr(err.message, "branch 8"));
   mqr_avro_buf_free(&a);
   mqr_avro_buf_free(&b);
   mqr_avro_buf_free(&stored);
@@ -176,7 +264,9 @@ static void test_hostile_frames(void **state) {
   const uint8_t negative_type[] = {0x01};
   assert_int_equal(mqr_frame_decode(negative_type, 1, &f, &arena, NULL), MQR_EBADDATA);
   /* A Send whose properties claim more entries than the arena holds. */
-  mqr_frame_t s = {MQR_FRAME_SEND, {.send = {MQR_STR("a"), 0, false, MQR_STR(""), 0, {keys, vals, 2}, MQR_STR("")}}};
+  mqr_frame_t s = {
+      MQR_FRAME_SEND,
+      {.send = {MQR_STR("a"), 0, false, MQR_STR(""), 0, 4, 0, 0, MQR_STR(""), {keys, vals, 2}, MQR_STR("")}}};
   mqr_avro_buf_t b;
   mqr_avro_buf_init_growable(&b);
   assert_int_equal(mqr_frame_encode(&s, &b, NULL), 0);

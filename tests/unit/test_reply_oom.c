@@ -55,10 +55,13 @@ static bool attempt(long n, seen_t *seen) {
   mqr_avro_buf_init_growable(&out);
   mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("oom"), 1 << 20}}};
   encode(&out, &f);
-  f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE, {.subscribe = {1, MQR_STR("q"), MQR_PROTO_RT_NONE, MQR_STR(""), 10}}};
+  f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE,
+                    {.subscribe = {1, MQR_STR("q"), MQR_PROTO_RT_NONE, MQR_STR(""), 10, MQR_STR("")}}};
   encode(&out, &f);
-  f = (mqr_frame_t){MQR_FRAME_SEND,
-                    {.send = {MQR_STR("q"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 7, {0}, MQR_STR("body")}}};
+  f = (mqr_frame_t){
+      MQR_FRAME_SEND,
+      {.send = {
+           MQR_STR("q"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 7, 4, 0, 0, MQR_STR(""), {0}, MQR_STR("body")}}};
   encode(&out, &f);
 
   int s = socket(AF_INET, SOCK_STREAM, 0);

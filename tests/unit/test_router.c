@@ -212,7 +212,7 @@ static void test_prefix_is_stripped_and_sets_routing_type(void **state) {
   mqr_queue_t *t[8];
   mqr_route_result_t res = {t, 8, 0, 0, 0, 0, NULL};
   /* the prefix overrides the message's routing type */
-  mqr_route_request_t req = {S("anycast://x"), MQR_MULTICAST, {0}, &px, NULL};
+  mqr_route_request_t req = {S("anycast://x"), MQR_MULTICAST, {0}, &px, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   assert_int_equal(res.count, 1);
   assert_true(mqr_str_eq(mqr_queue_name(t[0]), S("x.any")));
@@ -269,7 +269,7 @@ static void test_missing_address_is_auto_created_when_settings_allow(void **stat
   mqr_router_t *r = *state;
   mqr_queue_t *t[4];
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("fresh"), MQR_ROUTING_NONE, {0}, NULL, NULL};
+  mqr_route_request_t req = {S("fresh"), MQR_ROUTING_NONE, {0}, NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS);
   assert_true(res.flags & MQR_ROUTE_CREATED_ADDRESS);
@@ -286,7 +286,7 @@ static void test_missing_address_fails_when_auto_create_is_off(void **state) {
   mqr_error_t e;
   mqr_queue_t *t[4];
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("ghost"), MQR_ANYCAST, {0}, NULL, NULL};
+  mqr_route_request_t req = {S("ghost"), MQR_ANYCAST, {0}, NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, &e), MQR_ENOADDR);
   assert_non_null(strstr(e.message, "'ghost' does not exist"));
   assert_null(mqr_router_find_address(r, S("ghost")));
@@ -301,7 +301,7 @@ static void test_missing_routing_type_is_added_or_the_send_fails(void **state) {
   addr(r, "closed", ANY_SET);
   mqr_queue_t *t[4];
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("open"), MQR_MULTICAST, {0}, NULL, NULL};
+  mqr_route_request_t req = {S("open"), MQR_MULTICAST, {0}, NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   assert_true(res.flags & MQR_ROUTE_ADDED_TYPE);
   assert_true(mqr_routing_set_contains(mqr_address_routing_types(res.address), MQR_MULTICAST));
@@ -438,7 +438,7 @@ static void test_no_route_goes_to_dead_letter_address_once(void **state) {
   addr(r, "orders", MULTI_SET);
   mqr_queue_t *t[4];
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("orders"), MQR_ROUTING_NONE, {0}, NULL, NULL};
+  mqr_route_request_t req = {S("orders"), MQR_ROUTING_NONE, {0}, NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS_DLA);
   assert_int_equal(res.count, 1); /* once: one anycast queue of the DLA */
@@ -480,7 +480,7 @@ static void test_result_too_small_changes_nothing(void **state) {
   char *before = router_dump(r);
   mqr_queue_t *t[2];
   mqr_route_result_t res = {t, 2, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("news"), MQR_ROUTING_NONE, S("id-1"), NULL, NULL};
+  mqr_route_request_t req = {S("news"), MQR_ROUTING_NONE, S("id-1"), NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), MQR_ENOSPC);
   assert_int_equal(res.needed, 3);
   char *after = router_dump(r);
@@ -529,7 +529,7 @@ static void test_lookup_types_follow_every_change(void **state) {
     queue(r, q, n, MQR_MULTICAST);
     mqr_queue_t *none[1];
     mqr_route_result_t small = {none, 0, 0, 0, 0, 0, NULL};
-    mqr_route_request_t req = {mqr_str(n), MQR_ANYCAST, {0}, NULL, NULL};
+    mqr_route_request_t req = {mqr_str(n), MQR_ANYCAST, {0}, NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(r, &req, &small, NULL), MQR_ENOSPC);
     expect_types(r, n, MULTI_SET);
     /* and a send that succeeds keeps it */
@@ -549,7 +549,7 @@ static void test_lookup_types_follow_every_change(void **state) {
   /* an address auto-created by a send */
   mqr_queue_t *t[4];
   mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-  mqr_route_request_t req = {S("made.by.a.send.to.a.long.name"), MQR_ANYCAST, {0}, NULL, NULL};
+  mqr_route_request_t req = {S("made.by.a.send.to.a.long.name"), MQR_ANYCAST, {0}, NULL, NULL, NULL};
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
   expect_types(r, "made.by.a.send.to.a.long.name", ANY_SET);
   /* many addresses: growth moves slots, and each keeps its types */
@@ -874,16 +874,16 @@ static void test_route_to_existing_concrete_address_allocates_nothing(void **sta
     char id[16];
     snprintf(id, sizeof id, "id-%d", i);
     mqr_route_result_t res = {t, 32, 0, 0, 0, 0, NULL};
-    mqr_route_request_t req = {S("one"), MQR_ANYCAST, mqr_str(id), NULL, NULL};
+    mqr_route_request_t req = {S("one"), MQR_ANYCAST, mqr_str(id), NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.count, 1);
-    req = (mqr_route_request_t){S("ten"), MQR_MULTICAST, {0}, NULL, NULL};
+    req = (mqr_route_request_t){S("ten"), MQR_MULTICAST, {0}, NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.count, 11);
-    req = (mqr_route_request_t){S("anycast://rr"), MQR_ROUTING_NONE, {0}, &px, NULL};
+    req = (mqr_route_request_t){S("anycast://rr"), MQR_ROUTING_NONE, {0}, &px, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.count, 1);
-    req = (mqr_route_request_t){S("rr::rr2"), MQR_ROUTING_NONE, {0}, NULL, NULL};
+    req = (mqr_route_request_t){S("rr::rr2"), MQR_ROUTING_NONE, {0}, NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.count, 1);
   }
@@ -905,7 +905,7 @@ static void test_duplicate_caches_grow_with_use_and_are_bounded(void **state) {
     char name[32];
     snprintf(name, sizeof name, "auto.%d", i);
     mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL};
+    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.status, MQR_ROUTE_OK);
   }
@@ -921,7 +921,7 @@ static void test_duplicate_caches_grow_with_use_and_are_bounded(void **state) {
     char name[32];
     snprintf(name, sizeof name, "more.%d", i);
     mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL};
+    mqr_route_request_t req = {mqr_str(name), MQR_ANYCAST, S("dup-1"), NULL, NULL, NULL};
     mqr_error_t err;
     int rc = mqr_router_route(&r, &req, &res, &err);
     if (rc == MQR_ELIMIT) {
@@ -938,7 +938,7 @@ static void test_duplicate_caches_grow_with_use_and_are_bounded(void **state) {
     char id[16];
     snprintf(id, sizeof id, "x-%d", i);
     mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
-    mqr_route_request_t req = {S("auto.0"), MQR_ANYCAST, mqr_str(id), NULL, NULL};
+    mqr_route_request_t req = {S("auto.0"), MQR_ANYCAST, mqr_str(id), NULL, NULL, NULL};
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
     assert_int_equal(res.status, MQR_ROUTE_OK);
     assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
