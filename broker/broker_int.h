@@ -4,6 +4,7 @@
  *   broker.c     creating, reloading and closing the broker; what it holds
  *   send.c       doSend: route, account the address, store once, enqueue
  *   dispatch.c   deliveries within credit to ready consumers; acks; credit
+ *   select.c     a message's values for queue filters and consumer selectors
  *   subscribe.c  subscriptions by the Artemis rules; consumers and sessions
  *   store.c      pools: messages by size class, queue entries; the in-memory store
  *   ack.c        a consumer's in-flight deliveries by number (an ack in O(1))

@@ -512,6 +512,57 @@ static void test_allocation_failures(void **state) {
   assert_true(tried >= 5);
 }
 
+/* A vocabulary: the AMQ headers on their fixed slots, properties numbered in order of
+ * first use and shared by every filter compiled with it; values set by name, read by
+ * slot, cleared for the next message; a name no filter uses is ignored. */
+static void test_vocabulary(void **state) {
+  (void)state;
+  mqr_filter_vocab_t *v;
+  assert_int_equal(mqr_filter_vocab_create(&v), 0);
+  for (int h = 0; h < MQR_FILTER_HEADERS; h++)
+    assert_int_equal(mqr_filter_vocab_resolve(v, mqr_str(mqr_filter_header_name(h))), h);
+  assert_null(mqr_filter_header_name(MQR_FILTER_HEADERS));
+  mqr_filter_t *a, *b;
+  assert_int_equal(
+      mqr_filter_compile(MQR_STR("color = 'red' AND AMQPriority > 4"), mqr_filter_vocab_resolve, v, &a, NULL), 0);
+  assert_int_equal(mqr_filter_compile(MQR_STR("weight > 2 OR color = 'blue'"), mqr_filter_vocab_resolve, v, &b, NULL),
+                   0);
+  assert_int_equal(mqr_filter_vocab_names(v), 2);
+  assert_int_equal(mqr_filter_vocab_slots(v), MQR_FILTER_HEADERS + 2);
+  assert_int_equal(mqr_filter_vocab_resolve(v, MQR_STR("color")), MQR_FILTER_HEADERS);
+  assert_int_equal(mqr_filter_vocab_resolve(v, MQR_STR("weight")), MQR_FILTER_HEADERS + 1);
+  uint32_t n;
+  mqr_filter_vocab_set_header(v, MQR_HDR_PRIORITY, mqr_value_int(7));
+  mqr_filter_vocab_set(v, MQR_STR("color"), mqr_value_string(MQR_STR("red")));
+  mqr_filter_vocab_set(v, MQR_STR("color"), mqr_value_string(MQR_STR("blue"))); /* the first one stays */
+  mqr_filter_vocab_set(v, MQR_STR("unused"), mqr_value_int(1));
+  const mqr_value_t *vals = mqr_filter_vocab_values(v, &n);
+  assert_int_equal(n, MQR_FILTER_HEADERS + 2);
+  assert_true(mqr_filter_matches(a, vals, n));
+  assert_int_equal(mqr_filter_eval(b, vals, n), MQR_FILTER_UNKNOWN); /* weight NULL OR false */
+  mqr_filter_vocab_clear(v);
+  for (uint32_t i = 0; i < n; i++) assert_int_equal(vals[i].type, MQR_VALUE_NULL);
+  mqr_filter_vocab_set(v, MQR_STR("weight"), mqr_value_double(2.5));
+  assert_true(mqr_filter_matches(b, vals, n));
+  assert_false(mqr_filter_matches(a, vals, n));
+  mqr_filter_vocab_clear(v);
+  mqr_filter_free(a);
+  mqr_filter_free(b);
+  /* Its names are bounded: past the last one, a filter naming a new one fails. */
+  char name[16];
+  for (uint32_t i = 2; i < MQR_FILTER_VOCAB_MAX; i++) {
+    snprintf(name, sizeof name, "p%u", i);
+    assert_true(mqr_filter_vocab_resolve(v, mqr_str(name)) >= 0);
+  }
+  mqr_error_t err;
+  assert_int_equal(mqr_filter_compile(MQR_STR("color = 'x' AND brand_new > 1"), mqr_filter_vocab_resolve, v, &a, &err),
+                   MQR_ELIMIT);
+  assert_non_null(strstr(err.message, "too many identifiers"));
+  assert_int_equal(mqr_filter_compile(MQR_STR("p77 > 1"), mqr_filter_vocab_resolve, v, &a, NULL), 0);
+  mqr_filter_free(a);
+  mqr_filter_vocab_free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_artemis_selector_cases),
@@ -522,6 +573,7 @@ int main(void) {
       cmocka_unit_test(test_slots),
       cmocka_unit_test(test_program_against_tree),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_vocabulary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -959,6 +959,92 @@ static void test_listing_is_in_creation_order(void **state) {
   free(d);
 }
 
+/* ---- queue filters ----------------------------------------------------------------------- */
+
+typedef struct {
+  int calls;
+  const char *color;
+} fill_t;
+
+static void fill_color(void *ctx, mqr_filter_vocab_t *v) {
+  fill_t *f = ctx;
+  f->calls++;
+  mqr_filter_vocab_set_header(v, MQR_HDR_PRIORITY, mqr_value_int(4));
+  if (f->color) mqr_filter_vocab_set(v, MQR_STR("color"), mqr_value_string(mqr_str(f->color)));
+}
+
+static int route_fill(mqr_router_t *r, const char *address, int t, fill_t *f) {
+  mqr_queue_t *targets[16];
+  mqr_route_request_t req = {mqr_str(address), t, {0}, NULL, fill_color, f};
+  mqr_route_result_t res = {targets, 16, 0, 0, 0, 0, NULL};
+  assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
+  return (int)res.count;
+}
+
+static mqr_queue_t *filtered(mqr_router_t *r, const char *name, const char *address, mqr_routing_type_t t,
+                             const char *filter) {
+  mqr_queue_config_t cfg;
+  mqr_queue_t *q = NULL;
+  mqr_error_t e;
+  mqr_queue_config_init(&cfg, mqr_str(name), mqr_str(address), t);
+  cfg.filter = mqr_str(filter);
+  if (mqr_router_add_queue(r, &cfg, &q, &e) != 0) fail_msg("add queue %s: %s", name, e.message);
+  return q;
+}
+
+/* A route asks for the message's values once, and only when it meets a filtered queue;
+ * they are cleared when it returns, so the next send starts from nothing. */
+static void test_filters_read_values_once_and_only_when_needed(void **state) {
+  mqr_router_t *r = *state;
+  addr(r, "plain", MULTI_SET);
+  queue(r, "plain.1", "plain", MQR_MULTICAST);
+  addr(r, "paint", MULTI_SET);
+  for (int i = 0; i < 5; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "paint.%d", i);
+    filtered(r, name, "paint", MQR_MULTICAST, i % 2 ? "color = 'red'" : "color <> 'red'");
+  }
+  fill_t f = {0, "red"};
+  assert_int_equal(route_fill(r, "plain", MQR_MULTICAST, &f), 1);
+  assert_int_equal(f.calls, 0);
+  assert_int_equal(route_fill(r, "paint", MQR_MULTICAST, &f), 2);
+  assert_int_equal(f.calls, 1);
+  f.color = NULL; /* nothing set this time: the last message's color is gone */
+  assert_int_equal(route_fill(r, "paint", MQR_MULTICAST, &f), 0);
+  assert_int_equal(f.calls, 2);
+  uint32_t n;
+  const mqr_value_t *v = mqr_filter_vocab_values(mqr_router_filter_vocab(r), &n);
+  for (uint32_t i = 0; i < n; i++) assert_int_equal(v[i].type, MQR_VALUE_NULL);
+  f.color = "blue";
+  assert_int_equal(route_fill(r, "paint", MQR_MULTICAST, &f), 3);
+  /* Without a fill, filters read NULL: only IS NULL style filters match. */
+  filtered(r, "paint.none", "paint", MQR_MULTICAST, "color IS NULL");
+  assert_int_equal(route_names(r, "paint", MQR_MULTICAST, "", NULL, 0), MQR_ROUTE_OK);
+  char out[256];
+  route_names(r, "paint", MQR_MULTICAST, "", out, sizeof out);
+  assert_string_equal(out, "paint.none");
+}
+
+/* A queue's filter is compiled when it is made: a bad one is refused with its column and
+ * leaves the router as it was; a blank one is no filter. */
+static void test_bad_queue_filter_is_refused(void **state) {
+  mqr_router_t *r = *state;
+  addr(r, "a", MULTI_SET);
+  mqr_queue_config_t cfg;
+  mqr_queue_config_init(&cfg, MQR_STR("q"), MQR_STR("a"), MQR_MULTICAST);
+  cfg.filter = MQR_STR("x BETWEEN 1");
+  mqr_error_t e;
+  assert_int_equal(mqr_router_add_queue(r, &cfg, NULL, &e), MQR_ESYNTAX);
+  assert_non_null(strstr(e.message, "queue 'q': filter: "));
+  assert_non_null(strstr(e.message, "column"));
+  assert_null(mqr_router_find_queue(r, MQR_STR("q")));
+  assert_int_equal(mqr_address_queue_count(mqr_router_find_address(r, MQR_STR("a"))), 0);
+  cfg.filter = MQR_STR(" \t ");
+  mqr_queue_t *q;
+  assert_int_equal(mqr_router_add_queue(r, &cfg, &q, NULL), 0);
+  assert_null(mqr_queue_compiled_filter(q));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -1001,6 +1087,8 @@ int main(void) {
       T(test_route_to_existing_concrete_address_allocates_nothing),
       T(test_duplicate_caches_grow_with_use_and_are_bounded),
       T(test_listing_is_in_creation_order),
+      T(test_filters_read_values_once_and_only_when_needed),
+      T(test_bad_queue_filter_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
