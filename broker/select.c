@@ -8,19 +8,25 @@ static mqr_str_t durable_name(bool durable) { return durable ? MQR_STR("DURABLE"
 
 static const mqr_str_t group_id = {"_AMQ_GROUP_ID", 13};
 
+/* The headers some filter names (the group id comes with the properties). */
 static void fill_headers(mqr_filter_vocab_t *v, int32_t priority, int64_t timestamp, int64_t expiration,
                          mqr_str_t user_id, mqr_str_t address, bool durable, size_t size) {
-  mqr_filter_vocab_set_header(v, MQR_HDR_PRIORITY, mqr_value_int(priority));
-  mqr_filter_vocab_set_header(v, MQR_HDR_EXPIRATION, mqr_value_long(expiration));
-  mqr_filter_vocab_set_header(v, MQR_HDR_DURABLE, mqr_value_string(durable_name(durable)));
-  mqr_filter_vocab_set_header(v, MQR_HDR_TIMESTAMP, mqr_value_long(timestamp));
-  mqr_filter_vocab_set_header(v, MQR_HDR_SIZE, mqr_value_int(size > INT32_MAX ? INT32_MAX : (int32_t)size));
-  if (user_id.len) mqr_filter_vocab_set_header(v, MQR_HDR_USERID, mqr_value_string(user_id));
-  mqr_filter_vocab_set_header(v, MQR_HDR_ADDRESS, mqr_value_string(address));
+  uint32_t used = mqr_filter_vocab_headers(v);
+  if (used == 0) return;
+#define USED(h) (used & (1u << (h)))
+  if (USED(MQR_HDR_PRIORITY)) mqr_filter_vocab_set_header(v, MQR_HDR_PRIORITY, mqr_value_int(priority));
+  if (USED(MQR_HDR_EXPIRATION)) mqr_filter_vocab_set_header(v, MQR_HDR_EXPIRATION, mqr_value_long(expiration));
+  if (USED(MQR_HDR_DURABLE)) mqr_filter_vocab_set_header(v, MQR_HDR_DURABLE, mqr_value_string(durable_name(durable)));
+  if (USED(MQR_HDR_TIMESTAMP)) mqr_filter_vocab_set_header(v, MQR_HDR_TIMESTAMP, mqr_value_long(timestamp));
+  if (USED(MQR_HDR_SIZE))
+    mqr_filter_vocab_set_header(v, MQR_HDR_SIZE, mqr_value_int(size > INT32_MAX ? INT32_MAX : (int32_t)size));
+  if (USED(MQR_HDR_USERID) && user_id.len) mqr_filter_vocab_set_header(v, MQR_HDR_USERID, mqr_value_string(user_id));
+  if (USED(MQR_HDR_ADDRESS)) mqr_filter_vocab_set_header(v, MQR_HDR_ADDRESS, mqr_value_string(address));
+#undef USED
 }
 
-static void fill_property(mqr_filter_vocab_t *v, bool names, mqr_str_t key, mqr_value_t value) {
-  if (value.type == MQR_VALUE_STRING && mqr_str_eq(key, group_id))
+static void fill_property(mqr_filter_vocab_t *v, bool names, bool group, mqr_str_t key, mqr_value_t value) {
+  if (group && value.type == MQR_VALUE_STRING && mqr_str_eq(key, group_id))
     mqr_filter_vocab_set_header(v, MQR_HDR_GROUPID, value);
   if (names) mqr_filter_vocab_set(v, key, value);
 }
@@ -30,34 +36,38 @@ static void fill_property(mqr_filter_vocab_t *v, bool names, mqr_str_t key, mqr_
 static void fill_tail(mqr_filter_vocab_t *v, const uint8_t *tail, size_t len, mqr_str_t address, bool durable,
                       size_t size) {
   mqr_tail_view_t t;
-  if (mqr_message_read_tail(tail, len, &t, NULL) != 0) return;
+  if (mqr_message_read_headers(tail, len, &t, NULL) != 0) return;
   fill_headers(v, t.priority, t.timestamp, t.expiration, t.user_id, address, durable, size);
+  bool names = mqr_filter_vocab_names(v) != 0, group = (mqr_filter_vocab_headers(v) >> MQR_HDR_GROUPID) & 1;
+  if (!names && !group) return;
   mqr_props_iter_t it;
   mqr_props_iter_init(&it, t.props, t.props_len);
-  bool names = mqr_filter_vocab_names(v) != 0;
   mqr_str_t key;
   mqr_value_t value;
-  while (mqr_props_next(&it, &key, &value) == 1) fill_property(v, names, key, value);
+  while (mqr_props_next(&it, &key, &value) == 1) fill_property(v, names, group, key, value);
 }
 
 void mqr__fill_send(void *ctx, mqr_filter_vocab_t *v) {
   const mqr__send_fill_t *f = ctx;
   const mqr__send_t *s = f->s;
   mqr_str_t address = f->address;
-  for (size_t i = 0; i + 1 < address.len; i++)
-    if (address.ptr[i] == ':' && address.ptr[i + 1] == ':') {
-      address.len = i; /* address::queue: the address */
-      break;
-    }
-  size_t size = mqr_message_stored_size(f->b->next_message_id + 1, address, f->tail_len);
+  size_t size = 0;
+  if (mqr_filter_vocab_headers(v) & (1u << MQR_HDR_ADDRESS | 1u << MQR_HDR_SIZE)) {
+    for (size_t i = 0; i + 1 < address.len; i++)
+      if (address.ptr[i] == ':' && address.ptr[i + 1] == ':') {
+        address.len = i; /* address::queue: the address */
+        break;
+      }
+    size = mqr_message_stored_size(f->b->next_message_id + 1, address, f->tail_len);
+  }
   if (s->tail) {
     fill_tail(v, s->tail, s->tail_len, address, s->durable, size);
     return;
   }
   const mqr_tail_t *t = s->made;
   fill_headers(v, t->priority, t->timestamp, t->expiration, t->user_id, address, s->durable, size);
-  bool names = mqr_filter_vocab_names(v) != 0;
-  for (size_t i = 0; i < t->n; i++) fill_property(v, names, t->keys[i], t->values[i]);
+  bool names = mqr_filter_vocab_names(v) != 0, group = (mqr_filter_vocab_headers(v) >> MQR_HDR_GROUPID) & 1;
+  for (size_t i = 0; (names || group) && i < t->n; i++) fill_property(v, names, group, t->keys[i], t->values[i]);
 }
 
 const mqr_value_t *mqr__msg_values(mqr_broker_t *b, const mqr__msg_t *m, uint32_t *n) {

@@ -400,6 +400,43 @@ static mqr__fkind_t flip(mqr__fkind_t k) {
   }
 }
 
+/* What a condition costs to evaluate as fused operations, roughly in leaves; more than
+ * CHEAP_MAX when it needs a value program or a long scan. The right side of an AND or OR
+ * that is cheap is evaluated whatever the left side gave: a short-circuit jump taken
+ * one time and not the next costs a mispredicted branch, more than a leaf or two. */
+#define CHEAP_MAX 4
+
+static int cost(const mqr_filter_t *f, int32_t node) {
+  const mqr__fnode_t *x = &f->nodes[node];
+  switch (x->kind) {
+  case F_AND:
+  case F_OR: return cost(f, x->a) + cost(f, x->b);
+  case F_NOT: return cost(f, x->a);
+  case F_CONST: return x->v.type == MQR_VALUE_BOOL ? 1 : CHEAP_MAX + 1;
+  case F_EQ:
+  case F_NE:
+  case F_LT:
+  case F_LE:
+  case F_GT:
+  case F_GE:
+    return (is_ident(f, x->a) && (is_const(f, x->b, true) || is_const(f, x->b, false))) ||
+                   (is_ident(f, x->b) && (is_const(f, x->a, true) || is_const(f, x->a, false)))
+               ? 1
+               : CHEAP_MAX + 1;
+  case F_IS_NULL:
+  case F_IS_NOT_NULL:
+  case F_BOOLCAST: return is_ident(f, x->a) ? 1 : CHEAP_MAX + 1;
+  case F_BETWEEN:
+  case F_NOT_BETWEEN:
+    return is_ident(f, x->a) && is_const(f, x->b, true) && is_const(f, x->c, true) ? 2 : CHEAP_MAX + 1;
+  case F_IN:
+  case F_NOT_IN: return is_ident(f, x->a) ? 1 + (int)f->sets[x->aux].len / 2 : CHEAP_MAX + 1;
+  case F_LIKE:
+  case F_NOT_LIKE: return is_ident(f, x->a) && f->pats[x->aux].simple ? 2 : CHEAP_MAX + 1;
+  default: return CHEAP_MAX + 1;
+  }
+}
+
 static void cgen(cemit_t *c, int32_t node) {
   mqr_filter_t *f = c->e->f;
   const mqr__fnode_t *x = &f->nodes[node];
@@ -408,7 +445,9 @@ static void cgen(cemit_t *c, int32_t node) {
   case F_AND:
   case F_OR: {
     cgen(c, x->a);
-    int32_t jump = cemit(c, (mqr__cop_t){x->kind == F_AND ? C_AND_JUMP : C_OR_JUMP, 0, 0, -1, 0, 0}, 0, 0);
+    int32_t jump = cost(f, x->b) <= CHEAP_MAX
+                       ? -1
+                       : cemit(c, (mqr__cop_t){x->kind == F_AND ? C_AND_JUMP : C_OR_JUMP, 0, 0, -1, 0, 0}, 0, 0);
     cgen(c, x->b);
     cemit(c, (mqr__cop_t){x->kind == F_AND ? C_AND : C_OR, 0, 0, -1, 0, 0}, 2, 1);
     if (jump >= 0 && !c->rc) f->cprog[jump].arg = (int32_t)f->n_cprog;
@@ -436,7 +475,16 @@ static void cgen(cemit_t *c, int32_t node) {
     if ((x->kind == F_EQ || x->kind == F_NE) && is_const(f, k, false)) {
       op = (mqr__cop_t){C_STR_EQ, x->kind == F_NE, 0, f->nodes[id].slot, k, 0};
     } else if (is_const(f, k, true)) {
-      op = (mqr__cop_t){C_CMP, 0, (uint8_t)(id == x->a ? x->kind : flip(x->kind)), f->nodes[id].slot, k, 0};
+      mqr__fkind_t kind = id == x->a ? x->kind : flip(x->kind);
+      /* A number constant: the common value types compare without promotion rules
+       * (against a double everything is compared as a double; against an int or a long,
+       * ints and longs as longs), the rest through compare(). */
+      op = (mqr__cop_t){f->nodes[k].v.type == MQR_VALUE_DOUBLE ? C_CMP_D : C_CMP_L,
+                        0,
+                        (uint8_t)kind,
+                        f->nodes[id].slot,
+                        k,
+                        MQR__CMP_MASK(kind)};
     } else {
       break;
     }
@@ -475,6 +523,7 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
   emit_t e = {f, 0, 0, 0};
   cemit_t c = {&e, 0, 0, 0};
   cgen(&c, f->root);
+  cemit(&c, (mqr__cop_t){C_END, 0, 0, -1, 0, 0}, 0, 0);
   if (e.rc || c.rc) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
   if (e.max > MQR_FILTER_MAX_DEPTH || c.max > MQR_FILTER_MAX_DEPTH)
     return mqr_error_set(err, MQR_ELIMIT, "the selector nests deeper than %d", MQR_FILTER_MAX_DEPTH);
@@ -511,21 +560,26 @@ static const val_t *slot_value(const mqr_value_t *values, uint32_t n, int32_t sl
 /* The condition program, threaded: each operation jumps straight to the next one's code
  * (a computed goto, GCC's and Clang's), so that the processor predicts each jump from its
  * own place rather than from one shared switch. */
+/* Three-valued AND and OR by table, indexed by truth value + 1 (UNKNOWN, FALSE, TRUE):
+ * no branch on the data. */
+static const int8_t and_tab[3][3] = {{-1, 0, -1}, {0, 0, 0}, {-1, 0, 1}};
+static const int8_t or_tab[3][3] = {{-1, -1, 1}, {-1, 0, 1}, {1, 1, 1}};
+static const int8_t not_tab[3] = {-1, 1, 0};
+
 int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
   if (f == NULL) return MQR_FILTER_TRUE;
   static const void *const code[] = {
-      [C_CONST] = &&l_const, [C_STR_EQ] = &&l_str_eq, [C_CMP] = &&l_cmp,           [C_LIKE] = &&l_like,
-      [C_IN] = &&l_in,       [C_BOOL] = &&l_bool,     [C_ISNULL] = &&l_isnull,     [C_BETWEEN] = &&l_between,
-      [C_VALUE] = &&l_value, [C_NOT] = &&l_not,       [C_AND_JUMP] = &&l_and_jump, [C_OR_JUMP] = &&l_or_jump,
-      [C_AND] = &&l_and,     [C_OR] = &&l_or};
+      [C_CONST] = &&l_const, [C_STR_EQ] = &&l_str_eq,     [C_LIKE] = &&l_like,       [C_IN] = &&l_in,
+      [C_BOOL] = &&l_bool,   [C_ISNULL] = &&l_isnull,     [C_BETWEEN] = &&l_between, [C_VALUE] = &&l_value,
+      [C_NOT] = &&l_not,     [C_AND_JUMP] = &&l_and_jump, [C_OR_JUMP] = &&l_or_jump, [C_AND] = &&l_and,
+      [C_OR] = &&l_or,       [C_CMP_D] = &&l_cmp_d,       [C_CMP_L] = &&l_cmp_l,     [C_END] = &&done};
   int8_t st[MQR_FILTER_MAX_DEPTH];
   uint32_t sp = 0;
-  const mqr__cop_t *op = f->cprog, *end = op + f->n_cprog;
+  const mqr__cop_t *op = f->cprog;
   val_t r;
 #define JUMP(to)                                                                                                       \
   do {                                                                                                                 \
     op = (to);                                                                                                         \
-    if (op == end) goto done;                                                                                          \
     goto *code[op->op];                                                                                                \
   } while (0)
 #define NEXT() JUMP(op + 1)
@@ -542,10 +596,36 @@ l_str_eq : {
                  : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
   NEXT();
 }
-l_cmp:
-  r = compare((mqr__fkind_t)op->cmp, slot_value(values, n, op->slot), &f->nodes[op->arg].v);
-  st[sp++] = (int8_t)tv(&r);
+l_cmp_d : {
+  const val_t *v = slot_value(values, n, op->slot);
+  double x;
+  switch (v->type) {
+  case MQR_VALUE_DOUBLE: x = v->u.d; break;
+  case MQR_VALUE_INT: x = v->u.i; break;
+  case MQR_VALUE_LONG: x = (double)v->u.l; break;
+  case MQR_VALUE_FLOAT: x = v->u.f; break;
+  case MQR_VALUE_NULL: st[sp++] = -1; NEXT();
+  default: st[sp++] = 0; NEXT(); /* unlike types: false */
+  }
+  st[sp++] = (int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
   NEXT();
+}
+l_cmp_l : {
+  const val_t *v = slot_value(values, n, op->slot);
+  int64_t x;
+  if (v->type == MQR_VALUE_INT)
+    x = v->u.i;
+  else if (v->type == MQR_VALUE_LONG)
+    x = v->u.l;
+  else {
+    r = compare((mqr__fkind_t)op->cmp, v, &f->nodes[op->arg].v);
+    st[sp++] = (int8_t)tv(&r);
+    NEXT();
+  }
+  int64_t k = f->nodes[op->arg].v.type == MQR_VALUE_INT ? f->nodes[op->arg].v.u.i : f->nodes[op->arg].v.u.l;
+  st[sp++] = (int8_t)(op->arg2 >> ((x > k) - (x < k) + 1) & 1);
+  NEXT();
+}
 l_like:
   r = like(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
   st[sp++] = (int8_t)tv(&r);
@@ -571,7 +651,7 @@ l_value:
   st[sp++] = (int8_t)tv(&r);
   NEXT();
 l_not:
-  if (st[sp - 1] >= 0) st[sp - 1] = (int8_t)!st[sp - 1];
+  st[sp - 1] = not_tab[st[sp - 1] + 1];
   NEXT();
 l_and_jump:
   if (st[sp - 1] == 0) JUMP(f->cprog + op->arg); /* FALSE AND anything is FALSE */
@@ -581,12 +661,12 @@ l_or_jump:
   NEXT();
 l_and : {
   int8_t b = st[--sp], a = st[sp - 1];
-  st[sp - 1] = a == 0 || b == 0 ? 0 : a < 0 || b < 0 ? -1 : 1;
+  st[sp - 1] = and_tab[a + 1][b + 1];
   NEXT();
 }
 l_or : {
   int8_t b = st[--sp], a = st[sp - 1];
-  st[sp - 1] = a == 1 || b == 1 ? 1 : a < 0 || b < 0 ? -1 : 0;
+  st[sp - 1] = or_tab[a + 1][b + 1];
   NEXT();
 }
 #undef NEXT

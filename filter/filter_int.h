@@ -113,7 +113,6 @@ struct mqr_filter_s {
 typedef enum {
   C_CONST,   /* arg: 1 or 0 */
   C_STR_EQ,  /* slot = (or <> with neg) the string constant node arg */
-  C_CMP,     /* slot cmp the constant node arg */
   C_LIKE,    /* slot [NOT] LIKE pattern arg */
   C_IN,      /* slot [NOT] IN set arg */
   C_BOOL,    /* slot read as a boolean */
@@ -124,13 +123,21 @@ typedef enum {
   C_AND_JUMP, /* the top is FALSE: go to arg, leaving it */
   C_OR_JUMP,  /* the top is TRUE: go to arg, leaving it */
   C_AND,
-  C_OR
+  C_OR,
+  C_CMP_D, /* slot cmp the double constant node arg; arg2 the truth mask (below) */
+  C_CMP_L, /* slot cmp the int or long constant node arg; arg2 the truth mask */
+  C_END    /* the program's last operation: the answer is on the stack */
 } mqr__cop_kind_t;
+
+/* A comparison's truth mask: bit (c + 1) is set when an order c (-1, 0, 1) makes it
+ * true, so that one shift answers any of the six comparisons. */
+#define MQR__CMP_MASK(kind)                                                                                            \
+  ((kind) == F_EQ ? 2 : (kind) == F_NE ? 5 : (kind) == F_LT ? 1 : (kind) == F_LE ? 3 : (kind) == F_GT ? 4 : 6)
 
 typedef struct mqr__cop_s {
   uint8_t op;  /* an mqr__cop_kind_t */
   uint8_t neg; /* NOT LIKE, NOT IN, IS NOT NULL, NOT BETWEEN, <> */
-  uint8_t cmp; /* C_CMP: an mqr__fkind_t from F_EQ to F_GE */
+  uint8_t cmp; /* C_CMP_D, C_CMP_L: an mqr__fkind_t from F_EQ to F_GE */
   int32_t slot;
   int32_t arg, arg2;
 } mqr__cop_t;

@@ -26,6 +26,7 @@ struct mqr_filter_vocab_s {
   uint32_t *set; /* the property slots set for this message */
   uint32_t n_set;
   bool headers_set;
+  uint32_t headers; /* named by some filter: 1u << header */
 };
 
 static uint64_t hash_of(mqr_str_t s) {
@@ -105,7 +106,10 @@ static int reserve(mqr_filter_vocab_t *v) {
 int32_t mqr_filter_vocab_resolve(void *vocab, mqr_str_t name) {
   mqr_filter_vocab_t *v = vocab;
   for (int h = 0; h < MQR_FILTER_HEADERS; h++)
-    if (strlen(header_names[h]) == name.len && memcmp(header_names[h], name.ptr, name.len) == 0) return h;
+    if (strlen(header_names[h]) == name.len && memcmp(header_names[h], name.ptr, name.len) == 0) {
+      v->headers |= 1u << h;
+      return h;
+    }
   uint64_t hash = hash_of(name);
   const cell_t *c = find(v, name, hash);
   if (c) return c->slot;
@@ -125,6 +129,8 @@ int32_t mqr_filter_vocab_resolve(void *vocab, mqr_str_t name) {
 uint32_t mqr_filter_vocab_names(const mqr_filter_vocab_t *v) { return v->n; }
 
 uint32_t mqr_filter_vocab_slots(const mqr_filter_vocab_t *v) { return MQR_FILTER_HEADERS + v->n; }
+
+uint32_t mqr_filter_vocab_headers(const mqr_filter_vocab_t *v) { return v->headers; }
 
 void mqr_filter_vocab_set_header(mqr_filter_vocab_t *v, mqr_filter_header_t h, mqr_value_t value) {
   if ((unsigned)h >= MQR_FILTER_HEADERS) return;

@@ -443,6 +443,16 @@ int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_view_t *out,
   return get_str(&r, &out->body);
 }
 
+int mqr_message_read_headers(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err) {
+  mqr__rd_t r = mqr__rd_init(tail, len, err);
+  int rc = get_headers(&r, out, false);
+  if (rc) return rc;
+  out->props = r.p;
+  out->props_len = (size_t)(r.end - r.p);
+  out->body = mqr_str_n(NULL, 0);
+  return 0;
+}
+
 int mqr_props_next(mqr_props_iter_t *it, mqr_str_t *key, mqr_value_t *value) {
   mqr__rd_t r = mqr__rd_init(it->p, (size_t)(it->end - it->p), NULL);
   int rc;

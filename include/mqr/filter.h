@@ -118,6 +118,9 @@ MQR_EXTERN int32_t mqr_filter_vocab_resolve(void *vocab, mqr_str_t name);
 /* How many property names it has (0: filters read headers only, and a message's
  * properties need not be walked), and its slots (headers and properties). */
 MQR_EXTERN uint32_t mqr_filter_vocab_names(const mqr_filter_vocab_t *v);
+/* The headers some filter names: bit (1u << h) for each mqr_filter_header_t h (a header
+ * no filter names need not be set). */
+MQR_EXTERN uint32_t mqr_filter_vocab_headers(const mqr_filter_vocab_t *v);
 MQR_EXTERN uint32_t mqr_filter_vocab_slots(const mqr_filter_vocab_t *v);
 
 /* Sets a header's value, or a property's by name (a name no filter uses is ignored; a

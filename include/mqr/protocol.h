@@ -302,6 +302,12 @@ MQR_EXTERN size_t mqr_message_write_tail(uint8_t *out, const mqr_tail_t *t);
  * MQR_ETRUNCATED. No allocation; nothing is copied. */
 MQR_EXTERN int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err);
 
+/* The headers alone, without walking the properties: props is everything after the
+ * headers (a walk with mqr_props_next stops at the properties' end) and body is empty.
+ * For a reader that wants the headers and perhaps a few properties. 0, or
+ * MQR_EBADDATA / MQR_ETRUNCATED. */
+MQR_EXTERN int mqr_message_read_headers(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err);
+
 /* A walk over encoded properties (mqr_tail_view_t's props). */
 typedef struct {
   const uint8_t *p, *end;

@@ -191,6 +191,17 @@ static void test_send_to_delivery(void **state) {
   assert_int_equal(mqr_props_next(&it, &pk[0], &pv[0]), 0);
   check_typed(pk, pv, np);
   for (size_t cut = 0; cut < v.tail_len; cut++) assert_true(mqr_message_read_tail(tail, cut, &tv, NULL) < 0);
+  /* The headers alone: the same, and the properties walked from what follows them. */
+  mqr_tail_view_t hv;
+  assert_int_equal(mqr_message_read_headers(tail, v.tail_len, &hv, NULL), 0);
+  assert_true(hv.priority == 3 && hv.timestamp == 123 && hv.expiration == 456 && mqr_str_eq(hv.user_id, MQR_STR("u")));
+  assert_ptr_equal(hv.props, tv.props);
+  mqr_props_iter_init(&it, hv.props, hv.props_len);
+  np = 0;
+  while (np < 8 && mqr_props_next(&it, &pk[np], &pv[np]) == 1) np++;
+  assert_int_equal(mqr_props_next(&it, &pk[0], &pv[0]), 0);
+  check_typed(pk, pv, np);
+  assert_int_equal(mqr_message_read_headers(tail, 2, &hv, NULL), MQR_ETRUNCATED);
   uint8_t frame[512];
   size_t head = mqr_message_head(frame, 7, 1000, 2, stored.len);
   assert_true(head <= MQR_MESSAGE_HEADER_MAX);
