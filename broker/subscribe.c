@@ -38,11 +38,15 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
     return 0;
   }
   char buf[512];
+  bool wild = false; /* an ANYCAST queue for a consumer on a wildcard address */
   if (!sep) {
     /* ANYCAST: the address's queue of its own name. MULTICAST: a subscription queue. */
-    if (rt == MQR_ANYCAST)
+    if (rt == MQR_ANYCAST) {
       qname = address;
-    else if (qname.len == 0) {
+      /* On a wildcard address that queue would take a copy of every ANYCAST send to every
+       * address it matches, for good: one made for a consumer goes with it. */
+      wild = mqr_wildcard_is_pattern(mqr_router_wildcard(&b->router), address);
+    } else if (qname.len == 0) {
       qname = temp_name(b, address, buf, sizeof buf);
       *temporary = true;
     }
@@ -62,6 +66,7 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   if (!st.auto_create_queues && !*temporary)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist and auto-create-queues is off for '%.*s'",
                          (int)qname.len, qname.ptr, (int)address.len, address.ptr);
+  *temporary |= wild;
   mqr_queue_config_t cfg;
   mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
   cfg.durable = !*temporary;

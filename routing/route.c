@@ -39,19 +39,17 @@ static inline bool eligible(const mqr_queue_t *q, msgview_t *m) {
          (q->filter == NULL || filter_eval(q->filter, m));
 }
 
-/* The most queues a send to a can reach: its MULTICAST array and one ANYCAST queue. */
-static inline uint32_t max_targets(const mqr_address_t *a) {
-  return a->bind.n_multicast + (a->bind.n_anycast ? 1u : 0u);
-}
+/* The most queues a send to a can reach: its MULTICAST array and one ANYCAST queue per
+ * group. */
+static inline uint32_t max_targets(const mqr_address_t *a) { return a->bind.n_multicast + mqr__agroup_count(&a->bind); }
 
-/* One ANYCAST queue, round-robin from the cursor: the first eligible queue that has a
- * consumer, else the first eligible one (Artemis BindingsImpl.getNextBinding). */
-static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, msgview_t *message) {
-  uint32_t n = h->n_anycast;
+/* One ANYCAST queue of group qs[0..n), round-robin from *cursor: the first eligible queue
+ * that has a consumer, else the first eligible one (Artemis BindingsImpl.getNextBinding). */
+static inline mqr_queue_t *pick_anycast(mqr_queue_t *const *qs, uint32_t n, uint32_t *cursor, msgview_t *message) {
   if (n == 0) return NULL;
-  uint32_t start = h->cursor < n ? h->cursor : 0, chosen = UINT32_MAX, fallback = UINT32_MAX;
+  uint32_t start = *cursor < n ? *cursor : 0, chosen = UINT32_MAX, fallback = UINT32_MAX;
   for (uint32_t k = 0, i = start; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
-    const mqr_queue_t *q = h->anycast[i];
+    const mqr_queue_t *q = qs[i];
     if (!eligible(q, message)) continue;
     if (n == 1 || q->consumers > 0) {
       chosen = i;
@@ -61,8 +59,21 @@ static inline mqr_queue_t *pick_anycast(mqr__address_bind_t *h, msgview_t *messa
   }
   if (chosen == UINT32_MAX) chosen = fallback;
   if (chosen == UINT32_MAX) return NULL;
-  h->cursor = chosen + 1 == n ? 0 : chosen + 1;
-  return h->anycast[chosen];
+  *cursor = chosen + 1 == n ? 0 : chosen + 1;
+  return qs[chosen];
+}
+
+/* One ANYCAST queue of each group: the address's own, and each matching wildcard
+ * address's (Artemis routes to one queue per routing name). */
+__attribute__((noinline)) static uint32_t pick_groups(mqr__address_bind_t *h, msgview_t *message, mqr_queue_t **out) {
+  mqr__agroups_t *g = mqr__agroups(h);
+  uint32_t n = 0, start = 0;
+  for (uint32_t i = 0; i < g->n; i++) {
+    mqr_queue_t *q = pick_anycast(h->anycast + start, g->g[i].end - start, &g->g[i].cursor, message);
+    if (q) out[n++] = q;
+    start = g->g[i].end;
+  }
+  return n;
 }
 
 /* Fills res->queues with the targets of a send of type t (or NONE: both) to a. */
@@ -74,10 +85,18 @@ static inline uint32_t select_targets(mqr_address_t *a, int t, msgview_t *messag
       if (eligible(h->multicast[i], message)) out[n++] = h->multicast[i];
   }
   if (t != MQR_MULTICAST) {
-    mqr_queue_t *q = pick_anycast(h, message);
+    if (h->any_groups) return n + pick_groups(h, message, out + n);
+    mqr_queue_t *q = pick_anycast(h->anycast, h->n_anycast, &h->cursor, message);
     if (q) out[n++] = q;
   }
   return n;
+}
+
+/* Whether a has a queue of its own (a queue bound to a wildcard address that matches it
+ * does not count: ARTEMIS-5337). Its own queues come first in its binding arrays. */
+static inline bool has_own_queue(const mqr_address_t *a) {
+  return (a->bind.n_anycast && a->bind.anycast[0]->address == a) ||
+         (a->bind.n_multicast && a->bind.multicast[0]->address == a);
 }
 
 static const char wildcard_send[] = "is a wildcard: sends must name a concrete address";
@@ -220,14 +239,26 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, make_type) &&
         (rc = auto_add_type(r, a, make_type, &saved, res, err)) != 0)
       goto undo;
-  } else if (t == MQR_ANYCAST && a->bind.n_anycast == 0 && a->bind.cold->settings.auto_create_queues &&
-             mqr_router_find_queue(r, name) == NULL) {
-    make_type = MQR_ANYCAST;
+  } else if ((t == MQR_ANYCAST || (t == MQR_ROUTING_NONE && a->key.info.default_type == MQR_ANYCAST)) &&
+             !has_own_queue(a)) {
+    /* An ANYCAST send (or one with no type to an address whose type is ANYCAST) to an
+     * address with no queue of its own: a queue named after the address is made when
+     * auto-create-queues allows, else the send is refused (ARTEMIS-2238), as Artemis's
+     * ServerSessionImpl.checkAutoCreate decides. */
+    mqr_queue_t *named = mqr_router_find_queue(r, name);
+    if (named == NULL && a->bind.cold->settings.auto_create_queues) {
+      make_type = MQR_ANYCAST;
+    } else if (named == NULL || named->type != MQR_ANYCAST) {
+      rc = named ? addr_error(err, MQR_ENOADDR, name, "has no queue of its own, and queue of its name is not ANYCAST")
+                 : addr_error(err, MQR_ENOADDR, name,
+                              "has no queue of its own for an ANYCAST send (auto-create-queues is off)");
+      goto undo;
+    }
   }
 
   /* Room first, so that a refused send changes nothing. */
   mqr_address_t *dla = NULL;
-  uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST && a->bind.n_anycast == 0 ? 1 : 0);
+  uint32_t needed = sep < len ? 1 : max_targets(a) + (make_type == MQR_ANYCAST ? 1 : 0);
   if (a->bind.dla_no_route) { /* the bind line's copy: the cold part is not read per send */
     dla = mqr_router_find_address(r, a->bind.cold->settings.dead_letter_address);
     if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
@@ -278,12 +309,20 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     return 0;
   }
   a->bind.cold->unrouted++;
-  if (dla && (n = select_targets(dla, MQR_ROUTING_NONE, mv, res->queues)) != 0) {
-    dla->bind.routed++;
-    count_routed(res->queues, n);
-    res->count = n;
-    res->address = dla;
+  if (a->bind.dla_no_route) {
+    /* Sent to the dead-letter address, as a send with no routing type: the status says
+     * so whether or not a queue there took it (Artemis PostOfficeImpl.maybeSendToDLA). A
+     * missing dead-letter address, or the address itself, takes nothing. */
     res->status = MQR_ROUTE_NO_BINDINGS_DLA;
+    if (dla == NULL) return 0;
+    res->address = dla;
+    if ((n = select_targets(dla, MQR_ROUTING_NONE, mv, res->queues)) != 0) {
+      dla->bind.routed++;
+      count_routed(res->queues, n);
+      res->count = n;
+    } else {
+      dla->bind.cold->unrouted++;
+    }
     return 0;
   }
   res->status = MQR_ROUTE_NO_BINDINGS;

@@ -24,6 +24,8 @@ int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc) {
 
 void mqr_router_set_id_cache_limit(mqr_router_t *r, size_t bytes) { RT(r)->dups.limit = bytes; }
 
+const mqr_wildcard_t *mqr_router_wildcard(const mqr_router_t *r) { return &RT(r)->wildcard; }
+
 size_t mqr_router_id_cache_bytes(const mqr_router_t *r) { return RT(r)->dups.used; }
 
 static void free_queue(mqr_queue_t *q) {
@@ -205,6 +207,8 @@ typedef struct {
   mqr_address_t *a;
   mqr_queue_t **any, **multi;
   uint32_t n_any, n_multi;
+  uint32_t n_groups; /* of any: the address's own queues, then each wildcard address's */
+  uint32_t turn;     /* with one group: its round-robin turn */
 } stage_t;
 
 typedef struct {
@@ -230,14 +234,36 @@ static void collect(const mqr_address_t *from, const mqr_queue_t *adding, stage_
   }
 }
 
-static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
-  st->n_any = st->n_multi = 0;
+/* The queues of one address were collected from start: a group, when there are any. On
+ * the second pass (the arrays exist, and more than one group was counted), its record
+ * goes after the total_any queue pointers. */
+static void group_end(stage_t *st, uint32_t start, uint32_t total_any, bool records) {
+  if (st->n_any == start) return;
+  if (records) {
+    mqr__agroups_t *g = (mqr__agroups_t *)(void *)(st->any + total_any);
+    g->g[st->n_groups] = (mqr__agroup_t){st->n_any, 0};
+  }
+  st->n_groups++;
+}
+
+/* Counts (st->any NULL) or fills the arrays; total_any and groups are the first pass's
+ * counts. */
+static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr_queue_t *adding, stage_t *st,
+                        uint32_t total_any, uint32_t groups) {
+  bool records = st->any != NULL && groups > 1;
+  if (records) ((mqr__agroups_t *)(void *)(st->any + total_any))->n = groups;
+  st->n_any = st->n_multi = st->n_groups = 0;
+  uint32_t start = st->n_any;
   collect(a, adding, st);
+  group_end(st, start, total_any, records);
   mqr_str_t name = a->key.name;
   for (uint32_t w = 0; w < RT(r)->n_wildcards; w++) {
     const mqr_address_t *wa = RT(r)->wildcards[w];
     if (wa->bind.cold->n_own == 0 && !(adding && adding->address == wa)) continue;
-    if (mqr_wildcard_match(&RT(r)->wildcard, wa->key.name, name)) collect(wa, adding, st);
+    if (!mqr_wildcard_match(&RT(r)->wildcard, wa->key.name, name)) continue;
+    start = st->n_any;
+    collect(wa, adding, st);
+    group_end(st, start, total_any, records);
   }
 }
 
@@ -245,16 +271,18 @@ static void collect_all(const mqr_router_t *r, const mqr_address_t *a, const mqr
 static int stage_build(const mqr_router_t *r, mqr_address_t *a, const mqr_queue_t *adding, stage_t *st) {
   st->a = a;
   st->any = st->multi = NULL;
-  collect_all(r, a, adding, st);
-  uint32_t n_any = st->n_any, n_multi = st->n_multi;
-  if (n_any && (st->any = mqr_malloc(n_any * sizeof *st->any)) == NULL) return MQR_ENOMEM;
+  collect_all(r, a, adding, st, 0, 0);
+  uint32_t n_any = st->n_any, n_multi = st->n_multi, groups = st->n_groups;
+  size_t any_bytes = n_any * sizeof *st->any;
+  if (groups > 1) any_bytes += sizeof(mqr__agroups_t) + groups * sizeof(mqr__agroup_t);
+  if (n_any && (st->any = mqr_malloc(any_bytes)) == NULL) return MQR_ENOMEM;
   if (n_multi && (st->multi = mqr_malloc(n_multi * sizeof *st->multi)) == NULL) {
     mqr_free(st->any);
     st->any = NULL;
     return MQR_ENOMEM;
   }
   if (n_any == 0 && n_multi == 0) return 0;
-  collect_all(r, a, adding, st);
+  collect_all(r, a, adding, st, n_any, groups);
   return 0;
 }
 
@@ -268,17 +296,47 @@ static void plan_abort(plan_t *p) {
   p->n = 0;
 }
 
+/* The round-robin turn of the group of h's ANYCAST array whose queues belong to src
+ * (UINT32_MAX: no such group). */
+static uint32_t old_turn(const mqr__address_bind_t *h, const mqr_address_t *src) {
+  uint32_t start = 0, n = mqr__agroup_count(h);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t end = h->any_groups ? mqr__agroups(h)->g[i].end : h->n_anycast;
+    if (h->anycast[start]->address == src) return h->any_groups ? mqr__agroups(h)->g[i].cursor : h->cursor;
+    start = end;
+  }
+  return UINT32_MAX;
+}
+
+/* Each group of the new ANYCAST array keeps the turn its address's group had. */
+static void keep_turns(const mqr__address_bind_t *h, stage_t *st) {
+  uint32_t start = 0;
+  mqr__agroups_t *g = st->n_groups > 1 ? (mqr__agroups_t *)(void *)(st->any + st->n_any) : NULL;
+  for (uint32_t i = 0; i < st->n_groups; i++) {
+    uint32_t end = g ? g->g[i].end : st->n_any, turn = old_turn(h, st->any[start]->address);
+    if (turn >= end - start) turn = 0;
+    if (g)
+      g->g[i].cursor = turn;
+    else
+      st->turn = turn;
+    start = end;
+  }
+}
+
 static void plan_commit(plan_t *p) {
   for (uint32_t i = 0; i < p->n; i++) {
     stage_t *st = &p->items[i];
     mqr__address_bind_t *h = &st->a->bind;
+    st->turn = 0;
+    keep_turns(h, st);
     mqr_free(h->anycast);
     mqr_free(h->multicast);
     h->anycast = st->any;
     h->multicast = st->multi;
     h->n_anycast = st->n_any;
     h->n_multicast = st->n_multi;
-    if (h->cursor >= st->n_any) h->cursor = 0;
+    h->any_groups = st->n_groups > 1;
+    h->cursor = st->turn;
   }
   if (p->items != &p->one) mqr_free(p->items);
   p->items = NULL;

@@ -72,14 +72,39 @@ typedef struct {
   mqr_queue_t **multicast; /* MULTICAST binding array, same order */
   uint32_t n_anycast;
   uint32_t n_multicast;
-  uint32_t cursor;   /* round-robin position in anycast[] */
+  uint32_t cursor;   /* round-robin position in anycast[] (one group) */
   bool dla_no_route; /* send-to-dla-on-no-route with a dead-letter address: a copy of the
                         cold settings that every send reads, kept by mqr__address_settings */
+  bool any_groups;   /* anycast[] holds more than one group (below) */
   uint64_t routed;
   mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
   struct mqr__address_cold_s *cold;
   void *data; /* the embedder's (the broker's accounting); read by every send */
 } mqr__address_bind_t;
+
+/* ANYCAST round-robin groups. Each address a queue is bound to is its own group, as in
+ * Artemis (LocalQueueBinding.getRoutingName): an ANYCAST send takes one queue of the
+ * address's own and one of each matching wildcard address's. anycast[] lists the groups
+ * one after the other; with more than one, their ends and cursors follow the queue
+ * pointers in the same allocation. */
+typedef struct {
+  uint32_t end;    /* one past the group's last queue in anycast[] */
+  uint32_t cursor; /* its round-robin position, from the group's start */
+} mqr__agroup_t;
+
+typedef struct {
+  uint32_t n, spare;
+  mqr__agroup_t g[];
+} mqr__agroups_t;
+
+static inline mqr__agroups_t *mqr__agroups(const mqr__address_bind_t *h) {
+  return (mqr__agroups_t *)(void *)(h->anycast + h->n_anycast);
+}
+
+/* The groups of an ANYCAST array: 0, 1, or the count after the queues. */
+static inline uint32_t mqr__agroup_count(const mqr__address_bind_t *h) {
+  return h->any_groups ? mqr__agroups(h)->n : h->n_anycast ? 1u : 0u;
+}
 
 typedef struct {
   mqr_str_t name; /* the table key; its bytes follow this struct */

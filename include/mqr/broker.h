@@ -145,7 +145,8 @@ typedef void (*mqr_deliver_fn)(mqr_broker_consumer_t *c, const mqr_frame_message
 
 /* Subscribes as a SUBSCRIBE frame does: to a queue (routing_type MQR_ROUTING_NONE), to
  * address::queue, or to an address with a routing type (ANYCAST: its queue of the same
- * name, made if allowed; MULTICAST: a subscription queue, named queue or made up, that
+ * name, made if allowed, and on a wildcard address made for this consumer alone, going
+ * with it; MULTICAST: a subscription queue, named queue or made up, that
  * goes when the consumer does unless named). selector (empty: none) is a filter
  * expression (docs/filters.md): only messages it matches go to this consumer; the others
  * stay in the queue for other consumers, as Artemis's consumer filters. credit messages

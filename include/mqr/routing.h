@@ -385,6 +385,9 @@ MQR_EXTERN int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc);
 /* Frees everything r holds; every address, queue and view from it becomes invalid. */
 MQR_EXTERN void mqr_router_close(mqr_router_t *r);
 
+/* The router's wildcard syntax. */
+MQR_EXTERN const mqr_wildcard_t *mqr_router_wildcard(const mqr_router_t *r);
+
 /* Duplicate-id caches (an address's id-cache-size) start small and grow with the ids
  * sent; together they hold at most `bytes` (MQR_DEFAULT_ID_CACHE_LIMIT after init). A
  * cache that may not grow keeps the newest ids it has room for; a send with a duplicate

@@ -1,7 +1,7 @@
 /* libFuzzer: the broker in-process, driven by a script of 3-byte steps: sends (plain, to
  * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
  * addresses of each policy), subscriptions (to queues, addresses of either type, named
- * and made-up subscription queues), acknowledgements (single, cumulative, of deliveries
+ * and made-up subscription queues, with and without selectors), acknowledgements (single, cumulative, of deliveries
  * that are not outstanding), credit and unsubscribes, with allocations failing where the
  * script says. A consumer's callback may acknowledge, grant credit, send (a nested
  * delivery) or unsubscribe, as the script says. After every step, for every queue a
@@ -27,7 +27,7 @@ static const char yaml[] = "address-settings:\n"
                            "  'block.#': {max-size-bytes: 300, address-full-policy: BLOCK}\n"
                            "addresses:\n"
                            "  q: {anycast: [q]}\n"
-                           "  t: {multicast: [t.keep]}\n"
+                           "  t: {multicast: {t.keep: {}, t.f: {filter: \"k1 > 100 OR k3 IS NOT NULL\"}}}\n"
                            "  full.a: {anycast: [full.a]}\n"
                            "  drop.a: {anycast: [drop.a]}\n"
                            "  block.a: {anycast: [block.a]}\n";
@@ -63,11 +63,18 @@ static void *f_calloc(size_t c, size_t n) { return may_alloc() ? calloc(c, n) : 
 static int send_to(int target, int rt, size_t body_len, int dup, size_t n_props) {
   static char body[400];
   static char text[640][2][8];
-  static mqr_str_t keys[640], values[640];
+  static mqr_str_t keys[640];
+  static mqr_value_t values[640];
   if (keys[0].ptr == NULL)
-    for (int i = 0; i < 640; i++) {
+    for (int i = 0; i < 640; i++) { /* every type, strings most */
       keys[i] = mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
-      values[i] = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
+      mqr_str_t v = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
+      values[i] = i % 8 == 1   ? mqr_value_int(i)
+                  : i % 8 == 2 ? mqr_value_double(i / 3.0)
+                  : i % 8 == 3 ? mqr_value_bool(i & 16)
+                  : i % 8 == 4 ? mqr_value_bytes(v)
+                  : i % 8 == 5 ? mqr_value_null()
+                               : mqr_value_string(v);
     }
   char id[8];
   memset(body, 'b', sizeof body);
@@ -195,9 +202,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (trace)
           fprintf(stderr, "  subscribe %d to %s type %d queue %s credit %d how %d\n", (int)(k - cons),
                   targets[(x >> 3) % N_TARGETS], rts[(y >> 3) & 3], y & 0x40 ? qn : "-", y & 7, k->how);
+        /* Some with a selector: dispatch then walks past what they do not match. */
+        static const char *const selectors[] = {"k1 > 100", "k0 = 'v0' OR k2 < 1.5", "k3 IS NULL", "k5 IS NULL"};
+        mqr_str_t sel = y & 0x20 ? mqr_str(selectors[x & 3]) : MQR_STR("");
         int rc = mqr_broker_subscribe(broker, mqr_str(targets[(x >> 3) % N_TARGETS]), rts[(y >> 3) & 3],
-                                      y & 0x40 ? mqr_str(qn) : MQR_STR(""), MQR_STR(""), (uint32_t)k->credit, on_msg, k,
-                                      &k->c, &named, NULL);
+                                      y & 0x40 ? mqr_str(qn) : MQR_STR(""), sel, (uint32_t)k->credit, on_msg, k, &k->c,
+                                      &named, NULL);
         if (rc != 0) {
           FUZZ_CHECK(k->delivered == 0);
           k->c = NULL;

@@ -1,6 +1,7 @@
 /* libFuzzer: frame bodies as the broker and the client read them. Any bytes either fail
  * with an error or decode; the broker's SEND view and the full decoder agree on whether
- * a SEND is good (the view also refuses strings that are not UTF-8) and on its fields; a frame that decodes encodes
+ * a SEND is good (the view also refuses strings that are not UTF-8 and priorities out of
+ * 0-9) and on its fields, its tail read back property by property; a frame that decodes encodes
  * back to the same bytes. */
 #include "fuzz_common.h"
 #include "mqr/protocol.h"
@@ -10,12 +11,15 @@ static mqr_avro_buf_t again;
 
 static bool utf8(mqr_str_t s) { return mqr_utf8_check(s.ptr, s.len) == s.len; }
 
-/* Whether every string of a decoded SEND is UTF-8 (the full decoder does not check). */
-static bool send_utf8(const mqr_frame_send_t *s) {
-  if (!utf8(s->address) || !utf8(s->duplicate_id)) return false;
-  const mqr_str_t *k = s->properties.keys, *v = s->properties.values;
+/* Whether a decoded SEND is one the view takes: every string UTF-8 and the priority 0-9
+ * (the full decoder checks neither). */
+static bool send_ok(const mqr_frame_send_t *s) {
+  if (!utf8(s->address) || !utf8(s->duplicate_id) || !utf8(s->user_id)) return false;
+  if (s->priority < 0 || s->priority > MQR_PRIORITY_MAX) return false;
+  const mqr_str_t *k = s->properties.keys;
+  const mqr_value_t *v = s->properties.values;
   for (size_t i = 0; i < s->properties.count; i++)
-    if (!utf8(k[i]) || !utf8(v[i])) return false;
+    if (!utf8(k[i]) || (v[i].type == MQR_VALUE_STRING && !utf8(v[i].u.s))) return false;
   return true;
 }
 
@@ -33,8 +37,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(mqr_str_eq(v.address, f.u.send.address) && v.receipt == f.u.send.receipt &&
                v.body_len == f.u.send.body.len && v.routing_type == f.u.send.routing_type);
     FUZZ_CHECK(v.tail + v.tail_len == data + size);
+    /* The tail reads back as the decoder read the frame: headers, each property, body. */
+    mqr_tail_view_t t;
+    FUZZ_CHECK(mqr_message_read_tail(v.tail, v.tail_len, &t, NULL) == 0);
+    FUZZ_CHECK(t.priority == f.u.send.priority && t.timestamp == f.u.send.timestamp &&
+               t.expiration == f.u.send.expiration && mqr_str_eq(t.user_id, f.u.send.user_id) &&
+               mqr_str_eq(t.body, f.u.send.body));
+    mqr_props_iter_t it;
+    mqr_props_iter_init(&it, t.props, t.props_len);
+    mqr_str_t key;
+    mqr_value_t val;
+    const mqr_value_t *dv = f.u.send.properties.values;
+    size_t n = 0;
+    while (mqr_props_next(&it, &key, &val) == 1) {
+      FUZZ_CHECK(n < f.u.send.properties.count && mqr_str_eq(key, f.u.send.properties.keys[n]));
+      FUZZ_CHECK(val.type == dv[n].type);
+      n++;
+    }
+    FUZZ_CHECK(n == f.u.send.properties.count);
   }
-  if (rc == 0 && f.type == MQR_FRAME_SEND) FUZZ_CHECK(vrc == 0 || !send_utf8(&f.u.send)); /* the view checks UTF-8 */
+  if (rc == 0 && f.type == MQR_FRAME_SEND) FUZZ_CHECK(vrc == 0 || !send_ok(&f.u.send)); /* what the view checks */
   if (rc) return 0;
   again.len = 0;
   FUZZ_CHECK(mqr_frame_encode(&f, &again, NULL) == 0);

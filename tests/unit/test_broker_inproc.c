@@ -657,8 +657,48 @@ static void test_purge(void **state) {
   fx_close_counted(&f);
 }
 
+/* An ANYCAST consumer on a wildcard address gets a copy of every ANYCAST send to the
+ * addresses it matches (its queue is a routing group of its own), while it is there:
+ * the queue made for it goes with it, and takes nothing after. */
+static int wild_seen;
+static void on_wild(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  (void)arg;
+  wild_seen++;
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static void test_anycast_wildcard_consumer_queue_goes_with_it(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f);
+  mqr_broker_consumer_t *c;
+  mqr_str_t qn;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("jobs.#"), MQR_ANYCAST, MQR_STR(""), MQR_STR(""), 10, on_wild,
+                                        NULL, &c, &qn, NULL),
+                   0);
+  assert_true(mqr_str_eq(qn, MQR_STR("jobs.#")));
+  mqr_broker_receipt_t r;
+  assert_int_equal(send_body(f.b, "jobs.a", MQR_ANYCAST, "1", &r), 0);
+  assert_int_equal(r.queues, 2); /* jobs.a's own queue, made by the send, and the consumer's */
+  assert_int_equal(wild_seen, 1);
+  mqr_broker_unsubscribe(c);
+  mqr_router_t *rt = mqr_broker_router(f.b);
+  assert_null(mqr_router_find_queue(rt, MQR_STR("jobs.#")));
+  assert_int_equal(send_body(f.b, "jobs.a", MQR_ANYCAST, "2", &r), 0);
+  assert_int_equal(r.queues, 1);
+  assert_int_equal(wild_seen, 1);
+  /* A queue that was there before a consumer came stays when it goes. */
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("jobs.a"), MQR_ANYCAST, MQR_STR(""), MQR_STR(""), 10, on_wild,
+                                        NULL, &c, NULL, NULL),
+                   0);
+  mqr_broker_unsubscribe(c);
+  assert_non_null(mqr_router_find_queue(rt, MQR_STR("jobs.a")));
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_anycast_wildcard_consumer_queue_goes_with_it),
       cmocka_unit_test(test_send_and_consume),
       cmocka_unit_test(test_purge),
       cmocka_unit_test(test_reentrant_callbacks),

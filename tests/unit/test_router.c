@@ -445,11 +445,21 @@ static void test_no_route_goes_to_dead_letter_address_once(void **state) {
   assert_true(mqr_str_eq(mqr_address_name(res.address), S("DLA")));
   assert_int_equal(mqr_address_unrouted(mqr_router_find_address(r, S("orders"))), 1);
   assert_int_equal(mqr_address_routed(mqr_router_find_address(r, S("DLA"))), 1);
-  /* the DLA itself with nothing to take it: plain NO_BINDINGS, no loop */
+  /* The DLA with nothing to take it: still NO_BINDINGS_DLA, as Artemis's
+   * PostOfficeImpl.maybeSendToDLA says whenever a DLA is configured; it counts the
+   * message unrouted, and there is no loop. */
   assert_int_equal(mqr_router_remove_queue(r, S("dlq1"), NULL), 0);
   assert_int_equal(mqr_router_remove_queue(r, S("dlq2"), NULL), 0);
   assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
-  assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS);
+  assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS_DLA);
+  assert_int_equal(res.count, 0);
+  assert_int_equal(mqr_address_unrouted(mqr_router_find_address(r, S("DLA"))), 1);
+  /* A DLA that does not exist: the same status, and it is not created. */
+  assert_int_equal(mqr_router_remove_address(r, S("DLA"), true, NULL), 0);
+  assert_int_equal(mqr_router_route(r, &req, &res, NULL), 0);
+  assert_int_equal(res.status, MQR_ROUTE_NO_BINDINGS_DLA);
+  assert_null(mqr_router_find_address(r, S("DLA")));
+  addr(r, "DLA", ANY_SET);
   /* send-to-dla-on-no-route off: NO_BINDINGS */
   queue(r, "dlq1", "DLA", MQR_ANYCAST);
   s.set = MQR_SET_SEND_TO_DLA_ON_NO_ROUTE;
@@ -1045,6 +1055,102 @@ static void test_bad_queue_filter_is_refused(void **state) {
   assert_null(mqr_queue_compiled_filter(q));
 }
 
+/* ---- Artemis's routing groups and auto-create corners ---------------------------------- */
+
+/* Each address a queue is bound to is its own round-robin group
+ * (LocalQueueBinding.getRoutingName, BindingsImpl): an ANYCAST send to orders.eu goes to
+ * one of its own queues and to one queue of each matching wildcard address, each group
+ * taking its own turns. */
+static void test_each_bound_address_is_its_own_anycast_group(void **state) {
+  mqr_router_t *r = *state;
+  char got[256];
+  addr(r, "orders.eu", ANY_SET);
+  queue(r, "q1", "orders.eu", MQR_ANYCAST);
+  queue(r, "q2", "orders.eu", MQR_ANYCAST);
+  addr(r, "orders.#", ANY_SET);
+  queue(r, "w1", "orders.#", MQR_ANYCAST);
+  queue(r, "w2", "orders.#", MQR_ANYCAST);
+  addr(r, "*.eu", ANY_SET);
+  queue(r, "x1", "*.eu", MQR_ANYCAST);
+  const char *want[] = {"q1 w1 x1", "q2 w2 x1", "q1 w1 x1", "q2 w2 x1"};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(ROUTE(r, "orders.eu", MQR_ANYCAST), MQR_ROUTE_OK);
+    assert_string_equal(got, want[i]);
+  }
+  /* A group whose queues are all disabled gives nothing; the others go on. */
+  mqr_queue_set_enabled(mqr_router_find_queue(r, S("w1")), false);
+  mqr_queue_set_enabled(mqr_router_find_queue(r, S("w2")), false);
+  assert_int_equal(ROUTE(r, "orders.eu", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "q1 x1");
+  /* An address matched by wildcards only: a group per wildcard address. */
+  assert_int_equal(ROUTE(r, "orders.us", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "orders.us"); /* made for it: the wildcard groups are disabled */
+  mqr_queue_set_enabled(mqr_router_find_queue(r, S("w1")), true);
+  assert_int_equal(ROUTE(r, "orders.us", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "orders.us w1");
+  /* The groups follow topology changes. */
+  assert_int_equal(mqr_router_remove_address(r, S("*.eu"), true, NULL), 0);
+  assert_int_equal(ROUTE(r, "orders.eu", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "q2 w1");
+  assert_int_equal(mqr_router_remove_address(r, S("orders.#"), true, NULL), 0);
+  assert_int_equal(ROUTE(r, "orders.eu", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "q1");
+}
+
+/* ServerSessionImpl.checkAutoCreate: a send with no routing type to an address created
+ * under default-address-routing-type ANYCAST makes its queue too. */
+static void test_implicit_send_under_anycast_default_makes_the_queue(void **state) {
+  mqr_router_t *r = *state;
+  char got[256];
+  mqr_address_settings_t s;
+  memset(&s, 0, sizeof s);
+  s.set = MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE;
+  s.default_address_routing_type = MQR_ANYCAST;
+  assert_int_equal(mqr_router_add_address_settings(r, S("jobs.#"), &s, NULL), 0);
+  assert_int_equal(ROUTE(r, "jobs.new", MQR_ROUTING_NONE), MQR_ROUTE_OK);
+  assert_string_equal(got, "jobs.new");
+  mqr_queue_t *q = mqr_router_find_queue(r, S("jobs.new"));
+  assert_non_null(q);
+  assert_int_equal(mqr_queue_routing_type(q), MQR_ANYCAST);
+  /* Under the MULTICAST default nothing is made. */
+  assert_int_equal(ROUTE(r, "news.new", MQR_ROUTING_NONE), MQR_ROUTE_NO_BINDINGS);
+  assert_null(mqr_router_find_queue(r, S("news.new")));
+}
+
+/* ARTEMIS-2238: with auto-create-queues off, an ANYCAST send to an address with no queue
+ * of its own is refused, and leaves nothing behind; ARTEMIS-5337: a wildcard address's
+ * queue is not the address's own. An address with a queue of its own of either type
+ * takes the send as it is. */
+static void test_anycast_send_needs_a_queue_of_its_own(void **state) {
+  mqr_router_t *r = *state;
+  char got[256];
+  settings(r, "strict.#", MQR_SET_AUTO_CREATE_QUEUES, false, false);
+  addr(r, "strict.a", ANY_SET);
+  mqr_error_t e;
+  assert_int_equal(route_names(r, "strict.a", MQR_ANYCAST, "", NULL, 0), MQR_ENOADDR);
+  mqr_queue_t *t[4];
+  mqr_route_request_t req = {S("strict.b"), MQR_ANYCAST, {0}, NULL, NULL, NULL};
+  mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+  assert_int_equal(mqr_router_route(r, &req, &res, &e), MQR_ENOADDR);
+  assert_non_null(strstr(e.message, "auto-create-queues is off"));
+  assert_null(mqr_router_find_address(r, S("strict.b"))); /* the address it made is gone */
+  /* A wildcard address's queue does not count: still refused. */
+  addr(r, "strict.*", ANY_SET);
+  queue(r, "w", "strict.*", MQR_ANYCAST);
+  assert_int_equal(route_names(r, "strict.a", MQR_ANYCAST, "", NULL, 0), MQR_ENOADDR);
+  /* A queue of its own, even MULTICAST: the send goes on, to what ANYCAST has. */
+  addr(r, "strict.c", BOTH_SET);
+  queue(r, "strict.c.m", "strict.c", MQR_MULTICAST);
+  assert_int_equal(ROUTE(r, "strict.c", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "w");
+  /* With auto-create-queues on, the wildcard's queue does not stop the queue being made. */
+  addr(r, "loose.a", ANY_SET);
+  addr(r, "loose.*", ANY_SET);
+  queue(r, "lw", "loose.*", MQR_ANYCAST);
+  assert_int_equal(ROUTE(r, "loose.a", MQR_ANYCAST), MQR_ROUTE_OK);
+  assert_string_equal(got, "loose.a lw");
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -1089,6 +1195,9 @@ int main(void) {
       T(test_listing_is_in_creation_order),
       T(test_filters_read_values_once_and_only_when_needed),
       T(test_bad_queue_filter_is_refused),
+      T(test_each_bound_address_is_its_own_anycast_group),
+      T(test_implicit_send_under_anycast_default_makes_the_queue),
+      T(test_anycast_send_needs_a_queue_of_its_own),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
