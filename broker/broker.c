@@ -75,7 +75,8 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   }
   uv_idle_init(loop, &b->idle);
   b->idle.data = b;
-  b->open_handles = 1;
+  mqr__redeliver_init(b);
+  b->open_handles = 2; /* the idle handle and the redelivery timer */
   /* The config's queues are the config's to make again at each start: the journal
    * records only those made at run time. Then what the journal holds. */
   if (mqr_router_foreach_address(&b->router, mark_config_queues, b) != 0) {
@@ -97,6 +98,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
 }
 
 static void free_broker(mqr_broker_t *b) {
+  mqr__redeliver_free(b);
   while (b->queues) {
     mqr__bq_t *bq = b->queues;
     b->queues = bq->next;
@@ -174,6 +176,7 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   mqr__durable_close(b); /* sends waiting for their fdatasync finish first */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
+  mqr__redeliver_close(b);
 }
 
 mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
@@ -189,6 +192,8 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
     out->in_flight = bq->in_flight;
     out->enqueued = bq->enqueued;
     out->acknowledged = bq->acked;
+    out->held = bq->held;
+    out->killed = bq->killed;
   }
   return 0;
 }
@@ -220,6 +225,11 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     if (e->jbq) mqr__durable_removed(b, e);
     mqr__msg_release(b, e->msg);
     mqr__pool_put(&b->entries, e);
+  }
+  if (bq && bq->held) { /* and those waiting out a redelivery delay */
+    uint64_t h = mqr__redeliver_drop_queue(b, bq, true);
+    bq->acked += h;
+    n += h;
   }
   return n;
 }

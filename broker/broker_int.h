@@ -5,6 +5,8 @@
  *   send.c       doSend: route, account the address, store once, enqueue
  *   dispatch.c   deliveries within credit to ready consumers; acks; credit
  *   select.c     a message's values for queue filters and consumer selectors
+ *   redeliver.c  what comes back unacknowledged: max-delivery-attempts and the dead-letter
+ *                address, redelivery delays (a timer over a heap of waiting entries)
  *   subscribe.c  subscriptions by the Artemis rules; consumers and sessions
  *   store.c      pools: messages by size class, queue entries; the in-memory store
  *   ack.c        a consumer's in-flight deliveries by number (an ack in O(1))
@@ -127,6 +129,8 @@ typedef struct mqr__bq_s {
   mqr_queue_t *q;
   mqr__store_t store;
   uint64_t enqueued, acked, in_flight;
+  uint64_t held;   /* waiting out a redelivery delay (redeliver.c), out of the store */
+  uint64_t killed; /* sent to the dead-letter address, or dropped for want of one */
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
@@ -196,6 +200,11 @@ struct mqr_broker_s {
   struct mqr__native_s *net;  /* the native protocol's listeners and connections; NULL without listen */
   uv_idle_t idle;             /* started when a head has work for the next pass (writes, resumes) */
   bool idle_on;
+  /* Entries waiting out a redelivery delay: a min-heap by when they are due (uv_now ms),
+   * and the timer set for the first (redeliver.c). */
+  uv_timer_t redeliver_timer;
+  struct mqr__held_s *held;
+  uint32_t n_held, cap_held;
   mqr_broker_stats_t stats;
   /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
    * delivers inside its own delivery): each depth has its own frame buffer and decoding
@@ -270,6 +279,20 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
+
+/* redeliver.c. An entry came back unacknowledged (its consumer went): true when it was
+ * taken (it reached max-delivery-attempts, or waits out a redelivery delay); false: the
+ * caller puts it back at the head of bq. Nothing is sent from here; mqr__redeliver_run
+ * does that once the caller has finished with the consumer. */
+bool mqr__redeliver_take(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
+/* Acts on entries taken (linked by next, in queue order): each goes to the dead-letter
+ * address, or waits out its delay before going back to the head of bq. */
+void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
+void mqr__redeliver_init(mqr_broker_t *b);  /* the timer (one handle) */
+void mqr__redeliver_close(mqr_broker_t *b); /* the timer closes */
+/* Releases bq's held entries (with journal, as removed: a purge); returns how many. */
+uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal);
+void mqr__redeliver_free(mqr_broker_t *b); /* every held entry released */
 
 /* select.c: a message's values for filters, in the router's vocabulary: the route's fill
  * callback (ctx a mqr__send_fill_t), and a stored message's values for selectors (set

@@ -139,6 +139,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
 }
 
 static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__redeliver_drop_queue(b, bq, false);
   mqr__durable_forget_queue(b, bq);
   mqr__pager_forget_queue(bq);
   mqr__entry_t *e;
@@ -181,11 +182,19 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     c->closing = true;
     return false;
   }
-  /* Unacknowledged messages go back to the head of the queue, in their order. */
+  /* Unacknowledged messages go back to the head of the queue, in their order; those that
+   * reached max-delivery-attempts, or must wait a redelivery delay, are taken aside and
+   * dealt with once the consumer is gone. */
+  mqr__entry_t *taken = NULL;
   for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
     prev = e->prev;
     bq->in_flight--;
-    bq->store.ops->push_front(&bq->store, e);
+    if (mqr__redeliver_take(b, bq, e)) {
+      e->next = taken;
+      taken = e;
+    } else {
+      bq->store.ops->push_front(&bq->store, e);
+    }
   }
   c->unacked_head = c->unacked_tail = NULL;
   mqr__idx_clear(c);
@@ -200,6 +209,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);
+  if (taken) mqr__redeliver_run(b, bq, taken);
   if (bq->temporary && bq->n_consumers == 0) {
     drop_queue(b, bq);
     return true;

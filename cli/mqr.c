@@ -145,6 +145,16 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
   if (set & MQR_SET_MAX_SIZE_BYTES) fprintf(f, " max-size-bytes=%lld", (long long)s->max_size_bytes);
   if (set & MQR_SET_ADDRESS_FULL_POLICY)
     fprintf(f, " address-full-policy=%s", mqr_full_policy_name(s->address_full_policy));
+  if (set & MQR_SET_MAX_DELIVERY_ATTEMPTS) fprintf(f, " max-delivery-attempts=%d", s->max_delivery_attempts);
+  if (set & MQR_SET_AUTO_CREATE_DEAD_LETTER)
+    fprintf(f, " auto-create-dead-letter-resources=%s", s->auto_create_dead_letter_resources ? "true" : "false");
+  if (set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX)
+    fprintf(f, " dead-letter-queue-prefix=%.*s", (int)s->dead_letter_queue_prefix.len, s->dead_letter_queue_prefix.ptr);
+  if (set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX)
+    fprintf(f, " dead-letter-queue-suffix=%.*s", (int)s->dead_letter_queue_suffix.len, s->dead_letter_queue_suffix.ptr);
+  if (set & MQR_SET_REDELIVERY_DELAY) fprintf(f, " redelivery-delay=%lld", (long long)s->redelivery_delay);
+  if (set & MQR_SET_REDELIVERY_MULTIPLIER) fprintf(f, " redelivery-delay-multiplier=%g", s->redelivery_multiplier);
+  if (set & MQR_SET_MAX_REDELIVERY_DELAY) fprintf(f, " max-redelivery-delay=%lld", (long long)s->max_redelivery_delay);
   fputc('\n', f);
 }
 

@@ -1,6 +1,8 @@
 /* The config document: wildcard syntax, address settings, addresses and queues;
  * loading; the accessors (config_int.h). */
 
+#include <stdlib.h>
+
 #include "config_int.h"
 #include "mqr/filter.h"
 
@@ -66,7 +68,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   cfg_settings_t s = {0};
   s.line = (uint32_t)entry->key->start_mark.line + 1;
   s.column = (uint32_t)entry->key->start_mark.column + 1;
-  mqr_str_t dla = {0};
+  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0};
   yaml_node_t *map = entry->value;
   if (!mqr__cfg_is_null(map)) {
     char where[160];
@@ -74,7 +76,9 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] =
         "auto-create-addresses, auto-create-queues, default-address-routing-type, default-queue-routing-type, "
-        "dead-letter-address, send-to-dla-on-no-route, id-cache-size, max-size-bytes, address-full-policy";
+        "dead-letter-address, send-to-dla-on-no-route, id-cache-size, max-size-bytes, address-full-policy, "
+        "max-delivery-attempts, auto-create-dead-letter-resources, dead-letter-queue-prefix, "
+        "dead-letter-queue-suffix, redelivery-delay, redelivery-delay-multiplier, max-redelivery-delay";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -107,6 +111,38 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
           s.s.max_size_bytes = v;
           s.s.set |= MQR_SET_MAX_SIZE_BYTES;
         }
+      } else if (mqr_str_eq(p.name, MQR_STR("max-delivery-attempts"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, INT32_MAX, &v)) {
+          s.s.max_delivery_attempts = (int32_t)v;
+          s.s.set |= MQR_SET_MAX_DELIVERY_ATTEMPTS;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-create-dead-letter-resources"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_dead_letter_resources))
+          s.s.set |= MQR_SET_AUTO_CREATE_DEAD_LETTER;
+      } else if (mqr_str_eq(p.name, MQR_STR("dead-letter-queue-prefix"))) {
+        if (mqr__cfg_get_string(c, &p, &dlq_prefix)) s.s.set |= MQR_SET_DEAD_LETTER_QUEUE_PREFIX;
+      } else if (mqr_str_eq(p.name, MQR_STR("dead-letter-queue-suffix"))) {
+        if (mqr__cfg_get_string(c, &p, &dlq_suffix)) s.s.set |= MQR_SET_DEAD_LETTER_QUEUE_SUFFIX;
+      } else if (mqr_str_eq(p.name, MQR_STR("redelivery-delay"))) {
+        if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.redelivery_delay)) s.s.set |= MQR_SET_REDELIVERY_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("max-redelivery-delay"))) {
+        if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.max_redelivery_delay))
+          s.s.set |= MQR_SET_MAX_REDELIVERY_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("redelivery-delay-multiplier"))) {
+        char buf[64], *end = NULL;
+        mqr_str_t t = p.value->type == YAML_SCALAR_NODE ? mqr__cfg_scalar(p.value) : mqr_str_n("", 0);
+        double d = 0;
+        if (t.len > 0 && t.len < sizeof buf) {
+          memcpy(buf, t.ptr, t.len);
+          buf[t.len] = 0;
+          d = strtod(buf, &end);
+        }
+        if (end == NULL || *end != 0 || !(d >= 1.0 && d < 1e6))
+          ERR(c, p.value, "redelivery-delay-multiplier must be a number of at least 1.0");
+        else {
+          s.s.redelivery_multiplier = d;
+          s.s.set |= MQR_SET_REDELIVERY_MULTIPLIER;
+        }
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
@@ -122,6 +158,14 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   s.match = mqr__cfg_dup_n(c, match.ptr, match.len);
   s.dla = (s.s.set & MQR_SET_DEAD_LETTER_ADDRESS) ? mqr__cfg_dup_n(c, dla.ptr, dla.len) : NULL;
   if (s.dla) s.s.dead_letter_address = mqr_str_n(s.dla, dla.len);
+  if (s.s.set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX) {
+    s.dlq_prefix = mqr__cfg_dup_n(c, dlq_prefix.ptr, dlq_prefix.len);
+    s.s.dead_letter_queue_prefix = mqr_str_n(s.dlq_prefix, dlq_prefix.len);
+  }
+  if (s.s.set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX) {
+    s.dlq_suffix = mqr__cfg_dup_n(c, dlq_suffix.ptr, dlq_suffix.len);
+    s.s.dead_letter_queue_suffix = mqr_str_n(s.dlq_suffix, dlq_suffix.len);
+  }
   cfg->settings[cfg->n_settings++] = s;
 }
 
@@ -343,6 +387,8 @@ void mqr_config_destroy(mqr_config_t *cfg) {
   for (uint32_t i = 0; i < cfg->n_settings; i++) {
     mqr_free(cfg->settings[i].match);
     mqr_free(cfg->settings[i].dla);
+    mqr_free(cfg->settings[i].dlq_prefix);
+    mqr_free(cfg->settings[i].dlq_suffix);
   }
   mqr_free(cfg->settings);
   for (uint32_t i = 0; i < cfg->n_addresses; i++) {

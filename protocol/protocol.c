@@ -453,6 +453,52 @@ int mqr_message_read_headers(const uint8_t *tail, size_t len, mqr_tail_view_t *o
   return 0;
 }
 
+size_t mqr_message_edit_tail_bound(size_t len, const mqr_tail_edit_t *edit) {
+  size_t n = len + 10 + 10; /* a longer expiration, a longer block count */
+  for (size_t i = 0; i < edit->n; i++) n += str_size(edit->keys[i]) + value_size(&edit->values[i]);
+  return n;
+}
+
+static bool replaced(const mqr_tail_edit_t *edit, mqr_str_t key) {
+  for (size_t i = 0; i < edit->n; i++)
+    if (mqr_str_eq(edit->keys[i], key)) return true;
+  return false;
+}
+
+int mqr_message_edit_tail(const uint8_t *tail, size_t len, const mqr_tail_edit_t *edit, uint8_t *out, size_t *out_len,
+                          mqr_error_t *err) {
+  mqr_tail_view_t t;
+  int rc = mqr_message_read_tail(tail, len, &t, err);
+  if (rc) return rc;
+  /* Which of the properties stay: counted, then copied as they are encoded. */
+  uint64_t kept = 0;
+  mqr_props_iter_t it;
+  mqr_str_t key;
+  mqr_value_t v;
+  mqr_props_iter_init(&it, t.props, t.props_len);
+  while ((rc = mqr_props_next(&it, &key, &v)) == 1) kept += !replaced(edit, key);
+  if (rc < 0) return mqr_error_set(err, rc, "a tail whose properties do not read");
+  uint8_t *p = mqr__put_int(out, t.priority);
+  p = mqr__put_long(p, t.timestamp);
+  p = mqr__put_long(p, edit->set_expiration ? edit->expiration : t.expiration);
+  p = put_str(p, t.user_id);
+  if (kept + edit->n) p = mqr__put_long(p, (int64_t)(kept + edit->n));
+  mqr_props_iter_init(&it, t.props, t.props_len);
+  while (mqr_props_next(&it, &key, &v) == 1) /* written again: never longer than they came */
+    if (!replaced(edit, key)) {
+      p = put_str(p, key);
+      p = put_value(p, &v);
+    }
+  for (size_t i = 0; i < edit->n; i++) {
+    p = put_str(p, edit->keys[i]);
+    p = put_value(p, &edit->values[i]);
+  }
+  *p++ = 0;
+  p = put_str(p, t.body);
+  *out_len = (size_t)(p - out);
+  return 0;
+}
+
 int mqr_props_next(mqr_props_iter_t *it, mqr_str_t *key, mqr_value_t *value) {
   mqr__rd_t r = mqr__rd_init(it->p, (size_t)(it->end - it->p), NULL);
   int rc;

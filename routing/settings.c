@@ -28,6 +28,13 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->dead_letter_address = mqr_str_n(NULL, 0);
   s->id_cache_size = 20000;
   s->max_size_bytes = -1;
+  s->max_delivery_attempts = 10;
+  s->auto_create_dead_letter_resources = false;
+  s->dead_letter_queue_prefix = MQR_STR("DLQ.");
+  s->dead_letter_queue_suffix = mqr_str_n("", 0);
+  s->redelivery_delay = 0;
+  s->redelivery_multiplier = 1.0;
+  s->max_redelivery_delay = 0; /* ten times redelivery_delay: resolved with it */
 }
 
 /* Copies into out the fields that src sets and out does not have yet. */
@@ -43,6 +50,14 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_ID_CACHE_SIZE) out->id_cache_size = src->id_cache_size;
   if (take & MQR_SET_MAX_SIZE_BYTES) out->max_size_bytes = src->max_size_bytes;
   if (take & MQR_SET_ADDRESS_FULL_POLICY) out->address_full_policy = src->address_full_policy;
+  if (take & MQR_SET_MAX_DELIVERY_ATTEMPTS) out->max_delivery_attempts = src->max_delivery_attempts;
+  if (take & MQR_SET_AUTO_CREATE_DEAD_LETTER)
+    out->auto_create_dead_letter_resources = src->auto_create_dead_letter_resources;
+  if (take & MQR_SET_DEAD_LETTER_QUEUE_PREFIX) out->dead_letter_queue_prefix = src->dead_letter_queue_prefix;
+  if (take & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX) out->dead_letter_queue_suffix = src->dead_letter_queue_suffix;
+  if (take & MQR_SET_REDELIVERY_DELAY) out->redelivery_delay = src->redelivery_delay;
+  if (take & MQR_SET_REDELIVERY_MULTIPLIER) out->redelivery_multiplier = src->redelivery_multiplier;
+  if (take & MQR_SET_MAX_REDELIVERY_DELAY) out->max_redelivery_delay = src->max_redelivery_delay;
   out->set |= take;
 }
 
@@ -62,6 +77,8 @@ void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_addr
   mqr_address_settings_t d;
   mqr_address_settings_defaults(&d);
   merge(out, &d);
+  if (!(from_entries & MQR_SET_MAX_REDELIVERY_DELAY)) /* Artemis's default: ten times the delay */
+    out->max_redelivery_delay = out->redelivery_delay > INT64_MAX / 10 ? INT64_MAX : out->redelivery_delay * 10;
   out->set = from_entries;
 }
 
@@ -84,6 +101,14 @@ static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EINVAL, "id-cache-size must be between 0 and 16777216");
   if ((s->set & MQR_SET_MAX_SIZE_BYTES) && s->max_size_bytes < -1)
     return mqr_error_set(err, MQR_EINVAL, "max-size-bytes must be -1 (unbounded) or at least 0");
+  if ((s->set & MQR_SET_MAX_DELIVERY_ATTEMPTS) && s->max_delivery_attempts < -1)
+    return mqr_error_set(err, MQR_EINVAL, "max-delivery-attempts must be -1 (never), 0 (never) or more");
+  if ((s->set & MQR_SET_REDELIVERY_DELAY) && s->redelivery_delay < 0)
+    return mqr_error_set(err, MQR_EINVAL, "redelivery-delay must be at least 0");
+  if ((s->set & MQR_SET_MAX_REDELIVERY_DELAY) && s->max_redelivery_delay < 0)
+    return mqr_error_set(err, MQR_EINVAL, "max-redelivery-delay must be at least 0");
+  if ((s->set & MQR_SET_REDELIVERY_MULTIPLIER) && !(s->redelivery_multiplier >= 1.0 && s->redelivery_multiplier < 1e6))
+    return mqr_error_set(err, MQR_EINVAL, "redelivery-delay-multiplier must be at least 1.0");
   if ((s->set & ~MQR_SET_ALL) != 0) return mqr_error_set(err, MQR_EINVAL, "unknown settings bits");
   return 0;
 }
@@ -94,6 +119,8 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   if (rc) return rc;
   if ((rc = check_values(s, err)) != 0) return rc;
   size_t dla_len = (s->set & MQR_SET_DEAD_LETTER_ADDRESS) ? s->dead_letter_address.len : 0;
+  size_t pre_len = (s->set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX) ? s->dead_letter_queue_prefix.len : 0;
+  size_t suf_len = (s->set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX) ? s->dead_letter_queue_suffix.len : 0;
   int64_t found = -1;
   for (uint32_t i = 0; i < RT(r)->n_settings; i++)
     if (mqr_str_eq(RT(r)->settings[i]->match, match)) found = i;
@@ -104,7 +131,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
     RT(r)->settings = p;
     RT(r)->cap_settings = ncap;
   }
-  mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + 2);
+  mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + 4);
   if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
   char *m = (char *)(e + 1);
   memcpy(m, match.ptr, match.len);
@@ -115,6 +142,13 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   if (dla_len) memcpy(d, s->dead_letter_address.ptr, dla_len);
   d[dla_len] = '\0';
   e->s.dead_letter_address = mqr_str_n(dla_len ? d : NULL, dla_len);
+  char *pre = d + dla_len + 1, *suf = pre + pre_len + 1;
+  if (pre_len) memcpy(pre, s->dead_letter_queue_prefix.ptr, pre_len);
+  pre[pre_len] = '\0';
+  if (suf_len) memcpy(suf, s->dead_letter_queue_suffix.ptr, suf_len);
+  suf[suf_len] = '\0';
+  e->s.dead_letter_queue_prefix = mqr_str_n(pre, pre_len);
+  e->s.dead_letter_queue_suffix = mqr_str_n(suf, suf_len);
   if (found >= 0) {
     mqr_free(RT(r)->settings[found]);
     RT(r)->settings[found] = e;

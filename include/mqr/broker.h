@@ -180,6 +180,9 @@ typedef struct {
   uint64_t in_flight; /* delivered, not acknowledged */
   uint64_t enqueued, acknowledged;
   uint32_t consumers;
+  uint64_t held;   /* back from a consumer, waiting out a redelivery delay */
+  uint64_t killed; /* that reached max-delivery-attempts: sent to the dead-letter address or
+                      dropped. enqueued = acknowledged + killed + depth + held + in_flight */
 } mqr_broker_queue_stats_t;
 
 /* A queue's counters; MQR_ENOQUEUE. */

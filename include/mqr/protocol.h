@@ -308,6 +308,26 @@ MQR_EXTERN int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_v
  * MQR_EBADDATA / MQR_ETRUNCATED. */
 MQR_EXTERN int mqr_message_read_headers(const uint8_t *tail, size_t len, mqr_tail_view_t *out, mqr_error_t *err);
 
+/* Changes to a tail: properties set (a property of the same name already there is
+ * replaced), and the expiration when set_expiration. */
+typedef struct {
+  const mqr_str_t *keys;
+  const mqr_value_t *values; /* n of each */
+  size_t n;
+  bool set_expiration;
+  int64_t expiration;
+} mqr_tail_edit_t;
+
+/* The most bytes tail[0..len) with edit applied takes (room for mqr_message_edit_tail). */
+MQR_EXTERN size_t mqr_message_edit_tail_bound(size_t len, const mqr_tail_edit_t *edit);
+
+/* Writes tail[0..len) (a tail that reads: mqr_message_read_tail) with edit applied to
+ * out, which has room for mqr_message_edit_tail_bound bytes; *out_len gets its length.
+ * The properties not replaced keep their order and come first. 0, or MQR_EBADDATA /
+ * MQR_ETRUNCATED for a tail that does not read. No allocation. */
+MQR_EXTERN int mqr_message_edit_tail(const uint8_t *tail, size_t len, const mqr_tail_edit_t *edit, uint8_t *out,
+                                     size_t *out_len, mqr_error_t *err);
+
 /* A walk over encoded properties (mqr_tail_view_t's props). */
 typedef struct {
   const uint8_t *p, *end;

@@ -216,12 +216,21 @@ typedef enum {
 #define MQR_SET_ID_CACHE_SIZE 0x040u                /* id_cache_size */
 #define MQR_SET_MAX_SIZE_BYTES 0x080u               /* max_size_bytes */
 #define MQR_SET_ADDRESS_FULL_POLICY 0x100u          /* address_full_policy */
-#define MQR_SET_ALL 0x1ffu
+#define MQR_SET_MAX_DELIVERY_ATTEMPTS 0x200u        /* max_delivery_attempts */
+#define MQR_SET_AUTO_CREATE_DEAD_LETTER 0x400u      /* auto_create_dead_letter_resources */
+#define MQR_SET_DEAD_LETTER_QUEUE_PREFIX 0x800u     /* dead_letter_queue_prefix */
+#define MQR_SET_DEAD_LETTER_QUEUE_SUFFIX 0x1000u    /* dead_letter_queue_suffix */
+#define MQR_SET_REDELIVERY_DELAY 0x2000u            /* redelivery_delay */
+#define MQR_SET_REDELIVERY_MULTIPLIER 0x4000u       /* redelivery_multiplier */
+#define MQR_SET_MAX_REDELIVERY_DELAY 0x8000u        /* max_redelivery_delay */
+#define MQR_SET_ALL 0xffffu
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
  * send-to-dla-on-no-route off, id-cache-size 20000, max-size-bytes -1 (unbounded),
- * policy BLOCK. */
+ * policy PAGE, max-delivery-attempts 10, no auto-created dead-letter resources (their
+ * queue named "DLQ." + the address), redelivery-delay 0 with multiplier 1.0 and a
+ * max-redelivery-delay of ten times the delay. */
 typedef struct {
   uint32_t set; /* MQR_SET_* bits */
   bool auto_create_addresses;
@@ -233,6 +242,20 @@ typedef struct {
   mqr_str_t dead_letter_address; /* empty: none. Copied by the router. */
   int32_t id_cache_size;         /* 0 disables duplicate detection */
   int64_t max_size_bytes;        /* -1: unbounded */
+  /* A message whose delivery count reaches this when it comes back to its queue
+   * (unacknowledged when its consumer went) goes to the dead-letter address instead
+   * (dropped, with a warning, when there is none); 0 or -1: never. */
+  int32_t max_delivery_attempts;
+  /* Make the dead-letter address (MULTICAST) and, on it, a queue named prefix +
+   * the message's address + suffix whose filter is _AMQ_ORIG_ADDRESS = that address. */
+  bool auto_create_dead_letter_resources;
+  mqr_str_t dead_letter_queue_prefix, dead_letter_queue_suffix; /* copied by the router */
+  /* A message that comes back to its queue waits this long (ms) before it is delivered
+   * again: redelivery_delay * multiplier^(deliveries - 1), at most max_redelivery_delay
+   * (when not set: ten times redelivery_delay). */
+  int64_t redelivery_delay;
+  double redelivery_multiplier; /* at least 1.0 */
+  int64_t max_redelivery_delay;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */

@@ -63,7 +63,7 @@ grep -q "^address news.europe  types=\[MULTICAST\] default=MULTICAST$" "$tmp/out
   || { echo "FAIL show-bindings"; cat "$tmp/out"; failed=$((failed + 1)); }
 # Every setting: the listener's, the defaults, each address-settings entry as written.
 grep -qx "listener main host=127.0.0.1 port=61616 max-frame-size=1048576 handshake-timeout=10000ms idle-timeout=60000ms anycast-prefix=anycast:// multicast-prefix=multicast://" "$tmp/out" \
-  && grep -qx "address-settings default auto-create-addresses=true auto-create-queues=true default-address-routing-type=MULTICAST default-queue-routing-type=MULTICAST dead-letter-address=(none) send-to-dla-on-no-route=false id-cache-size=20000 max-size-bytes=-1 address-full-policy=PAGE" "$tmp/out" \
+  && grep -qx "address-settings default auto-create-addresses=true auto-create-queues=true default-address-routing-type=MULTICAST default-queue-routing-type=MULTICAST dead-letter-address=(none) send-to-dla-on-no-route=false id-cache-size=20000 max-size-bytes=-1 address-full-policy=PAGE max-delivery-attempts=10 auto-create-dead-letter-resources=false dead-letter-queue-prefix=DLQ. dead-letter-queue-suffix= redelivery-delay=0 redelivery-delay-multiplier=1 max-redelivery-delay=0" "$tmp/out" \
   && grep -qx "address-settings 'orders.#' send-to-dla-on-no-route=true" "$tmp/out" \
   && grep -qx "wildcard-addresses delimiter='.' any-words='#' single-word='\*' escape='\\\\'" "$tmp/out" \
   && { echo "ok   show-settings"; passed=$((passed + 1)); } \

@@ -2,11 +2,12 @@
  * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
  * addresses of each policy), subscriptions (to queues, addresses of either type, named
  * and made-up subscription queues, with and without selectors), acknowledgements (single, cumulative, of deliveries
- * that are not outstanding), credit and unsubscribes, with allocations failing where the
+ * that are not outstanding), credit and unsubscribes (what comes back twice goes to the
+ * dead-letter address; on q it waits a redelivery delay first), with allocations failing where the
  * script says. A consumer's callback may acknowledge, grant credit, send (a nested
  * delivery) or unsubscribe, as the script says. After every step, for every queue a
  * consumer is on:
- *   - its counters add up: enqueued = acknowledged + waiting + in flight;
+ *   - its counters add up: enqueued = acknowledged + killed + waiting + held + in flight;
  *   - in flight is what its consumers were delivered and have not acknowledged, and its
  *     consumer count is theirs;
  *   - no consumer was delivered more than the credit it was given, and each delivery's
@@ -21,7 +22,9 @@
 #include "mqr/broker.h"
 
 static const char yaml[] = "address-settings:\n"
-                           "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
+                           "  '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: 2,\n"
+                           "        dead-letter-address: DLA, auto-create-dead-letter-resources: true}\n"
+                           "  'q': {redelivery-delay: 50}\n"
                            "  'full.#': {max-size-bytes: 300, address-full-policy: FAIL}\n"
                            "  'drop.#': {max-size-bytes: 300, address-full-policy: DROP}\n"
                            "  'block.#': {max-size-bytes: 300, address-full-policy: BLOCK}\n"
@@ -148,7 +151,7 @@ static void check(void) {
     if (cons[i].c == NULL) continue;
     mqr_broker_queue_stats_t st;
     FUZZ_CHECK(mqr_broker_queue_stats(broker, mqr_str(cons[i].queue), &st) == 0);
-    FUZZ_CHECK(st.enqueued == st.acknowledged + st.depth + st.in_flight);
+    FUZZ_CHECK(st.enqueued == st.acknowledged + st.killed + st.depth + st.held + st.in_flight);
     uint64_t in_flight = 0;
     uint32_t n = 0;
     for (int j = 0; j < MAX_CONS; j++)

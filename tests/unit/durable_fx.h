@@ -34,7 +34,9 @@ static inline void fx_config(fx_t *f) {
                    "  journal-file-size: 65536\n"
                    "%s"
                    "address-settings:\n"
-                   "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
+                   /* Redelivered without end: these tests are about what the journal
+                      keeps, not max-delivery-attempts (test_broker_deadletter). */
+                   "  '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}\n"
                    "  'big': {max-size-bytes: 10KiB, address-full-policy: PAGE}\n"
                    "  'pm': {max-size-bytes: 10KiB, address-full-policy: PAGE}\n"
                    "addresses:\n"
