@@ -439,7 +439,9 @@ int mqr_message_read_tail(const uint8_t *tail, size_t len, mqr_tail_view_t *out,
     }
   }
   if (rc) return rc;
-  out->props_len = (size_t)(r.p - out->props);
+  /* The walk's bounds are the rest of the tail, as the readers' that checked it: a block's
+   * byte size need only fit in what follows it. The walk stops at the map's end. */
+  out->props_len = (size_t)(r.end - out->props);
   return get_str(&r, &out->body);
 }
 

@@ -243,7 +243,8 @@ typedef struct {
 } mqr_tail_t;
 
 /* A tail read back: its headers, its properties still encoded (walk them with
- * mqr_props_next), and its body; views into the tail. */
+ * mqr_props_next: props_len runs to the tail's end, and the walk stops where the
+ * properties end), and its body; views into the tail. */
 typedef struct {
   int32_t priority;
   int64_t timestamp, expiration;
