@@ -76,7 +76,8 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   uv_idle_init(loop, &b->idle);
   b->idle.data = b;
   mqr__redeliver_init(b);
-  b->open_handles = 2; /* the idle handle and the redelivery timer */
+  mqr__expiry_init(b);
+  b->open_handles = 3; /* the idle handle, the redelivery timer, the expiry scan's */
   /* The config's queues are the config's to make again at each start: the journal
    * records only those made at run time. Then what the journal holds. */
   if (mqr_router_foreach_address(&b->router, mark_config_queues, b) != 0) {
@@ -177,6 +178,7 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
   mqr__redeliver_close(b);
+  mqr__expiry_close(b);
 }
 
 mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
@@ -194,6 +196,7 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
     out->acknowledged = bq->acked;
     out->held = bq->held;
     out->killed = bq->killed;
+    out->expired = bq->expired;
   }
   return 0;
 }

@@ -5,6 +5,8 @@
  *   send.c       doSend: route, account the address, store once, enqueue
  *   dispatch.c   deliveries within credit to ready consumers; acks; credit
  *   select.c     a message's values for queue filters and consumer selectors
+ *   move.c       a message leaving its queue for another address (dead letters, expiry)
+ *   expiry.c     expired messages: at dispatch, and a periodic scan of the queues
  *   redeliver.c  what comes back unacknowledged: max-delivery-attempts and the dead-letter
  *                address, redelivery delays (a timer over a heap of waiting entries)
  *   subscribe.c  subscriptions by the Artemis rules; consumers and sessions
@@ -57,6 +59,7 @@ typedef struct mqr__acct_s {
   int64_t bytes; /* stored bytes of its messages that some queue still holds */
   int64_t max;   /* max-size-bytes, -1 unbounded */
   mqr_full_policy_t policy;
+  bool expiry_adjust;         /* expiry-delay or min/max-expiry-delay: a send's expiration may change */
   mqr__producer_t **blocked;  /* producers paused on it (BLOCK) */
   struct mqr__pager_s *pager; /* its page files (PAGE; pager.c), NULL until it first pages */
   uint32_t n_blocked, cap_blocked;
@@ -77,6 +80,7 @@ typedef struct mqr__msg_s {
    * its place in the list of live journaled messages, in file order. */
   uint64_t jfile;
   uint32_t jbytes;
+  int64_t expiration; /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
   struct mqr__entry_s *jentries;
   struct mqr__msg_s *jlive_next, *jlive_prev;
   uint8_t data[];
@@ -129,8 +133,9 @@ typedef struct mqr__bq_s {
   mqr_queue_t *q;
   mqr__store_t store;
   uint64_t enqueued, acked, in_flight;
-  uint64_t held;   /* waiting out a redelivery delay (redeliver.c), out of the store */
-  uint64_t killed; /* sent to the dead-letter address, or dropped for want of one */
+  uint64_t held;    /* waiting out a redelivery delay (redeliver.c), out of the store */
+  uint64_t killed;  /* sent to the dead-letter address, or dropped for want of one */
+  uint64_t expired; /* sent to the expiry address, or dropped */
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
@@ -205,6 +210,7 @@ struct mqr_broker_s {
   uv_timer_t redeliver_timer;
   struct mqr__held_s *held;
   uint32_t n_held, cap_held;
+  uv_timer_t expiry_timer; /* the periodic scan for expired messages (expiry.c) */
   mqr_broker_stats_t stats;
   /* In-process deliveries nest (a callback that sends, or grants credit on another queue,
    * delivers inside its own delivery): each depth has its own frame buffer and decoding
@@ -279,6 +285,32 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
+
+/* move.c: where a message that leaves its queue for good goes. */
+typedef struct {
+  const char *why;   /* what happened to it, for the log: "expired", ... */
+  mqr_str_t address; /* empty: none (the message is dropped) */
+  bool auto_create;  /* make the address, and a queue prefix + its address + suffix */
+  mqr_str_t prefix, suffix;
+  bool expired; /* stamp _AMQ_ACTUAL_EXPIRY (now, wall ms) and clear the expiration */
+  int64_t now;
+} mqr__move_t;
+/* Sends a copy of e's message there. true: e is done with (sent, or dropped); false: the
+ * send failed (no memory, the journal cannot write) and e must stay. e is not touched. */
+bool mqr__move(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const mqr__move_t *to);
+
+/* expiry.c. The wall clock (ms since the epoch); whether m has expired (its expiration
+ * read from its bytes once); e's message expired (e is out of any store, not in flight):
+ * to the expiry address or dropped (true), or kept when that send failed (false); the
+ * expiration a send leaves with under the address's expiry delays; the periodic scan. */
+int64_t mqr__wall_ms(void);
+bool mqr__msg_expired(mqr__msg_t *m, int64_t now);
+int64_t mqr__msg_expiration(mqr__msg_t *m); /* 0: never */
+static inline bool mqr__msg_may_expire(mqr__msg_t *m) { return m->expiration != 0; }
+bool mqr__expire(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, int64_t now);
+int64_t mqr__expiry_at_send(const mqr_address_settings_t *s, int64_t expiration, int64_t now);
+void mqr__expiry_init(mqr_broker_t *b); /* one handle */
+void mqr__expiry_close(mqr_broker_t *b);
 
 /* redeliver.c. An entry came back unacknowledged (its consumer went): true when it was
  * taken (it reached max-delivery-attempts, or waits out a redelivery delay); false: the

@@ -61,6 +61,16 @@ static void refused(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   c->ops->refused(c, e);
 }
 
+/* An expired message is never delivered: true when e (out of the store) was, and went
+ * (to the expiry address, or dropped); false: deliver it. */
+static bool expire_now(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
+  if (mqr__msg_expiration(e->msg) == 0) return false; /* the clock is read only for one that may */
+  int64_t now = mqr__wall_ms();
+  if (!mqr__msg_expired(e->msg, now)) return false;
+  if (mqr__expire(b, bq, e, now)) return true;
+  return false; /* it could not go: delivered after all, as Artemis does when its move fails */
+}
+
 /* Consumers without selectors: the head of the queue to the next consumer round-robin
  * that can take it. */
 static void dispatch_head(mqr__bq_t *bq) {
@@ -79,6 +89,7 @@ static void dispatch_head(mqr__bq_t *bq) {
     }
     if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
     mqr__entry_t *e = bq->store.ops->pop(&bq->store);
+    if (mqr__msg_may_expire(e->msg) && expire_now(c->b, bq, e)) continue;
     int rc = hand_over(bq, c, e);
     if (rc != 0) {
       bq->store.ops->push_front(&bq->store, e);
@@ -137,6 +148,10 @@ static void dispatch_selective(mqr__bq_t *bq) {
     }
     if (!mqr__idx_reserve(c)) break;
     bq->store.ops->remove(&bq->store, e);
+    if (mqr__msg_may_expire(e->msg) && expire_now(c->b, bq, e)) {
+      e = bq->store.ops->peek(&bq->store); /* it may have sent: from the head again */
+      continue;
+    }
     uint64_t removals = bq->store.removals;
     int rc = hand_over(bq, c, e);
     if (rc != 0) {

@@ -1,12 +1,9 @@
 /* What comes back unacknowledged (its consumer went): Artemis's QueueImpl.checkRedelivery.
  *
  *   - A message whose delivery count has reached its address's max-delivery-attempts goes
- *     to the dead-letter address, as a new message with _AMQ_ORIG_ADDRESS,
- *     _AMQ_ORIG_QUEUE, _AMQ_ORIG_ROUTING_TYPE and _AMQ_ORIG_MESSAGE_ID set, routed as a
- *     send with no routing type; the dead-letter address and a queue for the original
- *     address are made first when auto-create-dead-letter-resources says so. Without a
- *     dead-letter address (or with one that does not exist and is not to be made) the
- *     message is dropped, with a warning.
+ *     to the dead-letter address (move.c: its origin stamped on it, the address and a
+ *     queue made first when auto-create-dead-letter-resources says so), or is dropped,
+ *     with a warning, when there is none.
  *   - Otherwise, with a redelivery-delay, it waits redelivery-delay * multiplier^(count
  *     - 1) ms (at most max-redelivery-delay) out of the queue, then goes back to its head.
  *
@@ -70,94 +67,15 @@ static void release(mqr_broker_t *b, mqr__entry_t *e) {
 
 /* ---- dead letters ------------------------------------------------------------------------- */
 
-/* The queue for messages of address orig on the dead-letter address: made (with the
- * address, MULTICAST) when missing. Its filter picks orig's messages, as Artemis's. */
-static void make_dead_letter_resources(mqr_broker_t *b, const mqr_address_settings_t *s, mqr_str_t orig) {
-  mqr_router_t *r = &b->router;
-  mqr_str_t dla = s->dead_letter_address;
-  if (mqr_router_find_address(r, dla) == NULL &&
-      mqr_router_add_address(r, dla, mqr_routing_set_of(MQR_MULTICAST), MQR_ADDRESS_AUTO_CREATED, NULL, NULL) != 0)
-    return;
-  size_t nlen = s->dead_letter_queue_prefix.len + orig.len + s->dead_letter_queue_suffix.len;
-  char *name = mqr_malloc(nlen + 1), *filter = mqr_malloc(2 * orig.len + 32);
-  if (name && filter) {
-    memcpy(name, s->dead_letter_queue_prefix.ptr, s->dead_letter_queue_prefix.len);
-    memcpy(name + s->dead_letter_queue_prefix.len, orig.ptr, orig.len);
-    memcpy(name + s->dead_letter_queue_prefix.len + orig.len, s->dead_letter_queue_suffix.ptr,
-           s->dead_letter_queue_suffix.len);
-    size_t f = (size_t)snprintf(filter, 32, "_AMQ_ORIG_ADDRESS = '");
-    for (size_t i = 0; i < orig.len; i++) { /* a quote in a literal is doubled */
-      if (orig.ptr[i] == '\'') filter[f++] = '\'';
-      filter[f++] = orig.ptr[i];
-    }
-    filter[f++] = '\'';
-    if (mqr_router_find_queue(r, mqr_str_n(name, nlen)) == NULL) {
-      mqr_queue_config_t cfg;
-      mqr_queue_config_init(&cfg, mqr_str_n(name, nlen), dla, MQR_MULTICAST);
-      cfg.filter = mqr_str_n(filter, f);
-      cfg.auto_created = true;
-      cfg.auto_create_address = true;
-      mqr_error_t err;
-      if (mqr_router_add_queue(r, &cfg, NULL, &err) != 0)
-        mqr__log(b, MQR_LOG_WARN, "dead-letter queue '%.*s' on '%.*s' not made: %s", (int)nlen, name, (int)dla.len,
-                 dla.ptr, err.message);
-    }
-  }
-  mqr_free(name);
-  mqr_free(filter);
-}
-
-/* Sends e's message to the dead-letter address; true when e is done with (sent, or
- * dropped for want of a dead-letter address), false when it must go back to its queue
- * (the send failed: no memory, or the journal cannot write). */
+/* Sends e's message to the dead-letter address (move.c); true when e is done with. */
 static bool dead_letter(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   const mqr_address_settings_t *s = settings_of(bq);
-  mqr_str_t qn = mqr_queue_name(bq->q);
-  mqr_stored_view_t sv;
-  if (mqr_message_read_stored(e->msg->data, e->msg->len, &sv, NULL) != 0) return true; /* cannot be: dropped */
-  mqr_str_t dla = s->dead_letter_address;
-  if (dla.len && s->auto_create_dead_letter_resources) make_dead_letter_resources(b, s, sv.address);
-  if (dla.len == 0 || mqr_router_find_address(&b->router, dla) == NULL) {
-    mqr__log(b, MQR_LOG_WARN, "message %lld on queue '%.*s' reached max-delivery-attempts (%d) and is dropped: %s",
-             (long long)sv.message_id, (int)qn.len, qn.ptr, s->max_delivery_attempts,
-             dla.len ? "its dead-letter address does not exist" : "no dead-letter-address is set");
-    return true;
-  }
-  static const mqr_str_t keys[4] = {MQR_STR("_AMQ_ORIG_ADDRESS"), MQR_STR("_AMQ_ORIG_QUEUE"),
-                                    MQR_STR("_AMQ_ORIG_ROUTING_TYPE"), MQR_STR("_AMQ_ORIG_MESSAGE_ID")};
-  int rt = mqr_proto_rt_to_routing(sv.routing_type);
-  mqr_value_t values[4] = {mqr_value_string(sv.address), mqr_value_string(qn), mqr_value_int(rt),
-                           mqr_value_long(sv.message_id)};
-  mqr_tail_edit_t edit = {keys, values, rt == MQR_ROUTING_NONE ? 2 : 4, false, 0};
-  if (rt == MQR_ROUTING_NONE) { /* no routing type to stamp: the id takes its place */
-    values[2] = values[3];
-    static const mqr_str_t keys3[3] = {MQR_STR("_AMQ_ORIG_ADDRESS"), MQR_STR("_AMQ_ORIG_QUEUE"),
-                                       MQR_STR("_AMQ_ORIG_MESSAGE_ID")};
-    edit.keys = keys3;
-    edit.n = 3;
-  }
-  size_t cap = mqr_message_edit_tail_bound(sv.tail_len, &edit), len = 0;
-  uint8_t *tail = mqr_malloc(cap);
-  mqr_error_t err;
-  int rc = tail ? mqr_message_edit_tail(sv.tail, sv.tail_len, &edit, tail, &len, &err) : MQR_ENOMEM;
-  if (rc == 0) {
-    mqr__send_t send = {
-        .address = dla, .routing_type = MQR_ROUTING_NONE, .durable = sv.durable, .tail = tail, .tail_len = len};
-    mqr_broker_receipt_t r;
-    rc = mqr__do_send(b, &send, &r, NULL, &err); /* the message is copied: tail may go */
-    if (rc == MQR__PENDING) rc = 0;
-    if (rc == 0 && r.queues == 0)
-      mqr__log(b, MQR_LOG_WARN,
-               "message %lld from queue '%.*s' went to dead-letter address '%.*s', which no queue took",
-               (long long)sv.message_id, (int)qn.len, qn.ptr, (int)dla.len, dla.ptr);
-  }
-  mqr_free(tail);
-  if (rc != 0) {
-    mqr__log(b, MQR_LOG_WARN, "message %lld on queue '%.*s' could not go to dead-letter address '%.*s' (%s): kept",
-             (long long)sv.message_id, (int)qn.len, qn.ptr, (int)dla.len, dla.ptr, mqr_err_name(rc));
-    return false;
-  }
-  return true;
+  mqr__move_t to = {.why = "reached max-delivery-attempts",
+                    .address = s->dead_letter_address,
+                    .auto_create = s->auto_create_dead_letter_resources,
+                    .prefix = s->dead_letter_queue_prefix,
+                    .suffix = s->dead_letter_queue_suffix};
+  return mqr__move(b, bq, e, &to);
 }
 
 /* ---- redelivery delays ---------------------------------------------------------------------- */

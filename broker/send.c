@@ -27,6 +27,7 @@ void mqr__acct_settings(mqr__acct_t *a) {
   const mqr_address_settings_t *s = mqr_address_settings(a->address);
   a->max = s->max_size_bytes;
   a->policy = s->address_full_policy;
+  a->expiry_adjust = s->expiry_delay >= 0 || s->min_expiry_delay >= 0 || s->max_expiry_delay >= 0;
 }
 
 mqr__acct_t *mqr__acct_of(mqr_broker_t *b, mqr_address_t *addr) {
@@ -139,6 +140,31 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   /* The message, stored once: the Message frame's stored part, written into room for
    * its largest size (varints at their longest) and then measured. */
   mqr_str_t addr = mqr_address_name(res.address);
+  /* The address's expiry delays may change the expiration it leaves with (the rare path:
+   * the tail is written again). */
+  mqr_tail_edit_t exp_edit = {NULL, NULL, 0, false, 0};
+  mqr_tail_t made;
+  const mqr_tail_t *src = s->made;
+  if (acct->expiry_adjust) {
+    int64_t was = 0;
+    if (s->tail) {
+      mqr_tail_view_t tv;
+      if (mqr_message_read_headers(s->tail, s->tail_len, &tv, NULL) == 0) was = tv.expiration;
+    } else {
+      was = s->made->expiration;
+    }
+    int64_t now = mqr__wall_ms(), to = mqr__expiry_at_send(mqr_address_settings(res.address), was, now);
+    if (to != was && s->tail) {
+      exp_edit.set_expiration = true;
+      exp_edit.expiration = to;
+      tail_len = mqr_message_edit_tail_bound(s->tail_len, &exp_edit);
+    } else if (to != was) {
+      made = *s->made;
+      made.expiration = to;
+      src = &made;
+      tail_len = mqr_message_tail_size(src);
+    }
+  }
   size_t bound = 10 + 10 + addr.len + 2 + tail_len;
   int64_t id = ++b->next_message_id;
   mqr__msg_t *m = mqr__msg_alloc(b, bound);
@@ -150,11 +176,17 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   m->id = id;
   int rt = mqr_proto_rt_from_routing(eff);
   size_t len;
-  if (s->tail) {
+  if (exp_edit.set_expiration) {
+    len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
+    size_t tl = 0;
+    if (mqr_message_edit_tail(s->tail, s->tail_len, &exp_edit, m->data + len, &tl, NULL) != 0)
+      tl = (size_t)(mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len) - len);
+    len += tl;
+  } else if (s->tail) {
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, s->tail, s->tail_len);
   } else {
     len = mqr_message_write_stored(m->data, id, addr, rt, s->durable, NULL, 0);
-    len += mqr_message_write_tail(m->data + len, s->made);
+    len += mqr_message_write_tail(m->data + len, src);
   }
   m->len = (uint32_t)len;
   b->stats.messages++; /* and back down in mqr__msg_release */

@@ -155,6 +155,21 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
   if (set & MQR_SET_REDELIVERY_DELAY) fprintf(f, " redelivery-delay=%lld", (long long)s->redelivery_delay);
   if (set & MQR_SET_REDELIVERY_MULTIPLIER) fprintf(f, " redelivery-delay-multiplier=%g", s->redelivery_multiplier);
   if (set & MQR_SET_MAX_REDELIVERY_DELAY) fprintf(f, " max-redelivery-delay=%lld", (long long)s->max_redelivery_delay);
+  if (set & MQR_SET_EXPIRY_ADDRESS) {
+    if (s->expiry_address.len)
+      fprintf(f, " expiry-address=%.*s", (int)s->expiry_address.len, s->expiry_address.ptr);
+    else
+      fputs(" expiry-address=(none)", f);
+  }
+  if (set & MQR_SET_AUTO_CREATE_EXPIRY)
+    fprintf(f, " auto-create-expiry-resources=%s", s->auto_create_expiry_resources ? "true" : "false");
+  if (set & MQR_SET_EXPIRY_QUEUE_PREFIX)
+    fprintf(f, " expiry-queue-prefix=%.*s", (int)s->expiry_queue_prefix.len, s->expiry_queue_prefix.ptr);
+  if (set & MQR_SET_EXPIRY_QUEUE_SUFFIX)
+    fprintf(f, " expiry-queue-suffix=%.*s", (int)s->expiry_queue_suffix.len, s->expiry_queue_suffix.ptr);
+  if (set & MQR_SET_EXPIRY_DELAY) fprintf(f, " expiry-delay=%lld", (long long)s->expiry_delay);
+  if (set & MQR_SET_MIN_EXPIRY_DELAY) fprintf(f, " min-expiry-delay=%lld", (long long)s->min_expiry_delay);
+  if (set & MQR_SET_MAX_EXPIRY_DELAY) fprintf(f, " max-expiry-delay=%lld", (long long)s->max_expiry_delay);
   fputc('\n', f);
 }
 

@@ -49,7 +49,7 @@ typedef struct {
 
 typedef struct {
   char *match;
-  char *dla, *dlq_prefix, *dlq_suffix;
+  char *dla, *dlq_prefix, *dlq_suffix, *exa, *exq_prefix, *exq_suffix;
   mqr_address_settings_t s;
   uint32_t line, column;
 } cfg_settings_t;

@@ -51,6 +51,23 @@ void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map) {
 
 /* ---- address-settings ------------------------------------------------------------- */
 
+/* A string setting the config keeps (set: it was given): its copy, and the view of it. */
+static char *keep(ctx_t *c, uint32_t set, mqr_str_t v, mqr_str_t *field) {
+  if (!set) return NULL;
+  char *copy = mqr__cfg_dup_n(c, v.ptr, v.len);
+  *field = mqr_str_n(copy, copy ? v.len : 0);
+  return copy;
+}
+
+/* An expiry delay: a duration, or -1 for none. */
+static bool expiry_delay(ctx_t *c, const pair_t *p, int64_t *out) {
+  if (p->value->type == YAML_SCALAR_NODE && mqr_str_eq(mqr__cfg_scalar(p->value), MQR_STR("-1"))) {
+    *out = -1;
+    return true;
+  }
+  return mqr__cfg_get_duration(c, p, INT64_MAX / 16, out);
+}
+
 static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   mqr_config_t *cfg = c->cfg;
   mqr_str_t match = mqr__cfg_scalar(entry->key);
@@ -68,7 +85,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   cfg_settings_t s = {0};
   s.line = (uint32_t)entry->key->start_mark.line + 1;
   s.column = (uint32_t)entry->key->start_mark.column + 1;
-  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0};
+  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0}, exa = {0}, exq_prefix = {0}, exq_suffix = {0};
   yaml_node_t *map = entry->value;
   if (!mqr__cfg_is_null(map)) {
     char where[160];
@@ -78,7 +95,9 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "auto-create-addresses, auto-create-queues, default-address-routing-type, default-queue-routing-type, "
         "dead-letter-address, send-to-dla-on-no-route, id-cache-size, max-size-bytes, address-full-policy, "
         "max-delivery-attempts, auto-create-dead-letter-resources, dead-letter-queue-prefix, "
-        "dead-letter-queue-suffix, redelivery-delay, redelivery-delay-multiplier, max-redelivery-delay";
+        "dead-letter-queue-suffix, redelivery-delay, redelivery-delay-multiplier, max-redelivery-delay, "
+        "expiry-address, auto-create-expiry-resources, expiry-queue-prefix, expiry-queue-suffix, expiry-delay, "
+        "min-expiry-delay, max-expiry-delay";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -143,6 +162,25 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
           s.s.redelivery_multiplier = d;
           s.s.set |= MQR_SET_REDELIVERY_MULTIPLIER;
         }
+      } else if (mqr_str_eq(p.name, MQR_STR("expiry-address"))) {
+        if (mqr__cfg_get_string(c, &p, &exa)) {
+          if (exa.len == 0 || mqr_wildcard_is_pattern(&cfg->wildcard, exa))
+            ERR(c, p.value, "expiry-address must name a concrete address");
+          else
+            s.s.set |= MQR_SET_EXPIRY_ADDRESS;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-create-expiry-resources"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_expiry_resources)) s.s.set |= MQR_SET_AUTO_CREATE_EXPIRY;
+      } else if (mqr_str_eq(p.name, MQR_STR("expiry-queue-prefix"))) {
+        if (mqr__cfg_get_string(c, &p, &exq_prefix)) s.s.set |= MQR_SET_EXPIRY_QUEUE_PREFIX;
+      } else if (mqr_str_eq(p.name, MQR_STR("expiry-queue-suffix"))) {
+        if (mqr__cfg_get_string(c, &p, &exq_suffix)) s.s.set |= MQR_SET_EXPIRY_QUEUE_SUFFIX;
+      } else if (mqr_str_eq(p.name, MQR_STR("expiry-delay"))) {
+        if (expiry_delay(c, &p, &s.s.expiry_delay)) s.s.set |= MQR_SET_EXPIRY_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("min-expiry-delay"))) {
+        if (expiry_delay(c, &p, &s.s.min_expiry_delay)) s.s.set |= MQR_SET_MIN_EXPIRY_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("max-expiry-delay"))) {
+        if (expiry_delay(c, &p, &s.s.max_expiry_delay)) s.s.set |= MQR_SET_MAX_EXPIRY_DELAY;
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
@@ -158,14 +196,11 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   s.match = mqr__cfg_dup_n(c, match.ptr, match.len);
   s.dla = (s.s.set & MQR_SET_DEAD_LETTER_ADDRESS) ? mqr__cfg_dup_n(c, dla.ptr, dla.len) : NULL;
   if (s.dla) s.s.dead_letter_address = mqr_str_n(s.dla, dla.len);
-  if (s.s.set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX) {
-    s.dlq_prefix = mqr__cfg_dup_n(c, dlq_prefix.ptr, dlq_prefix.len);
-    s.s.dead_letter_queue_prefix = mqr_str_n(s.dlq_prefix, dlq_prefix.len);
-  }
-  if (s.s.set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX) {
-    s.dlq_suffix = mqr__cfg_dup_n(c, dlq_suffix.ptr, dlq_suffix.len);
-    s.s.dead_letter_queue_suffix = mqr_str_n(s.dlq_suffix, dlq_suffix.len);
-  }
+  s.dlq_prefix = keep(c, s.s.set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX, dlq_prefix, &s.s.dead_letter_queue_prefix);
+  s.dlq_suffix = keep(c, s.s.set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX, dlq_suffix, &s.s.dead_letter_queue_suffix);
+  s.exa = keep(c, s.s.set & MQR_SET_EXPIRY_ADDRESS, exa, &s.s.expiry_address);
+  s.exq_prefix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_PREFIX, exq_prefix, &s.s.expiry_queue_prefix);
+  s.exq_suffix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_SUFFIX, exq_suffix, &s.s.expiry_queue_suffix);
   cfg->settings[cfg->n_settings++] = s;
 }
 
@@ -389,6 +424,9 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     mqr_free(cfg->settings[i].dla);
     mqr_free(cfg->settings[i].dlq_prefix);
     mqr_free(cfg->settings[i].dlq_suffix);
+    mqr_free(cfg->settings[i].exa);
+    mqr_free(cfg->settings[i].exq_prefix);
+    mqr_free(cfg->settings[i].exq_suffix);
   }
   mqr_free(cfg->settings);
   for (uint32_t i = 0; i < cfg->n_addresses; i++) {

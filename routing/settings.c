@@ -35,6 +35,11 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->redelivery_delay = 0;
   s->redelivery_multiplier = 1.0;
   s->max_redelivery_delay = 0; /* ten times redelivery_delay: resolved with it */
+  s->expiry_address = mqr_str_n(NULL, 0);
+  s->auto_create_expiry_resources = false;
+  s->expiry_queue_prefix = MQR_STR("EXP.");
+  s->expiry_queue_suffix = mqr_str_n("", 0);
+  s->expiry_delay = s->min_expiry_delay = s->max_expiry_delay = -1;
 }
 
 /* Copies into out the fields that src sets and out does not have yet. */
@@ -58,6 +63,13 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_REDELIVERY_DELAY) out->redelivery_delay = src->redelivery_delay;
   if (take & MQR_SET_REDELIVERY_MULTIPLIER) out->redelivery_multiplier = src->redelivery_multiplier;
   if (take & MQR_SET_MAX_REDELIVERY_DELAY) out->max_redelivery_delay = src->max_redelivery_delay;
+  if (take & MQR_SET_EXPIRY_ADDRESS) out->expiry_address = src->expiry_address;
+  if (take & MQR_SET_AUTO_CREATE_EXPIRY) out->auto_create_expiry_resources = src->auto_create_expiry_resources;
+  if (take & MQR_SET_EXPIRY_QUEUE_PREFIX) out->expiry_queue_prefix = src->expiry_queue_prefix;
+  if (take & MQR_SET_EXPIRY_QUEUE_SUFFIX) out->expiry_queue_suffix = src->expiry_queue_suffix;
+  if (take & MQR_SET_EXPIRY_DELAY) out->expiry_delay = src->expiry_delay;
+  if (take & MQR_SET_MIN_EXPIRY_DELAY) out->min_expiry_delay = src->min_expiry_delay;
+  if (take & MQR_SET_MAX_EXPIRY_DELAY) out->max_expiry_delay = src->max_expiry_delay;
   out->set |= take;
 }
 
@@ -109,8 +121,21 @@ static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EINVAL, "max-redelivery-delay must be at least 0");
   if ((s->set & MQR_SET_REDELIVERY_MULTIPLIER) && !(s->redelivery_multiplier >= 1.0 && s->redelivery_multiplier < 1e6))
     return mqr_error_set(err, MQR_EINVAL, "redelivery-delay-multiplier must be at least 1.0");
+  if (((s->set & MQR_SET_EXPIRY_DELAY) && s->expiry_delay < -1) ||
+      ((s->set & MQR_SET_MIN_EXPIRY_DELAY) && s->min_expiry_delay < -1) ||
+      ((s->set & MQR_SET_MAX_EXPIRY_DELAY) && s->max_expiry_delay < -1))
+    return mqr_error_set(err, MQR_EINVAL, "expiry delays must be -1 (none) or at least 0");
   if ((s->set & ~MQR_SET_ALL) != 0) return mqr_error_set(err, MQR_EINVAL, "unknown settings bits");
   return 0;
+}
+
+/* len bytes of src copied to *at, NUL-ended: the view of the copy (empty when len is 0). */
+static mqr_str_t copy_str(char **at, mqr_str_t src, size_t len) {
+  char *p = *at;
+  if (len) memcpy(p, src.ptr, len);
+  p[len] = '\0';
+  *at = p + len + 1;
+  return mqr_str_n(len ? p : NULL, len);
 }
 
 int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_address_settings_t *s,
@@ -121,6 +146,9 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   size_t dla_len = (s->set & MQR_SET_DEAD_LETTER_ADDRESS) ? s->dead_letter_address.len : 0;
   size_t pre_len = (s->set & MQR_SET_DEAD_LETTER_QUEUE_PREFIX) ? s->dead_letter_queue_prefix.len : 0;
   size_t suf_len = (s->set & MQR_SET_DEAD_LETTER_QUEUE_SUFFIX) ? s->dead_letter_queue_suffix.len : 0;
+  size_t exp_len = (s->set & MQR_SET_EXPIRY_ADDRESS) ? s->expiry_address.len : 0;
+  size_t epre_len = (s->set & MQR_SET_EXPIRY_QUEUE_PREFIX) ? s->expiry_queue_prefix.len : 0;
+  size_t esuf_len = (s->set & MQR_SET_EXPIRY_QUEUE_SUFFIX) ? s->expiry_queue_suffix.len : 0;
   int64_t found = -1;
   for (uint32_t i = 0; i < RT(r)->n_settings; i++)
     if (mqr_str_eq(RT(r)->settings[i]->match, match)) found = i;
@@ -131,7 +159,8 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
     RT(r)->settings = p;
     RT(r)->cap_settings = ncap;
   }
-  mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + 4);
+  mqr__settings_entry_t *e =
+      mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + exp_len + epre_len + esuf_len + 7);
   if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
   char *m = (char *)(e + 1);
   memcpy(m, match.ptr, match.len);
@@ -149,6 +178,10 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   suf[suf_len] = '\0';
   e->s.dead_letter_queue_prefix = mqr_str_n(pre, pre_len);
   e->s.dead_letter_queue_suffix = mqr_str_n(suf, suf_len);
+  char *rest = suf + suf_len + 1;
+  e->s.expiry_address = copy_str(&rest, s->expiry_address, exp_len);
+  e->s.expiry_queue_prefix = copy_str(&rest, s->expiry_queue_prefix, epre_len);
+  e->s.expiry_queue_suffix = copy_str(&rest, s->expiry_queue_suffix, esuf_len);
   if (found >= 0) {
     mqr_free(RT(r)->settings[found]);
     RT(r)->settings[found] = e;

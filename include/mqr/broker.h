@@ -38,6 +38,9 @@ typedef struct {
   void *log_ctx;
   mqr_log_level_t log_level; /* lines above it are not written */
   uint32_t max_credit;       /* the most credit a subscription may hold; 0: 65536 */
+  uint32_t expiry_scan_ms;   /* how often the queues are searched for expired messages (Artemis's
+                                message-expiry-scan-period); 0: 30000. A message that expires is
+                                never delivered, scan or not. */
   size_t max_pending_write;  /* bytes a connection may have unwritten before its deliveries
                                 pause; 0: 4 MiB */
   /* Persistence (docs/durability.md): the journal's directory, over the config's
@@ -180,9 +183,11 @@ typedef struct {
   uint64_t in_flight; /* delivered, not acknowledged */
   uint64_t enqueued, acknowledged;
   uint32_t consumers;
-  uint64_t held;   /* back from a consumer, waiting out a redelivery delay */
-  uint64_t killed; /* that reached max-delivery-attempts: sent to the dead-letter address or
-                      dropped. enqueued = acknowledged + killed + depth + held + in_flight */
+  uint64_t held;    /* back from a consumer, waiting out a redelivery delay */
+  uint64_t killed;  /* that reached max-delivery-attempts: sent to the dead-letter address or
+                       dropped */
+  uint64_t expired; /* that expired: sent to the expiry address or dropped.
+                       enqueued = acknowledged + killed + expired + depth + held + in_flight */
 } mqr_broker_queue_stats_t;
 
 /* A queue's counters; MQR_ENOQUEUE. */

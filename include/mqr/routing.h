@@ -223,14 +223,22 @@ typedef enum {
 #define MQR_SET_REDELIVERY_DELAY 0x2000u            /* redelivery_delay */
 #define MQR_SET_REDELIVERY_MULTIPLIER 0x4000u       /* redelivery_multiplier */
 #define MQR_SET_MAX_REDELIVERY_DELAY 0x8000u        /* max_redelivery_delay */
-#define MQR_SET_ALL 0xffffu
+#define MQR_SET_EXPIRY_ADDRESS 0x10000u             /* expiry_address */
+#define MQR_SET_AUTO_CREATE_EXPIRY 0x20000u         /* auto_create_expiry_resources */
+#define MQR_SET_EXPIRY_QUEUE_PREFIX 0x40000u        /* expiry_queue_prefix */
+#define MQR_SET_EXPIRY_QUEUE_SUFFIX 0x80000u        /* expiry_queue_suffix */
+#define MQR_SET_EXPIRY_DELAY 0x100000u              /* expiry_delay */
+#define MQR_SET_MIN_EXPIRY_DELAY 0x200000u          /* min_expiry_delay */
+#define MQR_SET_MAX_EXPIRY_DELAY 0x400000u          /* max_expiry_delay */
+#define MQR_SET_ALL 0x7fffffu
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
  * send-to-dla-on-no-route off, id-cache-size 20000, max-size-bytes -1 (unbounded),
  * policy PAGE, max-delivery-attempts 10, no auto-created dead-letter resources (their
  * queue named "DLQ." + the address), redelivery-delay 0 with multiplier 1.0 and a
- * max-redelivery-delay of ten times the delay. */
+ * max-redelivery-delay of ten times the delay, no expiry address (auto-created
+ * resources: "EXP." + the address), expiry delays -1 (none). */
 typedef struct {
   uint32_t set; /* MQR_SET_* bits */
   bool auto_create_addresses;
@@ -256,6 +264,15 @@ typedef struct {
   int64_t redelivery_delay;
   double redelivery_multiplier; /* at least 1.0 */
   int64_t max_redelivery_delay;
+  /* Expired messages go to the expiry address (dropped when there is none), made with a
+   * queue prefix + the address + suffix when auto_create_expiry_resources says so. */
+  mqr_str_t expiry_address; /* copied by the router */
+  bool auto_create_expiry_resources;
+  mqr_str_t expiry_queue_prefix, expiry_queue_suffix; /* copied by the router */
+  /* At the send (Artemis applyExpiryDelay), in ms, -1 for none: expiry_delay gives a
+   * message without an expiration one; otherwise max_expiry_delay caps it (and gives one
+   * to a message without) and min_expiry_delay raises one set too soon. */
+  int64_t expiry_delay, min_expiry_delay, max_expiry_delay;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */
