@@ -197,6 +197,7 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
     out->held = bq->held;
     out->killed = bq->killed;
     out->expired = bq->expired;
+    out->scheduled = bq->scheduled;
   }
   return 0;
 }
@@ -229,7 +230,7 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     mqr__msg_release(b, e->msg);
     mqr__pool_put(&b->entries, e);
   }
-  if (bq && bq->held) { /* and those waiting out a redelivery delay */
+  if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
     uint64_t h = mqr__redeliver_drop_queue(b, bq, true);
     bq->acked += h;
     n += h;

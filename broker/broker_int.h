@@ -8,7 +8,8 @@
  *   move.c       a message leaving its queue for another address (dead letters, expiry)
  *   expiry.c     expired messages: at dispatch, and a periodic scan of the queues
  *   redeliver.c  what comes back unacknowledged: max-delivery-attempts and the dead-letter
- *                address, redelivery delays (a timer over a heap of waiting entries)
+ *                address, redelivery delays; and scheduled messages (a timer over a heap
+ *                of waiting entries)
  *   subscribe.c  subscriptions by the Artemis rules; consumers and sessions
  *   store.c      pools: messages by size class, queue entries; the in-memory store
  *   ack.c        a consumer's in-flight deliveries by number (an ack in O(1))
@@ -81,6 +82,7 @@ typedef struct mqr__msg_s {
   uint64_t jfile;
   uint32_t jbytes;
   int64_t expiration; /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
+  int64_t scheduled;  /* its MQR_PROP_SCHEDULED, ms since the epoch, 0: none; -1: not read yet */
   struct mqr__entry_s *jentries;
   struct mqr__msg_s *jlive_next, *jlive_prev;
   uint8_t data[];
@@ -133,9 +135,10 @@ typedef struct mqr__bq_s {
   mqr_queue_t *q;
   mqr__store_t store;
   uint64_t enqueued, acked, in_flight;
-  uint64_t held;    /* waiting out a redelivery delay (redeliver.c), out of the store */
-  uint64_t killed;  /* sent to the dead-letter address, or dropped for want of one */
-  uint64_t expired; /* sent to the expiry address, or dropped */
+  uint64_t held;      /* waiting out a redelivery delay (redeliver.c), out of the store */
+  uint64_t killed;    /* sent to the dead-letter address, or dropped for want of one */
+  uint64_t expired;   /* sent to the expiry address, or dropped */
+  uint64_t scheduled; /* waiting for their scheduled delivery time, out of the store */
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
@@ -256,6 +259,7 @@ typedef struct {
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
   bool durable;
   mqr_str_t duplicate_id;
+  int64_t scheduled;   /* its MQR_PROP_SCHEDULED (0: none) */
   const uint8_t *tail; /* a SEND frame's tail, checked (mqr_frame_send_view) */
   size_t tail_len;
   const mqr_tail_t *made; /* in-process (tail NULL): the tail is made from these, checked */
@@ -285,6 +289,14 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
+
+/* A new entry for bq: at the tail of its store, or, for a message scheduled later than
+ * now, held until then (redeliver.c). */
+bool mqr__schedule(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
+static inline void mqr__enqueue(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
+  if (e->msg->scheduled != 0 && mqr__schedule(b, bq, e)) return;
+  bq->store.ops->push(&bq->store, e);
+}
 
 /* move.c: where a message that leaves its queue for good goes. */
 typedef struct {

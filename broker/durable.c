@@ -288,7 +288,7 @@ static void written(void *arg, int status) {
         m->jentries = e;
       }
       m->refs++;
-      bq->store.ops->push(&bq->store, e);
+      mqr__enqueue(b, bq, e);
       bq->enqueued++;
       taken++;
     }

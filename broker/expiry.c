@@ -14,9 +14,7 @@ int64_t mqr__wall_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-bool mqr__msg_expired(mqr__msg_t *m, int64_t now) {
-  return mqr__msg_expiration(m) != 0 && m->expiration <= now;
-}
+bool mqr__msg_expired(mqr__msg_t *m, int64_t now) { return mqr__msg_expiration(m) != 0 && m->expiration <= now; }
 
 int64_t mqr__msg_expiration(mqr__msg_t *m) {
   if (m->expiration < 0) { /* read once from its bytes */

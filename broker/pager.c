@@ -294,7 +294,7 @@ static void depage(mqr__pcursor_t *c) {
         m->jfile = 0;
       }
     }
-    bq->store.ops->push(&bq->store, e);
+    mqr__enqueue(b, bq, e);
     bq->enqueued++;
   }
   if (c->last_id != id_before) mqr__pager_mark(c); /* after the records it depaged */

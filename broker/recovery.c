@@ -268,7 +268,7 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
     for (mqr__entry_t *e = m->jentries; e; e = e->jnext) {
       mqr__bq_t *bq = e->jbq;
       if (bq->store.depth == 0 && bq->enqueued == 0) nq++;
-      bq->store.ops->push(&bq->store, e);
+      mqr__enqueue(b, bq, e);
       bq->enqueued++;
       m->refs++;
     }

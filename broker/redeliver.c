@@ -14,9 +14,10 @@
 #include "durable.h"
 
 struct mqr__held_s {
-  uint64_t due;
+  uint64_t due; /* uv_now ms */
   mqr__entry_t *e;
   mqr__bq_t *bq;
+  bool scheduled; /* a scheduled message (else a redelivery waiting out its delay) */
 };
 typedef struct mqr__held_s held_t;
 
@@ -90,7 +91,7 @@ static uint64_t delay_of(const mqr_address_settings_t *s, int32_t count) {
 static void due_cb(uv_timer_t *t);
 
 /* Holds e until its delay is out; false when there is no room to (it goes back now). */
-static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay) {
+static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay, bool scheduled) {
   if (b->n_held == b->cap_held) {
     uint32_t ncap = b->cap_held ? 2 * b->cap_held : 16;
     held_t *nh = mqr_realloc(b->held, ncap * sizeof *nh);
@@ -99,9 +100,12 @@ static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay
     b->cap_held = ncap;
   }
   uv_update_time(b->loop); /* the loop's clock may be a pass old */
-  b->held[b->n_held] = (held_t){uv_now(b->loop) + delay, e, bq};
+  b->held[b->n_held] = (held_t){uv_now(b->loop) + delay, e, bq, scheduled};
   sift_up(b->held, b->n_held++);
-  bq->held++;
+  if (scheduled)
+    bq->scheduled++;
+  else
+    bq->held++;
   if (!b->closing) uv_timer_start(&b->redeliver_timer, due_cb, b->held[0].due - uv_now(b->loop), 0);
   return true;
 }
@@ -113,7 +117,11 @@ static void due_cb(uv_timer_t *t) {
     held_t h = b->held[0];
     b->held[0] = b->held[--b->n_held];
     sift_down(b->held, b->n_held, 0);
-    h.bq->held--;
+    if (h.scheduled)
+      h.bq->scheduled--;
+    else
+      h.bq->held--;
+    /* Back at the head, as Artemis's ScheduledDeliveryHandler puts both kinds. */
     h.bq->store.ops->push_front(&h.bq->store, h.e);
     mqr__dispatch(h.bq); /* may send: the heap may change under it, and is read again */
   }
@@ -133,11 +141,40 @@ void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
         release(b, e);
         continue;
       }
-    } else if (hold(b, bq, e, delay_of(s, e->delivery_count))) {
+    } else if (hold(b, bq, e, delay_of(s, e->delivery_count), false)) {
       continue;
     }
     bq->store.ops->push_front(&bq->store, e); /* kept: back at the head (not in order: rare) */
   }
+}
+
+/* ---- scheduled messages ------------------------------------------------------------------- */
+
+/* The message's schedule, read from its properties once (recovered and paged messages). */
+static int64_t scheduled_of(mqr__msg_t *m) {
+  if (m->scheduled >= 0) return m->scheduled;
+  m->scheduled = 0;
+  mqr_stored_view_t sv;
+  mqr_tail_view_t t;
+  if (mqr_message_read_stored(m->data, m->len, &sv, NULL) != 0 ||
+      mqr_message_read_headers(sv.tail, sv.tail_len, &t, NULL) != 0)
+    return 0;
+  mqr_props_iter_t it;
+  mqr_props_iter_init(&it, t.props, t.props_len);
+  mqr_str_t k;
+  mqr_value_t v;
+  while (mqr_props_next(&it, &k, &v) == 1)
+    if (mqr_str_eq(k, MQR_STR(MQR_PROP_SCHEDULED)))
+      m->scheduled = v.type == MQR_VALUE_LONG ? v.u.l : v.type == MQR_VALUE_INT ? v.u.i : 0;
+  return m->scheduled;
+}
+
+bool mqr__schedule(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
+  int64_t at = scheduled_of(e->msg);
+  if (at <= 0) return false;
+  int64_t now = mqr__wall_ms();
+  /* One ms more: the clocks are read to the ms, and the delivery must not come early. */
+  return at > now && hold(b, bq, e, (uint64_t)(at - now) + 1, true);
 }
 
 /* ---- life ------------------------------------------------------------------------------------ */
@@ -168,7 +205,7 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal)
   }
   b->n_held = k;
   for (uint32_t i = k / 2; i-- > 0;) sift_down(b->held, b->n_held, i);
-  bq->held = 0;
+  bq->held = bq->scheduled = 0;
   return n;
 }
 

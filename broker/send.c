@@ -174,6 +174,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
     return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
   }
   m->id = id;
+  m->scheduled = s->scheduled;
   int rt = mqr_proto_rt_from_routing(eff);
   size_t len;
   if (exp_edit.set_expiration) {
@@ -221,7 +222,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
     }
     *e = (mqr__entry_t){NULL, NULL, m, 0, 0, NULL, NULL};
     m->refs++;
-    bq->store.ops->push(&bq->store, e);
+    mqr__enqueue(b, bq, e);
     bq->enqueued++;
     taken++;
   }
@@ -267,6 +268,9 @@ static int from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_
       return mqr_error_set(err, MQR_EINVAL, "property %zu: a string that is not UTF-8", i);
     if ((unsigned)v->type >= MQR_VALUE_TYPE_COUNT)
       return mqr_error_set(err, MQR_EINVAL, "property %zu: type %d out of range", i, (int)v->type);
+    if (m->property_keys[i].len == sizeof MQR_PROP_SCHEDULED - 1 &&
+        memcmp(m->property_keys[i].ptr, MQR_PROP_SCHEDULED, sizeof MQR_PROP_SCHEDULED - 1) == 0)
+      s->scheduled = v->type == MQR_VALUE_LONG ? v->u.l : v->type == MQR_VALUE_INT ? v->u.i : 0;
   }
   return 0;
 }

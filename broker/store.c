@@ -74,6 +74,7 @@ mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
   m->jentries = NULL;
   m->jlive_next = m->jlive_prev = NULL;
   m->expiration = -1; /* read from its bytes when first needed (expiry.c) */
+  m->scheduled = -1;  /* the same (redeliver.c) */
   return m;
 }
 

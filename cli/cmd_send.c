@@ -9,7 +9,7 @@
 
 const char mqr_usage_send[] =
     "usage: mqr send [--url tcp://HOST:PORT] [--routing-type ANYCAST|MULTICAST]\n"
-    "                [--property K[:TYPE]=V]... [--priority 0-9] [--ttl MS] [--user-id ID]\n"
+    "                [--property K[:TYPE]=V]... [--priority 0-9] [--ttl MS] [--delay MS] [--user-id ID]\n"
     "                [--durable] [--dup-id ID] [--body TEXT | --file F | --json J --schema FILE]\n"
     "                [--count N] [--timeout S] [--allow-unrouted] ADDRESS\n"
     "  Sends N messages (default 1) to ADDRESS and waits for the broker's receipts, at most\n"
@@ -19,7 +19,8 @@ const char mqr_usage_send[] =
     "  tcp://127.0.0.1:61616. A prefix of the listener (anycast://, multicast://) picks\n"
     "  the routing type. A property is a string unless TYPE says otherwise: boolean, int,\n"
     "  long, float, double, string, bytes or null (--property weight:double=2.5). The\n"
-    "  priority defaults to 4; --ttl sets the expiration MS milliseconds from now.\n";
+    "  priority defaults to 4; --ttl sets the expiration MS milliseconds from now; --delay\n"
+    "  schedules the delivery MS milliseconds from now (_AMQ_SCHED_DELIVERY).\n";
 
 #define MAX_PROPS 64
 #define N_STATUS 5
@@ -97,23 +98,16 @@ static void explain_unrouted(const char *url, const char *address, long unrouted
 }
 
 int mqr_cmd_send(int argc, char **argv) {
-  static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
-                                       {"routing-type", required_argument, NULL, 't'},
-                                       {"property", required_argument, NULL, 'p'},
-                                       {"body", required_argument, NULL, 'b'},
-                                       {"file", required_argument, NULL, 'f'},
-                                       {"json", required_argument, NULL, 'j'},
-                                       {"schema", required_argument, NULL, 's'},
-                                       {"count", required_argument, NULL, 'n'},
-                                       {"timeout", required_argument, NULL, 'w'},
-                                       {"durable", no_argument, NULL, 'd'},
-                                       {"dup-id", required_argument, NULL, 'i'},
-                                       {"allow-unrouted", no_argument, NULL, 'a'},
-                                       {"priority", required_argument, NULL, 'P'},
-                                       {"ttl", required_argument, NULL, 'T'},
-                                       {"user-id", required_argument, NULL, 'U'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"url", required_argument, NULL, 'u'},      {"routing-type", required_argument, NULL, 't'},
+      {"property", required_argument, NULL, 'p'}, {"body", required_argument, NULL, 'b'},
+      {"file", required_argument, NULL, 'f'},     {"json", required_argument, NULL, 'j'},
+      {"schema", required_argument, NULL, 's'},   {"count", required_argument, NULL, 'n'},
+      {"timeout", required_argument, NULL, 'w'},  {"durable", no_argument, NULL, 'd'},
+      {"dup-id", required_argument, NULL, 'i'},   {"allow-unrouted", no_argument, NULL, 'a'},
+      {"priority", required_argument, NULL, 'P'}, {"ttl", required_argument, NULL, 'T'},
+      {"user-id", required_argument, NULL, 'U'},  {"delay", required_argument, NULL, 'D'},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   const char *url = DEFAULT_URL, *body = NULL, *file = NULL, *json = NULL, *schema_path = NULL, *dup = "";
   int rt = MQR_ROUTING_NONE, o;
   long count = 1;
@@ -122,7 +116,7 @@ int mqr_cmd_send(int argc, char **argv) {
   mqr_str_t keys[MAX_PROPS];
   mqr_value_t vals[MAX_PROPS];
   size_t n_props = 0;
-  long priority = MQR_PRIORITY_DEFAULT, ttl = 0;
+  long priority = MQR_PRIORITY_DEFAULT, ttl = 0, delay = 0;
   const char *user_id = "";
   optind = 1;
   opterr = 0;
@@ -152,6 +146,9 @@ int mqr_cmd_send(int argc, char **argv) {
       if (!cli_long("--ttl", optarg, 1, 315360000000L, &ttl)) return 2;
       break;
     case 'U': user_id = optarg; break;
+    case 'D':
+      if (!cli_long("--delay", optarg, 1, 315360000000L, &delay)) return 2;
+      break;
     case 'b': body = optarg; break;
     case 'f': file = optarg; break;
     case 'j': json = optarg; break;
@@ -194,11 +191,13 @@ int mqr_cmd_send(int argc, char **argv) {
     }
     mqr_avro_schema_destroy(s);
   }
-  int64_t expiration = 0;
-  if (ttl) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    expiration = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + ttl;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, expiration = ttl ? now + ttl : 0;
+  if (delay) {
+    if (n_props == MAX_PROPS) return cli_usage_error(mqr_usage_send, "--delay needs room for one more property");
+    keys[n_props] = MQR_STR(MQR_PROP_SCHEDULED);
+    vals[n_props++] = mqr_value_long(now + delay);
   }
   mqr_client_message_t m = {.address = mqr_str(address),
                             .routing_type = rt,

@@ -287,16 +287,20 @@ static int get_headers(mqr__rd_t *r, mqr_tail_view_t *h, bool check) {
   return check ? get_utf8(r, &h->user_id, "user id") : get_str(r, &h->user_id);
 }
 
-/* A tail's properties (a map of typed values), walked: every key and string UTF-8. */
-static int check_props(mqr__rd_t *r) {
+/* A tail's properties (a map of typed values), walked: every key and string UTF-8; the
+ * schedule, when one is there, into *scheduled. */
+static int check_props(mqr__rd_t *r, int64_t *scheduled) {
   uint64_t count = 0;
   int rc;
+  static const mqr_str_t sched = {MQR_PROP_SCHEDULED, sizeof MQR_PROP_SCHEDULED - 1};
   while ((rc = mqr__get_count(r, 2, &count)) == 0 && count) {
     for (uint64_t i = 0; i < count; i++) {
       mqr_str_t k;
       mqr_value_t v;
       if ((rc = get_utf8(r, &k, "property key")) != 0) return rc;
       if ((rc = get_value(r, &v, true)) != 0) return rc;
+      if (k.len == sched.len && memcmp(k.ptr, sched.ptr, sched.len) == 0)
+        *scheduled = v.type == MQR_VALUE_LONG ? v.u.l : v.type == MQR_VALUE_INT ? v.u.i : 0;
     }
   }
   return rc;
@@ -323,7 +327,8 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
   v->tail = r.p;
   mqr_tail_view_t h;
   if ((rc = get_headers(&r, &h, true)) != 0) return rc;
-  if ((rc = check_props(&r)) != 0) return rc;
+  v->scheduled = 0;
+  if ((rc = check_props(&r, &v->scheduled)) != 0) return rc;
   size_t blen = 0;
   if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
   r.p += blen;

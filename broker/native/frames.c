@@ -33,6 +33,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
                    .routing_type = mqr_proto_rt_to_routing(v.routing_type),
                    .durable = v.durable,
                    .duplicate_id = v.duplicate_id,
+                   .scheduled = v.scheduled,
                    .tail = v.tail,
                    .tail_len = v.tail_len,
                    .prefixes = &c->l->cfg->prefixes,

@@ -186,8 +186,10 @@ typedef struct {
   uint64_t held;    /* back from a consumer, waiting out a redelivery delay */
   uint64_t killed;  /* that reached max-delivery-attempts: sent to the dead-letter address or
                        dropped */
-  uint64_t expired; /* that expired: sent to the expiry address or dropped.
-                       enqueued = acknowledged + killed + expired + depth + held + in_flight */
+  uint64_t expired;   /* that expired: sent to the expiry address or dropped */
+  uint64_t scheduled; /* waiting for their scheduled delivery time (MQR_PROP_SCHEDULED).
+                         enqueued = acknowledged + killed + expired + depth + held + scheduled
+                         + in_flight */
 } mqr_broker_queue_stats_t;
 
 /* A queue's counters; MQR_ENOQUEUE. */

@@ -264,8 +264,13 @@ typedef struct {
   int64_t receipt;
   const uint8_t *tail;
   size_t tail_len;
-  size_t body_len; /* of the body in the tail */
+  size_t body_len;   /* of the body in the tail */
+  int64_t scheduled; /* its MQR_PROP_SCHEDULED property (an int or a long), 0: none */
 } mqr_send_view_t;
+
+/* The property that schedules a message: delivered no sooner than this time, in ms since
+ * the epoch (Artemis's _AMQ_SCHED_DELIVERY). */
+#define MQR_PROP_SCHEDULED "_AMQ_SCHED_DELIVERY"
 
 /* Reads a frame body that must be a Send, checking all of it (priority in range, every
  * string UTF-8, every property value's branch). Errors: MQR_EBADDATA (another frame

@@ -119,6 +119,11 @@ expect recv-selector 0 "blue" "" -- "$mqr" recv --url "$url" --selector "weight 
 expect recv-selector-rest 0 "red" "" -- "$mqr" recv --url "$url" sel
 expect send-bad-type 2 "" "not a value of its type" -- "$mqr" send --url "$url" --property n:int=x anycast://sel
 expect recv-bad-selector 1 "" "(column 9)" -- "$mqr" recv --url "$url" --timeout 1 --selector "color = " sel
+# --delay: not delivered before its time, then delivered.
+expect send-delay 0 "sent 1 to anycast://later: OK 1" "" -- \
+  "$mqr" send --url "$url" --delay 1500 --body later anycast://later
+expect recv-too-soon 1 "" "" -- "$mqr" recv --url "$url" --timeout 0.3 later
+expect recv-in-time 0 "later" "" -- "$mqr" recv --url "$url" --timeout 10 later
 # --follow receives until interrupted, then exits 0 (orders still holds "once").
 "$mqr" recv --url "$url" --follow orders >"$tmp/follow" 2>"$tmp/follow.err" &
 fpid=$!

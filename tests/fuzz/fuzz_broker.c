@@ -151,7 +151,7 @@ static void check(void) {
     if (cons[i].c == NULL) continue;
     mqr_broker_queue_stats_t st;
     FUZZ_CHECK(mqr_broker_queue_stats(broker, mqr_str(cons[i].queue), &st) == 0);
-    FUZZ_CHECK(st.enqueued == st.acknowledged + st.killed + st.expired + st.depth + st.held + st.in_flight);
+    FUZZ_CHECK(st.enqueued == st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
     uint64_t in_flight = 0;
     uint32_t n = 0;
     for (int j = 0; j < MAX_CONS; j++)

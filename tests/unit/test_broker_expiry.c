@@ -95,7 +95,8 @@ static void take(fx_t *f, const char *q, rx_t *rx) {
 static mqr_broker_queue_stats_t stats(fx_t *f, const char *q) {
   mqr_broker_queue_stats_t st;
   assert_int_equal(mqr_broker_queue_stats(f->b, mqr_str(q), &st), 0);
-  assert_true(st.enqueued == st.acknowledged + st.killed + st.expired + st.depth + st.held + st.in_flight);
+  assert_true(st.enqueued ==
+              st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
   return st;
 }
 
