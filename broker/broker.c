@@ -120,6 +120,7 @@ static void free_broker(mqr_broker_t *b) {
       mqr__pool_put(&b->consumers, c);
     }
     mqr_queue_set_data(bq->q, NULL);
+    mqr__kinds_free(bq);
     mqr_free(bq->consumers);
     mqr_free(bq);
   }

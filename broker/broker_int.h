@@ -6,6 +6,7 @@
  *   dispatch.c   deliveries within credit to ready consumers; acks; credit
  *   select.c     a message's values for queue filters and consumer selectors
  *   move.c       a message leaving its queue for another address (dead letters, expiry)
+ *   kinds.c      queue kinds: exclusive, ring, last-value
  *   expiry.c     expired messages: at dispatch, and a periodic scan of the queues
  *   redeliver.c  what comes back unacknowledged: max-delivery-attempts and the dead-letter
  *                address, redelivery delays; and scheduled messages (a timer over a heap
@@ -96,6 +97,7 @@ struct mqr__entry_s {
   mqr__msg_t *msg;
   int64_t delivery;       /* while in flight */
   int32_t delivery_count; /* deliveries so far */
+  uint32_t lv_slot;       /* a last-value queue's holder of its key: its slot + 1 (kinds.c); 0: none */
   /* A reference the journal holds (a durable message on a durable queue): its queue, and
    * the message's next such entry. NULL: nothing of it is in the journal. */
   struct mqr__bq_s *jbq;
@@ -122,6 +124,7 @@ typedef struct {
 
 struct mqr__store_s {
   const mqr__store_ops_t *ops;
+  struct mqr__lvq_s *lvq; /* a last-value queue's keys (kinds.c): told when a holder leaves */
   uint64_t depth;
   uint64_t removals;         /* entries taken out (pop, remove): a walk that sees it change restarts */
   mqr__entry_t *head, *tail; /* the memory store's list */
@@ -142,6 +145,8 @@ typedef struct mqr__bq_s {
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
+  bool exclusive;       /* one consumer (the first) takes everything (kinds.c) */
+  int64_t ring_size;    /* -1: no ring */
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
@@ -291,12 +296,26 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c);
 void mqr__dispatch(mqr__bq_t *bq);
 
 /* A new entry for bq: at the tail of its store, or, for a message scheduled later than
- * now, held until then (redeliver.c). */
+ * now, held until then (redeliver.c); a last-value queue's in the place of a waiting one
+ * with its key; a ring's oldest waiting entries go to keep it within its size (kinds.c). */
 bool mqr__schedule(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
+void mqr__lvq_push(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
+void mqr__ring_trim(mqr_broker_t *b, mqr__bq_t *bq);
 static inline void mqr__enqueue(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   if (e->msg->scheduled != 0 && mqr__schedule(b, bq, e)) return;
-  bq->store.ops->push(&bq->store, e);
+  if (bq->store.lvq)
+    mqr__lvq_push(b, bq, e);
+  else
+    bq->store.ops->push(&bq->store, e);
+  if (bq->ring_size >= 0) mqr__ring_trim(b, bq);
 }
+/* kinds.c: a queue's kind as its broker state is made (false: out of memory), and
+ * freed; a last-value holder leaving the store; an entry back from a consumer (true:
+ * it was replaced meanwhile and is gone). */
+bool mqr__kinds_init(mqr__bq_t *bq);
+void mqr__kinds_free(mqr__bq_t *bq);
+void mqr__lvq_left(struct mqr__lvq_s *lvq, mqr__entry_t *e);
+bool mqr__lvq_returned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 
 /* move.c: where a message that leaves its queue for good goes. */
 typedef struct {

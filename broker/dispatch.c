@@ -80,7 +80,8 @@ static void dispatch_head(mqr__bq_t *bq) {
     if (!bq->store.depth || !bq->n_consumers) break;
     mqr_broker_consumer_t *c = NULL;
     const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
-    for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
+    if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
+    for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
       mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
       if (can_take(cand, head)) {
         c = cand;
@@ -119,7 +120,8 @@ static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *
   const mqr_value_t *values = NULL;
   uint32_t n = 0;
   mqr_broker_consumer_t *c = NULL;
-  for (uint32_t k = 0; k < bq->n_consumers && c == NULL; k++) {
+  if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
+  for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
     mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
     if (!can_take(cand, e)) continue;
     if (cand->selector) {

@@ -15,6 +15,10 @@ mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q) {
   if ((bq = mqr_calloc(1, sizeof *bq)) == NULL) return NULL;
   bq->q = q;
   mqr__memstore_init(&bq->store);
+  if (!mqr__kinds_init(bq)) {
+    mqr_free(bq);
+    return NULL;
+  }
   bq->next = b->queues;
   if (b->queues) b->queues->prev = bq;
   b->queues = bq;
@@ -220,7 +224,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
       return mqr_error_set(err, MQR_ENOMEM, "out of memory enqueueing a message (%u of %u queues took it)", taken,
                            res.count);
     }
-    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, NULL, NULL};
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL};
     m->refs++;
     mqr__enqueue(b, bq, e);
     bq->enqueued++;

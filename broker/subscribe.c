@@ -153,6 +153,7 @@ static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
     b->queues = bq->next;
   if (bq->next) bq->next->prev = bq->prev;
   mqr_free(bq->consumers);
+  mqr__kinds_free(bq);
   mqr_str_t name = mqr_queue_name(bq->q);
   char copy[512];
   snprintf(copy, sizeof copy, "%.*s", (int)name.len, name.ptr);
@@ -192,7 +193,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     if (mqr__redeliver_take(b, bq, e)) {
       e->next = taken;
       taken = e;
-    } else {
+    } else if (!(bq->store.lvq && mqr__lvq_returned(b, bq, e))) { /* unless a newer value replaced it */
       bq->store.ops->push_front(&bq->store, e);
     }
   }

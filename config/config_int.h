@@ -32,9 +32,11 @@ extern const size_t mqr__default_conf_len;
 typedef struct {
   char *name;
   char *filter;
+  char *last_value_key; /* NULL: not a last-value queue */
   mqr_routing_type_t type;
-  bool durable, purge_on_no_consumers, enabled;
+  bool durable, purge_on_no_consumers, enabled, exclusive;
   int32_t max_consumers;
+  int64_t ring_size;
   uint32_t line, column;
 } cfg_queue_t;
 

@@ -226,6 +226,9 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   q.durable = true;
   q.enabled = true;
   q.max_consumers = -1;
+  q.ring_size = -1;
+  mqr_str_t lvk = {0};
+  bool last_value = false;
   q.line = (uint32_t)key->start_mark.line + 1;
   q.column = (uint32_t)key->start_mark.column + 1;
   mqr_str_t filter = {0};
@@ -233,7 +236,9 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     char where[160];
     snprintf(where, sizeof where, "queue '%.*s'", (int)name.len, name.ptr);
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
-    static const char known[] = "durable, max-consumers, purge-on-no-consumers, enabled, filter";
+    static const char known[] =
+        "durable, max-consumers, purge-on-no-consumers, enabled, filter, exclusive, last-value, last-value-key, "
+        "ring-size";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -250,6 +255,14 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
           else
             q.max_consumers = (int32_t)v;
         }
+      } else if (mqr_str_eq(p.name, MQR_STR("exclusive"))) {
+        mqr__cfg_get_bool(c, &p, &q.exclusive);
+      } else if (mqr_str_eq(p.name, MQR_STR("last-value"))) {
+        mqr__cfg_get_bool(c, &p, &last_value);
+      } else if (mqr_str_eq(p.name, MQR_STR("last-value-key"))) {
+        if (mqr__cfg_get_string(c, &p, &lvk) && lvk.len == 0) ERR(c, p.value, "last-value-key must not be empty");
+      } else if (mqr_str_eq(p.name, MQR_STR("ring-size"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, INT64_MAX, &v)) q.ring_size = v;
       } else if (mqr_str_eq(p.name, MQR_STR("filter"))) {
         mqr_filter_t *f = NULL;
         mqr_error_t fe;
@@ -264,6 +277,10 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   if (!mqr__cfg_grow(c, (void **)&a->queues, a->n_queues, &a->cap_queues, sizeof *a->queues)) return;
   q.name = mqr__cfg_dup_n(c, name.ptr, name.len);
   q.filter = filter.len ? mqr__cfg_dup_n(c, filter.ptr, filter.len) : NULL;
+  if (lvk.len)
+    q.last_value_key = mqr__cfg_dup_n(c, lvk.ptr, lvk.len);
+  else if (last_value) /* without a key: Artemis's _AMQ_LVQ_NAME */
+    q.last_value_key = mqr__cfg_dup_n(c, MQR_PROP_LAST_VALUE, sizeof MQR_PROP_LAST_VALUE - 1);
   a->queues[a->n_queues++] = q;
   c->cfg->n_queues++;
 }
@@ -433,6 +450,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     cfg_address_t *a = &cfg->addresses[i];
     for (uint32_t k = 0; k < a->n_queues; k++) {
       mqr_free(a->queues[k].name);
+      mqr_free(a->queues[k].last_value_key);
       mqr_free(a->queues[k].filter);
     }
     mqr_free(a->queues);

@@ -112,6 +112,9 @@ bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q) { return q->purge_on_
 bool mqr_queue_enabled(const mqr_queue_t *q) { return q->enabled; }
 bool mqr_queue_auto_created(const mqr_queue_t *q) { return q->auto_created; }
 int32_t mqr_queue_max_consumers(const mqr_queue_t *q) { return q->max_consumers; }
+bool mqr_queue_exclusive(const mqr_queue_t *q) { return q->exclusive; }
+mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q) { return q->last_value_key; }
+int64_t mqr_queue_ring_size(const mqr_queue_t *q) { return q->ring_size; }
 uint32_t mqr_queue_consumer_count(const mqr_queue_t *q) { return q->consumers; }
 uint64_t mqr_queue_routed(const mqr_queue_t *q) { return q->routed; }
 void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled) { q->enabled = enabled; }
@@ -141,6 +144,7 @@ void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t ad
   cfg->durable = true;
   cfg->enabled = true;
   cfg->max_consumers = -1;
+  cfg->ring_size = -1;
 }
 
 mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
@@ -550,7 +554,7 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
     a->bind.cold->own = p;
     a->bind.cold->cap_own = ncap;
   }
-  mqr_queue_t *q = mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + 2);
+  mqr_queue_t *q = mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + cfg->last_value_key.len + 3);
   if (q == NULL) goto nomem;
   memset(q, 0, sizeof *q);
   char *nm = (char *)(q + 1);
@@ -568,6 +572,12 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   q->purge_on_no_consumers = cfg->purge_on_no_consumers;
   q->auto_created = cfg->auto_created;
   q->max_consumers = cfg->max_consumers;
+  q->exclusive = cfg->exclusive;
+  q->ring_size = cfg->ring_size < -1 ? -1 : cfg->ring_size;
+  char *lk = ft + cfg->filter.len + 1;
+  if (cfg->last_value_key.len) memcpy(lk, cfg->last_value_key.ptr, cfg->last_value_key.len);
+  lk[cfg->last_value_key.len] = '\0';
+  q->last_value_key = mqr_str_n(lk, cfg->last_value_key.len);
   mqr_error_t ferr;
   int rc = mqr_router_compile_filter(r, q->filter_text, &q->filter, &ferr);
   if (rc) {

@@ -51,6 +51,9 @@ struct mqr_queue_s {
   uint64_t seq;
   void *data;
   mqr_str_t filter_text;
+  bool exclusive;
+  mqr_str_t last_value_key;
+  int64_t ring_size;
 };
 
 /* An address is one 128-byte block, two cache lines that the L2 spatial prefetcher

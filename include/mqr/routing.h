@@ -326,9 +326,19 @@ typedef struct {
    * the address settings allow auto-create-addresses; otherwise the add is refused. */
   bool auto_create_address;
   int32_t max_consumers; /* -1 unlimited; below -1 is MQR_EMAXCONSUMERS */
+  /* Queue kinds (docs/config.md), as Artemis's: */
+  bool exclusive;           /* one consumer at a time takes every message */
+  mqr_str_t last_value_key; /* a last-value queue: a message whose property of this name
+                               matches a waiting one's takes its place; empty: not one */
+  int64_t ring_size;        /* at most this many messages (waiting and in flight): the oldest
+                               waiting one goes to make room; -1: no ring */
 } mqr_queue_config_t;
 
-/* Fills cfg with defaults: durable, enabled, max-consumers -1, MULTICAST, the rest off. */
+/* The last-value property Artemis uses when a queue is last-value without a key. */
+#define MQR_PROP_LAST_VALUE "_AMQ_LVQ_NAME"
+
+/* Fills cfg with defaults: durable, enabled, max-consumers -1, ring-size -1, MULTICAST,
+ * the rest off. */
 MQR_EXTERN void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address,
                                       mqr_routing_type_t type);
 
@@ -365,6 +375,9 @@ MQR_EXTERN bool mqr_queue_purge_on_no_consumers(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_enabled(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_auto_created(const mqr_queue_t *q);
 MQR_EXTERN int32_t mqr_queue_max_consumers(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_exclusive(const mqr_queue_t *q);
+MQR_EXTERN mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q); /* empty: not last-value */
+MQR_EXTERN int64_t mqr_queue_ring_size(const mqr_queue_t *q);        /* -1: no ring */
 MQR_EXTERN uint32_t mqr_queue_consumer_count(const mqr_queue_t *q);
 /* Messages routed to this queue. */
 MQR_EXTERN uint64_t mqr_queue_routed(const mqr_queue_t *q);

@@ -1,0 +1,260 @@
+/* Queue kinds, as Artemis's ExclusiveTest, RingQueueTest and LVQTest have them: an
+ * exclusive queue gives every message to its first consumer, then to the next when it
+ * goes; a ring keeps its newest ring-size messages; a last-value queue keeps the newest
+ * message of each key, in the place of the one it replaced, and drops an older value
+ * coming back from a consumer; a steady last-value load allocates nothing; a queue made
+ * at run time keeps its kind across a restart. */
+#include "mqr/broker.h"
+#include "test_dir.h"
+
+static const char yaml_fmt[] = "%s"
+                               "addresses:\n"
+                               "  ex: {anycast: {ex: {exclusive: true}}}\n"
+                               "  ring: {anycast: {ring: {ring-size: 3}}}\n"
+                               "  lv: {anycast: {lv: {last-value-key: sym}}}\n"
+                               "  lvd: {anycast: {lvd: {last-value: true}}}\n";
+
+typedef struct {
+  mqr_broker_t *b;
+  uv_loop_t loop;
+  mqr_config_t *cfg;
+} fx_t;
+
+static void fx_open(fx_t *f, bool durable) {
+  char persistence[300] = "", yaml[1024];
+  if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
+  int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
+  uv_loop_init(&f->loop);
+  mqr_error_t items[4];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, 4);
+  if (mqr_config_load_string("k.yaml", yaml, (size_t)n, &f->cfg, &d) != 0) fail_msg("%s", items[0].message);
+  mqr_broker_options_t opt = {.config = f->cfg};
+  mqr_error_t err;
+  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
+}
+
+static void fx_close(fx_t *f) {
+  mqr_broker_close(f->b, NULL, NULL);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  mqr_config_destroy(f->cfg);
+}
+
+static void send_kv(fx_t *f, const char *address, const char *key_name, const char *key, const char *body) {
+  mqr_str_t k = mqr_str(key_name ? key_name : "");
+  mqr_value_t v = mqr_value_string(mqr_str(key ? key : ""));
+  mqr_broker_message_t m = {.address = mqr_str(address),
+                            .routing_type = MQR_ANYCAST,
+                            .priority = MQR_PRIORITY_DEFAULT,
+                            .property_keys = &k,
+                            .property_values = &v,
+                            .n_properties = key ? 1 : 0,
+                            .body = mqr_str(body)};
+  mqr_error_t err;
+  if (mqr_broker_send(f->b, &m, NULL, &err) != 0) fail_msg("send: %s", err.message);
+}
+
+typedef struct {
+  int n;
+  char got[16][16];
+  bool ack;
+} rx_t;
+
+static void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  rx_t *rx = arg;
+  if (rx->n < 16) snprintf(rx->got[rx->n], 16, "%.*s", (int)m->body.len, m->body.ptr);
+  rx->n++;
+  if (rx->ack) assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static mqr_broker_consumer_t *consume(fx_t *f, const char *q, rx_t *rx, uint32_t credit) {
+  mqr_broker_consumer_t *c;
+  mqr_error_t err;
+  if (mqr_broker_subscribe(f->b, mqr_str(q), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), credit, on_msg, rx, &c, NULL,
+                           &err) != 0)
+    fail_msg("subscribe: %s", err.message);
+  return c;
+}
+
+static mqr_broker_queue_stats_t stats(fx_t *f, const char *q) {
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f->b, mqr_str(q), &st), 0);
+  assert_true(st.enqueued ==
+              st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
+  return st;
+}
+
+/* ExclusiveTest: every message to the first consumer; when it goes, what it had not
+ * acknowledged and what follows go to the next. */
+static void test_exclusive_queue_has_one_consumer_at_a_time(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  rx_t a = {.ack = false}, b = {.ack = true};
+  mqr_broker_consumer_t *ca = consume(&f, "ex", &a, 100), *cb = consume(&f, "ex", &b, 100);
+  for (int i = 0; i < 6; i++) send_kv(&f, "ex", NULL, NULL, "m");
+  assert_int_equal(a.n, 6);
+  assert_int_equal(b.n, 0);
+  mqr_broker_unsubscribe(ca);
+  assert_int_equal(b.n, 6); /* its six, back, to the next */
+  send_kv(&f, "ex", NULL, NULL, "after");
+  assert_int_equal(b.n, 7);
+  mqr_broker_unsubscribe(cb);
+  fx_close(&f);
+}
+
+/* RingQueueTest: past ring-size the oldest waiting message goes (acknowledged); one in
+ * flight counts and stays. */
+static void test_ring_keeps_its_newest(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  const char *bodies[] = {"1", "2", "3", "4", "5"};
+  for (int i = 0; i < 5; i++) send_kv(&f, "ring", NULL, NULL, bodies[i]);
+  mqr_broker_queue_stats_t st = stats(&f, "ring");
+  assert_int_equal(st.depth, 3);
+  assert_int_equal(st.acknowledged, 2);
+  rx_t rx = {.ack = false};
+  mqr_broker_consumer_t *c = consume(&f, "ring", &rx, 1); /* 3 in flight, 4 and 5 waiting */
+  assert_string_equal(rx.got[0], "3");
+  send_kv(&f, "ring", NULL, NULL, "6"); /* 3 + 4 5 6 is four: 4 goes */
+  st = stats(&f, "ring");
+  assert_int_equal(st.in_flight, 1);
+  assert_int_equal(st.depth, 2);
+  mqr_broker_unsubscribe(c);
+  rx_t all = {.ack = true};
+  c = consume(&f, "ring", &all, 10);
+  assert_int_equal(all.n, 3);
+  assert_string_equal(all.got[0], "3");
+  assert_string_equal(all.got[1], "5");
+  assert_string_equal(all.got[2], "6");
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
+/* LVQTest: the newest value of each key, in the place of the one it replaced; a message
+ * without the key is an ordinary one; last-value: true keys on _AMQ_LVQ_NAME. */
+static void test_last_value_keeps_the_newest_of_each_key(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  send_kv(&f, "lv", "sym", "x", "x1");
+  send_kv(&f, "lv", "sym", "y", "y1");
+  send_kv(&f, "lv", NULL, NULL, "plain");
+  send_kv(&f, "lv", "sym", "x", "x2");
+  send_kv(&f, "lv", "other", "x", "o1"); /* not the key: an ordinary message */
+  send_kv(&f, "lv", "sym", "x", "x3");
+  mqr_broker_queue_stats_t st = stats(&f, "lv");
+  assert_int_equal(st.depth, 4);
+  assert_int_equal(st.acknowledged, 2);
+  rx_t rx = {.ack = true};
+  mqr_broker_consumer_t *c = consume(&f, "lv", &rx, 10);
+  assert_int_equal(rx.n, 4);
+  assert_string_equal(rx.got[0], "x3"); /* in x1's place */
+  assert_string_equal(rx.got[1], "y1");
+  assert_string_equal(rx.got[2], "plain");
+  assert_string_equal(rx.got[3], "o1");
+  mqr_broker_unsubscribe(c);
+  send_kv(&f, "lvd", MQR_PROP_LAST_VALUE, "k", "k1");
+  send_kv(&f, "lvd", MQR_PROP_LAST_VALUE, "k", "k2");
+  assert_int_equal(stats(&f, "lvd").depth, 1);
+  fx_close(&f);
+}
+
+/* A value that comes back from a consumer while a newer one waits is done with; one
+ * that comes back alone holds its key again. */
+static void test_last_value_returned_while_newer_waits(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  send_kv(&f, "lv", "sym", "x", "x1");
+  rx_t rx = {.ack = false};
+  mqr_broker_consumer_t *c = consume(&f, "lv", &rx, 1);
+  assert_string_equal(rx.got[0], "x1");
+  send_kv(&f, "lv", "sym", "x", "x2"); /* waits: x1 is in flight, not replaced */
+  assert_int_equal(stats(&f, "lv").depth, 1);
+  mqr_broker_unsubscribe(c); /* x1 back: x2 is newer */
+  mqr_broker_queue_stats_t st = stats(&f, "lv");
+  assert_int_equal(st.depth, 1);
+  assert_int_equal(st.acknowledged, 1);
+  rx_t r2 = {.ack = false};
+  c = consume(&f, "lv", &r2, 1);
+  assert_string_equal(r2.got[0], "x2");
+  mqr_broker_unsubscribe(c);           /* x2 back alone: it holds x again */
+  send_kv(&f, "lv", "sym", "x", "x3"); /* and is replaced by x3 */
+  st = stats(&f, "lv");
+  assert_int_equal(st.depth, 1);
+  rx_t r3 = {.ack = true};
+  c = consume(&f, "lv", &r3, 10);
+  assert_int_equal(r3.n, 1);
+  assert_string_equal(r3.got[0], "x3");
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
+/* A steady load over a fixed set of keys allocates nothing once warm. */
+static void test_last_value_sends_allocate_nothing(void **state) {
+  (void)state;
+  talloc_install();
+  fx_t f;
+  fx_open(&f, false);
+  char key[8], body[8];
+  for (int i = 0; i < 200; i++) {
+    snprintf(key, sizeof key, "k%d", i % 10);
+    snprintf(body, sizeof body, "%d", i);
+    send_kv(&f, "lv", "sym", key, body);
+  }
+  uint64_t calls = talloc.calls;
+  for (int i = 0; i < 2000; i++) {
+    snprintf(key, sizeof key, "k%d", i % 10);
+    send_kv(&f, "lv", "sym", key, "v");
+  }
+  assert_int_equal(talloc.calls, calls);
+  assert_int_equal(stats(&f, "lv").depth, 10);
+  fx_close(&f);
+  assert_int_equal(talloc.live, 0);
+  talloc_uninstall();
+}
+
+/* A queue made at run time keeps its kind in the journal. */
+static void test_kind_survives_a_restart(void **state) {
+  (void)state;
+  fresh_dir();
+  fx_t f;
+  fx_open(&f, true);
+  mqr_queue_config_t qc;
+  mqr_queue_config_init(&qc, MQR_STR("made"), MQR_STR("made"), MQR_ANYCAST);
+  qc.auto_create_address = true;
+  qc.exclusive = true;
+  qc.ring_size = 7;
+  qc.last_value_key = MQR_STR("sym");
+  assert_int_equal(mqr_router_add_queue(mqr_broker_router(f.b), &qc, NULL, NULL), 0);
+  mqr_broker_message_t m = {.address = MQR_STR("made"),
+                            .routing_type = MQR_ANYCAST,
+                            .durable = true,
+                            .priority = MQR_PRIORITY_DEFAULT,
+                            .body = MQR_STR("x")};
+  assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
+  for (int i = 0; i < 50; i++) uv_run(&f.loop, UV_RUN_NOWAIT), usleep(1000);
+  fx_close(&f);
+  fx_open(&f, true);
+  mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("made"));
+  assert_non_null(q);
+  assert_true(mqr_queue_exclusive(q));
+  assert_int_equal(mqr_queue_ring_size(q), 7);
+  assert_true(mqr_str_eq(mqr_queue_last_value_key(q), MQR_STR("sym")));
+  fx_close(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
+      cmocka_unit_test(test_ring_keeps_its_newest),
+      cmocka_unit_test(test_last_value_keeps_the_newest_of_each_key),
+      cmocka_unit_test(test_last_value_returned_while_newer_waits),
+      cmocka_unit_test(test_last_value_sends_allocate_nothing),
+      cmocka_unit_test(test_kind_survives_a_restart),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
