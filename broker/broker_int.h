@@ -104,6 +104,28 @@ struct mqr__entry_s {
   struct mqr__entry_s *jnext;
 };
 
+/* ---- keys to values (strmap.c) -------------------------------------------------------------- */
+
+typedef struct {
+  char *key; /* NULL: an empty slot */
+  uint32_t len;
+  uint64_t hash;
+  void *val; /* NULL: the key has no value now (it stays, until a rebuild drops it) */
+} mqr__smap_slot_t;
+
+typedef struct {
+  mqr__smap_slot_t *slots;
+  uint32_t mask, used;
+} mqr__smap_t;
+
+bool mqr__smap_init(mqr__smap_t *m); /* false: out of memory */
+void mqr__smap_free(mqr__smap_t *m);
+/* The slot of key, or -1. */
+int64_t mqr__smap_find(const mqr__smap_t *m, mqr_str_t key);
+/* The slot of key, made (value NULL) when new; -1: out of memory. Making one may rebuild
+ * the table: moved (may be NULL) is told each value's new slot. */
+int64_t mqr__smap_slot(mqr__smap_t *m, mqr_str_t key, void (*moved)(void *val, uint32_t slot));
+
 /* ---- queue storage ------------------------------------------------------------------------ */
 
 /* Where a queue keeps its waiting entries. In memory here; a journal goes under durable

@@ -10,34 +10,17 @@
  *                (LastValueQueue); a message that comes back from a consumer while a
  *                newer one with its key waits is acknowledged too.
  *
- * A last-value queue keeps its keys in an open-addressing table (linear probing, at most
- * half full) of key bytes -> the waiting entry that holds the key (NULL while none does);
- * the entry knows its slot (e->lv_slot), so that leaving the store clears it in O(1).
- * Keys stay when their holder goes, so a steady set of keys allocates nothing; the table
- * is rebuilt without the unheld keys when they fill it. */
+ * A last-value queue keeps its keys in a map (strmap.c) of key bytes -> the waiting entry
+ * that holds the key; the entry knows its slot (e->lv_slot), so that leaving the store
+ * clears it in O(1), and a steady set of keys allocates nothing. */
 #include <stdio.h>
 
 #include "durable.h"
 
-typedef struct {
-  char *key; /* NULL: empty */
-  uint32_t len;
-  uint64_t hash;
-  mqr__entry_t *holder; /* the waiting entry with this key; NULL: none now */
-} lv_slot_t;
-
 struct mqr__lvq_s {
-  lv_slot_t *slots;
-  uint32_t mask; /* slots - 1 */
-  uint32_t used; /* slots with a key */
+  mqr__smap_t keys; /* key bytes -> the waiting entry holding it */
   mqr_str_t prop;
 };
-
-static uint64_t hash_of(const char *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 bool mqr__kinds_init(mqr__bq_t *bq) {
   bq->exclusive = mqr_queue_exclusive(bq->q);
@@ -45,11 +28,10 @@ bool mqr__kinds_init(mqr__bq_t *bq) {
   mqr_str_t prop = mqr_queue_last_value_key(bq->q);
   if (prop.len == 0) return true;
   struct mqr__lvq_s *l = mqr_calloc(1, sizeof *l);
-  if (l == NULL || (l->slots = mqr_calloc(16, sizeof *l->slots)) == NULL) {
+  if (l == NULL || !mqr__smap_init(&l->keys)) {
     mqr_free(l);
     return false;
   }
-  l->mask = 15;
   l->prop = prop; /* the router's copy: lives as long as the queue */
   bq->store.lvq = l;
   return true;
@@ -58,17 +40,18 @@ bool mqr__kinds_init(mqr__bq_t *bq) {
 void mqr__kinds_free(mqr__bq_t *bq) {
   struct mqr__lvq_s *l = bq->store.lvq;
   if (l == NULL) return;
-  for (uint32_t i = 0; i <= l->mask; i++) mqr_free(l->slots[i].key);
-  mqr_free(l->slots);
+  mqr__smap_free(&l->keys);
   mqr_free(l);
   bq->store.lvq = NULL;
 }
 
 void mqr__lvq_left(struct mqr__lvq_s *l, mqr__entry_t *e) {
-  if (l && e->lv_slot && e->lv_slot - 1 <= l->mask && l->slots[e->lv_slot - 1].holder == e)
-    l->slots[e->lv_slot - 1].holder = NULL;
+  if (l && e->lv_slot && e->lv_slot - 1 <= l->keys.mask && l->keys.slots[e->lv_slot - 1].val == e)
+    l->keys.slots[e->lv_slot - 1].val = NULL;
   e->lv_slot = 0;
 }
+
+static void moved(void *val, uint32_t slot) { ((mqr__entry_t *)val)->lv_slot = slot + 1; }
 
 /* The message's key: its last-value property, as bytes (a string's or bytes' own, with
  * the type first; a number or boolean as text). false: it has none. */
@@ -98,42 +81,6 @@ static bool key_of(const struct mqr__lvq_s *l, const mqr__msg_t *m, char *buf, s
   return false;
 }
 
-static uint32_t find(const struct mqr__lvq_s *l, mqr_str_t key, uint64_t h) {
-  for (uint32_t i = (uint32_t)h & l->mask;; i = (i + 1) & l->mask) {
-    const lv_slot_t *s = &l->slots[i];
-    if (s->key == NULL || (s->hash == h && s->len == key.len && memcmp(s->key, key.ptr, key.len) == 0)) return i;
-  }
-}
-
-/* Room for one more key: the table grown, or rebuilt without the keys nobody holds. The
- * holders' slot numbers follow. false: out of memory. */
-static bool reserve(struct mqr__lvq_s *l) {
-  if (2 * (l->used + 1) <= l->mask + 1) return true;
-  uint32_t held = 0;
-  for (uint32_t i = 0; i <= l->mask; i++) held += l->slots[i].holder != NULL;
-  uint32_t n = l->mask + 1;
-  while (2 * (held + 1) > n / 2) n *= 2; /* half full at most, after the rebuild too */
-  lv_slot_t *ns = mqr_calloc(n, sizeof *ns);
-  if (ns == NULL) return false;
-  for (uint32_t i = 0; i <= l->mask; i++) {
-    lv_slot_t *s = &l->slots[i];
-    if (s->key == NULL) continue;
-    if (s->holder == NULL) {
-      mqr_free(s->key);
-      continue;
-    }
-    uint32_t j = (uint32_t)s->hash & (n - 1);
-    while (ns[j].key) j = (j + 1) & (n - 1);
-    ns[j] = *s;
-    s->holder->lv_slot = j + 1;
-  }
-  mqr_free(l->slots);
-  l->slots = ns;
-  l->mask = n - 1;
-  l->used = held;
-  return true;
-}
-
 /* e's message replaced old: old is acknowledged (AckReason.REPLACED). */
 static void replaced(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *old) {
   bq->acked++;
@@ -146,26 +93,13 @@ void mqr__lvq_push(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   struct mqr__lvq_s *l = bq->store.lvq;
   char buf[256];
   mqr_str_t key;
+  int64_t i;
   e->lv_slot = 0;
-  if (!key_of(l, e->msg, buf, sizeof buf, &key) || !reserve(l)) { /* no key (or no room): a plain message */
-    bq->store.ops->push(&bq->store, e);
+  if (!key_of(l, e->msg, buf, sizeof buf, &key) || (i = mqr__smap_slot(&l->keys, key, moved)) < 0) {
+    bq->store.ops->push(&bq->store, e); /* no key (or no room for it): a plain message */
     return;
   }
-  uint64_t h = hash_of(key.ptr, key.len);
-  uint32_t i = find(l, key, h);
-  lv_slot_t *s = &l->slots[i];
-  if (s->key == NULL) {
-    if ((s->key = mqr_malloc(key.len)) == NULL) {
-      bq->store.ops->push(&bq->store, e);
-      return;
-    }
-    memcpy(s->key, key.ptr, key.len);
-    s->len = (uint32_t)key.len;
-    s->hash = h;
-    s->holder = NULL;
-    l->used++;
-  }
-  mqr__entry_t *old = s->holder;
+  mqr__entry_t *old = l->keys.slots[i].val;
   if (old) { /* in its place */
     bq->store.ops->insert_before(&bq->store, e, old);
     bq->store.ops->remove(&bq->store, old); /* clears the slot */
@@ -173,9 +107,8 @@ void mqr__lvq_push(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   } else {
     bq->store.ops->push(&bq->store, e);
   }
-  s = &l->slots[i];
-  s->holder = e;
-  e->lv_slot = i + 1;
+  l->keys.slots[i].val = e;
+  e->lv_slot = (uint32_t)i + 1;
 }
 
 bool mqr__lvq_returned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
@@ -184,14 +117,14 @@ bool mqr__lvq_returned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   mqr_str_t key;
   e->lv_slot = 0;
   if (l == NULL || !key_of(l, e->msg, buf, sizeof buf, &key)) return false;
-  uint32_t i = find(l, key, hash_of(key.ptr, key.len));
-  if (l->slots[i].key && l->slots[i].holder) { /* a newer value waits: this one is done */
+  int64_t i = mqr__smap_find(&l->keys, key);
+  if (i >= 0 && l->keys.slots[i].val) { /* a newer value waits: this one is done */
     replaced(b, bq, e);
     return true;
   }
-  if (l->slots[i].key) { /* it holds its key again, at the head where it goes */
-    l->slots[i].holder = e;
-    e->lv_slot = i + 1;
+  if (i >= 0) { /* it holds its key again, at the head where it goes */
+    l->keys.slots[i].val = e;
+    e->lv_slot = (uint32_t)i + 1;
   }
   return false;
 }
