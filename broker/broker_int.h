@@ -82,8 +82,9 @@ typedef struct mqr__msg_s {
    * its place in the list of live journaled messages, in file order. */
   uint64_t jfile;
   uint32_t jbytes;
-  int64_t expiration; /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
-  int64_t scheduled;  /* its MQR_PROP_SCHEDULED, ms since the epoch, 0: none; -1: not read yet */
+  int64_t expiration;            /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
+  int64_t scheduled;             /* its MQR_PROP_SCHEDULED, ms since the epoch, 0: none; -1: not read yet */
+  uint32_t group_off, group_len; /* its MQR_PROP_GROUP in data; len 0: none, UINT32_MAX: not read yet */
   struct mqr__entry_s *jentries;
   struct mqr__msg_s *jlive_next, *jlive_prev;
   uint8_t data[];
@@ -169,6 +170,12 @@ typedef struct mqr__bq_s {
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
   bool exclusive;       /* one consumer (the first) takes everything (kinds.c) */
   int64_t ring_size;    /* -1: no ring */
+  /* Message groups (kinds.c): group (or bucket) -> its consumer, made with the first
+   * grouped message; grouping: dispatch walks the queue, a busy group's messages waiting
+   * while others go. */
+  mqr__smap_t groups;
+  int32_t group_buckets;
+  bool group_rebalance, grouping;
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
@@ -287,6 +294,7 @@ typedef struct {
   bool durable;
   mqr_str_t duplicate_id;
   int64_t scheduled;   /* its MQR_PROP_SCHEDULED (0: none) */
+  mqr_str_t group;     /* its MQR_PROP_GROUP: a view into tail, or (in-process) anywhere; empty: none */
   const uint8_t *tail; /* a SEND frame's tail, checked (mqr_frame_send_view) */
   size_t tail_len;
   const mqr_tail_t *made; /* in-process (tail NULL): the tail is made from these, checked */
@@ -323,7 +331,9 @@ void mqr__dispatch(mqr__bq_t *bq);
 bool mqr__schedule(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 void mqr__lvq_push(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 void mqr__ring_trim(mqr_broker_t *b, mqr__bq_t *bq);
+void mqr__group_note(mqr__bq_t *bq, mqr__entry_t *e);
 static inline void mqr__enqueue(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
+  if (e->msg->group_len != 0 && !bq->grouping) mqr__group_note(bq, e);
   if (e->msg->scheduled != 0 && mqr__schedule(b, bq, e)) return;
   if (bq->store.lvq)
     mqr__lvq_push(b, bq, e);
@@ -338,6 +348,13 @@ bool mqr__kinds_init(mqr__bq_t *bq);
 void mqr__kinds_free(mqr__bq_t *bq);
 void mqr__lvq_left(struct mqr__lvq_s *lvq, mqr__entry_t *e);
 bool mqr__lvq_returned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
+/* Message groups: m's group (empty: none; read once); the consumer e's group is assigned
+ * to (NULL: none yet), and assigning it; a consumer going (its groups are free again),
+ * and one coming to a queue that rebalances (every group is). */
+mqr_str_t mqr__msg_group(mqr__msg_t *m);
+mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
+void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);
+void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c);
 
 /* move.c: where a message that leaves its queue for good goes. */
 typedef struct {

@@ -90,12 +90,12 @@ void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
 /* ---- topology -------------------------------------------------------------------------------- */
 
 /* TOPOLOGY payload: u8 op (1: a queue made; 2: one with its kind too), u8 routing type,
- * u8 flags (1 durable, 2 purge-on-no-consumers, 4 enabled, 8 exclusive), u8 0, i32
- * max-consumers, u16 lengths of the name, the address and the filter, then those bytes;
- * op 2 then: i64 ring-size, u16 length of the last-value key and its bytes.
- * Little-endian. */
+ * u8 flags (1 durable, 2 purge-on-no-consumers, 4 enabled, 8 exclusive, 16
+ * group-rebalance), u8 0, i32 max-consumers, u16 lengths of the name, the address and
+ * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, u16 length
+ * of the last-value key and its bytes. Little-endian. */
 #define TOPO_FIXED 14
-#define TOPO_KIND 10
+#define TOPO_KIND 14
 
 size_t mqr__topology_size(const mqr_queue_t *q) {
   return TOPO_FIXED + mqr_queue_name(q).len + mqr_address_name(mqr_queue_address(q)).len + mqr_queue_filter(q).len +
@@ -115,7 +115,8 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   *p++ = 2;
   *p++ = (uint8_t)mqr_queue_routing_type(q);
   *p++ = (uint8_t)((mqr_queue_durable(q) ? 1 : 0) | (mqr_queue_purge_on_no_consumers(q) ? 2 : 0) |
-                   (mqr_queue_enabled(q) ? 4 : 0) | (mqr_queue_exclusive(q) ? 8 : 0));
+                   (mqr_queue_enabled(q) ? 4 : 0) | (mqr_queue_exclusive(q) ? 8 : 0) |
+                   (mqr_queue_group_rebalance(q) ? 16 : 0));
   *p++ = 0;
   uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
   for (int i = 0; i < 4; i++) *p++ = (uint8_t)(mc >> (8 * i));
@@ -128,6 +129,8 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   p += name.len + addr.len + filter.len;
   uint64_t ring = (uint64_t)mqr_queue_ring_size(q);
   for (int i = 0; i < 8; i++) *p++ = (uint8_t)(ring >> (8 * i));
+  uint32_t gb = (uint32_t)mqr_queue_group_buckets(q);
+  for (int i = 0; i < 4; i++) *p++ = (uint8_t)(gb >> (8 * i));
   p = put16(p, lvk.len);
   if (lvk.len) memcpy(p, lvk.ptr, lvk.len);
   return (size_t)(p - buf) + lvk.len;
@@ -138,7 +141,7 @@ static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
 bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
   if (len < TOPO_FIXED || (p[0] != 1 && p[0] != 2)) return false;
   size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12), base = TOPO_FIXED + ln + la + lf, lk = 0;
-  if (p[0] == 2 && (len < base + TOPO_KIND || len != base + TOPO_KIND + (lk = get16(p + base + 8)))) return false;
+  if (p[0] == 2 && (len < base + TOPO_KIND || len != base + TOPO_KIND + (lk = get16(p + base + 12)))) return false;
   if ((p[0] == 1 && len != base) || !mqr_routing_type_valid(p[1])) return false;
   const char *s = (const char *)p + TOPO_FIXED;
   mqr_queue_config_init(cfg, mqr_str_n(s, ln), mqr_str_n(s + ln, la), (mqr_routing_type_t)p[1]);
@@ -152,6 +155,10 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
     uint64_t ring = 0;
     for (int i = 0; i < 8; i++) ring |= (uint64_t)p[base + i] << (8 * i);
     cfg->ring_size = (int64_t)ring;
+    uint32_t gb = 0;
+    for (int i = 0; i < 4; i++) gb |= (uint32_t)p[base + 8 + i] << (8 * i);
+    cfg->group_buckets = (int32_t)gb;
+    cfg->group_rebalance = (p[2] & 16) != 0;
     cfg->last_value_key = mqr_str_n(s + ln + la + lf + TOPO_KIND, lk);
   }
   return true;

@@ -120,6 +120,19 @@ static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *
   const mqr_value_t *values = NULL;
   uint32_t n = 0;
   mqr_broker_consumer_t *c = NULL;
+  /* A group's message goes to its group's consumer, or waits for it. */
+  mqr_str_t group = bq->grouping ? mqr__msg_group(e->msg) : mqr_str_n(NULL, 0);
+  mqr_broker_consumer_t *owner = group.len ? mqr__group_owner(bq, group) : NULL;
+  if (owner) {
+    if (!can_take(owner, e)) return NULL;
+    if (owner->selector) {
+      values = mqr__msg_values(b, e->msg, &n);
+      bool match = mqr_filter_matches(owner->selector, values, n);
+      mqr__msg_values_clear(b);
+      if (!match) return NULL;
+    }
+    return owner;
+  }
   if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
   for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
     mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
@@ -132,6 +145,7 @@ static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *
     bq->rr = (bq->rr + k + 1) % bq->n_consumers;
   }
   if (values) mqr__msg_values_clear(b);
+  if (c && group.len) mqr__group_assign(bq, group, c);
   return c;
 }
 
@@ -179,7 +193,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
   bq->dispatching = true;
   do {
     bq->again = false;
-    if (bq->n_selective)
+    if (bq->n_selective || bq->grouping)
       dispatch_selective(bq);
     else
       dispatch_head(bq);

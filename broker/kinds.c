@@ -5,6 +5,11 @@
  *   ring         at most ring-size messages, waiting and in flight: a new one past it
  *                takes the place of the oldest waiting one, which is acknowledged
  *                (RingQueueImpl, AckReason.REPLACED).
+ *   groups       the messages of one group (_AMQ_GROUP_ID) go to one consumer, the one
+ *                the group's first message went to, while it is there (Artemis's message
+ *                grouping): a group, or with group-buckets its bucket, maps to its
+ *                consumer; a consumer going frees its groups; with group-rebalance a
+ *                consumer coming frees them all; group-buckets 0 turns groups off.
  *   last-value   a message whose last-value property matches that of a waiting message
  *                takes its place in the queue, the older one acknowledged
  *                (LastValueQueue); a message that comes back from a consumer while a
@@ -25,6 +30,8 @@ struct mqr__lvq_s {
 bool mqr__kinds_init(mqr__bq_t *bq) {
   bq->exclusive = mqr_queue_exclusive(bq->q);
   bq->ring_size = mqr_queue_ring_size(bq->q);
+  bq->group_buckets = mqr_queue_group_buckets(bq->q);
+  bq->group_rebalance = mqr_queue_group_rebalance(bq->q);
   mqr_str_t prop = mqr_queue_last_value_key(bq->q);
   if (prop.len == 0) return true;
   struct mqr__lvq_s *l = mqr_calloc(1, sizeof *l);
@@ -38,6 +45,7 @@ bool mqr__kinds_init(mqr__bq_t *bq) {
 }
 
 void mqr__kinds_free(mqr__bq_t *bq) {
+  mqr__smap_free(&bq->groups);
   struct mqr__lvq_s *l = bq->store.lvq;
   if (l == NULL) return;
   mqr__smap_free(&l->keys);
@@ -134,4 +142,59 @@ void mqr__ring_trim(mqr_broker_t *b, mqr__bq_t *bq) {
     mqr__entry_t *old = bq->store.ops->pop(&bq->store);
     replaced(b, bq, old);
   }
+}
+
+/* ---- message groups ------------------------------------------------------------------------ */
+
+mqr_str_t mqr__msg_group(mqr__msg_t *m) {
+  if (m->group_len == UINT32_MAX) { /* read once from its bytes */
+    m->group_len = 0;
+    mqr_stored_view_t sv;
+    mqr_tail_view_t t;
+    if (mqr_message_read_stored(m->data, m->len, &sv, NULL) == 0 &&
+        mqr_message_read_headers(sv.tail, sv.tail_len, &t, NULL) == 0) {
+      mqr_props_iter_t it;
+      mqr_props_iter_init(&it, t.props, t.props_len);
+      mqr_str_t k;
+      mqr_value_t v;
+      while (mqr_props_next(&it, &k, &v) == 1)
+        if (mqr_str_eq(k, MQR_STR(MQR_PROP_GROUP)) && v.type == MQR_VALUE_STRING && v.u.s.len) {
+          m->group_off = (uint32_t)((const uint8_t *)v.u.s.ptr - m->data);
+          m->group_len = (uint32_t)v.u.s.len;
+        }
+    }
+  }
+  return mqr_str_n((const char *)m->data + m->group_off, m->group_len);
+}
+
+void mqr__group_note(mqr__bq_t *bq, mqr__entry_t *e) {
+  if (bq->group_buckets == 0 || mqr__msg_group(e->msg).len == 0) return;
+  if (bq->groups.slots == NULL && !mqr__smap_init(&bq->groups)) return; /* no room: no groups */
+  bq->grouping = true;
+}
+
+/* The map's key of a group: the group, or its bucket's number. */
+static mqr_str_t group_key(const mqr__bq_t *bq, mqr_str_t group, uint32_t *bucket) {
+  if (bq->group_buckets <= 0) return group;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < group.len; i++) h = (h ^ (uint8_t)group.ptr[i]) * 0x100000001b3ull;
+  *bucket = (uint32_t)(h % (uint64_t)bq->group_buckets);
+  return mqr_str_n((const char *)bucket, sizeof *bucket);
+}
+
+mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group) {
+  uint32_t bucket;
+  int64_t i = mqr__smap_find(&bq->groups, group_key(bq, group, &bucket));
+  return i >= 0 ? bq->groups.slots[i].val : NULL;
+}
+
+void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c) {
+  uint32_t bucket;
+  int64_t i = mqr__smap_slot(&bq->groups, group_key(bq, group, &bucket), NULL);
+  if (i >= 0) bq->groups.slots[i].val = c; /* out of memory: the group is not sticky */
+}
+
+void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c) {
+  for (uint32_t i = 0; bq->groups.slots && i <= bq->groups.mask; i++)
+    if (c == NULL || bq->groups.slots[i].val == c) bq->groups.slots[i].val = NULL;
 }

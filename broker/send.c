@@ -179,6 +179,13 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   }
   m->id = id;
   m->scheduled = s->scheduled;
+  /* Its group, where its bytes will be: known for a SEND frame's tail stored as it is. */
+  m->group_off = 0;
+  m->group_len = s->group.len == 0 ? 0 : UINT32_MAX;
+  if (s->group.len && s->tail && !exp_edit.set_expiration) {
+    m->group_off = (uint32_t)(mqr_message_stored_size(id, addr, 0) + (size_t)((const uint8_t *)s->group.ptr - s->tail));
+    m->group_len = (uint32_t)s->group.len;
+  }
   int rt = mqr_proto_rt_from_routing(eff);
   size_t len;
   if (exp_edit.set_expiration) {
@@ -275,6 +282,10 @@ static int from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_
     if (m->property_keys[i].len == sizeof MQR_PROP_SCHEDULED - 1 &&
         memcmp(m->property_keys[i].ptr, MQR_PROP_SCHEDULED, sizeof MQR_PROP_SCHEDULED - 1) == 0)
       s->scheduled = v->type == MQR_VALUE_LONG ? v->u.l : v->type == MQR_VALUE_INT ? v->u.i : 0;
+    else if (m->property_keys[i].len == sizeof MQR_PROP_GROUP - 1 &&
+             memcmp(m->property_keys[i].ptr, MQR_PROP_GROUP, sizeof MQR_PROP_GROUP - 1) == 0 &&
+             v->type == MQR_VALUE_STRING)
+      s->group = v->u.s;
   }
   return 0;
 }

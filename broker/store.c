@@ -75,6 +75,8 @@ mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
   m->jlive_next = m->jlive_prev = NULL;
   m->expiration = -1; /* read from its bytes when first needed (expiry.c) */
   m->scheduled = -1;  /* the same (redeliver.c) */
+  m->group_off = 0;
+  m->group_len = UINT32_MAX; /* the same (kinds.c) */
   return m;
 }
 

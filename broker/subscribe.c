@@ -134,6 +134,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   c->session_next = s->consumers;
   s->consumers = c;
   bq->consumers[bq->n_consumers++] = c;
+  if (bq->group_rebalance) mqr__group_forget(bq, NULL); /* every group is assigned again */
   *out = c;
   return 0;
 }
@@ -207,6 +208,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     }
   if (bq->rr >= bq->n_consumers) bq->rr = 0;
   mqr_queue_remove_consumer(bq->q);
+  mqr__group_forget(bq, c); /* its groups go to whoever takes their next message */
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);

@@ -34,8 +34,8 @@ typedef struct {
   char *filter;
   char *last_value_key; /* NULL: not a last-value queue */
   mqr_routing_type_t type;
-  bool durable, purge_on_no_consumers, enabled, exclusive;
-  int32_t max_consumers;
+  bool durable, purge_on_no_consumers, enabled, exclusive, group_rebalance;
+  int32_t max_consumers, group_buckets;
   int64_t ring_size;
   uint32_t line, column;
 } cfg_queue_t;

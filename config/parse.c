@@ -227,6 +227,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   q.enabled = true;
   q.max_consumers = -1;
   q.ring_size = -1;
+  q.group_buckets = -1;
   mqr_str_t lvk = {0};
   bool last_value = false;
   q.line = (uint32_t)key->start_mark.line + 1;
@@ -238,7 +239,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] =
         "durable, max-consumers, purge-on-no-consumers, enabled, filter, exclusive, last-value, last-value-key, "
-        "ring-size";
+        "ring-size, group-buckets, group-rebalance";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -261,6 +262,10 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
         mqr__cfg_get_bool(c, &p, &last_value);
       } else if (mqr_str_eq(p.name, MQR_STR("last-value-key"))) {
         if (mqr__cfg_get_string(c, &p, &lvk) && lvk.len == 0) ERR(c, p.value, "last-value-key must not be empty");
+      } else if (mqr_str_eq(p.name, MQR_STR("group-buckets"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, 1 << 20, &v)) q.group_buckets = (int32_t)v;
+      } else if (mqr_str_eq(p.name, MQR_STR("group-rebalance"))) {
+        mqr__cfg_get_bool(c, &p, &q.group_rebalance);
       } else if (mqr_str_eq(p.name, MQR_STR("ring-size"))) {
         if (mqr__cfg_get_int(c, &p, false, -1, INT64_MAX, &v)) q.ring_size = v;
       } else if (mqr_str_eq(p.name, MQR_STR("filter"))) {

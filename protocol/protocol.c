@@ -289,7 +289,7 @@ static int get_headers(mqr__rd_t *r, mqr_tail_view_t *h, bool check) {
 
 /* A tail's properties (a map of typed values), walked: every key and string UTF-8; the
  * schedule, when one is there, into *scheduled. */
-static int check_props(mqr__rd_t *r, int64_t *scheduled) {
+static int check_props(mqr__rd_t *r, int64_t *scheduled, mqr_str_t *group) {
   uint64_t count = 0;
   int rc;
   static const mqr_str_t sched = {MQR_PROP_SCHEDULED, sizeof MQR_PROP_SCHEDULED - 1};
@@ -301,6 +301,8 @@ static int check_props(mqr__rd_t *r, int64_t *scheduled) {
       if ((rc = get_value(r, &v, true)) != 0) return rc;
       if (k.len == sched.len && memcmp(k.ptr, sched.ptr, sched.len) == 0)
         *scheduled = v.type == MQR_VALUE_LONG ? v.u.l : v.type == MQR_VALUE_INT ? v.u.i : 0;
+      else if (k.len == sizeof MQR_PROP_GROUP - 1 && memcmp(k.ptr, MQR_PROP_GROUP, k.len) == 0)
+        *group = v.type == MQR_VALUE_STRING ? v.u.s : mqr_str_n(NULL, 0);
     }
   }
   return rc;
@@ -328,7 +330,8 @@ int mqr_frame_send_view(const uint8_t *body, size_t len, mqr_send_view_t *v, mqr
   mqr_tail_view_t h;
   if ((rc = get_headers(&r, &h, true)) != 0) return rc;
   v->scheduled = 0;
-  if ((rc = check_props(&r, &v->scheduled)) != 0) return rc;
+  v->group = mqr_str_n(NULL, 0);
+  if ((rc = check_props(&r, &v->scheduled, &v->group)) != 0) return rc;
   size_t blen = 0;
   if ((rc = mqr__get_len(&r, &blen)) != 0) return rc;
   r.p += blen;

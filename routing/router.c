@@ -115,6 +115,8 @@ int32_t mqr_queue_max_consumers(const mqr_queue_t *q) { return q->max_consumers;
 bool mqr_queue_exclusive(const mqr_queue_t *q) { return q->exclusive; }
 mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q) { return q->last_value_key; }
 int64_t mqr_queue_ring_size(const mqr_queue_t *q) { return q->ring_size; }
+int32_t mqr_queue_group_buckets(const mqr_queue_t *q) { return q->group_buckets; }
+bool mqr_queue_group_rebalance(const mqr_queue_t *q) { return q->group_rebalance; }
 uint32_t mqr_queue_consumer_count(const mqr_queue_t *q) { return q->consumers; }
 uint64_t mqr_queue_routed(const mqr_queue_t *q) { return q->routed; }
 void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled) { q->enabled = enabled; }
@@ -145,6 +147,7 @@ void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t ad
   cfg->enabled = true;
   cfg->max_consumers = -1;
   cfg->ring_size = -1;
+  cfg->group_buckets = -1;
 }
 
 mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
@@ -574,6 +577,8 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   q->max_consumers = cfg->max_consumers;
   q->exclusive = cfg->exclusive;
   q->ring_size = cfg->ring_size < -1 ? -1 : cfg->ring_size;
+  q->group_buckets = cfg->group_buckets < -1 ? -1 : cfg->group_buckets;
+  q->group_rebalance = cfg->group_rebalance;
   char *lk = ft + cfg->filter.len + 1;
   if (cfg->last_value_key.len) memcpy(lk, cfg->last_value_key.ptr, cfg->last_value_key.len);
   lk[cfg->last_value_key.len] = '\0';

@@ -54,6 +54,8 @@ struct mqr_queue_s {
   bool exclusive;
   mqr_str_t last_value_key;
   int64_t ring_size;
+  int32_t group_buckets;
+  bool group_rebalance;
 };
 
 /* An address is one 128-byte block, two cache lines that the L2 spatial prefetcher

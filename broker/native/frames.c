@@ -34,6 +34,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
                    .durable = v.durable,
                    .duplicate_id = v.duplicate_id,
                    .scheduled = v.scheduled,
+                   .group = v.group,
                    .tail = v.tail,
                    .tail_len = v.tail_len,
                    .prefixes = &c->l->cfg->prefixes,

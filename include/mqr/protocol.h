@@ -266,7 +266,12 @@ typedef struct {
   size_t tail_len;
   size_t body_len;   /* of the body in the tail */
   int64_t scheduled; /* its MQR_PROP_SCHEDULED property (an int or a long), 0: none */
+  mqr_str_t group;   /* its MQR_PROP_GROUP property (a string; a view into the tail), empty: none */
 } mqr_send_view_t;
+
+/* The property that puts a message in a group: a group's messages go to one consumer
+ * (Artemis's _AMQ_GROUP_ID). */
+#define MQR_PROP_GROUP "_AMQ_GROUP_ID"
 
 /* The property that schedules a message: delivered no sooner than this time, in ms since
  * the epoch (Artemis's _AMQ_SCHED_DELIVERY). */

@@ -332,13 +332,16 @@ typedef struct {
                                matches a waiting one's takes its place; empty: not one */
   int64_t ring_size;        /* at most this many messages (waiting and in flight): the oldest
                                waiting one goes to make room; -1: no ring */
+  int32_t group_buckets;    /* message groups (_AMQ_GROUP_ID): -1 each group its consumer; N
+                               groups hashed to N buckets, each with its consumer; 0: no groups */
+  bool group_rebalance;     /* a new consumer takes its share: every group is assigned again */
 } mqr_queue_config_t;
 
 /* The last-value property Artemis uses when a queue is last-value without a key. */
 #define MQR_PROP_LAST_VALUE "_AMQ_LVQ_NAME"
 
-/* Fills cfg with defaults: durable, enabled, max-consumers -1, ring-size -1, MULTICAST,
- * the rest off. */
+/* Fills cfg with defaults: durable, enabled, max-consumers -1, ring-size -1,
+ * group-buckets -1, MULTICAST, the rest off. */
 MQR_EXTERN void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address,
                                       mqr_routing_type_t type);
 
@@ -378,6 +381,8 @@ MQR_EXTERN int32_t mqr_queue_max_consumers(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_exclusive(const mqr_queue_t *q);
 MQR_EXTERN mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q); /* empty: not last-value */
 MQR_EXTERN int64_t mqr_queue_ring_size(const mqr_queue_t *q);        /* -1: no ring */
+MQR_EXTERN int32_t mqr_queue_group_buckets(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_queue_group_rebalance(const mqr_queue_t *q);
 MQR_EXTERN uint32_t mqr_queue_consumer_count(const mqr_queue_t *q);
 /* Messages routed to this queue. */
 MQR_EXTERN uint64_t mqr_queue_routed(const mqr_queue_t *q);

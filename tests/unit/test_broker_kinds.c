@@ -2,8 +2,9 @@
  * exclusive queue gives every message to its first consumer, then to the next when it
  * goes; a ring keeps its newest ring-size messages; a last-value queue keeps the newest
  * message of each key, in the place of the one it replaced, and drops an older value
- * coming back from a consumer; a steady last-value load allocates nothing; a queue made
- * at run time keeps its kind across a restart. */
+ * coming back from a consumer; MessageGroupingTest: a group's messages go to one
+ * consumer, a busy group's wait while others go, a consumer going frees its groups; a steady last-value load allocates
+ * nothing; a queue made at run time keeps its kind across a restart. */
 #include "mqr/broker.h"
 #include "test_dir.h"
 
@@ -12,7 +13,10 @@ static const char yaml_fmt[] = "%s"
                                "  ex: {anycast: {ex: {exclusive: true}}}\n"
                                "  ring: {anycast: {ring: {ring-size: 3}}}\n"
                                "  lv: {anycast: {lv: {last-value-key: sym}}}\n"
-                               "  lvd: {anycast: {lvd: {last-value: true}}}\n";
+                               "  lvd: {anycast: {lvd: {last-value: true}}}\n"
+                               "  grp: {anycast: [grp]}\n"
+                               "  nogrp: {anycast: {nogrp: {group-buckets: 0}}}\n"
+                               "  rebal: {anycast: {rebal: {group-rebalance: true}}}\n";
 
 typedef struct {
   mqr_broker_t *b;
@@ -247,6 +251,110 @@ static void test_kind_survives_a_restart(void **state) {
   fx_close(&f);
 }
 
+/* Per consumer, the groups it got (bit per group a, b, c). */
+typedef struct {
+  int n, groups;
+  bool ack;
+} grx_t;
+
+static void on_group(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  grx_t *rx = arg;
+  rx->n++;
+  const mqr_value_t *v = m->properties.values;
+  for (size_t i = 0; i < m->properties.count; i++)
+    if (mqr_str_eq(m->properties.keys[i], MQR_STR(MQR_PROP_GROUP))) rx->groups |= 1 << (v[i].u.s.ptr[0] - 'a');
+  if (rx->ack) assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static mqr_broker_consumer_t *gconsume(fx_t *f, const char *q, grx_t *rx, uint32_t credit) {
+  mqr_broker_consumer_t *c;
+  assert_int_equal(mqr_broker_subscribe(f->b, mqr_str(q), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), credit, on_group,
+                                        rx, &c, NULL, NULL),
+                   0);
+  return c;
+}
+
+static void test_a_group_goes_to_one_consumer(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  grx_t x = {.ack = true}, y = {.ack = true};
+  mqr_broker_consumer_t *cx = gconsume(&f, "grp", &x, 100), *cy = gconsume(&f, "grp", &y, 100);
+  const char *groups[] = {"a", "b", "a", "b", "a", "c", "b", "a"};
+  for (int i = 0; i < 8; i++) send_kv(&f, "grp", MQR_PROP_GROUP, groups[i], "m");
+  assert_int_equal(x.n + y.n, 8);
+  assert_int_equal(x.groups & y.groups, 0); /* no group at both */
+  assert_int_equal(x.groups | y.groups, 7);
+  /* The consumer of a goes: a's messages go to the other from now on. */
+  bool a_at_x = x.groups & 1;
+  mqr_broker_unsubscribe(a_at_x ? cx : cy);
+  grx_t *other = a_at_x ? &y : &x;
+  int before = other->n;
+  send_kv(&f, "grp", MQR_PROP_GROUP, "a", "m");
+  assert_int_equal(other->n, before + 1);
+  assert_true(other->groups & 1);
+  mqr_broker_unsubscribe(a_at_x ? cy : cx);
+  fx_close(&f);
+}
+
+/* A group whose consumer has no credit waits; the next group's message still goes. */
+static void test_a_busy_group_waits_alone(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  grx_t x = {.ack = false}, y = {.ack = true};
+  mqr_broker_consumer_t *cx = gconsume(&f, "grp", &x, 1);
+  send_kv(&f, "grp", MQR_PROP_GROUP, "a", "a1"); /* a -> x, which is now full */
+  mqr_broker_consumer_t *cy = gconsume(&f, "grp", &y, 100);
+  send_kv(&f, "grp", MQR_PROP_GROUP, "a", "a2"); /* waits for x */
+  send_kv(&f, "grp", MQR_PROP_GROUP, "b", "b1"); /* goes past it, to y */
+  assert_int_equal(x.n, 1);
+  assert_int_equal(y.n, 1);
+  assert_int_equal(y.groups, 2);
+  assert_int_equal(stats(&f, "grp").depth, 1);
+  mqr_broker_unsubscribe(cx); /* a1 back; a is y's now: a1 then a2 */
+  assert_int_equal(y.n, 3);
+  assert_int_equal(y.groups, 3);
+  mqr_broker_unsubscribe(cy);
+  fx_close(&f);
+}
+
+/* group-buckets 0: no groups, round-robin; group-rebalance: a new consumer frees every
+ * group. */
+static void test_groups_off_and_rebalanced(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  grx_t x = {.ack = true}, y = {.ack = true};
+  mqr_broker_consumer_t *cx = gconsume(&f, "nogrp", &x, 100), *cy = gconsume(&f, "nogrp", &y, 100);
+  for (int i = 0; i < 4; i++) send_kv(&f, "nogrp", MQR_PROP_GROUP, "a", "m");
+  assert_int_equal(x.n, 2);
+  assert_int_equal(y.n, 2);
+  mqr_broker_unsubscribe(cx);
+  mqr_broker_unsubscribe(cy);
+  /* a -> c1, which is then full. Without rebalance a new consumer leaves a with c1 (its
+   * next message waits); with it, a is free and goes to the consumer that can take it. */
+  grx_t r1 = {.ack = false}, r2 = {.ack = true};
+  mqr_broker_consumer_t *c1 = gconsume(&f, "rebal", &r1, 1);
+  send_kv(&f, "rebal", MQR_PROP_GROUP, "a", "m");
+  mqr_broker_consumer_t *c2 = gconsume(&f, "rebal", &r2, 100);
+  send_kv(&f, "rebal", MQR_PROP_GROUP, "a", "m");
+  assert_int_equal(r1.n, 1);
+  assert_int_equal(r2.n, 1);
+  grx_t s1 = {.ack = false}, s2 = {.ack = true};
+  mqr_broker_consumer_t *d1 = gconsume(&f, "grp", &s1, 1);
+  send_kv(&f, "grp", MQR_PROP_GROUP, "a", "m");
+  mqr_broker_consumer_t *d2 = gconsume(&f, "grp", &s2, 100);
+  send_kv(&f, "grp", MQR_PROP_GROUP, "a", "m");
+  assert_int_equal(s2.n, 0);
+  assert_int_equal(stats(&f, "grp").depth, 1);
+  mqr_broker_unsubscribe(d2);
+  mqr_broker_unsubscribe(d1);
+  mqr_broker_unsubscribe(c1);
+  mqr_broker_unsubscribe(c2);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -255,6 +363,9 @@ int main(void) {
       cmocka_unit_test(test_last_value_returned_while_newer_waits),
       cmocka_unit_test(test_last_value_sends_allocate_nothing),
       cmocka_unit_test(test_kind_survives_a_restart),
+      cmocka_unit_test(test_a_group_goes_to_one_consumer),
+      cmocka_unit_test(test_a_busy_group_waits_alone),
+      cmocka_unit_test(test_groups_off_and_rebalanced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
