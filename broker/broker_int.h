@@ -176,6 +176,11 @@ typedef struct mqr__bq_s {
   mqr__smap_t groups;
   int32_t group_buckets;
   bool group_rebalance, grouping;
+  /* consumers-before-dispatch (0: none) and delay-before-dispatch (-1: none): dispatch
+   * waits until gate_open (kinds.c). */
+  int32_t consumers_before_dispatch;
+  int64_t delay_before_dispatch;
+  bool gate_open;
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
@@ -352,6 +357,14 @@ bool mqr__lvq_returned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
  * to (NULL: none yet), and assigning it; a consumer going (its groups are free again),
  * and one coming to a queue that rebalances (every group is). */
 mqr_str_t mqr__msg_group(mqr__msg_t *m);
+/* consumers-before-dispatch: whether bq may dispatch now (a consumer count reached, or
+ * the delay after the first consumer out); a consumer came (the delay starts with the
+ * first); the gate opened by the delay (redeliver.c's timer). */
+bool mqr__gate(mqr__bq_t *bq);
+void mqr__gate_consumer_came(mqr_broker_t *b, mqr__bq_t *bq);
+void mqr__gate_delay_out(mqr__bq_t *bq);
+/* redeliver.c: bq's gate opens in delay ms (its dispatch then runs). */
+void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay);
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
 void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);
 void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c);

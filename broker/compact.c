@@ -92,10 +92,11 @@ void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
 /* TOPOLOGY payload: u8 op (1: a queue made; 2: one with its kind too), u8 routing type,
  * u8 flags (1 durable, 2 purge-on-no-consumers, 4 enabled, 8 exclusive, 16
  * group-rebalance), u8 0, i32 max-consumers, u16 lengths of the name, the address and
- * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, u16 length
- * of the last-value key and its bytes. Little-endian. */
+ * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, i32
+ * consumers-before-dispatch, i64 delay-before-dispatch, u16 length of the last-value key
+ * and its bytes. Little-endian. */
 #define TOPO_FIXED 14
-#define TOPO_KIND 14
+#define TOPO_KIND 26
 
 size_t mqr__topology_size(const mqr_queue_t *q) {
   return TOPO_FIXED + mqr_queue_name(q).len + mqr_address_name(mqr_queue_address(q)).len + mqr_queue_filter(q).len +
@@ -131,6 +132,10 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   for (int i = 0; i < 8; i++) *p++ = (uint8_t)(ring >> (8 * i));
   uint32_t gb = (uint32_t)mqr_queue_group_buckets(q);
   for (int i = 0; i < 4; i++) *p++ = (uint8_t)(gb >> (8 * i));
+  uint32_t cbd = (uint32_t)mqr_queue_consumers_before_dispatch(q);
+  for (int i = 0; i < 4; i++) *p++ = (uint8_t)(cbd >> (8 * i));
+  uint64_t dbd = (uint64_t)mqr_queue_delay_before_dispatch(q);
+  for (int i = 0; i < 8; i++) *p++ = (uint8_t)(dbd >> (8 * i));
   p = put16(p, lvk.len);
   if (lvk.len) memcpy(p, lvk.ptr, lvk.len);
   return (size_t)(p - buf) + lvk.len;
@@ -141,7 +146,7 @@ static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
 bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
   if (len < TOPO_FIXED || (p[0] != 1 && p[0] != 2)) return false;
   size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12), base = TOPO_FIXED + ln + la + lf, lk = 0;
-  if (p[0] == 2 && (len < base + TOPO_KIND || len != base + TOPO_KIND + (lk = get16(p + base + 12)))) return false;
+  if (p[0] == 2 && (len < base + TOPO_KIND || len != base + TOPO_KIND + (lk = get16(p + base + 24)))) return false;
   if ((p[0] == 1 && len != base) || !mqr_routing_type_valid(p[1])) return false;
   const char *s = (const char *)p + TOPO_FIXED;
   mqr_queue_config_init(cfg, mqr_str_n(s, ln), mqr_str_n(s + ln, la), (mqr_routing_type_t)p[1]);
@@ -159,6 +164,12 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
     for (int i = 0; i < 4; i++) gb |= (uint32_t)p[base + 8 + i] << (8 * i);
     cfg->group_buckets = (int32_t)gb;
     cfg->group_rebalance = (p[2] & 16) != 0;
+    uint32_t cbd = 0;
+    for (int i = 0; i < 4; i++) cbd |= (uint32_t)p[base + 12 + i] << (8 * i);
+    cfg->consumers_before_dispatch = (int32_t)cbd;
+    uint64_t dbd = 0;
+    for (int i = 0; i < 8; i++) dbd |= (uint64_t)p[base + 16 + i] << (8 * i);
+    cfg->delay_before_dispatch = (int64_t)dbd;
     cfg->last_value_key = mqr_str_n(s + ln + la + lf + TOPO_KIND, lk);
   }
   return true;

@@ -190,6 +190,7 @@ void mqr__dispatch(mqr__bq_t *bq) {
     bq->again = true;
     return;
   }
+  if (bq->consumers_before_dispatch > 0 && !mqr__gate(bq)) return;
   bq->dispatching = true;
   do {
     bq->again = false;

@@ -10,6 +10,9 @@
  *                grouping): a group, or with group-buckets its bucket, maps to its
  *                consumer; a consumer going frees its groups; with group-rebalance a
  *                consumer coming frees them all; group-buckets 0 turns groups off.
+ *   consumers-before-dispatch (and delay-before-dispatch): nothing is dispatched until
+ *                that many consumers are there, or the delay after the first is out
+ *                (QueueImpl.canDispatch); with no consumer left, it waits again.
  *   last-value   a message whose last-value property matches that of a waiting message
  *                takes its place in the queue, the older one acknowledged
  *                (LastValueQueue); a message that comes back from a consumer while a
@@ -32,6 +35,9 @@ bool mqr__kinds_init(mqr__bq_t *bq) {
   bq->ring_size = mqr_queue_ring_size(bq->q);
   bq->group_buckets = mqr_queue_group_buckets(bq->q);
   bq->group_rebalance = mqr_queue_group_rebalance(bq->q);
+  bq->consumers_before_dispatch = mqr_queue_consumers_before_dispatch(bq->q);
+  bq->delay_before_dispatch = mqr_queue_delay_before_dispatch(bq->q);
+  bq->gate_open = bq->consumers_before_dispatch <= 0;
   mqr_str_t prop = mqr_queue_last_value_key(bq->q);
   if (prop.len == 0) return true;
   struct mqr__lvq_s *l = mqr_calloc(1, sizeof *l);
@@ -197,4 +203,25 @@ void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c)
 void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c) {
   for (uint32_t i = 0; bq->groups.slots && i <= bq->groups.mask; i++)
     if (c == NULL || bq->groups.slots[i].val == c) bq->groups.slots[i].val = NULL;
+}
+
+/* ---- consumers before dispatch ------------------------------------------------------------- */
+
+bool mqr__gate(mqr__bq_t *bq) {
+  if (bq->gate_open) {
+    if (bq->n_consumers || bq->consumers_before_dispatch <= 0) return true;
+    bq->gate_open = false; /* every consumer went: wait again */
+    return false;
+  }
+  if (bq->n_consumers >= (uint32_t)bq->consumers_before_dispatch) bq->gate_open = true;
+  return bq->gate_open;
+}
+
+void mqr__gate_consumer_came(mqr_broker_t *b, mqr__bq_t *bq) {
+  if (bq->gate_open || bq->n_consumers != 1 || bq->delay_before_dispatch < 0) return;
+  mqr__hold_gate(b, bq, (uint64_t)bq->delay_before_dispatch);
+}
+
+void mqr__gate_delay_out(mqr__bq_t *bq) {
+  if (bq->n_consumers) bq->gate_open = true;
 }

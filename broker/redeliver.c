@@ -102,7 +102,9 @@ static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay
   uv_update_time(b->loop); /* the loop's clock may be a pass old */
   b->held[b->n_held] = (held_t){uv_now(b->loop) + delay, e, bq, scheduled};
   sift_up(b->held, b->n_held++);
-  if (scheduled)
+  if (e == NULL)
+    ; /* a queue's gate, no entry */
+  else if (scheduled)
     bq->scheduled++;
   else
     bq->held++;
@@ -117,6 +119,11 @@ static void due_cb(uv_timer_t *t) {
     held_t h = b->held[0];
     b->held[0] = b->held[--b->n_held];
     sift_down(b->held, b->n_held, 0);
+    if (h.e == NULL) { /* a queue's delay before dispatch is out */
+      mqr__gate_delay_out(h.bq);
+      mqr__dispatch(h.bq);
+      continue;
+    }
     if (h.scheduled)
       h.bq->scheduled--;
     else
@@ -199,6 +206,10 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal)
       b->held[k++] = b->held[i];
       continue;
     }
+    if (b->held[i].e == NULL) { /* a gate: kept by a purge, gone with its queue */
+      if (journal) b->held[k++] = b->held[i];
+      continue;
+    }
     if (journal && b->held[i].e->jbq) mqr__durable_removed(b, b->held[i].e);
     release(b, b->held[i].e);
     n++;
@@ -209,8 +220,11 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal)
   return n;
 }
 
+void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay) { hold(b, bq, NULL, delay, false); }
+
 void mqr__redeliver_free(mqr_broker_t *b) {
-  for (uint32_t i = 0; i < b->n_held; i++) release(b, b->held[i].e);
+  for (uint32_t i = 0; i < b->n_held; i++)
+    if (b->held[i].e) release(b, b->held[i].e);
   mqr_free(b->held);
   b->held = NULL;
   b->n_held = b->cap_held = 0;

@@ -135,6 +135,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   s->consumers = c;
   bq->consumers[bq->n_consumers++] = c;
   if (bq->group_rebalance) mqr__group_forget(bq, NULL); /* every group is assigned again */
+  if (bq->consumers_before_dispatch > 0) mqr__gate_consumer_came(b, bq);
   *out = c;
   return 0;
 }

@@ -15,6 +15,8 @@ static void queue_config(const cfg_address_t *a, const cfg_queue_t *q, mqr_queue
   qc->ring_size = q->ring_size;
   qc->group_buckets = q->group_buckets;
   qc->group_rebalance = q->group_rebalance;
+  qc->consumers_before_dispatch = q->consumers_before_dispatch;
+  qc->delay_before_dispatch = q->delay_before_dispatch;
 }
 
 int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err) {
@@ -155,6 +157,8 @@ int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_route
           mqr_queue_purge_on_no_consumers(lq) != q->purge_on_no_consumers || mqr_queue_exclusive(lq) != q->exclusive ||
           mqr_queue_ring_size(lq) != q->ring_size || mqr_queue_group_buckets(lq) != q->group_buckets ||
           mqr_queue_group_rebalance(lq) != q->group_rebalance ||
+          mqr_queue_consumers_before_dispatch(lq) != q->consumers_before_dispatch ||
+          mqr_queue_delay_before_dispatch(lq) != q->delay_before_dispatch ||
           !mqr_str_eq(mqr_queue_last_value_key(lq), mqr_str(q->last_value_key)))
         report(fn, ctx, false, "queue '%s' changed: only 'enabled' applies without a restart", q->name);
       if (mqr_queue_enabled(lq) != q->enabled) {

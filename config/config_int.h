@@ -35,8 +35,8 @@ typedef struct {
   char *last_value_key; /* NULL: not a last-value queue */
   mqr_routing_type_t type;
   bool durable, purge_on_no_consumers, enabled, exclusive, group_rebalance;
-  int32_t max_consumers, group_buckets;
-  int64_t ring_size;
+  int32_t max_consumers, group_buckets, consumers_before_dispatch;
+  int64_t ring_size, delay_before_dispatch;
   uint32_t line, column;
 } cfg_queue_t;
 

@@ -228,6 +228,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   q.max_consumers = -1;
   q.ring_size = -1;
   q.group_buckets = -1;
+  q.delay_before_dispatch = -1;
   mqr_str_t lvk = {0};
   bool last_value = false;
   q.line = (uint32_t)key->start_mark.line + 1;
@@ -239,7 +240,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] =
         "durable, max-consumers, purge-on-no-consumers, enabled, filter, exclusive, last-value, last-value-key, "
-        "ring-size, group-buckets, group-rebalance";
+        "ring-size, group-buckets, group-rebalance, consumers-before-dispatch, delay-before-dispatch";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -264,6 +265,13 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
         if (mqr__cfg_get_string(c, &p, &lvk) && lvk.len == 0) ERR(c, p.value, "last-value-key must not be empty");
       } else if (mqr_str_eq(p.name, MQR_STR("group-buckets"))) {
         if (mqr__cfg_get_int(c, &p, false, -1, 1 << 20, &v)) q.group_buckets = (int32_t)v;
+      } else if (mqr_str_eq(p.name, MQR_STR("consumers-before-dispatch"))) {
+        if (mqr__cfg_get_int(c, &p, false, 0, INT32_MAX, &v)) q.consumers_before_dispatch = (int32_t)v;
+      } else if (mqr_str_eq(p.name, MQR_STR("delay-before-dispatch"))) {
+        if (p.value->type == YAML_SCALAR_NODE && mqr_str_eq(mqr__cfg_scalar(p.value), MQR_STR("-1")))
+          q.delay_before_dispatch = -1;
+        else
+          mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &q.delay_before_dispatch);
       } else if (mqr_str_eq(p.name, MQR_STR("group-rebalance"))) {
         mqr__cfg_get_bool(c, &p, &q.group_rebalance);
       } else if (mqr_str_eq(p.name, MQR_STR("ring-size"))) {

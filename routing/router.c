@@ -117,6 +117,8 @@ mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q) { return q->last_value_
 int64_t mqr_queue_ring_size(const mqr_queue_t *q) { return q->ring_size; }
 int32_t mqr_queue_group_buckets(const mqr_queue_t *q) { return q->group_buckets; }
 bool mqr_queue_group_rebalance(const mqr_queue_t *q) { return q->group_rebalance; }
+int32_t mqr_queue_consumers_before_dispatch(const mqr_queue_t *q) { return q->consumers_before_dispatch; }
+int64_t mqr_queue_delay_before_dispatch(const mqr_queue_t *q) { return q->delay_before_dispatch; }
 uint32_t mqr_queue_consumer_count(const mqr_queue_t *q) { return q->consumers; }
 uint64_t mqr_queue_routed(const mqr_queue_t *q) { return q->routed; }
 void mqr_queue_set_enabled(mqr_queue_t *q, bool enabled) { q->enabled = enabled; }
@@ -148,6 +150,7 @@ void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t ad
   cfg->max_consumers = -1;
   cfg->ring_size = -1;
   cfg->group_buckets = -1;
+  cfg->delay_before_dispatch = -1;
 }
 
 mqr_address_t *mqr_router_find_address(const mqr_router_t *r, mqr_str_t name) {
@@ -579,6 +582,8 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   q->ring_size = cfg->ring_size < -1 ? -1 : cfg->ring_size;
   q->group_buckets = cfg->group_buckets < -1 ? -1 : cfg->group_buckets;
   q->group_rebalance = cfg->group_rebalance;
+  q->consumers_before_dispatch = cfg->consumers_before_dispatch < 0 ? 0 : cfg->consumers_before_dispatch;
+  q->delay_before_dispatch = cfg->delay_before_dispatch < -1 ? -1 : cfg->delay_before_dispatch;
   char *lk = ft + cfg->filter.len + 1;
   if (cfg->last_value_key.len) memcpy(lk, cfg->last_value_key.ptr, cfg->last_value_key.len);
   lk[cfg->last_value_key.len] = '\0';

@@ -56,6 +56,8 @@ struct mqr_queue_s {
   int64_t ring_size;
   int32_t group_buckets;
   bool group_rebalance;
+  int32_t consumers_before_dispatch;
+  int64_t delay_before_dispatch;
 };
 
 /* An address is one 128-byte block, two cache lines that the L2 spatial prefetcher

@@ -335,13 +335,17 @@ typedef struct {
   int32_t group_buckets;    /* message groups (_AMQ_GROUP_ID): -1 each group its consumer; N
                                groups hashed to N buckets, each with its consumer; 0: no groups */
   bool group_rebalance;     /* a new consumer takes its share: every group is assigned again */
+  /* Dispatch waits for this many consumers (0: none), or, with delay_before_dispatch >= 0,
+   * that many ms after the first consumer came; -1: no delay (wait for the count). */
+  int32_t consumers_before_dispatch;
+  int64_t delay_before_dispatch;
 } mqr_queue_config_t;
 
 /* The last-value property Artemis uses when a queue is last-value without a key. */
 #define MQR_PROP_LAST_VALUE "_AMQ_LVQ_NAME"
 
 /* Fills cfg with defaults: durable, enabled, max-consumers -1, ring-size -1,
- * group-buckets -1, MULTICAST, the rest off. */
+ * group-buckets -1, delay-before-dispatch -1, MULTICAST, the rest off. */
 MQR_EXTERN void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address,
                                       mqr_routing_type_t type);
 
@@ -383,6 +387,8 @@ MQR_EXTERN mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q); /* empty: n
 MQR_EXTERN int64_t mqr_queue_ring_size(const mqr_queue_t *q);        /* -1: no ring */
 MQR_EXTERN int32_t mqr_queue_group_buckets(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_group_rebalance(const mqr_queue_t *q);
+MQR_EXTERN int32_t mqr_queue_consumers_before_dispatch(const mqr_queue_t *q);
+MQR_EXTERN int64_t mqr_queue_delay_before_dispatch(const mqr_queue_t *q);
 MQR_EXTERN uint32_t mqr_queue_consumer_count(const mqr_queue_t *q);
 /* Messages routed to this queue. */
 MQR_EXTERN uint64_t mqr_queue_routed(const mqr_queue_t *q);

@@ -3,20 +3,24 @@
  * goes; a ring keeps its newest ring-size messages; a last-value queue keeps the newest
  * message of each key, in the place of the one it replaced, and drops an older value
  * coming back from a consumer; MessageGroupingTest: a group's messages go to one
- * consumer, a busy group's wait while others go, a consumer going frees its groups; a steady last-value load allocates
+ * consumer, a busy group's wait while others go, a consumer going frees its groups;
+ * consumers-before-dispatch holds dispatch for a count, or a delay; a steady last-value load allocates
  * nothing; a queue made at run time keeps its kind across a restart. */
 #include "mqr/broker.h"
 #include "test_dir.h"
 
-static const char yaml_fmt[] = "%s"
-                               "addresses:\n"
-                               "  ex: {anycast: {ex: {exclusive: true}}}\n"
-                               "  ring: {anycast: {ring: {ring-size: 3}}}\n"
-                               "  lv: {anycast: {lv: {last-value-key: sym}}}\n"
-                               "  lvd: {anycast: {lvd: {last-value: true}}}\n"
-                               "  grp: {anycast: [grp]}\n"
-                               "  nogrp: {anycast: {nogrp: {group-buckets: 0}}}\n"
-                               "  rebal: {anycast: {rebal: {group-rebalance: true}}}\n";
+static const char yaml_fmt[] =
+    "%s"
+    "addresses:\n"
+    "  ex: {anycast: {ex: {exclusive: true}}}\n"
+    "  ring: {anycast: {ring: {ring-size: 3}}}\n"
+    "  lv: {anycast: {lv: {last-value-key: sym}}}\n"
+    "  lvd: {anycast: {lvd: {last-value: true}}}\n"
+    "  grp: {anycast: [grp]}\n"
+    "  nogrp: {anycast: {nogrp: {group-buckets: 0}}}\n"
+    "  rebal: {anycast: {rebal: {group-rebalance: true}}}\n"
+    "  two: {anycast: {two: {consumers-before-dispatch: 2}}}\n"
+    "  late: {anycast: {late: {consumers-before-dispatch: 3, delay-before-dispatch: 150}}}\n";
 
 typedef struct {
   mqr_broker_t *b;
@@ -355,6 +359,31 @@ static void test_groups_off_and_rebalanced(void **state) {
   fx_close(&f);
 }
 
+/* consumers-before-dispatch: nothing goes until the second consumer is there, then the
+ * two share; with delay-before-dispatch, the delay after the first opens it too. */
+static void test_consumers_before_dispatch(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  for (int i = 0; i < 4; i++) send_kv(&f, "two", NULL, NULL, "m");
+  rx_t a = {.ack = true}, b = {.ack = true};
+  mqr_broker_consumer_t *ca = consume(&f, "two", &a, 10);
+  assert_int_equal(a.n, 0);
+  mqr_broker_consumer_t *cb = consume(&f, "two", &b, 10);
+  assert_int_equal(a.n + b.n, 4);
+  assert_true(a.n > 0 && b.n > 0);
+  mqr_broker_unsubscribe(ca);
+  mqr_broker_unsubscribe(cb);
+  send_kv(&f, "late", NULL, NULL, "m");
+  rx_t c = {.ack = true};
+  mqr_broker_consumer_t *cc = consume(&f, "late", &c, 10);
+  assert_int_equal(c.n, 0);
+  for (int i = 0; i < 5000 && c.n == 0; i++) uv_run(&f.loop, UV_RUN_ONCE); /* the delay's timer holds the loop */
+  assert_int_equal(c.n, 1);
+  mqr_broker_unsubscribe(cc);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -366,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_a_group_goes_to_one_consumer),
       cmocka_unit_test(test_a_busy_group_waits_alone),
       cmocka_unit_test(test_groups_off_and_rebalanced),
+      cmocka_unit_test(test_consumers_before_dispatch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
