@@ -32,6 +32,9 @@ static void make_resources(mqr_broker_t *b, const mqr__move_t *to, mqr_str_t ori
     if (mqr_router_find_queue(r, mqr_str_n(name, nlen)) == NULL) {
       mqr_queue_config_t cfg;
       mqr_queue_config_init(&cfg, mqr_str_n(name, nlen), dla, MQR_MULTICAST);
+      mqr_address_settings_t st;
+      mqr_router_resolve_settings(r, dla, &st);
+      mqr_queue_config_defaults(&cfg, &st);
       cfg.filter = mqr_str_n(filter, f);
       cfg.auto_created = true;
       cfg.auto_create_address = true;

@@ -69,6 +69,7 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   *temporary |= wild;
   mqr_queue_config_t cfg;
   mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
+  mqr_queue_config_defaults(&cfg, &st);
   cfg.durable = !*temporary;
   cfg.auto_created = true;
   cfg.auto_create_address = true;

@@ -170,6 +170,20 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
   if (set & MQR_SET_EXPIRY_DELAY) fprintf(f, " expiry-delay=%lld", (long long)s->expiry_delay);
   if (set & MQR_SET_MIN_EXPIRY_DELAY) fprintf(f, " min-expiry-delay=%lld", (long long)s->min_expiry_delay);
   if (set & MQR_SET_MAX_EXPIRY_DELAY) fprintf(f, " max-expiry-delay=%lld", (long long)s->max_expiry_delay);
+  if (set & MQR_SET_DEFAULT_EXCLUSIVE)
+    fprintf(f, " default-exclusive-queue=%s", s->default_exclusive_queue ? "true" : "false");
+  if (set & MQR_SET_DEFAULT_LAST_VALUE)
+    fprintf(f, " default-last-value-queue=%s", s->default_last_value_queue ? "true" : "false");
+  if (set & MQR_SET_DEFAULT_LAST_VALUE_KEY)
+    fprintf(f, " default-last-value-key=%.*s", (int)s->default_last_value_key.len, s->default_last_value_key.ptr);
+  if (set & MQR_SET_DEFAULT_GROUP_BUCKETS) fprintf(f, " default-group-buckets=%d", s->default_group_buckets);
+  if (set & MQR_SET_DEFAULT_GROUP_REBALANCE)
+    fprintf(f, " default-group-rebalance=%s", s->default_group_rebalance ? "true" : "false");
+  if (set & MQR_SET_DEFAULT_RING_SIZE) fprintf(f, " default-ring-size=%lld", (long long)s->default_ring_size);
+  if (set & MQR_SET_DEFAULT_CONSUMERS_BEFORE)
+    fprintf(f, " default-consumers-before-dispatch=%d", s->default_consumers_before_dispatch);
+  if (set & MQR_SET_DEFAULT_DELAY_BEFORE)
+    fprintf(f, " default-delay-before-dispatch=%lld", (long long)s->default_delay_before_dispatch);
   fputc('\n', f);
 }
 

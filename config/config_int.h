@@ -51,7 +51,7 @@ typedef struct {
 
 typedef struct {
   char *match;
-  char *dla, *dlq_prefix, *dlq_suffix, *exa, *exq_prefix, *exq_suffix;
+  char *dla, *dlq_prefix, *dlq_suffix, *exa, *exq_prefix, *exq_suffix, *dlvk;
   mqr_address_settings_t s;
   uint32_t line, column;
 } cfg_settings_t;

@@ -59,7 +59,7 @@ static char *keep(ctx_t *c, uint32_t set, mqr_str_t v, mqr_str_t *field) {
   return copy;
 }
 
-/* An expiry delay: a duration, or -1 for none. */
+/* An expiry delay (or a delay before dispatch): a duration, or -1 for none. */
 static bool expiry_delay(ctx_t *c, const pair_t *p, int64_t *out) {
   if (p->value->type == YAML_SCALAR_NODE && mqr_str_eq(mqr__cfg_scalar(p->value), MQR_STR("-1"))) {
     *out = -1;
@@ -85,7 +85,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   cfg_settings_t s = {0};
   s.line = (uint32_t)entry->key->start_mark.line + 1;
   s.column = (uint32_t)entry->key->start_mark.column + 1;
-  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0}, exa = {0}, exq_prefix = {0}, exq_suffix = {0};
+  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0}, exa = {0}, exq_prefix = {0}, exq_suffix = {0}, dlvk = {0};
   yaml_node_t *map = entry->value;
   if (!mqr__cfg_is_null(map)) {
     char where[160];
@@ -97,7 +97,9 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "max-delivery-attempts, auto-create-dead-letter-resources, dead-letter-queue-prefix, "
         "dead-letter-queue-suffix, redelivery-delay, redelivery-delay-multiplier, max-redelivery-delay, "
         "expiry-address, auto-create-expiry-resources, expiry-queue-prefix, expiry-queue-suffix, expiry-delay, "
-        "min-expiry-delay, max-expiry-delay";
+        "min-expiry-delay, max-expiry-delay, default-exclusive-queue, default-last-value-queue, "
+        "default-last-value-key, default-group-buckets, default-group-rebalance, default-ring-size, "
+        "default-consumers-before-dispatch, default-delay-before-dispatch";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -181,6 +183,31 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         if (expiry_delay(c, &p, &s.s.min_expiry_delay)) s.s.set |= MQR_SET_MIN_EXPIRY_DELAY;
       } else if (mqr_str_eq(p.name, MQR_STR("max-expiry-delay"))) {
         if (expiry_delay(c, &p, &s.s.max_expiry_delay)) s.s.set |= MQR_SET_MAX_EXPIRY_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-exclusive-queue"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.default_exclusive_queue)) s.s.set |= MQR_SET_DEFAULT_EXCLUSIVE;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-last-value-queue"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.default_last_value_queue)) s.s.set |= MQR_SET_DEFAULT_LAST_VALUE;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-last-value-key"))) {
+        if (mqr__cfg_get_string(c, &p, &dlvk)) s.s.set |= MQR_SET_DEFAULT_LAST_VALUE_KEY;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-group-buckets"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, 1 << 20, &v)) {
+          s.s.default_group_buckets = (int32_t)v;
+          s.s.set |= MQR_SET_DEFAULT_GROUP_BUCKETS;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("default-group-rebalance"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.default_group_rebalance)) s.s.set |= MQR_SET_DEFAULT_GROUP_REBALANCE;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-ring-size"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, INT64_MAX, &v)) {
+          s.s.default_ring_size = v;
+          s.s.set |= MQR_SET_DEFAULT_RING_SIZE;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("default-consumers-before-dispatch"))) {
+        if (mqr__cfg_get_int(c, &p, false, 0, INT32_MAX, &v)) {
+          s.s.default_consumers_before_dispatch = (int32_t)v;
+          s.s.set |= MQR_SET_DEFAULT_CONSUMERS_BEFORE;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("default-delay-before-dispatch"))) {
+        if (expiry_delay(c, &p, &s.s.default_delay_before_dispatch)) s.s.set |= MQR_SET_DEFAULT_DELAY_BEFORE;
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
@@ -201,6 +228,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   s.exa = keep(c, s.s.set & MQR_SET_EXPIRY_ADDRESS, exa, &s.s.expiry_address);
   s.exq_prefix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_PREFIX, exq_prefix, &s.s.expiry_queue_prefix);
   s.exq_suffix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_SUFFIX, exq_suffix, &s.s.expiry_queue_suffix);
+  s.dlvk = keep(c, s.s.set & MQR_SET_DEFAULT_LAST_VALUE_KEY, dlvk, &s.s.default_last_value_key);
   cfg->settings[cfg->n_settings++] = s;
 }
 
@@ -457,6 +485,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     mqr_free(cfg->settings[i].exa);
     mqr_free(cfg->settings[i].exq_prefix);
     mqr_free(cfg->settings[i].exq_suffix);
+    mqr_free(cfg->settings[i].dlvk);
   }
   mqr_free(cfg->settings);
   for (uint32_t i = 0; i < cfg->n_addresses; i++) {

@@ -286,6 +286,7 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
   if (make_type != MQR_ROUTING_NONE) {
     mqr_queue_config_t cfg;
     mqr_queue_config_init(&cfg, make_name, name, (mqr_routing_type_t)make_type);
+    mqr_queue_config_defaults(&cfg, &a->bind.cold->settings);
     cfg.auto_created = true;
     if ((rc = mqr__router_create_queue(r, &cfg, a, sep < len ? &fqqn : NULL, err)) != 0) goto undo;
     res->flags |= MQR_ROUTE_CREATED_QUEUE;

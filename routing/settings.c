@@ -40,6 +40,26 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->expiry_queue_prefix = MQR_STR("EXP.");
   s->expiry_queue_suffix = mqr_str_n("", 0);
   s->expiry_delay = s->min_expiry_delay = s->max_expiry_delay = -1;
+  s->default_exclusive_queue = false;
+  s->default_last_value_queue = false;
+  s->default_last_value_key = mqr_str_n(NULL, 0);
+  s->default_group_buckets = -1;
+  s->default_group_rebalance = false;
+  s->default_ring_size = -1;
+  s->default_consumers_before_dispatch = 0;
+  s->default_delay_before_dispatch = -1;
+}
+
+void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settings_t *s) {
+  cfg->exclusive = s->default_exclusive_queue;
+  cfg->last_value_key = s->default_last_value_key.len ? s->default_last_value_key
+                        : s->default_last_value_queue ? MQR_STR(MQR_PROP_LAST_VALUE)
+                                                      : mqr_str_n(NULL, 0);
+  cfg->group_buckets = s->default_group_buckets;
+  cfg->group_rebalance = s->default_group_rebalance;
+  cfg->ring_size = s->default_ring_size;
+  cfg->consumers_before_dispatch = s->default_consumers_before_dispatch;
+  cfg->delay_before_dispatch = s->default_delay_before_dispatch;
 }
 
 /* Copies into out the fields that src sets and out does not have yet. */
@@ -70,6 +90,15 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_EXPIRY_DELAY) out->expiry_delay = src->expiry_delay;
   if (take & MQR_SET_MIN_EXPIRY_DELAY) out->min_expiry_delay = src->min_expiry_delay;
   if (take & MQR_SET_MAX_EXPIRY_DELAY) out->max_expiry_delay = src->max_expiry_delay;
+  if (take & MQR_SET_DEFAULT_EXCLUSIVE) out->default_exclusive_queue = src->default_exclusive_queue;
+  if (take & MQR_SET_DEFAULT_LAST_VALUE) out->default_last_value_queue = src->default_last_value_queue;
+  if (take & MQR_SET_DEFAULT_LAST_VALUE_KEY) out->default_last_value_key = src->default_last_value_key;
+  if (take & MQR_SET_DEFAULT_GROUP_BUCKETS) out->default_group_buckets = src->default_group_buckets;
+  if (take & MQR_SET_DEFAULT_GROUP_REBALANCE) out->default_group_rebalance = src->default_group_rebalance;
+  if (take & MQR_SET_DEFAULT_RING_SIZE) out->default_ring_size = src->default_ring_size;
+  if (take & MQR_SET_DEFAULT_CONSUMERS_BEFORE)
+    out->default_consumers_before_dispatch = src->default_consumers_before_dispatch;
+  if (take & MQR_SET_DEFAULT_DELAY_BEFORE) out->default_delay_before_dispatch = src->default_delay_before_dispatch;
   out->set |= take;
 }
 
@@ -125,6 +154,11 @@ static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
       ((s->set & MQR_SET_MIN_EXPIRY_DELAY) && s->min_expiry_delay < -1) ||
       ((s->set & MQR_SET_MAX_EXPIRY_DELAY) && s->max_expiry_delay < -1))
     return mqr_error_set(err, MQR_EINVAL, "expiry delays must be -1 (none) or at least 0");
+  if (((s->set & MQR_SET_DEFAULT_GROUP_BUCKETS) && s->default_group_buckets < -1) ||
+      ((s->set & MQR_SET_DEFAULT_RING_SIZE) && s->default_ring_size < -1) ||
+      ((s->set & MQR_SET_DEFAULT_CONSUMERS_BEFORE) && s->default_consumers_before_dispatch < 0) ||
+      ((s->set & MQR_SET_DEFAULT_DELAY_BEFORE) && s->default_delay_before_dispatch < -1))
+    return mqr_error_set(err, MQR_EINVAL, "a default queue kind out of range");
   if ((s->set & ~MQR_SET_ALL) != 0) return mqr_error_set(err, MQR_EINVAL, "unknown settings bits");
   return 0;
 }
@@ -149,6 +183,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   size_t exp_len = (s->set & MQR_SET_EXPIRY_ADDRESS) ? s->expiry_address.len : 0;
   size_t epre_len = (s->set & MQR_SET_EXPIRY_QUEUE_PREFIX) ? s->expiry_queue_prefix.len : 0;
   size_t esuf_len = (s->set & MQR_SET_EXPIRY_QUEUE_SUFFIX) ? s->expiry_queue_suffix.len : 0;
+  size_t lvk_len = (s->set & MQR_SET_DEFAULT_LAST_VALUE_KEY) ? s->default_last_value_key.len : 0;
   int64_t found = -1;
   for (uint32_t i = 0; i < RT(r)->n_settings; i++)
     if (mqr_str_eq(RT(r)->settings[i]->match, match)) found = i;
@@ -160,7 +195,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
     RT(r)->cap_settings = ncap;
   }
   mqr__settings_entry_t *e =
-      mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + exp_len + epre_len + esuf_len + 7);
+      mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + exp_len + epre_len + esuf_len + lvk_len + 8);
   if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
   char *m = (char *)(e + 1);
   memcpy(m, match.ptr, match.len);
@@ -182,6 +217,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   e->s.expiry_address = copy_str(&rest, s->expiry_address, exp_len);
   e->s.expiry_queue_prefix = copy_str(&rest, s->expiry_queue_prefix, epre_len);
   e->s.expiry_queue_suffix = copy_str(&rest, s->expiry_queue_suffix, esuf_len);
+  e->s.default_last_value_key = copy_str(&rest, s->default_last_value_key, lvk_len);
   if (found >= 0) {
     mqr_free(RT(r)->settings[found]);
     RT(r)->settings[found] = e;

@@ -207,30 +207,38 @@ typedef enum {
 
 /* Which fields of an mqr_address_settings_t are set; unset fields are inherited from
  * less specific matches, then from the defaults. */
-#define MQR_SET_AUTO_CREATE_ADDRESSES 0x001u        /* auto_create_addresses */
-#define MQR_SET_AUTO_CREATE_QUEUES 0x002u           /* auto_create_queues */
-#define MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE 0x004u /* default_address_routing_type */
-#define MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE 0x008u   /* default_queue_routing_type */
-#define MQR_SET_DEAD_LETTER_ADDRESS 0x010u          /* dead_letter_address */
-#define MQR_SET_SEND_TO_DLA_ON_NO_ROUTE 0x020u      /* send_to_dla_on_no_route */
-#define MQR_SET_ID_CACHE_SIZE 0x040u                /* id_cache_size */
-#define MQR_SET_MAX_SIZE_BYTES 0x080u               /* max_size_bytes */
-#define MQR_SET_ADDRESS_FULL_POLICY 0x100u          /* address_full_policy */
-#define MQR_SET_MAX_DELIVERY_ATTEMPTS 0x200u        /* max_delivery_attempts */
-#define MQR_SET_AUTO_CREATE_DEAD_LETTER 0x400u      /* auto_create_dead_letter_resources */
-#define MQR_SET_DEAD_LETTER_QUEUE_PREFIX 0x800u     /* dead_letter_queue_prefix */
-#define MQR_SET_DEAD_LETTER_QUEUE_SUFFIX 0x1000u    /* dead_letter_queue_suffix */
-#define MQR_SET_REDELIVERY_DELAY 0x2000u            /* redelivery_delay */
-#define MQR_SET_REDELIVERY_MULTIPLIER 0x4000u       /* redelivery_multiplier */
-#define MQR_SET_MAX_REDELIVERY_DELAY 0x8000u        /* max_redelivery_delay */
-#define MQR_SET_EXPIRY_ADDRESS 0x10000u             /* expiry_address */
-#define MQR_SET_AUTO_CREATE_EXPIRY 0x20000u         /* auto_create_expiry_resources */
-#define MQR_SET_EXPIRY_QUEUE_PREFIX 0x40000u        /* expiry_queue_prefix */
-#define MQR_SET_EXPIRY_QUEUE_SUFFIX 0x80000u        /* expiry_queue_suffix */
-#define MQR_SET_EXPIRY_DELAY 0x100000u              /* expiry_delay */
-#define MQR_SET_MIN_EXPIRY_DELAY 0x200000u          /* min_expiry_delay */
-#define MQR_SET_MAX_EXPIRY_DELAY 0x400000u          /* max_expiry_delay */
-#define MQR_SET_ALL 0x7fffffu
+#define MQR_SET_AUTO_CREATE_ADDRESSES 0x001u         /* auto_create_addresses */
+#define MQR_SET_AUTO_CREATE_QUEUES 0x002u            /* auto_create_queues */
+#define MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE 0x004u  /* default_address_routing_type */
+#define MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE 0x008u    /* default_queue_routing_type */
+#define MQR_SET_DEAD_LETTER_ADDRESS 0x010u           /* dead_letter_address */
+#define MQR_SET_SEND_TO_DLA_ON_NO_ROUTE 0x020u       /* send_to_dla_on_no_route */
+#define MQR_SET_ID_CACHE_SIZE 0x040u                 /* id_cache_size */
+#define MQR_SET_MAX_SIZE_BYTES 0x080u                /* max_size_bytes */
+#define MQR_SET_ADDRESS_FULL_POLICY 0x100u           /* address_full_policy */
+#define MQR_SET_MAX_DELIVERY_ATTEMPTS 0x200u         /* max_delivery_attempts */
+#define MQR_SET_AUTO_CREATE_DEAD_LETTER 0x400u       /* auto_create_dead_letter_resources */
+#define MQR_SET_DEAD_LETTER_QUEUE_PREFIX 0x800u      /* dead_letter_queue_prefix */
+#define MQR_SET_DEAD_LETTER_QUEUE_SUFFIX 0x1000u     /* dead_letter_queue_suffix */
+#define MQR_SET_REDELIVERY_DELAY 0x2000u             /* redelivery_delay */
+#define MQR_SET_REDELIVERY_MULTIPLIER 0x4000u        /* redelivery_multiplier */
+#define MQR_SET_MAX_REDELIVERY_DELAY 0x8000u         /* max_redelivery_delay */
+#define MQR_SET_EXPIRY_ADDRESS 0x10000u              /* expiry_address */
+#define MQR_SET_AUTO_CREATE_EXPIRY 0x20000u          /* auto_create_expiry_resources */
+#define MQR_SET_EXPIRY_QUEUE_PREFIX 0x40000u         /* expiry_queue_prefix */
+#define MQR_SET_EXPIRY_QUEUE_SUFFIX 0x80000u         /* expiry_queue_suffix */
+#define MQR_SET_EXPIRY_DELAY 0x100000u               /* expiry_delay */
+#define MQR_SET_MIN_EXPIRY_DELAY 0x200000u           /* min_expiry_delay */
+#define MQR_SET_MAX_EXPIRY_DELAY 0x400000u           /* max_expiry_delay */
+#define MQR_SET_DEFAULT_EXCLUSIVE 0x800000u          /* default_exclusive_queue */
+#define MQR_SET_DEFAULT_LAST_VALUE 0x1000000u        /* default_last_value_queue */
+#define MQR_SET_DEFAULT_LAST_VALUE_KEY 0x2000000u    /* default_last_value_key */
+#define MQR_SET_DEFAULT_GROUP_BUCKETS 0x4000000u     /* default_group_buckets */
+#define MQR_SET_DEFAULT_GROUP_REBALANCE 0x8000000u   /* default_group_rebalance */
+#define MQR_SET_DEFAULT_RING_SIZE 0x10000000u        /* default_ring_size */
+#define MQR_SET_DEFAULT_CONSUMERS_BEFORE 0x20000000u /* default_consumers_before_dispatch */
+#define MQR_SET_DEFAULT_DELAY_BEFORE 0x40000000u     /* default_delay_before_dispatch */
+#define MQR_SET_ALL 0x7fffffffu
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
@@ -273,6 +281,16 @@ typedef struct {
    * message without an expiration one; otherwise max_expiry_delay caps it (and gives one
    * to a message without) and min_expiry_delay raises one set too soon. */
   int64_t expiry_delay, min_expiry_delay, max_expiry_delay;
+  /* The kind of a queue the broker makes on the address (a send's, a subscription's, a
+   * dead-letter or expiry queue): mqr_queue_config_t's fields of the same names. */
+  bool default_exclusive_queue;
+  bool default_last_value_queue;    /* on default_last_value_key, or _AMQ_LVQ_NAME */
+  mqr_str_t default_last_value_key; /* copied by the router */
+  int32_t default_group_buckets;
+  bool default_group_rebalance;
+  int64_t default_ring_size;
+  int32_t default_consumers_before_dispatch;
+  int64_t default_delay_before_dispatch;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */
@@ -348,6 +366,10 @@ typedef struct {
  * group-buckets -1, delay-before-dispatch -1, MULTICAST, the rest off. */
 MQR_EXTERN void mqr_queue_config_init(mqr_queue_config_t *cfg, mqr_str_t name, mqr_str_t address,
                                       mqr_routing_type_t type);
+
+/* Sets cfg's kind (exclusive, last-value, groups, ring, dispatch gate) from the default-*
+ * fields of settings s: what a queue the broker makes on an address gets. */
+MQR_EXTERN void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settings_t *s);
 
 /* Address accessors. Views stay valid while the address exists. */
 MQR_EXTERN mqr_str_t mqr_address_name(const mqr_address_t *a);

@@ -11,6 +11,9 @@
 
 static const char yaml_fmt[] =
     "%s"
+    "address-settings:\n"
+    "  'made.#': {default-last-value-queue: true, default-exclusive-queue: true,\n"
+    "             default-ring-size: 5, default-group-buckets: 4}\n"
     "addresses:\n"
     "  ex: {anycast: {ex: {exclusive: true}}}\n"
     "  ring: {anycast: {ring: {ring-size: 3}}}\n"
@@ -29,9 +32,10 @@ typedef struct {
 } fx_t;
 
 static void fx_open(fx_t *f, bool durable) {
-  char persistence[300] = "", yaml[1024];
+  char persistence[300] = "", yaml[4096];
   if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
   int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
+  assert_true(n > 0 && (size_t)n < sizeof yaml);
   uv_loop_init(&f->loop);
   mqr_error_t items[4];
   mqr_diags_t d;
@@ -384,6 +388,23 @@ static void test_consumers_before_dispatch(void **state) {
   fx_close(&f);
 }
 
+/* A queue the broker makes takes its kind from the address settings' defaults. */
+static void test_made_queues_take_the_default_kind(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  send_kv(&f, "made.a", MQR_PROP_LAST_VALUE, "k", "k1"); /* makes made.a, ANYCAST */
+  send_kv(&f, "made.a", MQR_PROP_LAST_VALUE, "k", "k2");
+  mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("made.a"));
+  assert_non_null(q);
+  assert_true(mqr_queue_exclusive(q));
+  assert_true(mqr_str_eq(mqr_queue_last_value_key(q), MQR_STR(MQR_PROP_LAST_VALUE)));
+  assert_int_equal(mqr_queue_ring_size(q), 5);
+  assert_int_equal(mqr_queue_group_buckets(q), 4);
+  assert_int_equal(stats(&f, "made.a").depth, 1); /* k2 replaced k1 */
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -396,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_a_busy_group_waits_alone),
       cmocka_unit_test(test_groups_off_and_rebalanced),
       cmocka_unit_test(test_consumers_before_dispatch),
+      cmocka_unit_test(test_made_queues_take_the_default_kind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
