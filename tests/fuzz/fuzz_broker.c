@@ -1,8 +1,8 @@
 /* libFuzzer: the broker in-process, driven by a script of 3-byte steps: sends (plain, to
  * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
- * addresses of each policy), subscriptions (to queues, addresses of either type, named
- * and made-up subscription queues, with and without selectors), acknowledgements (single, cumulative, of deliveries
- * that are not outstanding), credit and unsubscribes (what comes back twice goes to the
+ * addresses of each policy, to exclusive, ring, last-value and grouped queues), subscriptions (to queues, addresses of
+ * either type, named and made-up subscription queues, with and without selectors), acknowledgements (single,
+ * cumulative, of deliveries that are not outstanding), credit and unsubscribes (what comes back twice goes to the
  * dead-letter address; on q it waits a redelivery delay first), with allocations failing where the
  * script says. A consumer's callback may acknowledge, grant credit, send (a nested
  * delivery) or unsubscribe, as the script says. After every step, for every queue a
@@ -33,10 +33,14 @@ static const char yaml[] = "address-settings:\n"
                            "  t: {multicast: {t.keep: {}, t.f: {filter: \"k1 > 100 OR k3 IS NOT NULL\"}}}\n"
                            "  full.a: {anycast: [full.a]}\n"
                            "  drop.a: {anycast: [drop.a]}\n"
-                           "  block.a: {anycast: [block.a]}\n";
+                           "  block.a: {anycast: [block.a]}\n"
+                           "  kx: {anycast: {kx: {exclusive: true, ring-size: 6}}}\n"
+                           "  kl: {anycast: {kl: {last-value-key: k2}}}\n"
+                           "  kg: {anycast: {kg: {group-buckets: 2, consumers-before-dispatch: 2}}}\n";
 
 static const char *const targets[] = {
-    "q", "t", "full.a", "drop.a", "block.a", "auto.1", "auto.2.longer.than.16", "t::t.keep", "q::q", "news.#", "t::q"};
+    "q",         "t",    "full.a", "drop.a", "block.a", "auto.1", "auto.2.longer.than.16",
+    "t::t.keep", "q::q", "news.#", "t::q",   "kx",      "kl",     "kg"};
 enum { N_TARGETS = sizeof targets / sizeof targets[0], MAX_CONS = 8, MAX_OUT = 1024 };
 
 typedef struct {
@@ -69,8 +73,9 @@ static int send_to(int target, int rt, size_t body_len, int dup, size_t n_props)
   static mqr_str_t keys[640];
   static mqr_value_t values[640];
   if (keys[0].ptr == NULL)
-    for (int i = 0; i < 640; i++) { /* every type, strings most */
-      keys[i] = mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
+    for (int i = 0; i < 640; i++) {              /* every type, strings most */
+      keys[i] = i == 7 ? MQR_STR(MQR_PROP_GROUP) /* a group, for those with 8 or more */
+                       : mqr_str_n(text[i][0], (size_t)snprintf(text[i][0], 8, "k%d", i));
       mqr_str_t v = mqr_str_n(text[i][1], (size_t)snprintf(text[i][1], 8, "v%d", i));
       values[i] = i % 8 == 1   ? mqr_value_int(i)
                   : i % 8 == 2 ? mqr_value_double(i / 3.0)
@@ -151,7 +156,8 @@ static void check(void) {
     if (cons[i].c == NULL) continue;
     mqr_broker_queue_stats_t st;
     FUZZ_CHECK(mqr_broker_queue_stats(broker, mqr_str(cons[i].queue), &st) == 0);
-    FUZZ_CHECK(st.enqueued == st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
+    FUZZ_CHECK(st.enqueued ==
+               st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
     uint64_t in_flight = 0;
     uint32_t n = 0;
     for (int j = 0; j < MAX_CONS; j++)
