@@ -184,6 +184,7 @@ typedef struct mqr__bq_s {
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
+  bool deleted;                    /* recovery: a tombstone was read (it goes at the end) */
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
   struct mqr__bq_s *next, *prev;   /* the broker's list */
@@ -324,6 +325,9 @@ void mqr__acct_settings(mqr__acct_t *a); /* max-size-bytes and policy as they re
 /* The account has room again: its paused producers that wait on nothing else resume. */
 void mqr__acct_release(mqr__acct_t *a);
 void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
+/* subscribe.c: a queue's broker state and the queue itself go (what it holds is deleted,
+ * in the journal too); mqr_broker_delete_queue journals the deletion first. */
+void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);

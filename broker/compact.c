@@ -175,6 +175,66 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
   return true;
 }
 
+/* ---- tombstones ------------------------------------------------------------------------------ */
+
+/* The tombstone's payload: u8 op 3, u16 length of the name, the name. */
+int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || bq->jfile == 0) return 0;
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  mqr_str_t name = mqr_queue_name(bq->q);
+  size_t n = 3 + name.len;
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) return MQR_ENOMEM;
+  buf[0] = 3;
+  put16(buf + 1, name.len);
+  memcpy(buf + 3, name.ptr, name.len);
+  int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
+  mqr_free(buf);
+  if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
+  uint64_t made = bq->jfile, file = mqr_journal_file(d->w);
+  mqr__jfile_t *f = file_of(d, made);
+  if (f) f->live--, f->bytes -= mqr_journal_record_size(mqr__topology_size(bq->q));
+  bq->jfile = 0;
+  /* In the same file, the two go together; else the tombstone lasts as long as made. */
+  if (made != file && !mqr__durable_tomb(d, made, file, (uint32_t)mqr_journal_record_size(n)))
+    mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping queue '%.*s' deleted: it may come back at a restart",
+             (int)name.len, name.ptr);
+  return 0;
+}
+
+bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes) {
+  if (made < d->first || file <= made) return true; /* its maker's file is gone (or is this one) */
+  if (!mqr__jfiles_reserve(d, file)) return false;  /* made's and file's entries, both */
+  mqr__jfile_t *f = &d->files[made - d->first], *t = &d->files[file - d->first];
+  mqr__tomb_t *nt = mqr_realloc(f->tombs, (f->n_tombs + 1) * sizeof *nt);
+  if (nt == NULL) return false;
+  f->tombs = nt;
+  f->tombs[f->n_tombs++] = (mqr__tomb_t){file, bytes};
+  t->live++;
+  t->bytes += bytes;
+  return true;
+}
+
+/* The first file is released: the tombstones it kept alive elsewhere are dead now. */
+static void release_tombs(mqr__durable_t *d) {
+  mqr__jfile_t *f = &d->files[0];
+  for (uint32_t i = 0; i < f->n_tombs; i++) {
+    mqr__jfile_t *t = f->tombs[i].file > d->first ? file_of(d, f->tombs[i].file) : NULL;
+    if (t) t->live--, t->bytes -= f->tombs[i].bytes;
+  }
+  mqr_free(f->tombs);
+  f->tombs = NULL;
+  f->n_tombs = 0;
+}
+
+void mqr__jfiles_free(mqr__durable_t *d) {
+  for (uint32_t i = 0; i < d->n_files; i++) mqr_free(d->files[i].tombs);
+  mqr_free(d->files);
+  d->files = NULL;
+  d->n_files = 0;
+}
+
 /* Appends bq's TOPOLOGY record and counts it in its file. */
 static bool topology_append(mqr__durable_t *d, mqr__bq_t *bq) {
   size_t n = mqr__topology_size(bq->q);
@@ -267,6 +327,7 @@ void mqr__durable_maintain(mqr__durable_t *d) {
   if (!mqr__jfiles_reserve(d, cur)) return;
   while (d->first < cur && d->files[0].live == 0) {
     if (mqr_journal_release(d->w, d->first) != 0) return;
+    release_tombs(d);
     memmove(d->files, d->files + 1, (d->n_files - 1) * sizeof *d->files);
     d->n_files--;
     d->first++;

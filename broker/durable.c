@@ -431,7 +431,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
       mqr_journal_close(d->w, old_closed, b);
     }
     d->w = NULL;
-    mqr_free(d->files);
+    mqr__jfiles_free(d);
     mqr_free(d->dir);
     mqr_free(d);
     b->dur = NULL;
@@ -489,7 +489,7 @@ void mqr__durable_free(mqr_broker_t *b) {
   for (uint32_t i = 0; i < d->pend_n; i++) mqr_free(d->pend[(d->pend_head + i) & (d->pend_cap - 1)].err);
   mqr_free(d->pend);
   mqr_free(d->tgt);
-  mqr_free(d->files);
+  mqr__jfiles_free(d);
   mqr_free(d->dir);
   mqr_free(d);
   b->dur = NULL;

@@ -29,10 +29,21 @@ typedef struct mqr__durable_s mqr__durable_t;
 typedef struct mqr__pager_s mqr__pager_t;
 typedef struct mqr__pcursor_s mqr__pcursor_t;
 
-/* What a journal file holds alive: messages and queues whose first record is there. */
+/* A deleted queue's tombstone (a TOPOLOGY record, op 3) in a later file than the record
+ * that made the queue: it stays live until that record's file is released. */
+typedef struct {
+  uint64_t file;  /* the tombstone's */
+  uint32_t bytes; /* its record's */
+} mqr__tomb_t;
+
+/* What a journal file holds alive: messages and queues whose first record is there, and
+ * tombstones of queues made in older files; and the tombstones elsewhere that last as
+ * long as this file (of queues made here). */
 typedef struct {
   uint64_t live;
   uint64_t bytes;
+  mqr__tomb_t *tombs;
+  uint32_t n_tombs;
 } mqr__jfile_t;
 
 /* An answer waiting: a journaled send (m) until its fdatasync, or a result (m NULL)
@@ -131,6 +142,14 @@ void mqr__durable_maintain(mqr__durable_t *d); /* release dead files; compact a 
 void mqr__durable_compact_stop(mqr__durable_t *d);
 /* A queue made at run time that the config will not make again: a TOPOLOGY record. */
 void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq);
+/* bq is about to be deleted: a tombstone keeps a restart from making it again. 0, or
+ * MQR_EIO (the journal cannot write: the queue must stay), MQR_ENOMEM. Nothing to do for
+ * a queue the journal has no record of. */
+int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq);
+/* Recovery: a tombstone in file `file` of a queue made in file `made` (counted at the
+ * end, as the queues are). */
+bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes);
+void mqr__jfiles_free(mqr__durable_t *d);
 /* The TOPOLOGY payload of q's creation into buf (at least 16 + names' bytes); its size. */
 size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q);
 size_t mqr__topology_size(const mqr_queue_t *q);

@@ -8,8 +8,15 @@
 
 #include "durable.h"
 
+typedef struct {
+  uint64_t made, file;
+  uint32_t bytes;
+} tomb_t;
+
 struct mqr__recovery_s {
   mqr_broker_t *b;
+  tomb_t *tombs; /* tombstones read: counted at the end */
+  size_t n_tombs;
   mqr__msg_t **slots; /* by id: open addressing, at most half full */
   uint64_t mask, n;
   mqr__msg_t **order; /* in ADD order */
@@ -82,9 +89,27 @@ static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 /* A TOPOLOGY record: the queue (and its address, or the routing type on it) made again
  * unless the config made it. */
+/* A tombstone: the queue goes at the end (unless a later record makes it again); while
+ * the file of the record that made it lasts, so does the tombstone. */
+static int tombstone(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
+  mqr_broker_t *b = rc->b;
+  if (r->len < 3 || r->len != 3 + (size_t)get16(r->payload + 1)) return rc->bad++, 0;
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, mqr_str_n((const char *)r->payload + 3, r->len - 3));
+  mqr__bq_t *bq = q ? mqr_queue_data(q) : NULL;
+  if (bq == NULL || bq->from_config || bq->jfile == 0) return 0; /* its maker's file is gone */
+  tomb_t *nt = mqr_realloc(rc->tombs, (rc->n_tombs + 1) * sizeof *nt);
+  if (nt == NULL) return MQR_ENOMEM;
+  rc->tombs = nt;
+  rc->tombs[rc->n_tombs++] = (tomb_t){bq->jfile, file, (uint32_t)mqr_journal_record_size(r->len)};
+  bq->deleted = true;
+  bq->jfile = 0;
+  return 0;
+}
+
 static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
   mqr_broker_t *b = rc->b;
   mqr_queue_config_t cfg;
+  if (r->len >= 1 && r->payload[0] == 3) return tombstone(rc, file, r);
   if (!mqr__topology_read(r->payload, r->len, &cfg)) return rc->bad++, 0;
   mqr_str_t name = cfg.name, addr = cfg.address;
   mqr_routing_type_t rt = cfg.routing_type;
@@ -108,6 +133,7 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
   }
   mqr__bq_t *bq = mqr__bq_of(b, q);
   if (bq == NULL) return MQR_ENOMEM;
+  bq->deleted = false; /* made again after a tombstone */
   if (!bq->from_config) bq->jfile = file;
   return 0;
 }
@@ -280,6 +306,14 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
       f->live++;
       f->bytes += mqr_journal_record_size(mqr__topology_size(bq->q));
     }
+  for (size_t i = 0; i < rc->n_tombs; i++)
+    if (!mqr__durable_tomb(d, rc->tombs[i].made, rc->tombs[i].file, rc->tombs[i].bytes))
+      mqr__log(b, MQR_LOG_WARN, "journal: out of memory counting a deleted queue's record");
+  /* The queues a tombstone deleted go (what they held was deleted before them). */
+  for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
+    next = bq->next;
+    if (bq->deleted) mqr__queue_drop(b, bq);
+  }
   if (rc->max_id > b->next_message_id) b->next_message_id = rc->max_id;
   if (rc->orphans)
     mqr__log(b, MQR_LOG_WARN, "journal: %llu references to queues that no longer exist were dropped",
@@ -293,6 +327,7 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
 
 void mqr__recovery_free(mqr__recovery_t *rc) {
   if (rc == NULL) return;
+  mqr_free(rc->tombs);
   for (size_t i = 0; i < rc->n_order; i++) { /* an opening that failed: what it recovered goes */
     mqr__msg_t *m = rc->order[i];
     while (m->jentries) {

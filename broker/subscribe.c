@@ -76,8 +76,6 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   return mqr_router_add_queue(&b->router, &cfg, out, err);
 }
 
-static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq);
-
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, mqr_str_t selector,
                            uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
                            mqr_broker_consumer_t **out, mqr_error_t *err) {
@@ -116,7 +114,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
                                mqr_queue_name(q).ptr, mqr_queue_max_consumers(q));
     /* A subscription queue made for this consumer goes, with its state when it has one. */
     if (temporary && bq != NULL)
-      drop_queue(b, bq);
+      mqr__queue_drop(b, bq);
     else if (temporary)
       mqr_router_remove_queue(&b->router, mqr_queue_name(q), NULL);
     return rc;
@@ -141,12 +139,13 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   return 0;
 }
 
-static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
-  mqr__redeliver_drop_queue(b, bq, false);
+void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__redeliver_drop_queue(b, bq, true);
   mqr__durable_forget_queue(b, bq);
   mqr__pager_forget_queue(bq);
   mqr__entry_t *e;
   while ((e = bq->store.ops->pop(&bq->store)) != NULL) {
+    if (e->jbq) mqr__durable_removed(b, e);
     mqr__msg_release(b, e->msg);
     mqr__pool_put(&b->entries, e);
   }
@@ -157,12 +156,26 @@ static void drop_queue(mqr_broker_t *b, mqr__bq_t *bq) {
   if (bq->next) bq->next->prev = bq->prev;
   mqr_free(bq->consumers);
   mqr__kinds_free(bq);
-  mqr_str_t name = mqr_queue_name(bq->q);
-  char copy[512];
-  snprintf(copy, sizeof copy, "%.*s", (int)name.len, name.ptr);
-  mqr_queue_set_data(bq->q, NULL);
+  mqr_queue_t *q = bq->q;
+  mqr_queue_set_data(q, NULL);
   mqr_free(bq);
-  mqr_router_remove_queue(&b->router, mqr_str(copy), NULL);
+  mqr_router_remove_queue(&b->router, mqr_queue_name(q), NULL); /* the name is read before it goes */
+}
+
+int mqr_broker_delete_queue(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err) {
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
+  if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)name.len, name.ptr);
+  if (mqr_queue_consumer_count(q))
+    return mqr_error_set(err, MQR_EQUEUEINUSE, "queue '%.*s' has %u consumer(s)", (int)name.len, name.ptr,
+                         mqr_queue_consumer_count(q));
+  mqr__bq_t *bq = mqr_queue_data(q);
+  if (bq == NULL) return mqr_router_remove_queue(&b->router, name, err);
+  int rc = mqr__durable_queue_deleted(b, bq);
+  if (rc)
+    return mqr_error_set(err, rc, "queue '%.*s' is kept: %s", (int)name.len, name.ptr,
+                         rc == MQR_EIO ? "the journal cannot write its deletion" : mqr_strerror(rc));
+  mqr__queue_drop(b, bq);
+  return 0;
 }
 
 /* Takes c off its session's list, once: a close deferred by dispatch comes back here
@@ -216,7 +229,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   mqr__pool_put(&b->consumers, c);
   if (taken) mqr__redeliver_run(b, bq, taken);
   if (bq->temporary && bq->n_consumers == 0) {
-    drop_queue(b, bq);
+    mqr__queue_drop(b, bq);
     return true;
   }
   mqr__dispatch(bq);

@@ -183,9 +183,9 @@ typedef struct {
   uint64_t in_flight; /* delivered, not acknowledged */
   uint64_t enqueued, acknowledged;
   uint32_t consumers;
-  uint64_t held;    /* back from a consumer, waiting out a redelivery delay */
-  uint64_t killed;  /* that reached max-delivery-attempts: sent to the dead-letter address or
-                       dropped */
+  uint64_t held;      /* back from a consumer, waiting out a redelivery delay */
+  uint64_t killed;    /* that reached max-delivery-attempts: sent to the dead-letter address or
+                         dropped */
   uint64_t expired;   /* that expired: sent to the expiry address or dropped */
   uint64_t scheduled; /* waiting for their scheduled delivery time (MQR_PROP_SCHEDULED).
                          enqueued = acknowledged + killed + expired + depth + held + scheduled
@@ -216,6 +216,13 @@ MQR_EXTERN void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out)
  * in flight to consumers stay theirs. Returns how many were dropped. As Artemis's
  * removeAllMessages; allocates nothing. May be called from a callback. */
 MQR_EXTERN uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q);
+
+/* Deletes a queue and what it holds (Artemis's destroyQueue): its messages are deleted
+ * (from the journal too), and a queue made at run time does not come back at a restart (a
+ * queue of the config is made again by it). Refused while it has consumers. Errors:
+ * MQR_ENOQUEUE, MQR_EQUEUEINUSE, MQR_EIO (the journal cannot write the deletion: the
+ * queue stays), MQR_ENOMEM. Not from a delivery callback of the queue's own consumers. */
+MQR_EXTERN int mqr_broker_delete_queue(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err);
 
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);

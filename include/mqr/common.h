@@ -55,13 +55,14 @@ extern "C" {
   XX(EPROTOCOL, -31, "protocol violation")                                                                             \
   XX(ENOSUB, -32, "no such subscription")                                                                              \
   XX(ECLOSED, -33, "connection closed")                                                                                \
-  XX(ETIMEOUT, -34, "timed out")
+  XX(ETIMEOUT, -34, "timed out")                                                                                       \
+  XX(EQUEUEINUSE, -35, "queue has consumers")
 
 typedef enum {
 #define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
 #undef MQR_ERRNO_ENUM_ITEM
-      MQR_ERRNO_LAST = -35
+      MQR_ERRNO_LAST = -36
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

@@ -346,6 +346,87 @@ static void test_send_allocation_failures(void **state) {
   assert_true(tried >= 5);
 }
 
+/* A queue deleted (Artemis's destroyQueue) is refused while it has a consumer; then its
+ * messages and itself go, and a restart does not make it again, whether the record that
+ * made it is in the same journal file as its tombstone or an older one, before that file
+ * is released and after; made again later, it comes back as made again. */
+static void test_deleted_queue_stays_deleted(void **state) {
+  (void)state;
+  static sink_t s2;
+  fresh_dir();
+  extra_persistence = "  journal-compact-min-files: 3\n  journal-compact-percentage: 50\n";
+  fx_t f;
+  fx_open(&f);
+  static answers_t a;
+  a = (answers_t){0};
+  send_async(&f, &a, 0, "auto.same", true, "x");   /* made by the send, deleted in its file */
+  send_async(&f, &a, 1, "auto.older", true, "y");  /* made here, deleted files later */
+  send_async(&f, &a, 2, "auto.again", true, "z1"); /* deleted, then made again */
+  wait_answers(&f, &a, 3);
+  mqr_broker_consumer_t *c;
+  if (mqr_broker_subscribe(f.b, MQR_STR("auto.same"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 0, noop_msg, NULL, &c,
+                           NULL, NULL))
+    fail_msg("subscribe");
+  mqr_error_t err;
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("auto.same"), &err), MQR_EQUEUEINUSE);
+  mqr_broker_unsubscribe(c);
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("auto.same"), &err), 0);
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("auto.same"), &err), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("auto.again"), &err), 0);
+  a = (answers_t){0};
+  send_async(&f, &a, 0, "auto.again", true, "z2");
+  /* Files go by (64 KiB each): auto.older's record is files behind when it is deleted. */
+  static char big[2000];
+  memset(big, 'b', sizeof big - 1);
+  for (int i = 1; i <= 40; i++) send_async(&f, &a, i, "q", true, big); /* one file more, no compaction yet */
+  wait_answers(&f, &a, 41);
+  s2 = (sink_t){.ack = true};
+  mqr_broker_unsubscribe(drain(&f, "q", 1000, &s2));
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("auto.older"), &err), 0);
+  send_async(&f, &a, 41, "q", true, "after");
+  wait_answers(&f, &a, 42);
+  /* Durable traffic through q until the old files are released: the tombstone, live while
+   * the file that made auto.older lasts, then goes too. */
+  mqr_broker_stats_t bs;
+  mqr_broker_stats(f.b, &bs);
+  uint64_t files_before = bs.journal_files;
+  a = (answers_t){0};
+  for (int i = 0; i < 400; i++) send_async(&f, &a, i, "q", true, big);
+  wait_answers(&f, &a, 400);
+  s2 = (sink_t){.ack = true};
+  mqr_broker_unsubscribe(drain(&f, "q", 1000, &s2));
+  a = (answers_t){0};
+  for (int i = 0; i < 200; i++) send_async(&f, &a, i, "q", true, big); /* more files, the old ones released */
+  wait_answers(&f, &a, 200);
+  s2 = (sink_t){.ack = true};
+  mqr_broker_unsubscribe(drain(&f, "q", 1000, &s2));
+  send_async(&f, &a, 200, "q", true, "last");
+  wait_answers(&f, &a, 201);
+  mqr_broker_stats(f.b, &bs);
+  /* Compaction copies the queues' records forward and the old files go; a tombstone
+   * whose maker's file went goes with it, so nothing holds the journal long. */
+  assert_true(bs.journal_files <= files_before + 4);
+  fx_close(&f);
+
+  fx_open(&f);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("auto.same"), &st), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("auto.older"), &st), MQR_ENOQUEUE);
+  assert_int_equal(depth(&f, "auto.again"), 1); /* z2, not z1 */
+  static sink_t s;
+  s = (sink_t){.ack = true};
+  mqr_broker_unsubscribe(drain(&f, "auto.again", 10, &s));
+  assert_int_equal(s.n, 1);
+  assert_string_equal(s.bodies[0], "z2");
+  fx_close(&f);
+  fx_open(&f);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("auto.same"), &st), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("auto.older"), &st), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("auto.again"), &st), 0);
+  fx_close(&f);
+  extra_persistence = "";
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_restart_keeps_durable),
@@ -355,6 +436,7 @@ int main(void) {
       cmocka_unit_test(test_cannot_write),
       cmocka_unit_test(test_recovery_allocation_failures),
       cmocka_unit_test(test_send_allocation_failures),
+      cmocka_unit_test(test_deleted_queue_stays_deleted),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0 || getenv("MQR_KEEP") == NULL) fresh_dir();
