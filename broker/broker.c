@@ -232,7 +232,7 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     mqr__pool_put(&b->entries, e);
   }
   if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
-    uint64_t h = mqr__redeliver_drop_queue(b, bq, true);
+    uint64_t h = mqr__redeliver_drop_queue(b, bq, true, false);
     bq->acked += h;
     n += h;
   }

@@ -185,6 +185,8 @@ typedef struct mqr__bq_s {
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
   bool deleted;                    /* recovery: a tombstone was read (it goes at the end) */
+  bool had_consumer;               /* auto-delete: a queue goes only once it has had one */
+  uint64_t consumer_gone_at;       /* uv_now ms its last consumer went */
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
   struct mqr__bq_s *next, *prev;   /* the broker's list */
@@ -409,8 +411,16 @@ bool mqr__redeliver_take(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
 void mqr__redeliver_init(mqr_broker_t *b);  /* the timer (one handle) */
 void mqr__redeliver_close(mqr_broker_t *b); /* the timer closes */
-/* Releases bq's held entries (with journal, as removed: a purge); returns how many. */
-uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal);
+/* Releases bq's held entries (with journal, as removed), and when the queue goes its
+ * events too; returns how many entries. */
+uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal, bool queue_goes);
+/* A queue's auto-delete check (bq) or an address's (bq NULL) in delay ms. */
+void mqr__hold_auto_delete(mqr_broker_t *b, mqr__bq_t *bq, mqr_str_t address, uint64_t delay);
+/* autodelete.c: the last consumer of bq went, or its delay is out (later): bq goes if
+ * Artemis's auto-delete says so; true when it went. An address with no queue left goes
+ * likewise. */
+bool mqr__auto_delete_queue(mqr_broker_t *b, mqr__bq_t *bq, bool now);
+void mqr__auto_delete_address(mqr_broker_t *b, mqr_str_t address, bool now);
 void mqr__redeliver_free(mqr_broker_t *b); /* every held entry released */
 
 /* select.c: a message's values for filters, in the router's vocabulary: the route's fill

@@ -91,7 +91,7 @@ void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
 
 /* TOPOLOGY payload: u8 op (1: a queue made; 2: one with its kind too), u8 routing type,
  * u8 flags (1 durable, 2 purge-on-no-consumers, 4 enabled, 8 exclusive, 16
- * group-rebalance), u8 0, i32 max-consumers, u16 lengths of the name, the address and
+ * group-rebalance, 32 auto-created: op 1 is always), u8 0, i32 max-consumers, u16 lengths of the name, the address and
  * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, i32
  * consumers-before-dispatch, i64 delay-before-dispatch, u16 length of the last-value key
  * and its bytes. Little-endian. */
@@ -117,7 +117,7 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   *p++ = (uint8_t)mqr_queue_routing_type(q);
   *p++ = (uint8_t)((mqr_queue_durable(q) ? 1 : 0) | (mqr_queue_purge_on_no_consumers(q) ? 2 : 0) |
                    (mqr_queue_enabled(q) ? 4 : 0) | (mqr_queue_exclusive(q) ? 8 : 0) |
-                   (mqr_queue_group_rebalance(q) ? 16 : 0));
+                   (mqr_queue_group_rebalance(q) ? 16 : 0) | (mqr_queue_auto_created(q) ? 32 : 0));
   *p++ = 0;
   uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
   for (int i = 0; i < 4; i++) *p++ = (uint8_t)(mc >> (8 * i));
@@ -156,6 +156,7 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
   cfg->enabled = (p[2] & 4) != 0;
   cfg->max_consumers = (int32_t)((uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24);
   cfg->exclusive = (p[2] & 8) != 0;
+  cfg->auto_created = p[0] == 1 || (p[2] & 32) != 0;
   if (p[0] == 2) {
     uint64_t ring = 0;
     for (int i = 0; i < 8; i++) ring |= (uint64_t)p[base + i] << (8 * i);

@@ -122,7 +122,6 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
       e = mqr_router_add_address(&b->router, addr, mqr_routing_set_of(rt), MQR_ADDRESS_AUTO_CREATED, NULL, &err);
     else if (!mqr_routing_set_contains(mqr_address_routing_types(a), rt))
       e = mqr_router_add_routing_type(&b->router, addr, rt, &err);
-    cfg.auto_created = true;
     if (e == 0) e = mqr_router_add_queue(&b->router, &cfg, &q, &err);
     if (e == MQR_ENOMEM) return MQR_ENOMEM;
     if (e) {

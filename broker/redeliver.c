@@ -13,11 +13,16 @@
 
 #include "durable.h"
 
+/* What waits on the heap: an entry (a redelivery out of its delay, a scheduled message),
+ * or a queue's or an address's event (no entry). */
+enum { HELD_REDELIVERY, HELD_SCHEDULED, HELD_GATE, HELD_AUTO_DELETE_QUEUE, HELD_AUTO_DELETE_ADDRESS };
+
 struct mqr__held_s {
   uint64_t due; /* uv_now ms */
   mqr__entry_t *e;
   mqr__bq_t *bq;
-  bool scheduled; /* a scheduled message (else a redelivery waiting out its delay) */
+  uint8_t kind;
+  char *address; /* HELD_AUTO_DELETE_ADDRESS: its name (a copy: it may go meanwhile) */
 };
 typedef struct mqr__held_s held_t;
 
@@ -91,7 +96,7 @@ static uint64_t delay_of(const mqr_address_settings_t *s, int32_t count) {
 static void due_cb(uv_timer_t *t);
 
 /* Holds e until its delay is out; false when there is no room to (it goes back now). */
-static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay, bool scheduled) {
+static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay, uint8_t kind, char *address) {
   if (b->n_held == b->cap_held) {
     uint32_t ncap = b->cap_held ? 2 * b->cap_held : 16;
     held_t *nh = mqr_realloc(b->held, ncap * sizeof *nh);
@@ -100,13 +105,11 @@ static bool hold(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay
     b->cap_held = ncap;
   }
   uv_update_time(b->loop); /* the loop's clock may be a pass old */
-  b->held[b->n_held] = (held_t){uv_now(b->loop) + delay, e, bq, scheduled};
+  b->held[b->n_held] = (held_t){uv_now(b->loop) + delay, e, bq, kind, address};
   sift_up(b->held, b->n_held++);
-  if (e == NULL)
-    ; /* a queue's gate, no entry */
-  else if (scheduled)
+  if (kind == HELD_SCHEDULED)
     bq->scheduled++;
-  else
+  else if (kind == HELD_REDELIVERY)
     bq->held++;
   if (!b->closing) uv_timer_start(&b->redeliver_timer, due_cb, b->held[0].due - uv_now(b->loop), 0);
   return true;
@@ -119,15 +122,19 @@ static void due_cb(uv_timer_t *t) {
     held_t h = b->held[0];
     b->held[0] = b->held[--b->n_held];
     sift_down(b->held, b->n_held, 0);
-    if (h.e == NULL) { /* a queue's delay before dispatch is out */
+    switch (h.kind) {
+    case HELD_GATE: /* a queue's delay before dispatch is out */
       mqr__gate_delay_out(h.bq);
       mqr__dispatch(h.bq);
       continue;
+    case HELD_AUTO_DELETE_QUEUE: mqr__auto_delete_queue(b, h.bq, false); continue;
+    case HELD_AUTO_DELETE_ADDRESS:
+      mqr__auto_delete_address(b, mqr_str(h.address), false);
+      mqr_free(h.address);
+      continue;
+    case HELD_SCHEDULED: h.bq->scheduled--; break;
+    default: h.bq->held--; break;
     }
-    if (h.scheduled)
-      h.bq->scheduled--;
-    else
-      h.bq->held--;
     /* Back at the head, as Artemis's ScheduledDeliveryHandler puts both kinds. */
     h.bq->store.ops->push_front(&h.bq->store, h.e);
     mqr__dispatch(h.bq); /* may send: the heap may change under it, and is read again */
@@ -148,7 +155,7 @@ void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
         release(b, e);
         continue;
       }
-    } else if (hold(b, bq, e, delay_of(s, e->delivery_count), false)) {
+    } else if (hold(b, bq, e, delay_of(s, e->delivery_count), HELD_REDELIVERY, NULL)) {
       continue;
     }
     bq->store.ops->push_front(&bq->store, e); /* kept: back at the head (not in order: rare) */
@@ -181,7 +188,7 @@ bool mqr__schedule(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   if (at <= 0) return false;
   int64_t now = mqr__wall_ms();
   /* One ms more: the clocks are read to the ms, and the delivery must not come early. */
-  return at > now && hold(b, bq, e, (uint64_t)(at - now) + 1, true);
+  return at > now && hold(b, bq, e, (uint64_t)(at - now) + 1, HELD_SCHEDULED, NULL);
 }
 
 /* ---- life ------------------------------------------------------------------------------------ */
@@ -198,16 +205,16 @@ void mqr__redeliver_close(mqr_broker_t *b) {
   uv_close((uv_handle_t *)&b->redeliver_timer, timer_closed);
 }
 
-uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal) {
+uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal, bool queue_goes) {
   uint32_t k = 0;
   uint64_t n = 0;
   for (uint32_t i = 0; i < b->n_held; i++) {
-    if (b->held[i].bq != bq) {
+    if (b->held[i].bq != bq || b->held[i].kind == HELD_AUTO_DELETE_ADDRESS) {
       b->held[k++] = b->held[i];
       continue;
     }
-    if (b->held[i].e == NULL) { /* a gate: kept by a purge, gone with its queue */
-      if (journal) b->held[k++] = b->held[i];
+    if (b->held[i].e == NULL) { /* a queue's event: kept by a purge, gone with its queue */
+      if (!queue_goes) b->held[k++] = b->held[i];
       continue;
     }
     if (journal && b->held[i].e->jbq) mqr__durable_removed(b, b->held[i].e);
@@ -220,11 +227,23 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal)
   return n;
 }
 
-void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay) { hold(b, bq, NULL, delay, false); }
+void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay) { hold(b, bq, NULL, delay, HELD_GATE, NULL); }
+
+void mqr__hold_auto_delete(mqr_broker_t *b, mqr__bq_t *bq, mqr_str_t address, uint64_t delay) {
+  char *name = NULL;
+  if (bq == NULL && (name = mqr_malloc(address.len + 1)) != NULL) {
+    memcpy(name, address.ptr, address.len);
+    name[address.len] = 0;
+  }
+  if ((bq || name) && !hold(b, bq, NULL, delay, bq ? HELD_AUTO_DELETE_QUEUE : HELD_AUTO_DELETE_ADDRESS, name))
+    mqr_free(name); /* no room: it stays (as it would without auto-delete) */
+}
 
 void mqr__redeliver_free(mqr_broker_t *b) {
-  for (uint32_t i = 0; i < b->n_held; i++)
+  for (uint32_t i = 0; i < b->n_held; i++) {
     if (b->held[i].e) release(b, b->held[i].e);
+    mqr_free(b->held[i].address);
+  }
   mqr_free(b->held);
   b->held = NULL;
   b->n_held = b->cap_held = 0;

@@ -133,6 +133,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   c->session_next = s->consumers;
   s->consumers = c;
   bq->consumers[bq->n_consumers++] = c;
+  bq->had_consumer = true;
   if (bq->group_rebalance) mqr__group_forget(bq, NULL); /* every group is assigned again */
   if (bq->consumers_before_dispatch > 0) mqr__gate_consumer_came(b, bq);
   *out = c;
@@ -140,7 +141,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
 }
 
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq) {
-  mqr__redeliver_drop_queue(b, bq, true);
+  mqr__redeliver_drop_queue(b, bq, true, true);
   mqr__durable_forget_queue(b, bq);
   mqr__pager_forget_queue(bq);
   mqr__entry_t *e;
@@ -231,6 +232,11 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   if (bq->temporary && bq->n_consumers == 0) {
     mqr__queue_drop(b, bq);
     return true;
+  }
+  if (bq->n_consumers == 0) { /* a queue the broker made may go now (autodelete.c) */
+    uv_update_time(b->loop);
+    bq->consumer_gone_at = uv_now(b->loop);
+    if (mqr__auto_delete_queue(b, bq, true)) return true;
   }
   mqr__dispatch(bq);
   return false;

@@ -124,7 +124,7 @@ static void print_queue_names(FILE *f, const mqr_address_t *a, mqr_routing_type_
 }
 
 /* The fields of settings whose bits are in set, as the config file names them. */
-static void print_settings_set(FILE *f, const char *lead, const mqr_address_settings_t *s, uint32_t set) {
+static void print_settings_set(FILE *f, const char *lead, const mqr_address_settings_t *s, uint64_t set) {
   fputs(lead, f);
   if (set & MQR_SET_AUTO_CREATE_ADDRESSES)
     fprintf(f, " auto-create-addresses=%s", s->auto_create_addresses ? "true" : "false");
@@ -184,6 +184,15 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
     fprintf(f, " default-consumers-before-dispatch=%d", s->default_consumers_before_dispatch);
   if (set & MQR_SET_DEFAULT_DELAY_BEFORE)
     fprintf(f, " default-delay-before-dispatch=%lld", (long long)s->default_delay_before_dispatch);
+  if (set & MQR_SET_AUTO_DELETE_QUEUES) fprintf(f, " auto-delete-queues=%s", s->auto_delete_queues ? "true" : "false");
+  if (set & MQR_SET_AUTO_DELETE_QUEUES_DELAY)
+    fprintf(f, " auto-delete-queues-delay=%lld", (long long)s->auto_delete_queues_delay);
+  if (set & MQR_SET_AUTO_DELETE_QUEUES_COUNT)
+    fprintf(f, " auto-delete-queues-message-count=%lld", (long long)s->auto_delete_queues_message_count);
+  if (set & MQR_SET_AUTO_DELETE_ADDRESSES)
+    fprintf(f, " auto-delete-addresses=%s", s->auto_delete_addresses ? "true" : "false");
+  if (set & MQR_SET_AUTO_DELETE_ADDRESSES_DELAY)
+    fprintf(f, " auto-delete-addresses-delay=%lld", (long long)s->auto_delete_addresses_delay);
   fputc('\n', f);
 }
 

@@ -99,7 +99,9 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "expiry-address, auto-create-expiry-resources, expiry-queue-prefix, expiry-queue-suffix, expiry-delay, "
         "min-expiry-delay, max-expiry-delay, default-exclusive-queue, default-last-value-queue, "
         "default-last-value-key, default-group-buckets, default-group-rebalance, default-ring-size, "
-        "default-consumers-before-dispatch, default-delay-before-dispatch";
+        "default-consumers-before-dispatch, default-delay-before-dispatch, auto-delete-queues, "
+        "auto-delete-queues-delay, auto-delete-queues-message-count, auto-delete-addresses, "
+        "auto-delete-addresses-delay";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -208,6 +210,21 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         }
       } else if (mqr_str_eq(p.name, MQR_STR("default-delay-before-dispatch"))) {
         if (expiry_delay(c, &p, &s.s.default_delay_before_dispatch)) s.s.set |= MQR_SET_DEFAULT_DELAY_BEFORE;
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-queues"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_delete_queues)) s.s.set |= MQR_SET_AUTO_DELETE_QUEUES;
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-queues-delay"))) {
+        if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.auto_delete_queues_delay))
+          s.s.set |= MQR_SET_AUTO_DELETE_QUEUES_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-queues-message-count"))) {
+        if (mqr__cfg_get_int(c, &p, false, -1, INT64_MAX, &v)) {
+          s.s.auto_delete_queues_message_count = v;
+          s.s.set |= MQR_SET_AUTO_DELETE_QUEUES_COUNT;
+        }
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.auto_delete_addresses)) s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES;
+      } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses-delay"))) {
+        if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.auto_delete_addresses_delay))
+          s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES_DELAY;
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)

@@ -48,6 +48,11 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->default_ring_size = -1;
   s->default_consumers_before_dispatch = 0;
   s->default_delay_before_dispatch = -1;
+  s->auto_delete_queues = true;
+  s->auto_delete_queues_delay = 0;
+  s->auto_delete_queues_message_count = 0;
+  s->auto_delete_addresses = true;
+  s->auto_delete_addresses_delay = 0;
 }
 
 void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settings_t *s) {
@@ -64,7 +69,7 @@ void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settin
 
 /* Copies into out the fields that src sets and out does not have yet. */
 static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src) {
-  uint32_t take = src->set & ~out->set;
+  uint64_t take = src->set & ~out->set;
   if (take & MQR_SET_AUTO_CREATE_ADDRESSES) out->auto_create_addresses = src->auto_create_addresses;
   if (take & MQR_SET_AUTO_CREATE_QUEUES) out->auto_create_queues = src->auto_create_queues;
   if (take & MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE)
@@ -99,6 +104,12 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_DEFAULT_CONSUMERS_BEFORE)
     out->default_consumers_before_dispatch = src->default_consumers_before_dispatch;
   if (take & MQR_SET_DEFAULT_DELAY_BEFORE) out->default_delay_before_dispatch = src->default_delay_before_dispatch;
+  if (take & MQR_SET_AUTO_DELETE_QUEUES) out->auto_delete_queues = src->auto_delete_queues;
+  if (take & MQR_SET_AUTO_DELETE_QUEUES_DELAY) out->auto_delete_queues_delay = src->auto_delete_queues_delay;
+  if (take & MQR_SET_AUTO_DELETE_QUEUES_COUNT)
+    out->auto_delete_queues_message_count = src->auto_delete_queues_message_count;
+  if (take & MQR_SET_AUTO_DELETE_ADDRESSES) out->auto_delete_addresses = src->auto_delete_addresses;
+  if (take & MQR_SET_AUTO_DELETE_ADDRESSES_DELAY) out->auto_delete_addresses_delay = src->auto_delete_addresses_delay;
   out->set |= take;
 }
 
@@ -114,7 +125,7 @@ void mqr_router_resolve_settings(const mqr_router_t *r, mqr_str_t name, mqr_addr
     const mqr__settings_entry_t *e = RT(r)->settings[i];
     if (mqr_wildcard_match(&RT(r)->wildcard, e->match, name)) merge(out, &e->s);
   }
-  uint32_t from_entries = out->set;
+  uint64_t from_entries = out->set;
   mqr_address_settings_t d;
   mqr_address_settings_defaults(&d);
   merge(out, &d);
@@ -159,6 +170,10 @@ static int check_values(const mqr_address_settings_t *s, mqr_error_t *err) {
       ((s->set & MQR_SET_DEFAULT_CONSUMERS_BEFORE) && s->default_consumers_before_dispatch < 0) ||
       ((s->set & MQR_SET_DEFAULT_DELAY_BEFORE) && s->default_delay_before_dispatch < -1))
     return mqr_error_set(err, MQR_EINVAL, "a default queue kind out of range");
+  if (((s->set & MQR_SET_AUTO_DELETE_QUEUES_DELAY) && s->auto_delete_queues_delay < 0) ||
+      ((s->set & MQR_SET_AUTO_DELETE_QUEUES_COUNT) && s->auto_delete_queues_message_count < -1) ||
+      ((s->set & MQR_SET_AUTO_DELETE_ADDRESSES_DELAY) && s->auto_delete_addresses_delay < 0))
+    return mqr_error_set(err, MQR_EINVAL, "auto-delete delays must be at least 0, the message count at least -1");
   if ((s->set & ~MQR_SET_ALL) != 0) return mqr_error_set(err, MQR_EINVAL, "unknown settings bits");
   return 0;
 }

@@ -207,38 +207,43 @@ typedef enum {
 
 /* Which fields of an mqr_address_settings_t are set; unset fields are inherited from
  * less specific matches, then from the defaults. */
-#define MQR_SET_AUTO_CREATE_ADDRESSES 0x001u         /* auto_create_addresses */
-#define MQR_SET_AUTO_CREATE_QUEUES 0x002u            /* auto_create_queues */
-#define MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE 0x004u  /* default_address_routing_type */
-#define MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE 0x008u    /* default_queue_routing_type */
-#define MQR_SET_DEAD_LETTER_ADDRESS 0x010u           /* dead_letter_address */
-#define MQR_SET_SEND_TO_DLA_ON_NO_ROUTE 0x020u       /* send_to_dla_on_no_route */
-#define MQR_SET_ID_CACHE_SIZE 0x040u                 /* id_cache_size */
-#define MQR_SET_MAX_SIZE_BYTES 0x080u                /* max_size_bytes */
-#define MQR_SET_ADDRESS_FULL_POLICY 0x100u           /* address_full_policy */
-#define MQR_SET_MAX_DELIVERY_ATTEMPTS 0x200u         /* max_delivery_attempts */
-#define MQR_SET_AUTO_CREATE_DEAD_LETTER 0x400u       /* auto_create_dead_letter_resources */
-#define MQR_SET_DEAD_LETTER_QUEUE_PREFIX 0x800u      /* dead_letter_queue_prefix */
-#define MQR_SET_DEAD_LETTER_QUEUE_SUFFIX 0x1000u     /* dead_letter_queue_suffix */
-#define MQR_SET_REDELIVERY_DELAY 0x2000u             /* redelivery_delay */
-#define MQR_SET_REDELIVERY_MULTIPLIER 0x4000u        /* redelivery_multiplier */
-#define MQR_SET_MAX_REDELIVERY_DELAY 0x8000u         /* max_redelivery_delay */
-#define MQR_SET_EXPIRY_ADDRESS 0x10000u              /* expiry_address */
-#define MQR_SET_AUTO_CREATE_EXPIRY 0x20000u          /* auto_create_expiry_resources */
-#define MQR_SET_EXPIRY_QUEUE_PREFIX 0x40000u         /* expiry_queue_prefix */
-#define MQR_SET_EXPIRY_QUEUE_SUFFIX 0x80000u         /* expiry_queue_suffix */
-#define MQR_SET_EXPIRY_DELAY 0x100000u               /* expiry_delay */
-#define MQR_SET_MIN_EXPIRY_DELAY 0x200000u           /* min_expiry_delay */
-#define MQR_SET_MAX_EXPIRY_DELAY 0x400000u           /* max_expiry_delay */
-#define MQR_SET_DEFAULT_EXCLUSIVE 0x800000u          /* default_exclusive_queue */
-#define MQR_SET_DEFAULT_LAST_VALUE 0x1000000u        /* default_last_value_queue */
-#define MQR_SET_DEFAULT_LAST_VALUE_KEY 0x2000000u    /* default_last_value_key */
-#define MQR_SET_DEFAULT_GROUP_BUCKETS 0x4000000u     /* default_group_buckets */
-#define MQR_SET_DEFAULT_GROUP_REBALANCE 0x8000000u   /* default_group_rebalance */
-#define MQR_SET_DEFAULT_RING_SIZE 0x10000000u        /* default_ring_size */
-#define MQR_SET_DEFAULT_CONSUMERS_BEFORE 0x20000000u /* default_consumers_before_dispatch */
-#define MQR_SET_DEFAULT_DELAY_BEFORE 0x40000000u     /* default_delay_before_dispatch */
-#define MQR_SET_ALL 0x7fffffffu
+#define MQR_SET_AUTO_CREATE_ADDRESSES 0x001ull             /* auto_create_addresses */
+#define MQR_SET_AUTO_CREATE_QUEUES 0x002ull                /* auto_create_queues */
+#define MQR_SET_DEFAULT_ADDRESS_ROUTING_TYPE 0x004ull      /* default_address_routing_type */
+#define MQR_SET_DEFAULT_QUEUE_ROUTING_TYPE 0x008ull        /* default_queue_routing_type */
+#define MQR_SET_DEAD_LETTER_ADDRESS 0x010ull               /* dead_letter_address */
+#define MQR_SET_SEND_TO_DLA_ON_NO_ROUTE 0x020ull           /* send_to_dla_on_no_route */
+#define MQR_SET_ID_CACHE_SIZE 0x040ull                     /* id_cache_size */
+#define MQR_SET_MAX_SIZE_BYTES 0x080ull                    /* max_size_bytes */
+#define MQR_SET_ADDRESS_FULL_POLICY 0x100ull               /* address_full_policy */
+#define MQR_SET_MAX_DELIVERY_ATTEMPTS 0x200ull             /* max_delivery_attempts */
+#define MQR_SET_AUTO_CREATE_DEAD_LETTER 0x400ull           /* auto_create_dead_letter_resources */
+#define MQR_SET_DEAD_LETTER_QUEUE_PREFIX 0x800ull          /* dead_letter_queue_prefix */
+#define MQR_SET_DEAD_LETTER_QUEUE_SUFFIX 0x1000ull         /* dead_letter_queue_suffix */
+#define MQR_SET_REDELIVERY_DELAY 0x2000ull                 /* redelivery_delay */
+#define MQR_SET_REDELIVERY_MULTIPLIER 0x4000ull            /* redelivery_multiplier */
+#define MQR_SET_MAX_REDELIVERY_DELAY 0x8000ull             /* max_redelivery_delay */
+#define MQR_SET_EXPIRY_ADDRESS 0x10000ull                  /* expiry_address */
+#define MQR_SET_AUTO_CREATE_EXPIRY 0x20000ull              /* auto_create_expiry_resources */
+#define MQR_SET_EXPIRY_QUEUE_PREFIX 0x40000ull             /* expiry_queue_prefix */
+#define MQR_SET_EXPIRY_QUEUE_SUFFIX 0x80000ull             /* expiry_queue_suffix */
+#define MQR_SET_EXPIRY_DELAY 0x100000ull                   /* expiry_delay */
+#define MQR_SET_MIN_EXPIRY_DELAY 0x200000ull               /* min_expiry_delay */
+#define MQR_SET_MAX_EXPIRY_DELAY 0x400000ull               /* max_expiry_delay */
+#define MQR_SET_DEFAULT_EXCLUSIVE 0x800000ull              /* default_exclusive_queue */
+#define MQR_SET_DEFAULT_LAST_VALUE 0x1000000ull            /* default_last_value_queue */
+#define MQR_SET_DEFAULT_LAST_VALUE_KEY 0x2000000ull        /* default_last_value_key */
+#define MQR_SET_DEFAULT_GROUP_BUCKETS 0x4000000ull         /* default_group_buckets */
+#define MQR_SET_DEFAULT_GROUP_REBALANCE 0x8000000ull       /* default_group_rebalance */
+#define MQR_SET_DEFAULT_RING_SIZE 0x10000000ull            /* default_ring_size */
+#define MQR_SET_DEFAULT_CONSUMERS_BEFORE 0x20000000ull     /* default_consumers_before_dispatch */
+#define MQR_SET_DEFAULT_DELAY_BEFORE 0x40000000ull         /* default_delay_before_dispatch */
+#define MQR_SET_AUTO_DELETE_QUEUES 0x80000000ull           /* auto_delete_queues */
+#define MQR_SET_AUTO_DELETE_QUEUES_DELAY 0x100000000ull    /* auto_delete_queues_delay */
+#define MQR_SET_AUTO_DELETE_QUEUES_COUNT 0x200000000ull    /* auto_delete_queues_message_count */
+#define MQR_SET_AUTO_DELETE_ADDRESSES 0x400000000ull       /* auto_delete_addresses */
+#define MQR_SET_AUTO_DELETE_ADDRESSES_DELAY 0x800000000ull /* auto_delete_addresses_delay */
+#define MQR_SET_ALL 0xfffffffffull
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
@@ -248,7 +253,7 @@ typedef enum {
  * max-redelivery-delay of ten times the delay, no expiry address (auto-created
  * resources: "EXP." + the address), expiry delays -1 (none). */
 typedef struct {
-  uint32_t set; /* MQR_SET_* bits */
+  uint64_t set; /* MQR_SET_* bits */
   bool auto_create_addresses;
   bool auto_create_queues;
   bool send_to_dla_on_no_route;
@@ -291,6 +296,15 @@ typedef struct {
   int64_t default_ring_size;
   int32_t default_consumers_before_dispatch;
   int64_t default_delay_before_dispatch;
+  /* What the broker made goes again (Artemis's auto-delete): a queue it made, once it has
+   * had a consumer and has none, and holds at most auto_delete_queues_message_count
+   * messages (-1: any), auto_delete_queues_delay ms after its last consumer went; an
+   * address it made, auto_delete_addresses_delay ms after its last queue went. */
+  bool auto_delete_queues;
+  int64_t auto_delete_queues_delay;
+  int64_t auto_delete_queues_message_count;
+  bool auto_delete_addresses;
+  int64_t auto_delete_addresses_delay;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */

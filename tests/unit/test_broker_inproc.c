@@ -687,12 +687,20 @@ static void test_anycast_wildcard_consumer_queue_goes_with_it(void **state) {
   assert_int_equal(send_body(f.b, "jobs.a", MQR_ANYCAST, "2", &r), 0);
   assert_int_equal(r.queues, 1);
   assert_int_equal(wild_seen, 1);
-  /* A queue that was there before a consumer came stays when it goes. */
+  /* A queue of the config stays when its consumer goes; one the broker made (jobs.a, by
+   * the send) goes once its consumer took what it held (auto-delete-queues, as Artemis),
+   * and its address with it (auto-delete-addresses). */
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 10, on_wild,
+                                        NULL, &c, NULL, NULL),
+                   0);
+  mqr_broker_unsubscribe(c);
+  assert_non_null(mqr_router_find_queue(rt, MQR_STR("q")));
   assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("jobs.a"), MQR_ANYCAST, MQR_STR(""), MQR_STR(""), 10, on_wild,
                                         NULL, &c, NULL, NULL),
                    0);
   mqr_broker_unsubscribe(c);
-  assert_non_null(mqr_router_find_queue(rt, MQR_STR("jobs.a")));
+  assert_null(mqr_router_find_queue(rt, MQR_STR("jobs.a")));
+  assert_null(mqr_router_find_address(rt, MQR_STR("jobs.a")));
   fx_close(&f);
 }
 

@@ -106,8 +106,8 @@ static int dump_address(mqr_address_t *a, void *arg) {
     fputc('\n', f);
   }
   const mqr_address_settings_t *s = mqr_address_settings(a);
-  fprintf(f, "  S set=%x aca=%d acq=%d dla=%.*s dlanr=%d ics=%d msb=%lld pol=%d dart=%d dqrt=%d\n", s->set,
-          s->auto_create_addresses, s->auto_create_queues, (int)s->dead_letter_address.len,
+  fprintf(f, "  S set=%llx aca=%d acq=%d dla=%.*s dlanr=%d ics=%d msb=%lld pol=%d dart=%d dqrt=%d\n",
+          (unsigned long long)s->set, s->auto_create_addresses, s->auto_create_queues, (int)s->dead_letter_address.len,
           s->dead_letter_address.ptr ? s->dead_letter_address.ptr : "", s->send_to_dla_on_no_route, s->id_cache_size,
           (long long)s->max_size_bytes, s->address_full_policy, s->default_address_routing_type,
           s->default_queue_routing_type);
