@@ -133,7 +133,7 @@ static void free_broker(mqr_broker_t *b) {
   }
   mqr__durable_free(b);
   mqr_router_close(&b->router);
-  mqr_free(b->targets);
+  mqr__divert_free(b);
   mqr__pool_free(&b->entries);
   mqr__server_free(b);
   mqr__pool_free(&b->consumers);

@@ -229,6 +229,8 @@ struct mqr__native_s;
 /* ---- the broker ------------------------------------------------------------------------------ */
 
 #define MQR__DELIVER_DEPTH 8
+#define MQR__DIVERT_DEPTH 10 /* diverted copies of diverted copies: a longer chain is cut */
+#define MQR__SEND_DEPTH 32   /* sends in progress, one in another: deeper is refused */
 #define MQR__DELIVER_ARENA 16384
 
 struct mqr_broker_s {
@@ -237,8 +239,24 @@ struct mqr_broker_s {
   const mqr_config_t *config;
   mqr_config_t *own_config; /* the default, when none was given */
   mqr_router_t router;
-  mqr_queue_t **targets; /* route results */
-  uint32_t cap_targets;
+  /* Route results, one set per level of sends in progress: a diverted copy (divert.c),
+   * or an in-process consumer's callback, sends while the send that led to it still
+   * uses its result. */
+  struct mqr__routebuf_s {
+    mqr_queue_t **q;
+    mqr_divert_t **d;
+    uint32_t cap, dcap;
+    uint8_t *copy; /* a copy's tail */
+    uint8_t *made; /* an in-process send's tail, made to be copied */
+    size_t copy_cap, made_cap;
+    mqr_str_t *keys; /* a copy decoded for a transformer */
+    mqr_value_t *values;
+    size_t kv_cap;
+  } route[MQR__SEND_DEPTH];
+  uint32_t route_depth;                    /* sends in progress */
+  uint32_t divert_level;                   /* diverted copies being sent, one in another */
+  struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
+  uint32_t n_transformers;
   int64_t next_message_id, next_session;
   mqr__pool_t entries, consumers;
   mqr__msg_t *msg_free[MQR__MSG_CLASSES];
@@ -333,6 +351,15 @@ void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
+/* divert.c: a copy of the message of send s to each forwarding address of each divert
+ * in res (routed with res), sent before s's own message is stored, so that its journal
+ * records come first and s's answer follows theirs. id is s's message id. Called by the
+ * send in progress at level route_depth - 1. */
+void mqr__divert_forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_route_result_t *res, int routing_type,
+                         int64_t id);
+void mqr__divert_free(mqr_broker_t *b);
+/* send.c: an in-process message checked and made a send, as mqr_broker_send does. */
+int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
 

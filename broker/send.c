@@ -96,8 +96,23 @@ static bool journaled(const mqr_broker_t *b, const mqr__send_t *s, const mqr_rou
   return false;
 }
 
+static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__send_t *s, mqr_broker_receipt_t *r,
+                       mqr__acct_t **blocked, mqr_error_t *err);
+
+/* A send in progress has its level's route arrays (a send from a consumer's callback, or
+ * a diverted copy, is one level deeper). */
 static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
                     mqr_error_t *err) {
+  if (b->route_depth >= MQR__SEND_DEPTH)
+    return mqr_error_set(err, MQR_ELIMIT, "sends nested more than %d deep (callbacks that send)", MQR__SEND_DEPTH);
+  struct mqr__routebuf_s *rb = &b->route[b->route_depth++];
+  int rc = send_routed(b, rb, s, r, blocked, err);
+  b->route_depth--;
+  return rc;
+}
+
+static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__send_t *s, mqr_broker_receipt_t *r,
+                       mqr__acct_t **blocked, mqr_error_t *err) {
   /* A listener's prefix, taken off once: it decides the routing type the router uses and
    * the message carries, as in Artemis. */
   mqr_str_t address = s->address;
@@ -107,19 +122,33 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   size_t tail_len = s->tail ? s->tail_len : mqr_message_tail_size(s->made);
   mqr__send_fill_t fill = {b, s, address, tail_len};
   mqr_route_request_t req = {address, eff, s->duplicate_id, NULL, mqr__fill_send, &fill};
-  mqr_route_result_t res = {b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
+  mqr_route_result_t res = {rb->q, rb->cap, 0, 0, 0, 0, NULL, rb->d, rb->dcap, 0, 0};
   int rc = mqr_router_route(&b->router, &req, &res, err);
-  if (rc == MQR_ENOSPC) { /* the topology grew: a bigger target array, once */
-    uint32_t ncap = res.needed + 16;
-    mqr_queue_t **t = mqr_realloc(b->targets, ncap * sizeof *t);
-    if (t == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
-    b->targets = t;
-    b->cap_targets = ncap;
-    res = (mqr_route_result_t){b->targets, b->cap_targets, 0, 0, 0, 0, NULL};
+  for (int grow = 0; rc == MQR_ENOSPC && grow < 2; grow++) { /* the topology grew: bigger arrays */
+    if (res.needed > rb->cap) {
+      uint32_t ncap = res.needed + 16;
+      mqr_queue_t **t = mqr_realloc(rb->q, ncap * sizeof *t);
+      if (t == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
+      rb->q = t;
+      rb->cap = ncap;
+    }
+    if (res.divert_needed > rb->dcap) {
+      uint32_t ncap = res.divert_needed + 4;
+      mqr_divert_t **d = mqr_realloc(rb->d, ncap * sizeof *d);
+      if (d == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
+      rb->d = d;
+      rb->dcap = ncap;
+    }
+    res = (mqr_route_result_t){rb->q, rb->cap, 0, 0, 0, 0, NULL, rb->d, rb->dcap, 0, 0};
     rc = mqr_router_route(&b->router, &req, &res, err);
   }
   if (rc) return rc;
   if (r) *r = (mqr_broker_receipt_t){(int)res.status, 0, 0};
+  int64_t id = 0;
+  if (res.divert_count) { /* the copies first: their records come before this message's */
+    id = ++b->next_message_id;
+    mqr__divert_forward(b, s, &res, eff, id);
+  }
   if (res.count == 0) return 0;
 
   mqr__acct_t *acct = mqr__acct_of(b, res.address);
@@ -170,7 +199,7 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
     }
   }
   size_t bound = 10 + 10 + addr.len + 2 + tail_len;
-  int64_t id = ++b->next_message_id;
+  if (id == 0) id = ++b->next_message_id;
   mqr__msg_t *m = mqr__msg_alloc(b, bound);
   if (m == NULL) {
     if (bound > ((size_t)64 << (MQR__MSG_CLASSES - 1)))
@@ -182,7 +211,8 @@ static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t 
   /* Its group, where its bytes will be: known for a SEND frame's tail stored as it is. */
   m->group_off = 0;
   m->group_len = s->group.len == 0 ? 0 : UINT32_MAX;
-  if (s->group.len && s->tail && !exp_edit.set_expiration) {
+  if (s->group.len && s->tail && !exp_edit.set_expiration && (const uint8_t *)s->group.ptr >= s->tail &&
+      (const uint8_t *)s->group.ptr < s->tail + s->tail_len) {
     m->group_off = (uint32_t)(mqr_message_stored_size(id, addr, 0) + (size_t)((const uint8_t *)s->group.ptr - s->tail));
     m->group_len = (uint32_t)s->group.len;
   }
@@ -262,7 +292,7 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
 static bool utf8(mqr_str_t s) { return mqr_utf8_check(s.ptr, s.len) == s.len; }
 
 /* An in-process message, checked as a SEND frame is: its tail is made from t. */
-static int from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err) {
+int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err) {
   *t = (mqr_tail_t){m->priority,      m->timestamp,       m->expiration,   m->user_id,
                     m->property_keys, m->property_values, m->n_properties, m->body};
   *s = (mqr__send_t){.address = m->address,
@@ -293,7 +323,7 @@ static int from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_
 int mqr_broker_send(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_receipt_t *receipt, mqr_error_t *err) {
   mqr_tail_t t;
   mqr__send_t s;
-  int rc = from_message(m, &t, &s, err);
+  int rc = mqr__send_from_message(m, &t, &s, err);
   if (rc) return rc;
   rc = mqr__do_send(b, &s, receipt, NULL, err);
   return rc == MQR__PENDING ? 0 : rc;
@@ -304,7 +334,7 @@ void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_b
   mqr__send_t s;
   mqr_broker_receipt_t r = {0, 0, 0};
   mqr_error_t err;
-  int rc = from_message(m, &t, &s, &err);
+  int rc = mqr__send_from_message(m, &t, &s, &err);
   s.producer = &b->inproc.producer;
   s.fn = cb;
   s.fn_arg = arg;

@@ -23,7 +23,8 @@ static const char usage_route[] =
     "usage: mqr route [--config FILE] [--listener NAME] [--routing-type ANYCAST|MULTICAST] [--dup-id ID]\n"
     "                 [--count N] [--json] ADDRESS\n"
     "  Dry-runs N sends through the config's router (no broker): one line per send, the\n"
-    "  status (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID) then the queues that got it;\n"
+    "  status (OK, NO_BINDINGS, NO_BINDINGS_DLA, DUPLICATE_ID) then the queues that got it,\n"
+    "  and 'diverted:' the diverts that take a copy (their copies are not followed);\n"
     "  --json prints one JSON object per line. A refused send exits 1.\n";
 
 static const char usage_text[] =
@@ -263,6 +264,15 @@ static int cmd_show(const char *path) {
     snprintf(lead, sizeof lead, "address-settings '%.*s'", (int)match.len, match.ptr);
     print_settings_set(stdout, lead, as, as->set);
   }
+  for (uint32_t i = 0; i < mqr_router_divert_count(&r); i++) {
+    const mqr_divert_t *d = mqr_router_divert(&r, i);
+    mqr_str_t n = mqr_divert_name(d), a = mqr_divert_address(d), fw = mqr_divert_forwarding_address(d),
+              rn = mqr_divert_routing_name(d), fl = mqr_divert_filter(d);
+    printf("divert %.*s address=%.*s forwarding-address=%.*s exclusive=%s routing-type=%s routing-name=%.*s "
+           "filter=%.*s\n",
+           (int)n.len, n.ptr, (int)a.len, a.ptr, (int)fw.len, fw.ptr, mqr_divert_exclusive(d) ? "true" : "false",
+           mqr_divert_routing_type_name(mqr_divert_routing_type(d)), (int)rn.len, rn.ptr, (int)fl.len, fl.ptr);
+  }
   printf("routing table: %u addresses, %u queues\n", mqr_router_address_count(&r), mqr_router_queue_count(&r));
   int rc = mqr_router_foreach_address(&r, show_address, stdout);
   mqr_router_close(&r);
@@ -284,6 +294,12 @@ static void print_send_json(uint32_t i, const mqr_route_result_t *res) {
     json_array_append_new(qs, json_stringn(qn.ptr, qn.len));
   }
   json_object_set_new(o, "queues", qs);
+  json_t *ds = json_array();
+  for (uint32_t k = 0; k < res->divert_count; k++) {
+    mqr_str_t dn = mqr_divert_name(res->diverts[k]);
+    json_array_append_new(ds, json_stringn(dn.ptr, dn.len));
+  }
+  json_object_set_new(o, "diverts", ds);
   json_object_set_new(o, "created_address", json_boolean(res->flags & MQR_ROUTE_CREATED_ADDRESS));
   json_object_set_new(o, "created_queue", json_boolean(res->flags & MQR_ROUTE_CREATED_QUEUE));
   json_object_set_new(o, "added_routing_type", json_boolean(res->flags & MQR_ROUTE_ADDED_TYPE));
@@ -357,14 +373,16 @@ static int cmd_route(int argc, char **argv) {
   /* Room for every queue the router could reach, plus one an ANYCAST send may create. */
   uint32_t cap = mqr_router_queue_count(&r) + 1;
   mqr_queue_t **targets = malloc(cap * sizeof *targets);
+  uint32_t dcap = mqr_router_divert_count(&r) + 1;
+  mqr_divert_t **diverts = malloc(dcap * sizeof *diverts);
   int rc = 0;
-  if (targets == NULL) {
+  if (targets == NULL || diverts == NULL) {
     fprintf(stderr, "mqr: out of memory\n");
     rc = 1;
   }
-  for (long i = 0; targets && i < count; i++) {
+  for (long i = 0; targets && diverts && i < count; i++) {
     mqr_route_request_t req = {mqr_str(address), type, mqr_str(dup), l ? &l->prefixes : NULL, NULL, NULL};
-    mqr_route_result_t res = {targets, cap, 0, 0, 0, 0, NULL};
+    mqr_route_result_t res = {targets, cap, 0, 0, 0, 0, NULL, diverts, dcap, 0, 0};
     mqr_error_t e;
     int err = mqr_router_route(&r, &req, &res, &e);
     if (err == MQR_ENOSPC) { /* an auto-created queue grew the router: make room, retry */
@@ -393,9 +411,14 @@ static int cmd_route(int argc, char **argv) {
       mqr_str_t qn = mqr_queue_name(res.queues[k]);
       printf(" %.*s", (int)qn.len, qn.ptr);
     }
+    for (uint32_t k = 0; k < res.divert_count; k++) {
+      mqr_str_t dn = mqr_divert_name(res.diverts[k]);
+      printf("%s%.*s", k ? " " : " diverted: ", (int)dn.len, dn.ptr);
+    }
     putchar('\n');
   }
   free(targets);
+  free(diverts);
   mqr_router_close(&r);
   mqr_config_destroy(cfg);
   return rc;

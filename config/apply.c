@@ -51,6 +51,8 @@ int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags,
       if ((rc = mqr_router_add_queue(r, &qc, NULL, &e)) != 0) REFUSED(q->line, q->column);
     }
   }
+  for (uint32_t i = 0; i < cfg->n_diverts; i++)
+    if ((rc = mqr__cfg_add_divert(cfg, i, r, &e)) != 0) REFUSED(cfg->diverts[i].line, cfg->diverts[i].column);
 #undef REFUSED
   if (first) mqr_router_close(r);
   return first;
@@ -167,6 +169,7 @@ int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_route
       }
     }
   }
+  if ((rc = mqr__cfg_apply_diverts(cfg, old, r, fn, ctx, err)) != 0) return rc;
   for (uint32_t i = 0; i < old->n_addresses; i++) {
     bool kept = false;
     for (uint32_t k = 0; k < cfg->n_addresses && !kept; k++)

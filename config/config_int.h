@@ -6,6 +6,7 @@
  *                loading from text, a file or the embedded default; the accessors
  *   listeners.c  the listeners section and its accessors
  *   persistence.c the persistence section (the journal) and its accessor
+ *   diverts.c    the diverts section, its accessors, and diverts built and reloaded
  *   apply.c      building a router from a config, and applying a reloaded one to it
  *
  * libyaml allocates its document with the C allocator (it has no hook); everything mqr
@@ -57,6 +58,13 @@ typedef struct {
 } cfg_settings_t;
 
 typedef struct {
+  char *name, *address, *forwarding, *filter, *routing_name;
+  bool exclusive;
+  mqr_divert_routing_t rt;
+  uint32_t line, column;
+} cfg_divert_t;
+
+typedef struct {
   mqr_listener_config_t pub;
   char *name, *host, *prefix[2];
 } cfg_listener_t;
@@ -71,6 +79,8 @@ struct mqr_config_s {
   cfg_address_t *addresses;
   uint32_t n_addresses, cap_addresses;
   uint32_t n_queues;
+  cfg_divert_t *diverts;
+  uint32_t n_diverts, cap_diverts;
   mqr_persistence_config_t persistence;
   char *persistence_dir;
 };
@@ -131,5 +141,10 @@ int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags,
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
 void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p);
 void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_parse_diverts(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_free_diverts(mqr_config_t *cfg);
+int mqr__cfg_add_divert(const mqr_config_t *cfg, uint32_t i, mqr_router_t *r, mqr_error_t *err);
+int mqr__cfg_apply_diverts(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r,
+                           void (*report)(void *ctx, bool applied, const char *line), void *ctx, mqr_error_t *err);
 
 #endif

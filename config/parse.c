@@ -457,17 +457,18 @@ void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map) {
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (root == NULL || mqr__cfg_is_null(root)) return;
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
-  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners", "addresses", "persistence"};
-  yaml_node_t *found[5] = {NULL, NULL, NULL, NULL, NULL};
+  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners",
+                                     "addresses",          "persistence",      "diverts"};
+  yaml_node_t *found[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
-                           "listeners, wildcard-addresses, address-settings, addresses, persistence");
+                           "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence");
       continue;
     }
     if (found[k]) {
@@ -482,6 +483,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[2] && !c->nomem) mqr__cfg_parse_listeners(c, found[2]);
   if (found[3] && !c->nomem) mqr__cfg_parse_addresses(c, found[3]);
   if (found[4] && !c->nomem) mqr__cfg_parse_persistence(c, found[4]);
+  if (found[5] && !c->nomem) mqr__cfg_parse_diverts(c, found[5]);
 }
 
 void mqr_config_destroy(mqr_config_t *cfg) {
@@ -516,6 +518,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     mqr_free(a->name);
   }
   mqr_free(cfg->addresses);
+  mqr__cfg_free_diverts(cfg);
   mqr_free(cfg->file);
   mqr_free(cfg);
 }

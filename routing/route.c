@@ -92,6 +92,33 @@ static inline uint32_t select_targets(mqr_address_t *a, int t, msgview_t *messag
   return n;
 }
 
+/* The diverts of a that take the message: every exclusive one whose filter matches; or,
+ * with none, one non-exclusive divert per routing name, round-robin among those whose
+ * filter matches (Artemis BindingsImpl.routeToExclusiveBindings, then simpleRouting).
+ * An address::queue send meets the exclusive ones only. *exclusive says which. */
+__attribute__((noinline)) static uint32_t select_diverts(mqr_address_t *a, msgview_t *m, bool fqqn, mqr_divert_t **out,
+                                                         bool *exclusive) {
+  mqr__address_cold_t *c = a->bind.cold;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < c->n_excl; i++) {
+    mqr_divert_t *d = c->dv[i].d;
+    if (d->filter == NULL || filter_eval(d->filter, m)) out[n++] = d;
+  }
+  *exclusive = n != 0;
+  if (n || fqqn) return n;
+  for (uint32_t start = c->n_excl; start < c->n_dv; start = c->dv[start].group_end) {
+    uint32_t len = c->dv[start].group_end - start, at = c->dv[start].cursor < len ? c->dv[start].cursor : 0;
+    for (uint32_t k = 0; k < len; k++, at = at + 1 == len ? 0 : at + 1) {
+      mqr_divert_t *d = c->dv[start + at].d;
+      if (d->filter && !filter_eval(d->filter, m)) continue;
+      out[n++] = d;
+      c->dv[start].cursor = at + 1 == len ? 0 : at + 1;
+      break;
+    }
+  }
+  return n;
+}
+
 /* Whether a has a queue of its own (a queue bound to a wildcard address that matches it
  * does not count: ARTEMIS-5337). Its own queues come first in its binding arrays. */
 static inline bool has_own_queue(const mqr_address_t *a) {
@@ -180,6 +207,8 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
   int t = req->routing_type;
   res->count = 0;
   res->needed = 0;
+  res->divert_count = 0;
+  res->divert_needed = 0;
   res->flags = 0;
   res->address = NULL;
   res->status = MQR_ROUTE_NO_BINDINGS;
@@ -264,6 +293,12 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     if (dla == a || (dla && mqr__is_wildcard(dla))) dla = NULL;
     if (dla && max_targets(dla) > needed) needed = max_targets(dla);
   }
+  if (a->bind.has_diverts && res->divert_capacity < a->bind.cold->n_dv) {
+    res->divert_needed = a->bind.cold->n_dv;
+    rc = mqr_error_set(err, MQR_ENOSPC, "send to '%.*s' needs room for %u diverts, the result has %u", (int)name.len,
+                       name.ptr, a->bind.cold->n_dv, res->divert_capacity);
+    goto undo;
+  }
   if (res->capacity < needed) {
     res->needed = needed;
     rc = mqr_error_set(err, MQR_ENOSPC, "send to '%.*s' needs room for %u queues, the result has %u", (int)name.len,
@@ -298,7 +333,14 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     return 0;
   }
   uint32_t n;
-  if (sep < len)
+  bool exclusive = false;
+  if (a->bind.has_diverts) {
+    res->divert_count = select_diverts(a, mv, sep < len, res->diverts, &exclusive);
+    for (uint32_t i = 0; i < res->divert_count; i++) res->diverts[i]->diverted++;
+  }
+  if (exclusive)
+    n = 0;
+  else if (sep < len)
     n = eligible(fqqn, mv) ? (res->queues[0] = fqqn, 1u) : 0u;
   else
     n = select_targets(a, t, mv, res->queues);

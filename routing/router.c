@@ -53,6 +53,7 @@ static void free_address(mqr_router_t *r, mqr_address_t *a) {
   mqr_free(a->bind.anycast);
   mqr_free(a->bind.multicast);
   mqr_free(cold->own);
+  mqr_free(cold->dv);
   mqr__dupcache_destroy(a->bind.dups, &RT(r)->dups);
   if (cold->block)
     mqr_free(cold->block);
@@ -75,6 +76,7 @@ void mqr_router_close(mqr_router_t *r) {
   mqr_free(RT(r)->wildcards);
   for (uint32_t i = 0; i < RT(r)->n_settings; i++) mqr_free(RT(r)->settings[i]);
   mqr_free(RT(r)->settings);
+  mqr__diverts_free(r);
   mqr_filter_vocab_free(RT(r)->vocab);
   memset(r, 0, sizeof *r);
 }
@@ -436,9 +438,11 @@ int mqr__router_create_address(mqr_router_t *r, const mqr__key_t *k, mqr_routing
   a->key.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (wildcard ? MQR_ADDRESS_WILDCARD : 0));
   mqr_address_info_set_types(&a->key.info, types);
   if (!wildcard) {
-    /* A new concrete address picks up the queues of every wildcard address it matches. */
+    /* A new concrete address picks up the queues of every wildcard address it matches,
+     * and the diverts that apply to it. */
     plan_t p;
-    if (plan_for(r, a, NULL, &p) != 0) {
+    if (mqr__divert_list(r, a) != 0 || plan_for(r, a, NULL, &p) != 0) {
+      mqr_free(cold->dv);
       if (block)
         mqr_free(block);
       else

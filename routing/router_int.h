@@ -22,10 +22,12 @@ typedef struct {
   uint32_t n_wildcards, cap_wildcards;
   struct mqr__settings_entry_s **settings; /* sorted most specific first */
   uint32_t n_settings, cap_settings;
-  uint64_t next_seq;         /* creation order of addresses and queues */
-  mqr__cellpool_t cells;     /* the addresses' hot blocks */
-  mqr__dupbudget_t dups;     /* the duplicate-id caches' bytes */
-  mqr_filter_vocab_t *vocab; /* the slots of every filter compiled for it; made with the first */
+  uint64_t next_seq;             /* creation order of addresses and queues */
+  mqr__cellpool_t cells;         /* the addresses' hot blocks */
+  mqr__dupbudget_t dups;         /* the duplicate-id caches' bytes */
+  mqr_filter_vocab_t *vocab;     /* the slots of every filter compiled for it; made with the first */
+  struct mqr_divert_s **diverts; /* in creation order */
+  uint32_t n_diverts, cap_diverts;
 } mqr__router_t;
 
 static_assert(sizeof(mqr__router_t) <= sizeof(mqr_router_t), "mqr_router_t's storage holds the router");
@@ -83,6 +85,7 @@ typedef struct {
   bool dla_no_route; /* send-to-dla-on-no-route with a dead-letter address: a copy of the
                         cold settings that every send reads, kept by mqr__address_settings */
   bool any_groups;   /* anycast[] holds more than one group (below) */
+  bool has_diverts;  /* cold->dv lists diverts (divert.c) */
   uint64_t routed;
   mqr__dupcache_t *dups; /* created by the first send with a duplicate id */
   struct mqr__address_cold_s *cold;
@@ -128,7 +131,30 @@ typedef struct mqr__address_cold_s {
   mqr_queue_t **own; /* this address's queues, in creation order */
   uint32_t n_own, cap_own;
   mqr_address_settings_t settings; /* merged; dead_letter_address borrows a settings entry */
+  struct mqr__dslot_s *dv;         /* the diverts that apply (divert.c): exclusive first */
+  uint32_t n_dv, n_excl;
 } mqr__address_cold_t;
+
+/* A divert (divert.c); its strings follow the struct. */
+struct mqr_divert_s {
+  mqr_str_t name, address, forwarding, filter_text, routing_name;
+  mqr_filter_t *filter;
+  mqr_str_t *forwards; /* n_forwards views into forwarding, trimmed */
+  uint32_t n_forwards;
+  bool exclusive;
+  bool pattern; /* address is a wildcard pattern */
+  uint8_t routing_type;
+  uint64_t diverted;
+};
+
+/* One divert of an address's list. Non-exclusive ones sharing a routing name are
+ * adjacent, a group: each slot of a group knows where the group ends, and its first
+ * slot keeps the group's turn. */
+typedef struct mqr__dslot_s {
+  struct mqr_divert_s *d;
+  uint32_t group_end;
+  uint32_t cursor;
+} mqr__dslot_t;
 
 struct mqr_address_s {
   alignas(64) mqr__address_bind_t bind;
@@ -166,6 +192,11 @@ void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t
 mqr_address_t *mqr__router_find_types_any(const mqr_router_t *r, mqr_str_t name, mqr_routing_set_t *types);
 int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr_address_t *a, mqr_queue_t **out,
                              mqr_error_t *err);
+/* divert.c: the diverts that apply to concrete address a, listed again (MQR_ENOMEM
+ * leaves the old list); and its list freed. */
+int mqr__divert_list(mqr_router_t *r, mqr_address_t *a);
+void mqr__divert_unlist(mqr_address_t *a);
+void mqr__diverts_free(mqr_router_t *r);
 /* Unlinks and frees an address that has no queues (no allocation). */
 void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a);
 

@@ -86,8 +86,8 @@ MQR_EXTERN int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i);
 MQR_EXTERN mqr_router_t *mqr_broker_router(mqr_broker_t *b);
 
 /* Applies a reloaded config: address settings replaced; addresses and queues it adds
- * are created. Nothing is removed, and listeners do not change; each thing not applied is
- * logged (WARN) and counted in *skipped (may be NULL). 0, or MQR_ENOMEM. */
+ * are created; diverts removed, changed and added. No address or queue is removed, and listeners do not change; each
+ * thing not applied is logged (WARN) and counted in *skipped (may be NULL). 0, or MQR_ENOMEM. */
 MQR_EXTERN int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skipped, mqr_error_t *err);
 
 /* ---- sending in-process: the same path as a SEND frame ----------------------------- */
@@ -137,6 +137,23 @@ typedef void (*mqr_broker_sent_fn)(void *arg, int status, const mqr_broker_recei
  * it. cb runs before this returns when nothing is waiting, else later from the loop; it
  * may send again. The message is copied before this returns. */
 MQR_EXTERN void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_broker_sent_fn cb, void *arg);
+
+/* ---- diverts -------------------------------------------------------------------------- */
+
+/* A divert's transformer, as Artemis's: called for each copy a divert forwards, before the
+ * copy is routed, with the copy as it would go: its address the forwarding address, its
+ * routing type as the divert sets it, its properties with _AMQ_ORIG_ADDRESS,
+ * _AMQ_ORIG_MESSAGE_ID and _AMQ_ORIG_QUEUE (the divert's name) added. The callback may
+ * change any field of *m, pointing them at memory of its own that stays valid until it
+ * returns; the copy is made from *m once it returns. Return 0 to send the copy, anything
+ * else to drop it. It runs on the loop, inside the send that was diverted; it may send,
+ * but must not close the broker. */
+typedef int (*mqr_broker_transform_fn)(void *arg, mqr_str_t divert, mqr_broker_message_t *m);
+
+/* Sets the transformer of the divert named `divert` (fn NULL: none). The divert need not
+ * exist yet: the transformer goes with the name, through reloads that remove and add it.
+ * 0, or MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_set_transformer(mqr_broker_t *b, mqr_str_t divert, mqr_broker_transform_fn fn, void *arg);
 
 /* ---- consuming in-process ----------------------------------------------------------- */
 

@@ -56,13 +56,15 @@ extern "C" {
   XX(ENOSUB, -32, "no such subscription")                                                                              \
   XX(ECLOSED, -33, "connection closed")                                                                                \
   XX(ETIMEOUT, -34, "timed out")                                                                                       \
-  XX(EQUEUEINUSE, -35, "queue has consumers")
+  XX(EQUEUEINUSE, -35, "queue has consumers")                                                                          \
+  XX(EDIVERTEXISTS, -36, "divert already exists")                                                                      \
+  XX(ENODIVERT, -37, "divert does not exist")
 
 typedef enum {
 #define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
 #undef MQR_ERRNO_ENUM_ITEM
-      MQR_ERRNO_LAST = -36
+      MQR_ERRNO_LAST = -38
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

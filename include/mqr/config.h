@@ -103,8 +103,13 @@ MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
  * as cfg. */
 MQR_EXTERN const mqr_address_settings_t *mqr_config_settings(const mqr_config_t *cfg, uint32_t i, mqr_str_t *match);
 
+/* The diverts section: how many, and the i-th as a divert config (views valid as long as
+ * cfg; false past the end). */
+MQR_EXTERN uint32_t mqr_config_divert_count(const mqr_config_t *cfg);
+MQR_EXTERN bool mqr_config_divert(const mqr_config_t *cfg, uint32_t i, mqr_divert_config_t *out);
+
 /* Initialises r (mqr_router_init) with the config's wildcard syntax and fills it with
- * its address settings, addresses and queues. 0, or MQR_ENOMEM (r is closed again and
+ * its address settings, addresses, queues and diverts. 0, or MQR_ENOMEM (r is closed again and
  * err says what), or the router's error for a config it refuses (with the position in
  * err). */
 MQR_EXTERN int mqr_config_build_router(const mqr_config_t *cfg, mqr_router_t *r, mqr_error_t *err);
@@ -114,9 +119,9 @@ typedef void (*mqr_config_report_fn)(void *ctx, bool applied, const char *line);
 
 /* Brings a live router built from old up to cfg, without a restart: address settings
  * replaced (removed ones removed), new addresses, routing types and queues made, queues
- * enabled or disabled. What needs a restart is reported and left: listeners, wildcard
- * syntax, removed addresses, queues and routing types, other queue attributes. 0, or the
- * router's error with cfg's position in err (what came before it is applied). */
+ * enabled or disabled, diverts removed, changed and added. What needs a restart is reported and left: listeners,
+ * wildcard syntax, removed addresses, queues and routing types, other queue attributes. 0, or the router's error with
+ * cfg's position in err (what came before it is applied). */
 MQR_EXTERN int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r,
                                 mqr_config_report_fn fn, void *ctx, mqr_error_t *err);
 

@@ -572,6 +572,83 @@ typedef int (*mqr_address_cb)(mqr_address_t *a, void *arg);
 MQR_EXTERN int mqr_router_foreach_address(const mqr_router_t *r, mqr_address_cb cb, void *arg);
 
 /* ---------------------------------------------------------------------------------- */
+/* Diverts                                                                              */
+/* ---------------------------------------------------------------------------------- */
+
+/* What a divert does to the routing type of the copy it forwards (Artemis's
+ * ComponentConfigurationRoutingType). */
+typedef enum {
+  MQR_DIVERT_STRIP = 0,     /* the copy has no routing type: it goes as a send that names none */
+  MQR_DIVERT_PASS = 1,      /* the copy keeps the message's */
+  MQR_DIVERT_ANYCAST = 2,   /* the copy is ANYCAST */
+  MQR_DIVERT_MULTICAST = 3, /* the copy is MULTICAST */
+} mqr_divert_routing_t;
+
+/* "STRIP", "PASS", "ANYCAST", "MULTICAST" (NULL out of range); parsing is
+ * case-insensitive: 0 or MQR_EINVAL. */
+MQR_EXTERN const char *mqr_divert_routing_type_name(int t);
+MQR_EXTERN int mqr_divert_routing_type_parse(mqr_str_t text, mqr_divert_routing_t *out);
+
+/* A divert, as Artemis's: what is sent to `address` (a concrete address, or a wildcard
+ * pattern for every address it matches; it need not exist yet) and matches `filter` is
+ * copied to each forwarding address. An exclusive divert takes the message away from the
+ * address's queues; when any exclusive divert of an address matches, the address's
+ * queues and its other diverts get nothing. Non-exclusive diverts with the same
+ * routing_name on an address take turns (one of them per message); each has its own by
+ * default. Views are read during mqr_router_add_divert only. */
+typedef struct {
+  mqr_str_t name;               /* unique among the router's diverts */
+  mqr_str_t address;            /* where it diverts from */
+  mqr_str_t forwarding_address; /* where copies go: one address, or several separated by commas */
+  mqr_str_t filter;             /* a filter expression (mqr/filter.h); empty: every message */
+  mqr_str_t routing_name;       /* empty: the name */
+  bool exclusive;
+  mqr_divert_routing_t routing_type; /* default MQR_DIVERT_STRIP */
+} mqr_divert_config_t;
+
+/* Zeroes cfg and sets its name, address and forwarding address: non-exclusive, STRIP,
+ * no filter. */
+MQR_EXTERN void mqr_divert_config_init(mqr_divert_config_t *cfg, mqr_str_t name, mqr_str_t address,
+                                       mqr_str_t forwarding_address);
+
+typedef struct mqr_divert_s mqr_divert_t;
+
+/* Adds a divert; every address it applies to picks it up now, and an address made later
+ * when it is made, so a send finds its diverts without a lookup. Errors: MQR_EINVAL (an
+ * empty name, address or forwarding address; a forwarding address that is the address
+ * itself, a wildcard or empty between commas; a bad routing type), MQR_EDIVERTEXISTS,
+ * MQR_ENAMETOOLONG, MQR_ESYNTAX (the filter's: err names its column), MQR_ENOMEM. The
+ * router is unchanged on any error. Writes *out (may be NULL) on success. */
+MQR_EXTERN int mqr_router_add_divert(mqr_router_t *r, const mqr_divert_config_t *cfg, mqr_divert_t **out,
+                                     mqr_error_t *err);
+
+/* Removes a divert. MQR_ENODIVERT when missing; MQR_ENOMEM leaves it in place. */
+MQR_EXTERN int mqr_router_remove_divert(mqr_router_t *r, mqr_str_t name, mqr_error_t *err);
+
+/* The divert named name, or NULL; the diverts in creation order. */
+MQR_EXTERN mqr_divert_t *mqr_router_find_divert(const mqr_router_t *r, mqr_str_t name);
+MQR_EXTERN uint32_t mqr_router_divert_count(const mqr_router_t *r);
+MQR_EXTERN mqr_divert_t *mqr_router_divert(const mqr_router_t *r, uint32_t i);
+
+/* A divert's attributes; views valid while it exists. Its forwarding addresses are
+ * counted and numbered from 0, each trimmed of spaces. */
+MQR_EXTERN mqr_str_t mqr_divert_name(const mqr_divert_t *d);
+MQR_EXTERN mqr_str_t mqr_divert_address(const mqr_divert_t *d);
+MQR_EXTERN mqr_str_t mqr_divert_forwarding_address(const mqr_divert_t *d); /* as configured */
+MQR_EXTERN uint32_t mqr_divert_forward_count(const mqr_divert_t *d);
+MQR_EXTERN mqr_str_t mqr_divert_forward(const mqr_divert_t *d, uint32_t i);
+MQR_EXTERN mqr_str_t mqr_divert_filter(const mqr_divert_t *d);
+MQR_EXTERN mqr_str_t mqr_divert_routing_name(const mqr_divert_t *d);
+MQR_EXTERN bool mqr_divert_exclusive(const mqr_divert_t *d);
+MQR_EXTERN mqr_divert_routing_t mqr_divert_routing_type(const mqr_divert_t *d);
+MQR_EXTERN uint64_t mqr_divert_diverted(const mqr_divert_t *d); /* messages it took */
+
+/* The diverts that apply to a concrete address now: its own and those of the wildcard
+ * patterns it matches, exclusive ones first. */
+MQR_EXTERN uint32_t mqr_address_divert_count(const mqr_address_t *a);
+MQR_EXTERN mqr_divert_t *mqr_address_divert(const mqr_address_t *a, uint32_t i);
+
+/* ---------------------------------------------------------------------------------- */
 /* Routing a send                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
@@ -615,6 +692,17 @@ typedef struct {
   uint32_t flags;  /* MQR_ROUTE_* result flags */
   mqr_route_status_t status;
   mqr_address_t *address; /* the address routed (the dead-letter address for _DLA) */
+  /* The diverts that took the message: diverts[0..divert_count) on return, room for
+   * divert_capacity (caller storage; at least mqr_address_divert_count of the address,
+   * mqr_router_divert_count(r) always suffices; MQR_ENOSPC sets divert_needed). The
+   * caller forwards a copy to each one's forwarding addresses (the broker does; the
+   * router only picks them). A divert does not count as a queue in status and count:
+   * a message only an exclusive divert took is NO_BINDINGS on its address, as in
+   * Artemis. */
+  mqr_divert_t **diverts;
+  uint32_t divert_capacity;
+  uint32_t divert_count;
+  uint32_t divert_needed;
 } mqr_route_result_t;
 
 /* Routes one send: strips a prefix, resolves address::queue, finds (or, as the settings

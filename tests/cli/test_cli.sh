@@ -44,9 +44,23 @@ expect route-no-bindings 0 "NO_BINDINGS" "" -- "$mqr" route --config "$conf" --r
 expect route-auto-create-queue 0 "OK tasks
 OK tasks" "" -- "$mqr" route --config "$conf" --count 2 --routing-type ANYCAST tasks
 expect route-fqqn 0 "OK news.archive" "" -- "$mqr" route --config "$conf" news::news.archive
-expect route-json 0 '{"send":1,"status":"OK","address":"jobs","queues":["jobs.worker-1"],"created_address":false,"created_queue":false,"added_routing_type":false}
-{"send":2,"status":"OK","address":"jobs","queues":["jobs.worker-2"],"created_address":false,"created_queue":false,"added_routing_type":false}' \
+expect route-json 0 '{"send":1,"status":"OK","address":"jobs","queues":["jobs.worker-1"],"diverts":[],"created_address":false,"created_queue":false,"added_routing_type":false}
+{"send":2,"status":"OK","address":"jobs","queues":["jobs.worker-2"],"diverts":[],"created_address":false,"created_queue":false,"added_routing_type":false}' \
   "" -- "$mqr" route --config "$conf" --json --count 2 jobs
+# Diverts: the route names the ones that take a copy; config show lists them.
+cat >"$tmp/divert.yaml" <<'EOF'
+addresses:
+  orders: {anycast: [orders]}
+diverts:
+  spy: {address: orders, forwarding-address: [audit, log]}
+  ex: {address: prices, forwarding-address: b, exclusive: true, routing-type: PASS, filter: "office = 'NY'"}
+EOF
+expect route-divert 0 "OK orders diverted: spy" "" -- "$mqr" route --config "$tmp/divert.yaml" --routing-type ANYCAST orders
+"$mqr" config show "$tmp/divert.yaml" >"$tmp/out" 2>&1 &&
+  grep -qx "divert ex address=prices forwarding-address=b exclusive=true routing-type=PASS routing-name=ex filter=office = 'NY'" "$tmp/out" &&
+  grep -qx "divert spy address=orders forwarding-address=audit,log exclusive=false routing-type=STRIP routing-name=spy filter=" "$tmp/out" &&
+  { echo "ok   config-show-diverts"; passed=$((passed + 1)); } ||
+  { echo "FAIL config-show-diverts: $(grep divert "$tmp/out")"; failed=$((failed + 1)); }
 expect route-wildcard-refused 1 "" "address 'news.#' is a wildcard" -- "$mqr" route --config "$conf" 'news.#'
 expect route-missing-refused 1 "" "address 'ghost' does not exist (auto-create-addresses is off) [ENOADDR]" -- \
   "$mqr" route --config "$tmp/closed.yaml" ghost

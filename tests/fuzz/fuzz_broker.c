@@ -1,10 +1,11 @@
 /* libFuzzer: the broker in-process, driven by a script of 3-byte steps: sends (plain, to
  * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
- * addresses of each policy, to exclusive, ring, last-value and grouped queues), subscriptions (to queues, addresses of
- * either type, named and made-up subscription queues, with and without selectors), acknowledgements (single,
- * cumulative, of deliveries that are not outstanding), credit and unsubscribes (what comes back twice goes to the
- * dead-letter address; on q it waits a redelivery delay first), with allocations failing where the
- * script says. A consumer's callback may acknowledge, grant credit, send (a nested
+ * addresses of each policy, to exclusive, ring, last-value and grouped queues, through
+ * diverts), subscriptions (to queues, addresses of either type, named and made-up
+ * subscription queues, with and without selectors), acknowledgements (single, cumulative,
+ * of deliveries that are not outstanding), credit and unsubscribes (what comes back twice
+ * goes to the dead-letter address; on q it waits a redelivery delay first), with
+ * allocations failing where the script says. A consumer's callback may acknowledge, grant credit, send (a nested
  * delivery) or unsubscribe, as the script says. After every step, for every queue a
  * consumer is on:
  *   - its counters add up: enqueued = acknowledged + killed + waiting + held + in flight;
@@ -36,7 +37,13 @@ static const char yaml[] = "address-settings:\n"
                            "  block.a: {anycast: [block.a]}\n"
                            "  kx: {anycast: {kx: {exclusive: true, ring-size: 6}}}\n"
                            "  kl: {anycast: {kl: {last-value-key: k2}}}\n"
-                           "  kg: {anycast: {kg: {group-buckets: 2, consumers-before-dispatch: 2}}}\n";
+                           "  kg: {anycast: {kg: {group-buckets: 2, consumers-before-dispatch: 2}}}\n"
+                           "diverts:\n"
+                           "  d1: {address: q, forwarding-address: t, filter: \"k1 > 100\"}\n"
+                           "  d2: {address: kl, forwarding-address: [kx, auto.1], exclusive: true,\n"
+                           "       filter: \"k2 IS NOT NULL\"}\n"
+                           "  d3: {address: 'auto.#', forwarding-address: kg, routing-type: ANYCAST}\n"
+                           "  d4: {address: t, forwarding-address: q, routing-type: PASS}\n";
 
 static const char *const targets[] = {
     "q",         "t",    "full.a", "drop.a", "block.a", "auto.1", "auto.2.longer.than.16",

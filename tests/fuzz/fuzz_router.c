@@ -184,14 +184,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       rc = mqr_router_add_queue(&r, &cfg, NULL, &err);
       break;
     case 4: rc = mqr_router_remove_queue(&r, name(op & 8 ? N_ADDR + N_QUEUE + a : q), &err); break;
-    case 5: rc = (op & 8 ? mqr_router_remove_routing_type : mqr_router_add_routing_type)(&r, name(a), t, &err); break;
+    case 5:
+      if (op & 0x20) { /* a divert (of four names) added, from a to the next address, or removed */
+        char dn[8];
+        snprintf(dn, sizeof dn, "dv%d", y & 3);
+        uint32_t had = mqr_router_divert_count(&r);
+        if (op & 0x40) {
+          rc = mqr_router_remove_divert(&r, mqr_str(dn), &err);
+        } else {
+          mqr_divert_config_t dc;
+          mqr_divert_config_init(&dc, mqr_str(dn), name(a), name((a + 1) % N_ADDR));
+          dc.exclusive = op & 8;
+          dc.routing_name = y & 4 ? MQR_STR("shared") : MQR_STR("");
+          rc = mqr_router_add_divert(&r, &dc, NULL, &err);
+        }
+        FUZZ_CHECK(mqr_router_divert_count(&r) == (rc ? had : op & 0x40 ? had - 1 : had + 1));
+        break;
+      }
+      rc = (op & 8 ? mqr_router_remove_routing_type : mqr_router_add_routing_type)(&r, name(a), t, &err);
+      break;
     default: {
       char fq[256]; /* op & 0x10: to address::queue */
       mqr_str_t to = name(a);
       if (op & 0x10) to = mqr_str_n(fq, (size_t)snprintf(fq, sizeof fq, "%s::%s", names[a], names[q]));
       mqr_route_request_t req = {to, op & 8 ? MQR_ROUTING_NONE : t, {0}, NULL, NULL, NULL};
-      mqr_route_result_t res = {targets, N_NAMES + 2, 0, 0, 0, 0, NULL};
+      mqr_divert_t *diverts[4];
+      mqr_route_result_t res = {targets, N_NAMES + 2, 0, 0, 0, 0, NULL, diverts, 4, 0, 0};
       rc = mqr_router_route(&r, &req, &res, &err);
+      for (uint32_t i = 0; rc == 0 && i < res.divert_count; i++) { /* each divert applies to the address */
+        uint32_t seen = 0;
+        for (uint32_t k = 0; k < mqr_address_divert_count(res.address); k++)
+          seen += mqr_address_divert(res.address, k) == diverts[i];
+        FUZZ_CHECK(seen == 1);
+        if (mqr_divert_exclusive(diverts[i])) FUZZ_CHECK(res.count == 0);
+      }
       if (rc != 0 || res.status != MQR_ROUTE_OK) break;
       FUZZ_CHECK(res.address == mqr_router_find_address(&r, name(a)) && res.count >= 1 && res.count <= N_NAMES);
       FUZZ_CHECK(before.addr[a] == !(res.flags & MQR_ROUTE_CREATED_ADDRESS));
@@ -225,7 +251,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(after.nq[a] == before.nq[a] + 1 && (before.addr[a] || (op & 8)));
       break;
     case 4: FUZZ_CHECK(after.queue_addr[op & 8 ? N_ADDR + N_QUEUE + a : q] < 0); break;
-    case 5: FUZZ_CHECK(after.addr[a] && (after.types[a] >> t & 1) == !(op & 8)); break;
+    case 5:
+      if (!(op & 0x20)) FUZZ_CHECK(after.addr[a] && (after.types[a] >> t & 1) == !(op & 8));
+      break;
     default: FUZZ_CHECK(after.addr[a]); break;
     }
     before = after;

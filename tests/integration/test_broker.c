@@ -2,7 +2,7 @@
  * blocking client and raw sockets. Routing (ANYCAST round-robin over queues and
  * consumers, MULTICAST copies, wildcards, auto-create, refusals), credit, acks and
  * redelivery, bad frames, many connections, address-full policies with a consumer that
- * never reads, SIGHUP reload, and SIGTERM under load (nothing acknowledged lost, nothing
+ * never reads, SIGHUP reload (a divert too), and SIGTERM under load (nothing acknowledged lost, nothing
  * leaked: the sanitizer build runs mqrd under ASan, whose exit status says so). */
 #include <stddef.h>
 
@@ -593,6 +593,30 @@ static void test_sighup_reload(void **state) {
   mqr_bclient_t *p = connect_(&d);
   send_ok(p, "added", MQR_ANYCAST, "new");
   assert_int_equal(depth(p, "added.q"), 1);
+  /* A divert added by a reload: a copy of what goes to added goes to news too. */
+  f = fopen(d.config_path, "a");
+  fputs("diverts:\n  spy: {address: added, forwarding-address: news}\n", f);
+  fclose(f);
+  kill(d.pid, SIGHUP);
+  assert_true(mqrd_wait_log(&d, "divert 'spy' added", 5));
+  send_ok(p, "added", MQR_ANYCAST, "copied");
+  assert_int_equal(depth(p, "added.q"), 2);
+  assert_int_equal(depth(p, "news.x"), 1);
+  /* The copy (made from the SEND frame's tail) carries its origin. */
+  subscribe_(p, "news.x", MQR_ROUTING_NONE, 1);
+  mqr_bclient_message_t *m;
+  assert_int_equal(mqr_bclient_receive(p, 5000, &m, NULL), 0);
+  assert_true(mqr_str_eq(m->body, MQR_STR("copied")));
+  assert_true(mqr_str_eq(m->address, MQR_STR("news")));
+  int origin = 0;
+  for (size_t i = 0; i < m->n_properties; i++) {
+    const mqr_value_t *v = &m->property_values[i];
+    origin += mqr_str_eq(m->property_keys[i], MQR_STR("_AMQ_ORIG_ADDRESS")) && mqr_str_eq(v->u.s, MQR_STR("added"));
+    origin += mqr_str_eq(m->property_keys[i], MQR_STR("_AMQ_ORIG_QUEUE")) && mqr_str_eq(v->u.s, MQR_STR("spy"));
+    origin += mqr_str_eq(m->property_keys[i], MQR_STR("_AMQ_ORIG_MESSAGE_ID")) && v->type == MQR_VALUE_LONG;
+  }
+  assert_int_equal(origin, 3);
+  mqr_bclient_message_free(m);
   mqr_bclient_close(p);
   /* A config with an error changes nothing. */
   f = fopen(d.config_path, "a");

@@ -208,7 +208,7 @@ static void test_every_key_is_read(void **state) {
   /* the prefix from the config routes */
   mqr_queue_t *t[8];
   mqr_route_request_t req = {MQR_STR("t/a/b"), MQR_ROUTING_NONE, {0}, &l->prefixes, NULL, NULL};
-  mqr_route_result_t res = {t, 8, 0, 0, 0, 0, NULL};
+  mqr_route_result_t res = {t, 8, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
   assert_int_equal(mqr_router_route(&r, &req, &res, NULL), 0);
   assert_int_equal(res.count, 2);
   mqr_router_close(&r);

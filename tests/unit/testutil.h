@@ -131,7 +131,7 @@ __attribute__((noinline, unused)) static char *router_dump(const mqr_router_t *r
 static inline int route_names(mqr_router_t *r, const char *address, int type, const char *dup, char *out, size_t cap) {
   mqr_queue_t *targets[256];
   mqr_route_request_t req = {mqr_str(address), type, mqr_str(dup), NULL, NULL, NULL};
-  mqr_route_result_t res = {targets, 256, 0, 0, 0, 0, NULL};
+  mqr_route_result_t res = {targets, 256, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
   int rc = mqr_router_route(r, &req, &res, NULL);
   if (out) {
     out[0] = '\0';

@@ -14,7 +14,7 @@ int main(void) {
   cfg.auto_create_address = true;
   if (mqr_router_add_queue(&r, &cfg, &q, NULL) != 0) return 1;
   mqr_route_request_t req = {MQR_STR("a"), MQR_ANYCAST, {0}, NULL, NULL, NULL};
-  mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL};
+  mqr_route_result_t res = {t, 4, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
   if (mqr_router_route(&r, &req, &res, NULL) != 0 || res.count != 1) return 1;
   /* the lookup inlined from the installed header, and its exported half */
   mqr_routing_set_t ty;
