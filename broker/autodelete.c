@@ -57,14 +57,18 @@ void mqr__auto_delete_address(mqr_broker_t *b, mqr_str_t address, bool now) {
   mqr__acct_t *acct = mqr_address_data(a);
   if (acct) {
     if (acct->bytes || acct->pager || acct->n_blocked) return; /* still in use */
-    for (mqr__acct_t **pp = &b->accts; *pp; pp = &(*pp)->next)
-      if (*pp == acct) {
-        *pp = acct->next;
-        break;
-      }
-    mqr_free(acct->blocked);
-    mqr_free(acct);
-    mqr_address_set_data(a, NULL);
+    mqr__acct_drop(b, acct);
   }
   mqr_router_remove_address(&b->router, address, false, NULL);
+}
+
+void mqr__acct_drop(mqr_broker_t *b, mqr__acct_t *acct) {
+  for (mqr__acct_t **pp = &b->accts; *pp; pp = &(*pp)->next)
+    if (*pp == acct) {
+      *pp = acct->next;
+      break;
+    }
+  mqr_address_set_data(acct->address, NULL);
+  mqr_free(acct->blocked);
+  mqr_free(acct);
 }

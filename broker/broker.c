@@ -199,6 +199,7 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
     out->killed = bq->killed;
     out->expired = bq->expired;
     out->scheduled = bq->scheduled;
+    out->paused = bq->paused;
   }
   return 0;
 }

@@ -181,6 +181,8 @@ typedef struct mqr__bq_s {
   int32_t consumers_before_dispatch;
   int64_t delay_before_dispatch;
   bool gate_open;
+  bool paused;     /* mqr_broker_pause_queue: it takes messages and delivers none */
+  bool pause_kept; /* its pause is recorded in the journal (its TOPOLOGY record says so) */
   bool dispatching, again;
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
@@ -351,6 +353,8 @@ void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
+/* autodelete.c: an address's account goes (with the address, which has no messages). */
+void mqr__acct_drop(mqr_broker_t *b, mqr__acct_t *acct);
 /* divert.c: a copy of the message of send s to each forwarding address of each divert
  * in res (routed with res), sent before s's own message is stored, so that its journal
  * records come first and s's answer follows theirs. id is s's message id. Called by the

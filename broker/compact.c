@@ -118,7 +118,8 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   *p++ = (uint8_t)((mqr_queue_durable(q) ? 1 : 0) | (mqr_queue_purge_on_no_consumers(q) ? 2 : 0) |
                    (mqr_queue_enabled(q) ? 4 : 0) | (mqr_queue_exclusive(q) ? 8 : 0) |
                    (mqr_queue_group_rebalance(q) ? 16 : 0) | (mqr_queue_auto_created(q) ? 32 : 0));
-  *p++ = 0;
+  const mqr__bq_t *bq = mqr_queue_data(q);
+  *p++ = bq && bq->pause_kept ? 1 : 0; /* its state: 1 paused */
   uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
   for (int i = 0; i < 4; i++) *p++ = (uint8_t)(mc >> (8 * i));
   p = put16(p, name.len);
@@ -263,6 +264,19 @@ void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
   if (!topology_append(d, bq))
     mqr__log(b, MQR_LOG_ERROR, "journal: queue '%.*s' could not be recorded: it will not survive a restart",
              (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);
+}
+
+int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || bq->temporary || (!bq->from_config && !mqr_queue_durable(bq->q))) return 0; /* goes anyway */
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  bool was = bq->pause_kept;
+  bq->pause_kept = bq->paused;
+  if (!topology_append(d, bq)) {
+    bq->pause_kept = was;
+    return MQR_EIO;
+  }
+  return 0;
 }
 
 /* ---- compaction --------------------------------------------------------------------------------- */

@@ -185,7 +185,7 @@ static void dispatch_selective(mqr__bq_t *bq) {
 }
 
 void mqr__dispatch(mqr__bq_t *bq) {
-  if (bq == NULL) return;
+  if (bq == NULL || bq->paused) return;
   if (bq->dispatching) { /* a delivery callback acked or granted credit: go round again */
     bq->again = true;
     return;

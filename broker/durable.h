@@ -150,6 +150,9 @@ int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq);
  * end, as the queues are). */
 bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes);
 void mqr__jfiles_free(mqr__durable_t *d);
+/* A queue's state (paused or not) recorded: its TOPOLOGY record written again (a queue
+ * of the config gets one too). 0, or MQR_EIO. */
+int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq);
 /* The TOPOLOGY payload of q's creation into buf (at least 16 + names' bytes); its size. */
 size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q);
 size_t mqr__topology_size(const mqr_queue_t *q);

@@ -54,7 +54,13 @@ bool mqr__move(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const mqr__move_
   if (mqr_message_read_stored(e->msg->data, e->msg->len, &sv, NULL) != 0) return true; /* cannot be: dropped */
   mqr_str_t dla = to->address;
   if (dla.len && to->auto_create) make_resources(b, to, sv.address);
-  if (dla.len == 0 || mqr_router_find_address(&b->router, dla) == NULL) {
+  mqr_str_t base = dla; /* (address::queue: the address) */
+  for (size_t i = 0; i + 1 < dla.len; i++)
+    if (dla.ptr[i] == ':' && dla.ptr[i + 1] == ':') {
+      base.len = i;
+      break;
+    }
+  if (dla.len == 0 || mqr_router_find_address(&b->router, base) == NULL) {
     mqr__log(b, to->expired ? MQR_LOG_DEBUG : MQR_LOG_WARN, "message %lld on queue '%.*s' %s and is dropped: %s",
              (long long)sv.message_id, (int)qn.len, qn.ptr, to->why,
              dla.len ? "its address to go to does not exist" : "it has no address to go to");

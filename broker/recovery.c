@@ -133,7 +133,8 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
   mqr__bq_t *bq = mqr__bq_of(b, q);
   if (bq == NULL) return MQR_ENOMEM;
   bq->deleted = false; /* made again after a tombstone */
-  if (!bq->from_config) bq->jfile = file;
+  bq->jfile = file;    /* (a queue of the config has a record when its state was recorded) */
+  bq->paused = bq->pause_kept = (r->payload[3] & 1) != 0;
   return 0;
 }
 

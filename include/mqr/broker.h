@@ -207,6 +207,7 @@ typedef struct {
   uint64_t scheduled; /* waiting for their scheduled delivery time (MQR_PROP_SCHEDULED).
                          enqueued = acknowledged + killed + expired + depth + held + scheduled
                          + in_flight */
+  bool paused;        /* mqr_broker_pause_queue: it takes messages and delivers none */
 } mqr_broker_queue_stats_t;
 
 /* A queue's counters; MQR_ENOQUEUE. */
@@ -240,6 +241,70 @@ MQR_EXTERN uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q);
  * MQR_ENOQUEUE, MQR_EQUEUEINUSE, MQR_EIO (the journal cannot write the deletion: the
  * queue stays), MQR_ENOMEM. Not from a delivery callback of the queue's own consumers. */
 MQR_EXTERN int mqr_broker_delete_queue(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err);
+
+/* ---- management (Artemis's AddressControl and QueueControl) --------------------------- */
+
+/* Each of these may be called from a callback (not from a transformer), and is what the
+ * native protocol's MANAGE frame and `mqr address|queue` do. err (may be NULL) says why a
+ * call is refused. */
+
+/* Makes an address with routing types `types` (as the config's addresses: it does not
+ * go away by auto-delete). Errors: the router's (MQR_EADDREXISTS, MQR_EEMPTYADDR,
+ * MQR_ENAMETOOLONG, MQR_ENOMEM). Kept across a restart once a durable queue is made on
+ * it (the queue's record makes it again); a bare address is not. */
+MQR_EXTERN int mqr_broker_create_address(mqr_broker_t *b, mqr_str_t name, mqr_routing_set_t types, mqr_error_t *err);
+
+/* Deletes an address. With queues it is refused (MQR_EADDRHASQUEUES) unless force, which
+ * deletes them first as mqr_broker_delete_queue does (refused, MQR_EQUEUEINUSE, while one
+ * has consumers). Refused too while the address still has paged messages or producers
+ * waiting for room (MQR_EQUEUEINUSE). MQR_ENOADDR, MQR_EIO. */
+MQR_EXTERN int mqr_broker_delete_address(mqr_broker_t *b, mqr_str_t name, bool force, mqr_error_t *err);
+
+/* Makes a queue (Artemis's createQueue): as mqr_router_add_queue, and a durable one is
+ * recorded in the journal, so it comes back after a restart. Errors: the router's,
+ * MQR_EIO (the journal cannot write it: the queue is not made), MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_create_queue(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_error_t *err);
+
+/* Pauses (paused true) or resumes a queue: a paused queue still takes messages but
+ * delivers none; its consumers stay. With persist, and a journal, the state is recorded
+ * and a restart keeps it (Artemis's pause(true)); without, a restart resumes it.
+ * MQR_ENOQUEUE, MQR_EIO, MQR_ENOMEM. */
+MQR_EXTERN int mqr_broker_pause_queue(mqr_broker_t *b, mqr_str_t name, bool paused, bool persist, mqr_error_t *err);
+
+/* Called for each message a browse or a consumer listing finds; m's views are valid
+ * during the call. m->subscription and m->delivery are 0. */
+typedef void (*mqr_broker_browse_fn)(void *arg, const mqr_frame_message_t *m);
+
+/* Browses a queue (Artemis's browse): calls fn for each of the first `max` messages
+ * waiting in it (0: all), in delivery order, without taking them. Returns how many, or
+ * MQR_ENOQUEUE / MQR_ENOMEM. */
+MQR_EXTERN int64_t mqr_broker_browse(mqr_broker_t *b, mqr_str_t name, uint32_t max, mqr_broker_browse_fn fn, void *arg,
+                                     mqr_error_t *err);
+
+/* Moves the messages waiting in queue `from` that match filter (empty: all) to queue
+ * `to` (Artemis's moveMessages): each goes as a copy to `to` alone, with its origin
+ * stamped (_AMQ_ORIG_ADDRESS, _AMQ_ORIG_QUEUE, _AMQ_ORIG_MESSAGE_ID), and leaves `from`
+ * as an acknowledged message does. Those in flight stay. Returns how many moved, or
+ * MQR_ENOQUEUE, MQR_EINVAL (from and to the same queue), MQR_ESYNTAX (the filter's), or
+ * the error of a copy that could not be sent (the ones before it moved). */
+MQR_EXTERN int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filter, mqr_str_t to,
+                                            mqr_error_t *err);
+
+/* A consumer, as mqr_broker_list_consumers tells it. */
+typedef struct {
+  int64_t session;      /* its connection's session id (0: in-process) */
+  int64_t subscription; /* its id in the session */
+  uint32_t credit;      /* messages it may still be given */
+  uint64_t in_flight;   /* delivered, not acknowledged */
+  int64_t delivered;    /* deliveries so far */
+  mqr_str_t selector;   /* its filter; empty: none */
+} mqr_broker_consumer_info_t;
+
+/* Calls fn for each consumer of a queue (Artemis's listConsumers); returns how many, or
+ * MQR_ENOQUEUE. */
+MQR_EXTERN int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,
+                                             void (*fn)(void *arg, const mqr_broker_consumer_info_t *c), void *arg,
+                                             mqr_error_t *err);
 
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);

@@ -1,0 +1,218 @@
+/* Management, as Artemis's AddressControl and QueueControl: addresses and queues made and
+ * deleted at run time, a queue paused and resumed, browsed, its messages moved to another
+ * queue, its consumers listed (mqr/broker.h). The native protocol's MANAGE frame
+ * (native/manage.c) and `mqr address|queue` call these. None is on the send path. */
+#include <stdio.h>
+
+#include "durable.h"
+
+int mqr_broker_create_address(mqr_broker_t *b, mqr_str_t name, mqr_routing_set_t types, mqr_error_t *err) {
+  if (mqr_routing_set_is_empty(types)) return mqr_error_set(err, MQR_EINVAL, "an address needs a routing type");
+  return mqr_router_add_address(&b->router, name, types, 0, NULL, err);
+}
+
+int mqr_broker_delete_address(mqr_broker_t *b, mqr_str_t name, bool force, mqr_error_t *err) {
+  mqr_address_t *a = mqr_router_find_address(&b->router, name);
+  if (a == NULL) return mqr_error_set(err, MQR_ENOADDR, "address '%.*s' does not exist", (int)name.len, name.ptr);
+  uint32_t n = mqr_address_queue_count(a);
+  if (n && !force)
+    return mqr_error_set(err, MQR_EADDRHASQUEUES, "address '%.*s' has %u queue(s) (force deletes them)", (int)name.len,
+                         name.ptr, n);
+  for (uint32_t i = 0; i < n; i++)
+    if (mqr_queue_consumer_count(mqr_address_queue(a, i))) {
+      mqr_str_t qn = mqr_queue_name(mqr_address_queue(a, i));
+      return mqr_error_set(err, MQR_EQUEUEINUSE, "address '%.*s': queue '%.*s' has consumers", (int)name.len, name.ptr,
+                           (int)qn.len, qn.ptr);
+    }
+  mqr__acct_t *acct = mqr_address_data(a);
+  if (acct && (acct->pager || acct->n_blocked))
+    return mqr_error_set(err, MQR_EQUEUEINUSE, "address '%.*s' still pages or has producers waiting", (int)name.len,
+                         name.ptr);
+  /* Its queues, last first (each deletion changes the list). The name is copied: a
+   * deletion may take an auto-created address with its last queue. */
+  char *copy = mqr_malloc(name.len + 1);
+  if (copy == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  memcpy(copy, name.ptr, name.len);
+  copy[name.len] = 0;
+  name = mqr_str_n(copy, name.len);
+  int rc = 0;
+  while (rc == 0 && (a = mqr_router_find_address(&b->router, name)) != NULL && mqr_address_queue_count(a)) {
+    mqr_queue_t *q = mqr_address_queue(a, mqr_address_queue_count(a) - 1);
+    rc = mqr_broker_delete_queue(b, mqr_queue_name(q), err);
+  }
+  if (rc == 0 && (a = mqr_router_find_address(&b->router, name)) != NULL) {
+    if ((acct = mqr_address_data(a)) != NULL) mqr__acct_drop(b, acct);
+    rc = mqr_router_remove_address(&b->router, name, false, err);
+  }
+  mqr_free(copy);
+  return rc;
+}
+
+int mqr_broker_create_queue(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_error_t *err) {
+  mqr_queue_t *q;
+  int rc = mqr_router_add_queue(&b->router, cfg, &q, err);
+  if (rc) return rc;
+  /* Its state now: a durable queue is recorded in the journal as it is made. */
+  mqr__bq_t *bq = mqr__bq_of(b, q);
+  if (bq == NULL || (mqr__queue_journaled(q) && b->dur && bq->jfile == 0)) {
+    bool nomem = bq == NULL;
+    if (bq)
+      mqr__queue_drop(b, bq);
+    else
+      mqr_router_remove_queue(&b->router, cfg->name, NULL);
+    return nomem
+               ? mqr_error_set(err, MQR_ENOMEM, "out of memory making queue '%.*s'", (int)cfg->name.len, cfg->name.ptr)
+               : mqr_error_set(err, MQR_EIO, "queue '%.*s' is not made: the journal cannot record it",
+                               (int)cfg->name.len, cfg->name.ptr);
+  }
+  return 0;
+}
+
+static mqr__bq_t *queue_of(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err) {
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
+  if (q == NULL) {
+    mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)name.len, name.ptr);
+    return NULL;
+  }
+  mqr__bq_t *bq = mqr__bq_of(b, q);
+  if (bq == NULL) mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  return bq;
+}
+
+int mqr_broker_pause_queue(mqr_broker_t *b, mqr_str_t name, bool paused, bool persist, mqr_error_t *err) {
+  mqr__bq_t *bq = queue_of(b, name, err);
+  if (bq == NULL) return err ? err->code : MQR_ENOQUEUE;
+  bool was = bq->paused;
+  bq->paused = paused;
+  /* Recorded when asked, or when a recorded pause is lifted (so that it stays lifted). */
+  if ((persist || (!paused && bq->pause_kept)) && b->dur) {
+    int rc = mqr__durable_queue_state(b, bq);
+    if (rc) {
+      bq->paused = was;
+      return mqr_error_set(err, rc, "queue '%.*s': the journal cannot record its state", (int)name.len, name.ptr);
+    }
+  }
+  mqr__log(b, MQR_LOG_INFO, "queue '%.*s' %s%s", (int)name.len, name.ptr, paused ? "paused" : "resumed",
+           persist && b->dur ? " (recorded)" : "");
+  if (!paused) mqr__dispatch(bq);
+  return 0;
+}
+
+/* A stored message as a Message frame, decoded (subscription and delivery 0). */
+static int as_frame(const mqr__entry_t *e, mqr_frame_t *f, uint8_t **frame, uint8_t **arena) {
+  uint8_t head[MQR_MESSAGE_HEADER_MAX];
+  size_t hl = mqr_message_head(head, 0, 0, e->delivery_count, e->msg->len), n = hl + e->msg->len;
+  size_t cap = 16 * n + 1024; /* room for any frame this long (inproc.c) */
+  *frame = mqr_malloc(n);
+  *arena = mqr_malloc(cap);
+  if (*frame == NULL || *arena == NULL) return MQR_ENOMEM;
+  memcpy(*frame, head, hl);
+  memcpy(*frame + hl, e->msg->data, e->msg->len);
+  mqr_avro_arena_t ar = {*arena, cap, 0};
+  return mqr_frame_decode(*frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, f, &ar, NULL);
+}
+
+int64_t mqr_broker_browse(mqr_broker_t *b, mqr_str_t name, uint32_t max, mqr_broker_browse_fn fn, void *arg,
+                          mqr_error_t *err) {
+  mqr__bq_t *bq = queue_of(b, name, err);
+  if (bq == NULL) return err ? err->code : MQR_ENOQUEUE;
+  int64_t n = 0;
+  /* The callback may not change the queue (it is told so); a change seen is a stop. */
+  uint64_t removals = bq->store.removals;
+  for (mqr__entry_t *e = bq->store.ops->peek(&bq->store); e && (max == 0 || n < max);
+       e = bq->store.ops->next(&bq->store, e)) {
+    uint8_t *frame = NULL, *arena = NULL;
+    mqr_frame_t f;
+    int rc = as_frame(e, &f, &frame, &arena);
+    if (rc == 0) {
+      fn(arg, &f.u.message);
+      n++;
+    }
+    mqr_free(frame);
+    mqr_free(arena);
+    if (rc == MQR_ENOMEM)
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory browsing '%.*s'", (int)name.len, name.ptr);
+    if (bq->store.removals != removals) break;
+  }
+  return n;
+}
+
+int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filter, mqr_str_t to, mqr_error_t *err) {
+  mqr__bq_t *bq = queue_of(b, from, err);
+  if (bq == NULL) return err ? err->code : MQR_ENOQUEUE;
+  mqr_queue_t *tq = mqr_router_find_queue(&b->router, to);
+  if (tq == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)to.len, to.ptr);
+  if (tq == bq->q) return mqr_error_set(err, MQR_EINVAL, "a queue's messages cannot move to itself");
+  mqr_filter_t *f = NULL;
+  int rc = mqr_router_compile_filter(&b->router, filter, &f, err);
+  if (rc) return rc;
+  /* To `to` alone: its address::queue. */
+  mqr_str_t an = mqr_address_name(mqr_queue_address(tq)), qn = mqr_queue_name(tq);
+  char *fq = mqr_malloc(an.len + 2 + qn.len);
+  if (fq == NULL) {
+    mqr_filter_free(f);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  }
+  memcpy(fq, an.ptr, an.len);
+  memcpy(fq + an.len, "::", 2);
+  memcpy(fq + an.len + 2, qn.ptr, qn.len);
+  mqr__move_t mv = {.why = "moved", .address = mqr_str_n(fq, an.len + 2 + qn.len)};
+  int64_t n = 0;
+  /* The matching entries, taken out first (a copy may come back to this queue's address). */
+  mqr__entry_t *list = NULL, **last = &list;
+  for (mqr__entry_t *e = bq->store.ops->peek(&bq->store), *next; e; e = next) {
+    next = bq->store.ops->next(&bq->store, e);
+    if (f) {
+      uint32_t nv;
+      const mqr_value_t *v = mqr__msg_values(b, e->msg, &nv);
+      bool match = mqr_filter_matches(f, v, nv);
+      mqr__msg_values_clear(b);
+      if (!match) continue;
+    }
+    bq->store.ops->remove(&bq->store, e);
+    e->next = NULL;
+    *last = e;
+    last = &e->next;
+  }
+  while (list) {
+    mqr__entry_t *e = list;
+    list = e->next;
+    e->next = NULL;
+    if (rc == 0 && mqr__move(b, bq, e, &mv)) {
+      bq->acked++; /* it left the queue as an acknowledged message does */
+      if (e->jbq) mqr__durable_removed(b, e);
+      mqr__msg_release(b, e->msg);
+      mqr__pool_put(&b->entries, e);
+      n++;
+    } else {
+      if (rc == 0)
+        rc = mqr_error_set(err, MQR_EIO, "a message could not be moved (%lld moved before it)", (long long)n);
+      bq->store.ops->push(&bq->store, e); /* kept, behind what stays */
+    }
+  }
+  mqr_free(fq);
+  mqr_filter_free(f);
+  mqr__dispatch(bq);
+  return rc ? rc : n;
+}
+
+int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,
+                                  void (*fn)(void *arg, const mqr_broker_consumer_info_t *c), void *arg,
+                                  mqr_error_t *err) {
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, queue);
+  if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)queue.len, queue.ptr);
+  mqr__bq_t *bq = mqr_queue_data(q);
+  uint32_t n = bq ? bq->n_consumers : 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const mqr_broker_consumer_t *c = bq->consumers[i];
+    mqr_broker_consumer_info_t info = {c->session && c->session != &b->inproc ? c->session->id : 0,
+                                       c->subscription,
+                                       c->credit,
+                                       0,
+                                       c->next_delivery - 1,
+                                       c->selector ? mqr_filter_text(c->selector) : mqr_str_n("", 0)};
+    for (const mqr__entry_t *e = c->unacked_head; e; e = e->next) info.in_flight++;
+    fn(arg, &info);
+  }
+  return n;
+}
