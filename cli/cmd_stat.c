@@ -8,7 +8,8 @@
 
 const char mqr_usage_stat[] = "usage: mqr stat [--url tcp://HOST:PORT] [--json]\n"
                               "  The broker's addresses (routing types, messages routed and not, bytes held) and\n"
-                              "  queues (depth, in flight, consumers, enqueued, acknowledged), and its connections.\n"
+                              "  queues (depth, in flight, consumers, enqueued, acknowledged, paused), and its\n"
+                              "  connections.\n"
                               "  --json prints one JSON object.\n";
 
 static const char *rt_name(int32_t rt) {
@@ -39,6 +40,7 @@ static void print_json(const mqr_frame_query_result_t *q) {
     json_object_set_new(j, "consumers", json_integer(x->consumers));
     json_object_set_new(j, "enqueued", json_integer(x->enqueued));
     json_object_set_new(j, "acknowledged", json_integer(x->acknowledged));
+    json_object_set_new(j, "paused", json_boolean(x->paused));
     json_array_append_new(qs, j);
   }
   json_object_set_new(o, "addresses", as);
@@ -61,10 +63,10 @@ static void print_table(const mqr_frame_query_result_t *q) {
            (long long)a[i].size_bytes);
   printf("queues:\n");
   for (size_t i = 0; i < q->queues.count; i++)
-    printf("  %-24.*s address=%-16.*s %-9s depth=%lld in-flight=%lld consumers=%d enqueued=%lld acked=%lld\n",
+    printf("  %-24.*s address=%-16.*s %-9s depth=%lld in-flight=%lld consumers=%d enqueued=%lld acked=%lld%s\n",
            (int)qi[i].name.len, qi[i].name.ptr, (int)qi[i].address.len, qi[i].address.ptr, rt_name(qi[i].routing_type),
            (long long)qi[i].depth, (long long)qi[i].in_flight, qi[i].consumers, (long long)qi[i].enqueued,
-           (long long)qi[i].acknowledged);
+           (long long)qi[i].acknowledged, qi[i].paused ? " paused" : "");
   printf("connections=%d dropped=%lld\n", q->connections, (long long)q->dropped);
 }
 

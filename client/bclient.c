@@ -27,6 +27,7 @@ typedef struct {
   char text[512];
   char queue[256];
   mqr_frame_query_result_t *qr;
+  mqr_frame_manage_result_t *mr;
 } wait_t;
 
 static void timer_cb(uv_timer_t *t) { *(bool *)t->data = true; }
@@ -293,6 +294,67 @@ int mqr_bclient_query(mqr_bclient_t *bc, mqr_frame_query_result_t **out, mqr_err
     return fail(rc, &w, bc, err, "query");
   }
   *out = w.qr;
+  return 0;
+}
+
+static void manage_cb(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  wait_t *w = arg;
+  done_cb(c, status, f, arg);
+  if (status || f == NULL || f->type != MQR_FRAME_MANAGE_RESULT) return;
+  /* Copied whole into one block: the row maps, their keys and values, then strings. */
+  const mqr_frame_manage_result_t *r = &f->u.manage_result;
+  const mqr_avro_map_t *rows = r->rows.items;
+  size_t bytes = sizeof *r + r->rows.count * sizeof *rows + r->text.len + 1;
+  for (size_t i = 0; i < r->rows.count; i++) {
+    const mqr_value_t *v = rows[i].values;
+    bytes += rows[i].count * (sizeof(mqr_str_t) + sizeof(mqr_value_t));
+    for (size_t k = 0; k < rows[i].count; k++) {
+      bytes += rows[i].keys[k].len + 1;
+      if (v[k].type == MQR_VALUE_STRING || v[k].type == MQR_VALUE_BYTES) bytes += v[k].u.s.len + 1;
+    }
+  }
+  mqr_frame_manage_result_t *out = mqr_malloc(bytes);
+  if (out == NULL) {
+    w->status = MQR_ENOMEM;
+    return;
+  }
+  *out = *r;
+  mqr_avro_map_t *orows = (mqr_avro_map_t *)(out + 1);
+  char *p = (char *)(orows + r->rows.count);
+  for (size_t i = 0; i < r->rows.count; i++) {
+    orows[i].count = rows[i].count;
+    orows[i].keys = (mqr_str_t *)(void *)p;
+    p += rows[i].count * sizeof(mqr_str_t);
+    orows[i].values = p;
+    p += rows[i].count * sizeof(mqr_value_t);
+  }
+  for (size_t i = 0; i < r->rows.count; i++) {
+    const mqr_value_t *v = rows[i].values;
+    mqr_value_t *ov = orows[i].values;
+    for (size_t k = 0; k < rows[i].count; k++) {
+      orows[i].keys[k] = copy_str(&p, rows[i].keys[k]);
+      ov[k] = v[k];
+      if (v[k].type == MQR_VALUE_STRING || v[k].type == MQR_VALUE_BYTES) ov[k].u.s = copy_str(&p, v[k].u.s);
+    }
+  }
+  out->text = copy_str(&p, r->text);
+  out->rows.items = orows;
+  w->mr = out;
+}
+
+int mqr_bclient_manage(mqr_bclient_t *bc, mqr_str_t operation, const mqr_str_t *args, size_t n,
+                       mqr_frame_manage_result_t **out, mqr_error_t *err) {
+  *out = NULL;
+  if (bc->lost) return fail(bc->lost, NULL, bc, err, "manage");
+  wait_t w = {0};
+  int rc = mqr_client_manage(bc->c, operation, args, n, manage_cb, &w, err);
+  if (rc) return rc;
+  if ((rc = run_until(bc, &w.done, -1)) != 0 || (rc = w.status) != 0) {
+    mqr_free(w.mr);
+    return fail(rc, &w, bc, err, "manage");
+  }
+  *out = w.mr;
+  if (w.mr->code) return mqr_error_set(err, w.mr->code, "%.*s", (int)w.mr->text.len, w.mr->text.ptr);
   return 0;
 }
 

@@ -7,7 +7,7 @@
 
 #include "client_int.h"
 
-typedef enum { P_CONNECT, P_RECEIPT, P_QUERY } pending_kind_t;
+typedef enum { P_CONNECT, P_RECEIPT, P_QUERY, P_MANAGE } pending_kind_t;
 
 typedef struct pending_s {
   pending_kind_t kind;
@@ -240,13 +240,20 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
       pending_put(c, p);
     }
     return;
+  case MQR_FRAME_MANAGE_RESULT:
+    if ((p = take_pending(c, P_MANAGE, f->u.manage_result.request)) != NULL) {
+      if (p->cb) p->cb(c, 0, f, p->arg);
+      pending_put(c, p);
+    }
+    return;
   case MQR_FRAME_ERROR: {
     const mqr_frame_error_t *e = &f->u.error;
     int code = e->code < 0 ? e->code : MQR_EPROTOCOL;
     if (e->receipt && (p = take_pending(c, P_RECEIPT, e->receipt)) != NULL) {
       if (p->cb) p->cb(c, code, f, p->arg);
       mqr_free(p);
-    } else if (e->receipt && (p = take_pending(c, P_QUERY, e->receipt)) != NULL) {
+    } else if (e->receipt && ((p = take_pending(c, P_QUERY, e->receipt)) != NULL ||
+                              (p = take_pending(c, P_MANAGE, e->receipt)) != NULL)) {
       if (p->cb) p->cb(c, code, f, p->arg);
       mqr_free(p);
     } else if (e->receipt && (s = find_sub(c, e->receipt)) != NULL && !s->subscribed) {
@@ -608,4 +615,12 @@ int mqr_client_query(mqr_client_t *c, mqr_client_done_fn cb, void *arg, mqr_erro
   mqr_frame_t f = {MQR_FRAME_QUERY, {.query = {id}}};
   int rc = queue_frame(c, &f, err);
   return rc ? rc : add_pending(c, P_QUERY, id, cb, arg, err);
+}
+
+int mqr_client_manage(mqr_client_t *c, mqr_str_t operation, const mqr_str_t *args, size_t n, mqr_client_done_fn cb,
+                      void *arg, mqr_error_t *err) {
+  int64_t id = c->next_id++;
+  mqr_frame_t f = {MQR_FRAME_MANAGE, {.manage = {id, operation, {(void *)(uintptr_t)args, n}}}};
+  int rc = queue_frame(c, &f, err);
+  return rc ? rc : add_pending(c, P_MANAGE, id, cb, arg, err);
 }

@@ -100,7 +100,8 @@ static const mqr_avro_cfield_t queue_info_f[] = {F(mqr_frame_queue_info_t, name,
                                                  F(mqr_frame_queue_info_t, in_flight, mqr_avro_c_int64),
                                                  F(mqr_frame_queue_info_t, consumers, mqr_avro_c_int32),
                                                  F(mqr_frame_queue_info_t, enqueued, mqr_avro_c_int64),
-                                                 F(mqr_frame_queue_info_t, acknowledged, mqr_avro_c_int64)};
+                                                 F(mqr_frame_queue_info_t, acknowledged, mqr_avro_c_int64),
+                                                 F(mqr_frame_queue_info_t, paused, mqr_avro_c_bool)};
 RECORD(queue_info_t, mqr_frame_queue_info_t, queue_info_f);
 static const mqr_avro_ctype_t address_infos = {
     MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &address_info_t, NULL, 0, 0};
@@ -122,6 +123,18 @@ static const mqr_avro_cfield_t ping_f[] = {F(mqr_frame_ping_t, token, mqr_avro_c
 RECORD(ping_t, mqr_frame_ping_t, ping_f);
 static const mqr_avro_cfield_t pong_f[] = {F(mqr_frame_pong_t, token, mqr_avro_c_int64)};
 RECORD(pong_t, mqr_frame_pong_t, pong_f);
+static const mqr_avro_ctype_t strings = {
+    MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &mqr_avro_c_str, NULL, 0, 0};
+static const mqr_avro_cfield_t manage_f[] = {F(mqr_frame_manage_t, request, mqr_avro_c_int64),
+                                             F(mqr_frame_manage_t, operation, mqr_avro_c_str),
+                                             F(mqr_frame_manage_t, args, strings)};
+RECORD(manage_t, mqr_frame_manage_t, manage_f);
+static const mqr_avro_ctype_t rows = {MQR_AVRO_C_ARRAY, sizeof(mqr_avro_array_t), NULL, 0, &props_map, NULL, 0, 0};
+static const mqr_avro_cfield_t manage_result_f[] = {
+    F(mqr_frame_manage_result_t, request, mqr_avro_c_int64), F(mqr_frame_manage_result_t, code, mqr_avro_c_int32),
+    F(mqr_frame_manage_result_t, text, mqr_avro_c_str), F(mqr_frame_manage_result_t, count, mqr_avro_c_int64),
+    F(mqr_frame_manage_result_t, rows, rows)};
+RECORD(manage_result_t, mqr_frame_manage_result_t, manage_result_f);
 
 /* Each branch's C description is named for its member (connect_t, ...). */
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {

@@ -137,7 +137,8 @@ static int collect(mqr_address_t *a, void *arg) {
                                              bq ? (int64_t)bq->in_flight : 0,
                                              (int32_t)mqr_queue_consumer_count(q),
                                              bq ? (int64_t)bq->enqueued : 0,
-                                             bq ? (int64_t)bq->acked : 0};
+                                             bq ? (int64_t)bq->acked : 0,
+                                             bq && bq->paused};
   }
   return 0;
 }
@@ -236,6 +237,7 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     return;
   case MQR_FRAME_UNSUBSCRIBE: on_unsubscribe(c, f.u.unsubscribe.subscription); return;
   case MQR_FRAME_QUERY: on_query(c, f.u.query.query); return;
+  case MQR_FRAME_MANAGE: mqr__nat_on_manage(c, &f.u.manage); return;
   case MQR_FRAME_DISCONNECT:
     mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): disconnected", (long long)c->sess.id, c->peer);
     mqr__nat_conn_close(c, true);

@@ -5,7 +5,8 @@
  *   conn.c    reading, handling frames in place, errors and closing, the clocks
  *   frames.c  each frame a client sends, turned into calls of the core
  *   write.c   writes gathered per connection and pass, deliveries, back-pressure
- *   head.c    the core's consumer and producer ops (core.h) */
+ *   head.c    the core's consumer and producer ops (core.h)
+ *   manage.c  the MANAGE frame: management operations and their results */
 #ifndef MQR_BROKER_NATIVE_H
 #define MQR_BROKER_NATIVE_H
 
@@ -129,6 +130,8 @@ void mqr__nat_start_reading(mqr__conn_t *c);
 
 /* frames.c */
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len);
+/* manage.c: a MANAGE frame, carried out and answered. */
+void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m);
 
 /* listen.c */
 void mqr__nat_on_connection(uv_stream_t *server, int status);

@@ -100,6 +100,12 @@ MQR_EXTERN int mqr_client_unsubscribe(mqr_client_sub_t *s);
 /* Asks for the broker's addresses, queues and counters: cb gets the QUERY_RESULT. */
 MQR_EXTERN int mqr_client_query(mqr_client_t *c, mqr_client_done_fn cb, void *arg, mqr_error_t *err);
 
+/* A management operation (docs/protocol.md, Management: "queue.pause", "address.create",
+ * ...) with n string arguments, read during the call: cb gets the MANAGE_RESULT, whose
+ * code says whether it was done. */
+MQR_EXTERN int mqr_client_manage(mqr_client_t *c, mqr_str_t operation, const mqr_str_t *args, size_t n,
+                                 mqr_client_done_fn cb, void *arg, mqr_error_t *err);
+
 /* Says DISCONNECT, lets queued frames go, closes; callbacks still waiting get
  * MQR_ECLOSED; then cb (may be NULL), after which c is freed. A client whose connection
  * failed or ended stays allocated (its calls fail with MQR_ECLOSED) until this call. */
@@ -155,6 +161,13 @@ MQR_EXTERN int mqr_bclient_unsubscribe(mqr_bclient_t *bc, int64_t subscription, 
 
 /* The broker's QUERY_RESULT, copied into storage the caller frees with mqr_free. */
 MQR_EXTERN int mqr_bclient_query(mqr_bclient_t *bc, mqr_frame_query_result_t **out, mqr_error_t *err);
+
+/* A management operation (mqr_client_manage) and its MANAGE_RESULT, copied into storage
+ * the caller frees with mqr_free (its rows' keys and values too). Returns 0 when it was
+ * done; the result's code when the broker refused it (*out is set, its text says why);
+ * or MQR_ECLOSED / MQR_ENOMEM with *out NULL. */
+MQR_EXTERN int mqr_bclient_manage(mqr_bclient_t *bc, mqr_str_t operation, const mqr_str_t *args, size_t n,
+                                  mqr_frame_manage_result_t **out, mqr_error_t *err);
 
 /* Disconnects and frees. */
 MQR_EXTERN void mqr_bclient_close(mqr_bclient_t *bc);

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION 3 /* 2: PING and PONG; 3: headers, typed properties, selectors */
+#define MQR_PROTOCOL_VERSION 4 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE */
 #define MQR_FRAME_HEADER 4     /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
@@ -38,7 +38,9 @@ extern "C" {
   XX(ERROR, "ERROR", Error, error)                                                                                     \
   XX(DISCONNECT, "DISCONNECT", Disconnect, disconnect)                                                                 \
   XX(PING, "PING", Ping, ping)                                                                                         \
-  XX(PONG, "PONG", Pong, pong)
+  XX(PONG, "PONG", Pong, pong)                                                                                         \
+  XX(MANAGE, "MANAGE", Manage, manage)                                                                                 \
+  XX(MANAGE_RESULT, "MANAGE_RESULT", ManageResult, manage_result)
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
@@ -165,6 +167,7 @@ typedef struct {
   int64_t depth, in_flight;
   int32_t consumers;
   int64_t enqueued, acknowledged;
+  bool paused;
 } mqr_frame_queue_info_t;
 
 typedef struct {
@@ -195,6 +198,22 @@ typedef struct {
 typedef struct {
   int64_t token;
 } mqr_frame_pong_t;
+
+/* MANAGE: an operation by name and its arguments (docs/protocol.md); MANAGE_RESULT: its
+ * answer, with rows of named values (browsed messages, consumers). */
+typedef struct {
+  int64_t request;
+  mqr_str_t operation;
+  mqr_avro_array_t args; /* of mqr_str_t */
+} mqr_frame_manage_t;
+
+typedef struct {
+  int64_t request;
+  int32_t code; /* 0, or an MQR_E... code */
+  mqr_str_t text;
+  int64_t count;
+  mqr_avro_array_t rows; /* of mqr_avro_map_t of mqr_value_t */
+} mqr_frame_manage_result_t;
 
 /* A frame: its type, then the record of that type. */
 typedef struct {

@@ -119,6 +119,46 @@ expect recv-selector 0 "blue" "" -- "$mqr" recv --url "$url" --selector "weight 
 expect recv-selector-rest 0 "red" "" -- "$mqr" recv --url "$url" sel
 expect send-bad-type 2 "" "not a value of its type" -- "$mqr" send --url "$url" --property n:int=x anycast://sel
 expect recv-bad-selector 1 "" "(column 9)" -- "$mqr" recv --url "$url" --timeout 1 --selector "color = " sel
+# Management: mqr address and mqr queue (the MANAGE frame).
+expect mgmt-address-create 0 "address 'mgmt' created" "" -- "$mqr" address --url "$url" create mgmt ANYCAST
+expect mgmt-address-exists 1 "" "EADDREXISTS (-6): address 'mgmt' already exists" -- \
+  "$mqr" address --url "$url" create mgmt ANYCAST
+expect mgmt-queue-create 0 "queue 'mgmt.q' created on 'mgmt'" "" -- \
+  "$mqr" queue --url "$url" create mgmt.q mgmt ANYCAST "filter=color = 'red'" max-consumers=2
+expect mgmt-queue-option-bad 1 "" "unknown queue option 'colour'" -- \
+  "$mqr" queue --url "$url" create mgmt.x mgmt ANYCAST colour=red
+expect mgmt-queue-filter-bad 1 "" "ESYNTAX" -- "$mqr" queue --url "$url" create mgmt.x mgmt ANYCAST "filter=a ="
+expect mgmt-send 0 "sent 2 to mgmt: OK 2" "" -- "$mqr" send --url "$url" --property color=red --body red --count 2 mgmt
+expect mgmt-browse 0 "*" "" -- "$mqr" queue --url "$url" browse mgmt.q --max 1
+[ "$(head -1 "$tmp/out")" = "1 message(s) in 'mgmt.q'" ] &&
+  grep -q "^@message_id=[0-9]* @address=mgmt @durable=false @priority=4 .* @body=red color=red$" "$tmp/out" &&
+  { echo "ok   mgmt-browse-content"; passed=$((passed + 1)); } ||
+  { echo "FAIL mgmt-browse-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+expect mgmt-browse-json 0 "*" "" -- "$mqr" queue --url "$url" --json browse mgmt.q
+python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert len(r)==2 and r[0]["@body"]=="red" and r[0]["color"]=="red", r' "$tmp/out" &&
+  { echo "ok   mgmt-browse-json-content"; passed=$((passed + 1)); } ||
+  { echo "FAIL mgmt-browse-json-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+expect mgmt-pause 0 "queue 'mgmt.q' paused" "" -- "$mqr" queue --url "$url" pause mgmt.q
+expect mgmt-stat-paused 0 "*" "" -- "$mqr" stat --url "$url"
+grep -q "^  mgmt.q .* depth=2 .* paused$" "$tmp/out" && { echo "ok   mgmt-stat-paused-content"; passed=$((passed + 1)); } ||
+  { echo "FAIL mgmt-stat-paused-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+expect mgmt-recv-paused 1 "" "timed out" -- "$mqr" recv --url "$url" --timeout 0.3 mgmt.q
+expect mgmt-resume 0 "queue 'mgmt.q' resumed" "" -- "$mqr" queue --url "$url" resume mgmt.q
+expect mgmt-recv 0 "red" "" -- "$mqr" recv --url "$url" mgmt.q
+expect mgmt-move 0 "1 message(s) moved from 'mgmt.q' to 'weather'" "" -- \
+  "$mqr" queue --url "$url" move mgmt.q weather --filter "color = 'red'"
+expect mgmt-recv-moved 0 "red" "" -- "$mqr" recv --url "$url" weather
+expect mgmt-consumers 0 "0 consumer(s) on 'mgmt.q'" "" -- "$mqr" queue --url "$url" consumers mgmt.q
+expect mgmt-send-more 0 "sent 3 to mgmt: OK 3" "" -- "$mqr" send --url "$url" --property color=red --body x --count 3 mgmt
+expect mgmt-purge 0 "3 message(s) purged from 'mgmt.q'" "" -- "$mqr" queue --url "$url" purge mgmt.q
+expect mgmt-delete-refused 1 "" "EADDRHASQUEUES (-13): address 'mgmt' has 1 queue(s) (force deletes them)" -- \
+  "$mqr" address --url "$url" delete mgmt
+expect mgmt-delete 0 "address 'mgmt' deleted" "" -- "$mqr" address --url "$url" delete mgmt --force
+expect mgmt-queue-gone 1 "" "ENOQUEUE (-7): queue 'mgmt.q' does not exist" -- "$mqr" queue --url "$url" delete mgmt.q
+expect mgmt-queue-delete 0 "queue 'tagged' deleted" "" -- "$mqr" queue --url "$url" delete tagged
+expect mgmt-usage 2 "" "usage: mqr queue" -- "$mqr" queue --url "$url" bogus x
+expect mgmt-usage-args 2 "" "wrong number of arguments for queue move" -- "$mqr" queue --url "$url" move a
+expect mgmt-help 0 "*" "" -- "$mqr" address --help
 # --delay: not delivered before its time, then delivered.
 expect send-delay 0 "sent 1 to anycast://later: OK 1" "" -- \
   "$mqr" send --url "$url" --delay 1500 --body later anycast://later

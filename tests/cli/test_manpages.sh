@@ -23,7 +23,7 @@ done
 
 # Every long option of every command's usage is in mqr(1); mqrd's in mqrd(8).
 plain "$src/man/mqr.1" >"$tmp/mqr.1"
-for c in send recv stat config route schema avro journal; do
+for c in send recv stat config route schema avro journal address queue; do
   missing=""
   for o in $("$mqr" "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -qF -- "$o" "$tmp/mqr.1" || missing="$missing $o"

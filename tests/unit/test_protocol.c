@@ -96,12 +96,30 @@ static void test_every_frame_round_trips(void **state) {
   f = (mqr_frame_t){MQR_FRAME_ERROR, {.error = {MQR_ENOADDR, MQR_STR("ENOADDR"), MQR_STR("no"), 77, false}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.error.code, MQR_ENOADDR);
-  mqr_frame_queue_info_t qi[2] = {{MQR_STR("q1"), MQR_STR("a"), MQR_PROTO_RT_ANYCAST, 5, 1, 2, 9, 3},
-                                  {MQR_STR("q2"), MQR_STR("a"), MQR_PROTO_RT_MULTICAST, 0, 0, 0, 0, 0}};
+  mqr_frame_queue_info_t qi[2] = {{MQR_STR("q1"), MQR_STR("a"), MQR_PROTO_RT_ANYCAST, 5, 1, 2, 9, 3, true},
+                                  {MQR_STR("q2"), MQR_STR("a"), MQR_PROTO_RT_MULTICAST, 0, 0, 0, 0, 0, false}};
   f = (mqr_frame_t){MQR_FRAME_QUERY_RESULT, {.query_result = {4, {NULL, 0}, {qi, 2}, 3, 1}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.query_result.queues.count, 2);
   assert_int_equal(((mqr_frame_queue_info_t *)g.u.query_result.queues.items)[0].depth, 5);
+  assert_true(((mqr_frame_queue_info_t *)g.u.query_result.queues.items)[0].paused);
+  /* MANAGE and its result, with rows of typed values. */
+  mqr_str_t margs[2] = {MQR_STR("orders"), MQR_STR("persist")};
+  f = (mqr_frame_t){MQR_FRAME_MANAGE, {.manage = {9, MQR_STR("queue.pause"), {margs, 2}}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_true(g.u.manage.request == 9 && mqr_str_eq(g.u.manage.operation, MQR_STR("queue.pause")));
+  assert_int_equal(g.u.manage.args.count, 2);
+  assert_true(mqr_str_eq(((mqr_str_t *)g.u.manage.args.items)[1], MQR_STR("persist")));
+  mqr_str_t rk[2] = {MQR_STR("@message_id"), MQR_STR("@body")};
+  mqr_value_t rv[2] = {mqr_value_long(77), mqr_value_bytes(MQR_STR("b\0dy"))};
+  mqr_avro_map_t rows[1] = {{rk, rv, 2}};
+  f = (mqr_frame_t){MQR_FRAME_MANAGE_RESULT, {.manage_result = {9, 0, MQR_STR("1 message"), 1, {rows, 1}}}};
+  roundtrip(&f, &g, &b, mem, sizeof mem);
+  assert_int_equal(g.u.manage_result.rows.count, 1);
+  const mqr_avro_map_t *gr = g.u.manage_result.rows.items;
+  assert_int_equal(gr->count, 2);
+  assert_int_equal(((const mqr_value_t *)gr->values)[0].u.l, 77);
+  assert_int_equal(((const mqr_value_t *)gr->values)[1].u.s.len, 4);
   f = (mqr_frame_t){MQR_FRAME_PING, {.ping = {-42}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(g.type == MQR_FRAME_PING && g.u.ping.token == -42);

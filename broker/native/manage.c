@@ -1,0 +1,314 @@
+/* The MANAGE frame (docs/protocol.md, Management): an operation by name and its
+ * arguments, carried out by the broker's management calls (manage.c) and answered by a
+ * MANAGE_RESULT: a code (0 or why it was refused), a line of text, a count, and rows of
+ * named values for what it lists (browsed messages, consumers). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "native.h"
+
+/* Rows being made: each a map of up to ROW_MAX named values. */
+#define ROW_MAX 512
+typedef struct {
+  mqr_avro_map_t *rows;
+  uint32_t n, cap;
+  mqr_str_t *keys;
+  mqr_value_t *values;
+  uint32_t used, kcap;
+  bool nomem;
+} rows_t;
+
+/* Room for one more row of up to n values (the key and value arrays move as they grow:
+ * the rows are pointed at them once complete, in finish). */
+static mqr_avro_map_t *row_begin(rows_t *r, size_t n) {
+  if (r->nomem) return NULL;
+  if (!mqr__grow((void **)&r->rows, &r->cap, r->n + 1, sizeof *r->rows) ||
+      !mqr__grow((void **)&r->keys, &r->kcap, r->used + (uint32_t)n, sizeof *r->keys)) {
+    r->nomem = true;
+    return NULL;
+  }
+  size_t vcap = r->kcap; /* values grow with keys */
+  mqr_value_t *nv = mqr_realloc(r->values, vcap * sizeof *nv);
+  if (nv == NULL) {
+    r->nomem = true;
+    return NULL;
+  }
+  r->values = nv;
+  mqr_avro_map_t *m = &r->rows[r->n++];
+  m->keys = (mqr_str_t *)(uintptr_t)r->used; /* an offset until finish */
+  m->count = 0;
+  return m;
+}
+
+static void row_put(rows_t *r, mqr_avro_map_t *m, const char *key, mqr_value_t v) {
+  r->keys[r->used] = mqr_str(key);
+  r->values[r->used++] = v;
+  m->count++;
+}
+
+static void finish(rows_t *r) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    size_t off = (size_t)(uintptr_t)r->rows[i].keys;
+    r->rows[i].keys = r->keys + off;
+    r->rows[i].values = r->values + off;
+  }
+}
+
+static void rows_free(rows_t *r) {
+  mqr_free(r->rows);
+  mqr_free(r->keys);
+  mqr_free(r->values);
+}
+
+/* A browsed message: its headers under names that start with '@', then its properties.
+ * The values' strings are copied (the frame they view goes after the call). */
+typedef struct {
+  rows_t rows;
+  char **copies;
+  uint32_t n_copies, cap_copies;
+} browse_t;
+
+static mqr_str_t keep(browse_t *x, mqr_str_t s) {
+  char *p = mqr_malloc(s.len + 1);
+  if (p == NULL || !mqr__grow((void **)&x->copies, &x->cap_copies, x->n_copies + 1, sizeof *x->copies)) {
+    mqr_free(p);
+    x->rows.nomem = true;
+    return mqr_str_n("", 0);
+  }
+  if (s.len) memcpy(p, s.ptr, s.len);
+  p[s.len] = 0;
+  x->copies[x->n_copies++] = p;
+  return mqr_str_n(p, s.len);
+}
+
+static void on_browse(void *arg, const mqr_frame_message_t *m) {
+  browse_t *x = arg;
+  size_t np = m->properties.count < ROW_MAX - 9 ? m->properties.count : ROW_MAX - 9;
+  mqr_avro_map_t *row = row_begin(&x->rows, 9 + np);
+  if (row == NULL) return;
+  rows_t *r = &x->rows;
+  row_put(r, row, "@message_id", mqr_value_long(m->message_id));
+  row_put(r, row, "@address", mqr_value_string(keep(x, m->address)));
+  row_put(r, row, "@durable", mqr_value_bool(m->durable));
+  row_put(r, row, "@priority", mqr_value_int(m->priority));
+  row_put(r, row, "@timestamp", mqr_value_long(m->timestamp));
+  row_put(r, row, "@expiration", mqr_value_long(m->expiration));
+  row_put(r, row, "@delivery_count", mqr_value_int(m->delivery_count));
+  row_put(r, row, "@user_id", mqr_value_string(keep(x, m->user_id)));
+  mqr_value_t body = mqr_value_bytes(keep(x, m->body));
+  row_put(r, row, "@body", body);
+  const mqr_value_t *v = m->properties.values;
+  for (size_t i = 0; i < np; i++) {
+    mqr_value_t pv = v[i];
+    if (pv.type == MQR_VALUE_STRING || pv.type == MQR_VALUE_BYTES) pv.u.s = keep(x, pv.u.s);
+    r->keys[r->used] = keep(x, m->properties.keys[i]);
+    r->values[r->used++] = pv;
+    row->count++;
+  }
+}
+
+static void on_consumer(void *arg, const mqr_broker_consumer_info_t *c) {
+  rows_t *r = arg;
+  mqr_avro_map_t *row = row_begin(r, 6);
+  if (row == NULL) return;
+  row_put(r, row, "@session", mqr_value_long(c->session));
+  row_put(r, row, "@subscription", mqr_value_long(c->subscription));
+  row_put(r, row, "@credit", mqr_value_long(c->credit));
+  row_put(r, row, "@in_flight", mqr_value_long((int64_t)c->in_flight));
+  row_put(r, row, "@delivered", mqr_value_long(c->delivered));
+  row_put(r, row, "@selector", mqr_value_string(c->selector));
+}
+
+static bool arg_is(mqr_str_t a, const char *lit) { return mqr_str_eq(a, mqr_str(lit)); }
+
+/* A key=value argument of queue.create. */
+static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
+  const char *eq = memchr(a.ptr, '=', a.len);
+  if (eq == NULL) return mqr_error_set(err, MQR_EINVAL, "'%.*s' is not key=value", (int)a.len, a.ptr);
+  mqr_str_t k = mqr_str_n(a.ptr, (size_t)(eq - a.ptr)), v = mqr_str_n(eq + 1, a.len - k.len - 1);
+  bool t = arg_is(v, "true"), f = arg_is(v, "false");
+  char num[32];
+  snprintf(num, sizeof num, "%.*s", (int)(v.len < 31 ? v.len : 31), v.ptr);
+  char *end;
+  long long n = strtoll(num, &end, 10);
+  bool is_num = v.len && v.len < 31 && *end == 0;
+#define BOOL(name, field)                                                                                              \
+  if (arg_is(k, name)) {                                                                                               \
+    if (!t && !f) return mqr_error_set(err, MQR_EINVAL, "%s must be true or false", name);                             \
+    qc->field = t;                                                                                                     \
+    return 0;                                                                                                          \
+  }
+#define NUM(name, field, min, max)                                                                                     \
+  if (arg_is(k, name)) {                                                                                               \
+    if (!is_num || n < (min) || n > (max))                                                                             \
+      return mqr_error_set(err, MQR_EINVAL, "%s must be an integer from %lld to %lld", name, (long long)(min),         \
+                           (long long)(max));                                                                          \
+    qc->field = n;                                                                                                     \
+    return 0;                                                                                                          \
+  }
+  BOOL("durable", durable)
+  BOOL("purge-on-no-consumers", purge_on_no_consumers)
+  BOOL("enabled", enabled)
+  BOOL("exclusive", exclusive)
+  BOOL("group-rebalance", group_rebalance)
+  BOOL("auto-create-address", auto_create_address)
+  NUM("max-consumers", max_consumers, -1, INT32_MAX)
+  NUM("ring-size", ring_size, -1, INT64_MAX)
+  NUM("group-buckets", group_buckets, -1, INT32_MAX)
+  NUM("consumers-before-dispatch", consumers_before_dispatch, 0, INT32_MAX)
+  NUM("delay-before-dispatch", delay_before_dispatch, -1, INT64_MAX)
+#undef BOOL
+#undef NUM
+  if (arg_is(k, "filter")) return qc->filter = v, 0;
+  if (arg_is(k, "last-value-key")) return qc->last_value_key = v, 0;
+  return mqr_error_set(err, MQR_EINVAL,
+                       "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
+                       "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, "
+                       "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
+                       (int)k.len, k.ptr);
+}
+
+/* Carries out the operation: 0 or an error in err, with *count and the rows. */
+static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int64_t *count, rows_t *rows, browse_t *br,
+               char *text, size_t tcap, mqr_error_t *err) {
+  int64_t r;
+#define NEED(lo, hi, usage)                                                                                            \
+  if (n < (lo) || n > (hi)) return mqr_error_set(err, MQR_EINVAL, "usage: %.*s %s", (int)op.len, op.ptr, usage)
+  if (arg_is(op, "address.create")) {
+    NEED(2, 2, "NAME ANYCAST|MULTICAST|ANYCAST,MULTICAST");
+    mqr_routing_set_t types;
+    char t[64];
+    snprintf(t, sizeof t, "%.*s", (int)(a[1].len < 63 ? a[1].len : 63), a[1].ptr);
+    if (mqr_routing_set_parse(mqr_str(t), &types, NULL) != 0 || mqr_routing_set_is_empty(types))
+      return mqr_error_set(err, MQR_EINVAL, "bad routing types '%s'", t);
+    if ((r = mqr_broker_create_address(b, a[0], types, err)) != 0) return (int)r;
+    snprintf(text, tcap, "address '%.*s' created", (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "address.delete")) {
+    NEED(1, 2, "NAME [force]");
+    if (n == 2 && !arg_is(a[1], "force")) return mqr_error_set(err, MQR_EINVAL, "the second argument may be 'force'");
+    if ((r = mqr_broker_delete_address(b, a[0], n == 2, err)) != 0) return (int)r;
+    snprintf(text, tcap, "address '%.*s' deleted", (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "queue.create")) {
+    NEED(3, 16, "NAME ADDRESS ANYCAST|MULTICAST [key=value ...]");
+    mqr_routing_type_t t;
+    if (mqr_routing_type_parse(a[2], &t) != 0)
+      return mqr_error_set(err, MQR_EINVAL, "bad routing type '%.*s'", (int)a[2].len, a[2].ptr);
+    mqr_queue_config_t qc;
+    mqr_queue_config_init(&qc, a[0], a[1], t);
+    qc.auto_create_address = true;
+    for (size_t i = 3; i < n; i++)
+      if ((r = queue_option(&qc, a[i], err)) != 0) return (int)r;
+    if ((r = mqr_broker_create_queue(b, &qc, err)) != 0) return (int)r;
+    snprintf(text, tcap, "queue '%.*s' created on '%.*s'", (int)a[0].len, a[0].ptr, (int)a[1].len, a[1].ptr);
+  } else if (arg_is(op, "queue.delete")) {
+    NEED(1, 1, "NAME");
+    if ((r = mqr_broker_delete_queue(b, a[0], err)) != 0) return (int)r;
+    snprintf(text, tcap, "queue '%.*s' deleted", (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "queue.purge")) {
+    NEED(1, 1, "NAME");
+    mqr_queue_t *q = mqr_router_find_queue(&b->router, a[0]);
+    if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)a[0].len, a[0].ptr);
+    *count = (int64_t)mqr_broker_purge(b, q);
+    snprintf(text, tcap, "%lld message(s) purged from '%.*s'", (long long)*count, (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "queue.pause") || arg_is(op, "queue.resume")) {
+    NEED(1, 2, "NAME [persist]");
+    if (n == 2 && !arg_is(a[1], "persist"))
+      return mqr_error_set(err, MQR_EINVAL, "the second argument may be 'persist'");
+    bool pause = arg_is(op, "queue.pause");
+    if ((r = mqr_broker_pause_queue(b, a[0], pause, n == 2, err)) != 0) return (int)r;
+    snprintf(text, tcap, "queue '%.*s' %s%s", (int)a[0].len, a[0].ptr, pause ? "paused" : "resumed",
+             n == 2 ? b->dur ? " (recorded)" : " (not recorded: the broker has no journal)" : "");
+  } else if (arg_is(op, "queue.browse")) {
+    NEED(1, 2, "NAME [MAX]");
+    long max = 200; /* Artemis's management-browse-page-size */
+    if (n == 2) {
+      char num[24], *end;
+      snprintf(num, sizeof num, "%.*s", (int)(a[1].len < 23 ? a[1].len : 23), a[1].ptr);
+      max = strtol(num, &end, 10);
+      if (*end || max < 1 || max > 100000) return mqr_error_set(err, MQR_EINVAL, "MAX must be from 1 to 100000");
+    }
+    if ((r = mqr_broker_browse(b, a[0], (uint32_t)max, on_browse, br, err)) < 0) return (int)r;
+    if (br->rows.nomem) return mqr_error_set(err, MQR_ENOMEM, "out of memory browsing");
+    *count = r;
+    snprintf(text, tcap, "%lld message(s) in '%.*s'", (long long)r, (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "queue.move")) {
+    NEED(2, 3, "FROM TO [FILTER]");
+    if ((r = mqr_broker_move_messages(b, a[0], n == 3 ? a[2] : mqr_str_n("", 0), a[1], err)) < 0) return (int)r;
+    *count = r;
+    snprintf(text, tcap, "%lld message(s) moved from '%.*s' to '%.*s'", (long long)r, (int)a[0].len, a[0].ptr,
+             (int)a[1].len, a[1].ptr);
+  } else if (arg_is(op, "queue.consumers")) {
+    NEED(1, 1, "NAME");
+    if ((r = mqr_broker_list_consumers(b, a[0], on_consumer, rows, err)) < 0) return (int)r;
+    if (rows->nomem) return mqr_error_set(err, MQR_ENOMEM, "out of memory listing consumers");
+    *count = r;
+    snprintf(text, tcap, "%lld consumer(s) on '%.*s'", (long long)r, (int)a[0].len, a[0].ptr);
+  } else {
+    return mqr_error_set(err, MQR_EINVAL,
+                         "unknown operation '%.*s' (address.create, address.delete, queue.create, queue.delete, "
+                         "queue.purge, queue.pause, queue.resume, queue.browse, queue.move, queue.consumers)",
+                         (int)op.len, op.ptr);
+  }
+#undef NEED
+  return 0;
+}
+
+void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
+  mqr_broker_t *b = c->b;
+  const mqr_str_t *args = m->args.items;
+  size_t n = m->args.count;
+  int64_t count = 0;
+  rows_t rows = {0};
+  browse_t br = {0};
+  char text[512] = "";
+  mqr_error_t err = {0};
+  /* The arguments are views into the connection's scratch: copied, since a call may
+   * decode (a browse) or log. */
+  mqr_str_t op = mqr_str_n("", 0), *a = mqr_calloc(n + 1, sizeof *a);
+  size_t total = m->operation.len + 1;
+  for (size_t i = 0; i < n; i++) total += args[i].len + 1;
+  char *buf = a ? mqr_malloc(total) : NULL;
+  int rc;
+  if (buf == NULL) {
+    rc = mqr_error_set(&err, MQR_ENOMEM, "out of memory");
+  } else {
+    char *p = buf;
+    memcpy(p, m->operation.ptr, m->operation.len);
+    op = mqr_str_n(p, m->operation.len);
+    p += m->operation.len + 1;
+    for (size_t i = 0; i < n; i++) {
+      if (args[i].len) memcpy(p, args[i].ptr, args[i].len);
+      a[i] = mqr_str_n(p, args[i].len);
+      p += args[i].len + 1;
+    }
+    rc = run(b, op, a, n, &count, &rows, &br, text, sizeof text, &err);
+  }
+  rows_t *out = br.rows.n ? &br.rows : &rows;
+  finish(out);
+  mqr_frame_t f = {MQR_FRAME_MANAGE_RESULT,
+                   {.manage_result = {m->request,
+                                      rc,
+                                      rc ? mqr_str(err.message) : mqr_str(text),
+                                      count,
+                                      {rc ? NULL : out->rows, rc ? 0 : out->n}}}};
+  mqr__log(b, rc ? MQR_LOG_WARN : MQR_LOG_INFO, "connection %lld (%s): manage %.*s: %s", (long long)c->sess.id, c->peer,
+           (int)op.len, op.ptr, rc ? err.message : text);
+  int wrc = mqr__nat_write_frame(c, &f);
+  if (wrc == MQR_ELIMIT) {
+    mqr_frame_t e = {MQR_FRAME_MANAGE_RESULT,
+                     {.manage_result = {m->request,
+                                        MQR_ELIMIT,
+                                        MQR_STR("the result is more than the max_frame this connection declared "
+                                                "(browse fewer messages)"),
+                                        count,
+                                        {NULL, 0}}}};
+    wrc = mqr__nat_write_frame(c, &e);
+  }
+  if (wrc) mqr__nat_reply_failed(c, MQR_FRAME_MANAGE_RESULT, wrc);
+  for (uint32_t i = 0; i < br.n_copies; i++) mqr_free(br.copies[i]);
+  mqr_free(br.copies);
+  rows_free(&br.rows);
+  rows_free(&rows);
+  mqr_free(buf);
+  mqr_free(a);
+}
