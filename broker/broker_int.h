@@ -168,6 +168,7 @@ typedef struct mqr__bq_s {
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
+  bool priorities;      /* its consumers' priorities differ: consumers[] is by priority, highest first */
   bool exclusive;       /* one consumer (the first) takes everything (kinds.c) */
   int64_t ring_size;    /* -1: no ring */
   /* Message groups (kinds.c): group (or bucket) -> its consumer, made with the first
@@ -216,6 +217,8 @@ struct mqr_broker_consumer_s {
   bool closing;             /* unsubscribed while its queue was dispatching */
   int64_t too_big;          /* the id of a message its head refused for good: held for others */
   mqr_filter_t *selector;   /* only messages it matches come to it (NULL: all) */
+  int32_t priority;         /* consumer-priority: higher levels are served first (dispatch.c) */
+  uint32_t level_rr;        /* the first of a priority level keeps its level's turn */
   /* Its protocol head: how deliveries go (core.h), and the head's own context (the
    * native protocol's connection; an in-process consumer's callback argument). */
   const mqr__consumer_ops_t *ops;

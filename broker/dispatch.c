@@ -71,6 +71,31 @@ static bool expire_now(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
   return false; /* it could not go: delivered after all, as Artemis does when its move fails */
 }
 
+/* With consumer priorities: the consumer that takes a message, from the highest
+ * priority level that has one that accepts it, round-robin within the level (Artemis's
+ * consumer-priority: a lower level gets messages only when the higher ones have no credit
+ * or decline them). */
+typedef bool (*accept_fn)(mqr_broker_consumer_t *c, void *ctx);
+static mqr_broker_consumer_t *by_priority(mqr__bq_t *bq, accept_fn ok, void *ctx) {
+  uint32_t n = bq->n_consumers;
+  for (uint32_t s = 0; s < n;) {
+    uint32_t e = s + 1;
+    while (e < n && bq->consumers[e]->priority == bq->consumers[s]->priority) e++;
+    uint32_t len = e - s, start = bq->consumers[s]->level_rr % len;
+    for (uint32_t k = 0; k < len; k++) {
+      mqr_broker_consumer_t *c = bq->consumers[s + (start + k) % len];
+      if (ok(c, ctx)) {
+        bq->consumers[s]->level_rr = (start + k + 1) % len;
+        return c;
+      }
+    }
+    s = e;
+  }
+  return NULL;
+}
+
+static bool takes_head(mqr_broker_consumer_t *c, void *ctx) { return can_take(c, ctx); }
+
 /* Consumers without selectors: the head of the queue to the next consumer round-robin
  * that can take it. */
 static void dispatch_head(mqr__bq_t *bq) {
@@ -81,13 +106,16 @@ static void dispatch_head(mqr__bq_t *bq) {
     mqr_broker_consumer_t *c = NULL;
     const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
     if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
-    for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
-      mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
-      if (can_take(cand, head)) {
-        c = cand;
-        bq->rr = (bq->rr + k + 1) % bq->n_consumers;
+    if (bq->priorities && !bq->exclusive)
+      c = by_priority(bq, takes_head, (void *)head);
+    else
+      for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
+        mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
+        if (can_take(cand, head)) {
+          c = cand;
+          bq->rr = (bq->rr + k + 1) % bq->n_consumers;
+        }
       }
-    }
     if (c == NULL || !mqr__idx_reserve(c)) break; /* no room to index it: the next dispatch tries */
     mqr__entry_t *e = bq->store.ops->pop(&bq->store);
     if (mqr__msg_may_expire(e->msg) && expire_now(c->b, bq, e)) continue;
@@ -113,6 +141,22 @@ static bool any_ready(const mqr__bq_t *bq) {
   return false;
 }
 
+/* by_priority's test with selectors: the message's values read once, for the first. */
+typedef struct {
+  mqr_broker_t *b;
+  const mqr__entry_t *e;
+  const mqr_value_t *values;
+  uint32_t n;
+} selective_t;
+
+static bool takes_selective(mqr_broker_consumer_t *c, void *ctx) {
+  selective_t *x = ctx;
+  if (!can_take(c, x->e)) return false;
+  if (c->selector == NULL) return true;
+  if (x->values == NULL) x->values = mqr__msg_values(x->b, x->e->msg, &x->n);
+  return mqr_filter_matches(c->selector, x->values, x->n);
+}
+
 /* The consumer, round-robin, that takes e: one that can take it now and whose selector
  * (if any) matches it. The message's values are read once, for the first selector. */
 static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *e) {
@@ -134,15 +178,21 @@ static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *
     return owner;
   }
   if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
-  for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
-    mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
-    if (!can_take(cand, e)) continue;
-    if (cand->selector) {
-      if (values == NULL) values = mqr__msg_values(b, e->msg, &n);
-      if (!mqr_filter_matches(cand->selector, values, n)) continue;
+  if (bq->priorities && !bq->exclusive) {
+    selective_t x = {b, e, NULL, 0};
+    c = by_priority(bq, takes_selective, &x);
+    values = x.values;
+  } else {
+    for (uint32_t k = 0; k < (bq->exclusive ? 1 : bq->n_consumers) && c == NULL; k++) {
+      mqr_broker_consumer_t *cand = bq->consumers[(bq->rr + k) % bq->n_consumers];
+      if (!can_take(cand, e)) continue;
+      if (cand->selector) {
+        if (values == NULL) values = mqr__msg_values(b, e->msg, &n);
+        if (!mqr_filter_matches(cand->selector, values, n)) continue;
+      }
+      c = cand;
+      bq->rr = (bq->rr + k + 1) % bq->n_consumers;
     }
-    c = cand;
-    bq->rr = (bq->rr + k + 1) % bq->n_consumers;
   }
   if (values) mqr__msg_values_clear(b);
   if (c && group.len) mqr__group_assign(bq, group, c);

@@ -3,6 +3,9 @@
  * (core.h): a head's client and everything it holds. */
 #include <stdio.h>
 
+#include <errno.h>
+#include <stdlib.h>
+
 #include "durable.h"
 
 /* A made-up subscription queue name: the target, then a number unique in the broker. */
@@ -76,10 +79,53 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   return mqr_router_add_queue(&b->router, &cfg, out, err);
 }
 
+/* A target's parameters (Artemis's "queue?consumer-priority=50"): taken off *target.
+ * consumer-priority is the one there is; another is refused. */
+static int target_params(mqr_str_t *target, int32_t *priority, mqr_error_t *err) {
+  const char *q = memchr(target->ptr, '?', target->len);
+  if (q == NULL) return 0;
+  mqr_str_t params = mqr_str_n(q + 1, target->len - (size_t)(q + 1 - target->ptr));
+  target->len = (size_t)(q - target->ptr);
+  while (params.len) {
+    const char *amp = memchr(params.ptr, '&', params.len);
+    mqr_str_t p = mqr_str_n(params.ptr, amp ? (size_t)(amp - params.ptr) : params.len);
+    params = amp ? mqr_str_n(amp + 1, params.len - p.len - 1) : mqr_str_n(NULL, 0);
+    static const char key[] = "consumer-priority=";
+    if (p.len <= sizeof key - 1 || memcmp(p.ptr, key, sizeof key - 1) != 0)
+      return mqr_error_set(err, MQR_EINVAL, "unknown target parameter '%.*s' (consumer-priority=N is known)",
+                           (int)p.len, p.ptr);
+    char num[16], *end;
+    size_t n = p.len - (sizeof key - 1);
+    if (n >= sizeof num) return mqr_error_set(err, MQR_EINVAL, "consumer-priority is not an int");
+    memcpy(num, p.ptr + sizeof key - 1, n);
+    num[n] = 0;
+    errno = 0;
+    long long v = strtoll(num, &end, 10);
+    if (*end || errno || v < INT32_MIN || v > INT32_MAX)
+      return mqr_error_set(err, MQR_EINVAL, "consumer-priority '%s' is not an int", num);
+    *priority = (int32_t)v;
+  }
+  return 0;
+}
+
+/* Places c among bq's consumers: by priority, highest first, after those of its own. */
+static void place(mqr__bq_t *bq, mqr_broker_consumer_t *c) {
+  uint32_t i = bq->n_consumers;
+  while (i > 0 && bq->consumers[i - 1]->priority < c->priority) i--;
+  memmove(&bq->consumers[i + 1], &bq->consumers[i], (bq->n_consumers - i) * sizeof *bq->consumers);
+  bq->consumers[i] = c;
+  bq->n_consumers++;
+  bq->priorities = bq->consumers[0]->priority != bq->consumers[bq->n_consumers - 1]->priority;
+  for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0; /* levels changed: turns anew */
+}
+
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, mqr_str_t selector,
                            uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
                            mqr_broker_consumer_t **out, mqr_error_t *err) {
   mqr_broker_t *b = s->b;
+  int32_t priority = 0;
+  int prc = target_params(&target, &priority, err);
+  if (prc) return prc;
   if (target.len == 0) return mqr_error_set(err, MQR_EINVAL, "a subscription needs a target");
   if (rt != MQR_ROUTING_NONE && rt != MQR_ANYCAST && rt != MQR_MULTICAST)
     return mqr_error_set(err, MQR_EBADROUTINGTYPE, "routing type %d", rt);
@@ -132,7 +178,8 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   c->session = s;
   c->session_next = s->consumers;
   s->consumers = c;
-  bq->consumers[bq->n_consumers++] = c;
+  c->priority = priority;
+  place(bq, c);
   bq->had_consumer = true;
   if (bq->group_rebalance) mqr__group_forget(bq, NULL); /* every group is assigned again */
   if (bq->consumers_before_dispatch > 0) mqr__gate_consumer_came(b, bq);
@@ -223,6 +270,8 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
       break;
     }
   if (bq->rr >= bq->n_consumers) bq->rr = 0;
+  bq->priorities = bq->n_consumers && bq->consumers[0]->priority != bq->consumers[bq->n_consumers - 1]->priority;
+  for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0;
   mqr_queue_remove_consumer(bq->q);
   mqr__group_forget(bq, c); /* its groups go to whoever takes their next message */
   bq->n_selective -= c->selector != NULL;

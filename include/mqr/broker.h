@@ -169,7 +169,9 @@ typedef void (*mqr_deliver_fn)(mqr_broker_consumer_t *c, const mqr_frame_message
  * with it; MULTICAST: a subscription queue, named queue or made up, that
  * goes when the consumer does unless named). selector (empty: none) is a filter
  * expression (docs/filters.md): only messages it matches go to this consumer; the others
- * stay in the queue for other consumers, as Artemis's consumer filters. credit messages
+ * stay in the queue for other consumers, as Artemis's consumer filters. target may end
+ * in "?consumer-priority=N" (an int, default 0): a queue's messages go to its highest-
+ * priority consumers that can take them first (docs/protocol.md). credit messages
  * may be delivered before more credit. *queue_name (may be NULL) gets the queue's name,
  * valid while subscribed. Errors: MQR_ENOADDR, MQR_ENOQUEUE, MQR_ECONSUMERLIMIT,
  * MQR_EINVAL, MQR_ESYNTAX (the selector's; err names the column), MQR_ELIMIT,

@@ -159,6 +159,8 @@ expect mgmt-queue-delete 0 "queue 'tagged' deleted" "" -- "$mqr" queue --url "$u
 expect mgmt-usage 2 "" "usage: mqr queue" -- "$mqr" queue --url "$url" bogus x
 expect mgmt-usage-args 2 "" "wrong number of arguments for queue move" -- "$mqr" queue --url "$url" move a
 expect mgmt-help 0 "*" "" -- "$mqr" address --help
+expect recv-priority 0 "p" "" -- sh -c "\"$mqr\" send --url $url --body p weather >/dev/null && \"$mqr\" recv --url $url 'weather?consumer-priority=9'"
+expect recv-bad-param 1 "" "unknown target parameter 'colour=red'" -- "$mqr" recv --url "$url" --timeout 1 'weather?colour=red'
 # --delay: not delivered before its time, then delivered.
 expect send-delay 0 "sent 1 to anycast://later: OK 1" "" -- \
   "$mqr" send --url "$url" --delay 1500 --body later anycast://later

@@ -4,7 +4,8 @@
  * message of each key, in the place of the one it replaced, and drops an older value
  * coming back from a consumer; MessageGroupingTest: a group's messages go to one
  * consumer, a busy group's wait while others go, a consumer going frees its groups;
- * consumers-before-dispatch holds dispatch for a count, or a delay; a steady last-value load allocates
+ * consumers-before-dispatch holds dispatch for a count, or a delay; consumer priority
+ * serves the highest consumers first; a steady last-value load allocates
  * nothing; a queue made at run time keeps its kind across a restart. */
 #include "mqr/broker.h"
 #include "test_dir.h"
@@ -405,6 +406,69 @@ static void test_made_queues_take_the_default_kind(void **state) {
   fx_close(&f);
 }
 
+/* ConsumerPriorityTest: messages go to the highest-priority consumers while they have
+ * credit and accept them (round-robin among equals); a lower one gets what they cannot
+ * take, or decline by selector. The priority is the target's consumer-priority
+ * parameter, as in Artemis ("queue?consumer-priority=50"). */
+static void test_consumer_priority(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  mqr_broker_consumer_t *hi, *hi2, *lo;
+  rx_t rhi = {.ack = false}, rhi2 = {.ack = false}, rlo = {.ack = false};
+  mqr_error_t err;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp?consumer-priority=-5"), MQR_ROUTING_NONE, MQR_STR(""),
+                                        MQR_STR(""), 100, on_msg, &rlo, &lo, NULL, &err),
+                   0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp?consumer-priority=10"), MQR_ROUTING_NONE, MQR_STR(""),
+                                        MQR_STR(""), 2, on_msg, &rhi, &hi, NULL, &err),
+                   0);
+  for (int i = 0; i < 5; i++) send_kv(&f, "grp", NULL, NULL, "m");
+  assert_int_equal(rhi.n, 2); /* until its credit ran out */
+  assert_int_equal(rlo.n, 3);
+  mqr_broker_credit(hi, 3);
+  for (int i = 0; i < 3; i++) send_kv(&f, "grp", NULL, NULL, "m");
+  assert_int_equal(rhi.n, 5);
+  assert_int_equal(rlo.n, 3);
+  /* A second at the same priority: the two take turns. */
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp?consumer-priority=10"), MQR_ROUTING_NONE, MQR_STR(""),
+                                        MQR_STR(""), 100, on_msg, &rhi2, &hi2, NULL, &err),
+                   0);
+  mqr_broker_credit(hi, 100);
+  for (int i = 0; i < 4; i++) send_kv(&f, "grp", NULL, NULL, "m");
+  assert_int_equal(rhi.n + rhi2.n, 9);
+  assert_int_equal(rhi2.n, 2);
+  assert_int_equal(rlo.n, 3);
+  mqr_broker_unsubscribe(hi);
+  mqr_broker_unsubscribe(hi2);
+  mqr_broker_unsubscribe(lo);
+  /* A selector the higher one declines: the lower one takes it. */
+  rx_t red = {.ack = true}, any = {.ack = true};
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("nogrp?consumer-priority=1"), MQR_ROUTING_NONE, MQR_STR(""),
+                                        MQR_STR("k = 'red'"), 100, on_msg, &red, &hi, NULL, &err),
+                   0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("nogrp"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_msg,
+                                        &any, &lo, NULL, &err),
+                   0);
+  send_kv(&f, "nogrp", "k", "red", "r1");
+  send_kv(&f, "nogrp", "k", "blue", "b1");
+  send_kv(&f, "nogrp", "k", "red", "r2");
+  assert_int_equal(red.n, 2);
+  assert_int_equal(any.n, 1);
+  assert_string_equal(any.got[0], "b1");
+  mqr_broker_unsubscribe(hi);
+  mqr_broker_unsubscribe(lo);
+  /* Bad parameters are refused. */
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp?consumer-priority=x"), MQR_ROUTING_NONE, MQR_STR(""),
+                                        MQR_STR(""), 1, on_msg, &rlo, &lo, NULL, &err),
+                   MQR_EINVAL);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp?colour=red"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 1,
+                                        on_msg, &rlo, &lo, NULL, &err),
+                   MQR_EINVAL);
+  assert_non_null(strstr(err.message, "colour"));
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -418,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_groups_off_and_rebalanced),
       cmocka_unit_test(test_consumers_before_dispatch),
       cmocka_unit_test(test_made_queues_take_the_default_kind),
+      cmocka_unit_test(test_consumer_priority),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
