@@ -268,8 +268,15 @@ void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
   size_t total = m->operation.len + 1;
   for (size_t i = 0; i < n; i++) total += args[i].len + 1;
   char *buf = a ? mqr_malloc(total) : NULL;
-  int rc;
-  if (buf == NULL) {
+  int rc = 0;
+  /* Names that are not UTF-8 would make addresses and queues no reader can name. */
+  if (mqr_utf8_check(m->operation.ptr, m->operation.len) != m->operation.len)
+    rc = mqr_error_set(&err, MQR_EINVAL, "the operation is not valid UTF-8");
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (mqr_utf8_check(args[i].ptr, args[i].len) != args[i].len)
+      rc = mqr_error_set(&err, MQR_EINVAL, "argument %zu is not valid UTF-8", i + 1);
+  if (rc) {
+  } else if (buf == NULL) {
     rc = mqr_error_set(&err, MQR_ENOMEM, "out of memory");
   } else {
     char *p = buf;

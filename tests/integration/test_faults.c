@@ -423,6 +423,82 @@ static void test_invalid_utf8_refused(void **state) {
   assert_false(address_listed(bad_addr, strlen(bad_addr)));
 }
 
+/* ---- hostile management ------------------------------------------------------------------ */
+
+/* MANAGE frames a client should not send: each answered with a refusal (the connection
+ * and the broker go on), none making what it names. */
+static void test_hostile_manage(void **state) {
+  (void)state;
+  static reader_t r;
+  memset(&r, 0, sizeof r);
+  int s = raw_client(1 << 20);
+  mqr_frame_t f;
+  struct {
+    const char *op;
+    mqr_str_t args[4];
+    size_t n;
+    const char *want;
+  } bad[] = {
+      {"address.create", {MQR_STR("mg.\xff"), MQR_STR("ANYCAST")}, 2, "not valid UTF-8"},
+      {"queue.create\xc3", {MQR_STR("a"), MQR_STR("b"), MQR_STR("ANYCAST")}, 3, "not valid UTF-8"},
+      {"queue.explode", {MQR_STR("q")}, 1, "unknown operation"},
+      {"queue.create", {MQR_STR("mg.q")}, 1, "usage: queue.create"},
+      {"queue.create", {MQR_STR("mg.q"), MQR_STR("mg"), MQR_STR("BOTH")}, 3, "bad routing type"},
+      {"queue.create", {MQR_STR("mg.q"), MQR_STR("mg"), MQR_STR("ANYCAST"), MQR_STR("ring-size=1e9")}, 4, "ring-size"},
+      {"address.create", {MQR_STR("mg"), MQR_STR("SIDEWAYS")}, 2, "bad routing types"},
+      {"queue.browse", {MQR_STR("nope"), MQR_STR("-1")}, 2, "MAX must be"},
+      {"address.delete", {MQR_STR("held"), MQR_STR("now")}, 2, "may be 'force'"},
+      {"queue.move", {MQR_STR("held"), MQR_STR("held")}, 2, "cannot move to itself"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    mqr_frame_t m = {MQR_FRAME_MANAGE, {.manage = {(int64_t)i + 1, mqr_str(bad[i].op), {bad[i].args, bad[i].n}}}};
+    send_frame(s, &m);
+    assert_true(read_until(s, &r, MQR_FRAME_MANAGE_RESULT, &f, 3));
+    assert_int_equal(f.u.manage_result.request, (int64_t)i + 1);
+    assert_true(f.u.manage_result.code < 0);
+    if (strstr(f.u.manage_result.text.ptr, bad[i].want) == NULL)
+      fail_msg("%s: '%.*s' lacks '%s'", bad[i].op, (int)f.u.manage_result.text.len, f.u.manage_result.text.ptr,
+               bad[i].want);
+  }
+  /* 10,000 arguments: more than the frame decoder holds, a bad frame (fatal); the
+   * broker goes on. */
+  static mqr_str_t many[10000];
+  for (size_t i = 0; i < 10000; i++) many[i] = MQR_STR("x=y");
+  mqr_frame_t m = {MQR_FRAME_MANAGE, {.manage = {99, MQR_STR("queue.create"), {many, 10000}}}};
+  send_frame(s, &m);
+  assert_true(read_until(s, &r, MQR_FRAME_ERROR, &f, 3));
+  assert_true(f.u.error.code < 0);
+  close(s);
+  /* 20 arguments fit: refused for what they say. */
+  memset(&r, 0, sizeof r);
+  s = raw_client(1 << 20);
+  m.u.manage.args.count = 20;
+  send_frame(s, &m);
+  assert_true(read_until(s, &r, MQR_FRAME_MANAGE_RESULT, &f, 3));
+  assert_true(f.u.manage_result.code < 0);
+  close(s);
+  assert_false(address_listed("mg", 2));
+  /* A browse larger than the client's max_frame: refused (ELIMIT), not cut. */
+  mqr_bclient_t *p = connect_();
+  char body[900];
+  memset(body, 'b', sizeof body);
+  for (int i = 0; i < 4; i++) {
+    mqr_client_message_t msg = {MQR_STR("mg.big"), MQR_ANYCAST, false, {"", 0}, MQR_PRIORITY_DEFAULT,        0, 0,
+                                {"", 0},           NULL,        NULL,  0,       mqr_str_n(body, sizeof body)};
+    assert_int_equal(mqr_bclient_send(p, &msg, true, NULL, NULL), 0);
+  }
+  mqr_bclient_close(p);
+  memset(&r, 0, sizeof r);
+  s = raw_client(1024);
+  mqr_str_t q[1] = {MQR_STR("mg.big")};
+  m = (mqr_frame_t){MQR_FRAME_MANAGE, {.manage = {7, MQR_STR("queue.browse"), {q, 1}}}};
+  send_frame(s, &m);
+  assert_true(read_until(s, &r, MQR_FRAME_MANAGE_RESULT, &f, 3));
+  assert_int_equal(f.u.manage_result.code, MQR_ELIMIT);
+  assert_int_equal(f.u.manage_result.rows.count, 0);
+  close(s);
+}
+
 /* ---- a client's declared max_frame ------------------------------------------------------ */
 
 /* A client that declared max_frame 1024 is never sent a longer frame: a message that does
@@ -491,7 +567,7 @@ int main(void) {
       cmocka_unit_test(test_sigpipe_ignored),           cmocka_unit_test(test_consumer_reset_does_not_kill),
       cmocka_unit_test(test_blocked_producer_vanishes), cmocka_unit_test(test_handshake_timeout),
       cmocka_unit_test(test_idle_timeout_and_ping),     cmocka_unit_test(test_invalid_utf8_refused),
-      cmocka_unit_test(test_max_frame_honoured),
+      cmocka_unit_test(test_max_frame_honoured),        cmocka_unit_test(test_hostile_manage),
   };
   return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);
 }
