@@ -65,6 +65,8 @@ typedef struct mqr__acct_s {
   mqr__producer_t **blocked;  /* producers paused on it (BLOCK) */
   struct mqr__pager_s *pager; /* its page files (PAGE; pager.c), NULL until it first pages */
   uint32_t n_blocked, cap_blocked;
+  uint64_t jfile;           /* an address made by management: the file of its TOPOLOGY record (0: none) */
+  bool deleted;             /* recovery: a tombstone was read (it goes at the end) */
   struct mqr__acct_s *next; /* the broker's list */
 } mqr__acct_t;
 

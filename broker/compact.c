@@ -266,6 +266,66 @@ void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
              (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);
 }
 
+/* ---- addresses made by management ------------------------------------------------------------ */
+
+static size_t address_record_size(const mqr__acct_t *acct) { return 4 + mqr_address_name(acct->address).len; }
+
+/* Appends acct's address record and counts it in its file. */
+static bool address_append(mqr__durable_t *d, mqr__acct_t *acct) {
+  mqr_str_t name = mqr_address_name(acct->address);
+  size_t n = address_record_size(acct);
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) return false;
+  buf[0] = 4;
+  buf[1] = mqr_address_routing_types(acct->address).bits;
+  put16(buf + 2, name.len);
+  memcpy(buf + 4, name.ptr, name.len);
+  int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
+  mqr_free(buf);
+  if (rc) return false;
+  if (acct->jfile) {
+    mqr__jfile_t *old = file_of(d, acct->jfile);
+    if (old) old->live--, old->bytes -= mqr_journal_record_size(n);
+  }
+  acct->jfile = mqr_journal_file(d->w);
+  mqr__jfile_t *f = file_of(d, acct->jfile);
+  if (f) f->live++, f->bytes += mqr_journal_record_size(n);
+  return true;
+}
+
+int mqr__durable_address_made(mqr_broker_t *b, mqr__acct_t *acct) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL) return 0;
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  return address_append(d, acct) ? 0 : MQR_EIO;
+}
+
+int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || acct->jfile == 0) return 0;
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  mqr_str_t name = mqr_address_name(acct->address);
+  size_t n = 3 + name.len;
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) return MQR_ENOMEM;
+  buf[0] = 5;
+  put16(buf + 1, name.len);
+  memcpy(buf + 3, name.ptr, name.len);
+  int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
+  mqr_free(buf);
+  if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
+  uint64_t made = acct->jfile, file = mqr_journal_file(d->w);
+  mqr__jfile_t *f = file_of(d, made);
+  if (f) f->live--, f->bytes -= mqr_journal_record_size(address_record_size(acct));
+  acct->jfile = 0;
+  if (made != file && !mqr__durable_tomb(d, made, file, (uint32_t)mqr_journal_record_size(n)))
+    mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping address '%.*s' deleted: it may come back at a restart",
+             (int)name.len, name.ptr);
+  return 0;
+}
+
+size_t mqr__address_record_size(const mqr__acct_t *acct) { return address_record_size(acct); }
+
 int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_t *d = b->dur;
   if (d == NULL || bq->temporary || (!bq->from_config && !mqr_queue_durable(bq->q))) return 0; /* goes anyway */
@@ -314,6 +374,9 @@ static void compact_step(uv_idle_t *h) {
   }
   uint64_t old = d->first;
   bool blocked = false;
+  /* Addresses before queues: replayed in this order, a queue finds its address made. */
+  for (mqr__acct_t *a = d->b->accts; a && !blocked; a = a->next)
+    if (a->jfile == old) blocked = !address_append(d, a);
   for (mqr__bq_t *bq = d->b->queues; bq && !blocked; bq = bq->next)
     if (bq->jfile == old) blocked = !topology_append(d, bq);
   if (!blocked) blocked = !mqr__pagers_copy_marks(d, old);

@@ -150,6 +150,12 @@ int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq);
  * end, as the queues are). */
 bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes);
 void mqr__jfiles_free(mqr__durable_t *d);
+/* An address made by management: its TOPOLOGY record (op 4: u8 routing types, u16 name
+ * length, the name), and at its deletion a tombstone (op 5: u16 length, the name). 0,
+ * MQR_EIO, MQR_ENOMEM. */
+int mqr__durable_address_made(mqr_broker_t *b, mqr__acct_t *acct);
+int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct);
+size_t mqr__address_record_size(const mqr__acct_t *acct);
 /* A queue's state (paused or not) recorded: its TOPOLOGY record written again (a queue
  * of the config gets one too). 0, or MQR_EIO. */
 int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq);

@@ -8,7 +8,20 @@
 
 int mqr_broker_create_address(mqr_broker_t *b, mqr_str_t name, mqr_routing_set_t types, mqr_error_t *err) {
   if (mqr_routing_set_is_empty(types)) return mqr_error_set(err, MQR_EINVAL, "an address needs a routing type");
-  return mqr_router_add_address(&b->router, name, types, 0, NULL, err);
+  mqr_address_t *a;
+  int rc = mqr_router_add_address(&b->router, name, types, 0, &a, err);
+  if (rc || b->dur == NULL) return rc;
+  /* Recorded, so that a restart makes it again (Artemis persists an address it is asked
+   * to make). */
+  mqr__acct_t *acct = mqr__acct_of(b, a);
+  rc = acct ? mqr__durable_address_made(b, acct) : MQR_ENOMEM;
+  if (rc) {
+    if (acct) mqr__acct_drop(b, acct);
+    mqr_router_remove_address(&b->router, name, false, NULL);
+    return mqr_error_set(err, rc, "address '%.*s' is not made: %s", (int)name.len, name.ptr,
+                         rc == MQR_EIO ? "the journal cannot record it" : mqr_strerror(rc));
+  }
+  return 0;
 }
 
 int mqr_broker_delete_address(mqr_broker_t *b, mqr_str_t name, bool force, mqr_error_t *err) {
@@ -41,7 +54,14 @@ int mqr_broker_delete_address(mqr_broker_t *b, mqr_str_t name, bool force, mqr_e
     rc = mqr_broker_delete_queue(b, mqr_queue_name(q), err);
   }
   if (rc == 0 && (a = mqr_router_find_address(&b->router, name)) != NULL) {
-    if ((acct = mqr_address_data(a)) != NULL) mqr__acct_drop(b, acct);
+    if ((acct = mqr_address_data(a)) != NULL) {
+      if ((rc = mqr__durable_address_deleted(b, acct)) != 0) {
+        mqr_free(copy);
+        return mqr_error_set(err, rc, "address '%.*s' is kept: the journal cannot record its deletion", (int)name.len,
+                             name.ptr);
+      }
+      mqr__acct_drop(b, acct);
+    }
     rc = mqr_router_remove_address(&b->router, name, false, err);
   }
   mqr_free(copy);

@@ -106,10 +106,51 @@ static int tombstone(mqr__recovery_t *rc, uint64_t file, const mqr_journal_recor
   return 0;
 }
 
+/* An address made by management (op 4), made again; its tombstone (op 5). */
+static int address_record(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
+  mqr_broker_t *b = rc->b;
+  const uint8_t *p = r->payload;
+  if (p[0] == 5) {
+    if (r->len < 3 || r->len != 3 + (size_t)get16(p + 1)) return rc->bad++, 0;
+    mqr_address_t *a = mqr_router_find_address(&b->router, mqr_str_n((const char *)p + 3, r->len - 3));
+    mqr__acct_t *acct = a ? mqr_address_data(a) : NULL;
+    if (acct == NULL || acct->jfile == 0) return 0; /* its maker's file is gone */
+    tomb_t *nt = mqr_realloc(rc->tombs, (rc->n_tombs + 1) * sizeof *nt);
+    if (nt == NULL) return MQR_ENOMEM;
+    rc->tombs = nt;
+    rc->tombs[rc->n_tombs++] = (tomb_t){acct->jfile, file, (uint32_t)mqr_journal_record_size(r->len)};
+    acct->deleted = true;
+    acct->jfile = 0;
+    return 0;
+  }
+  if (r->len < 4 || r->len != 4 + (size_t)get16(p + 2) || (p[1] & ~3u) || !p[1]) return rc->bad++, 0;
+  mqr_str_t name = mqr_str_n((const char *)p + 4, r->len - 4);
+  mqr_routing_set_t types = {p[1]};
+  mqr_address_t *a = mqr_router_find_address(&b->router, name);
+  mqr_error_t err;
+  if (a == NULL) {
+    int e = mqr_router_add_address(&b->router, name, types, 0, &a, &err);
+    if (e == MQR_ENOMEM) return MQR_ENOMEM;
+    if (e) {
+      mqr__log(b, MQR_LOG_WARN, "journal: address '%.*s' cannot be made again: %s", (int)name.len, name.ptr,
+               err.message);
+      return 0;
+    }
+  } else {
+    mqr_router_set_address_flags(&b->router, name, mqr_address_flags(a) & ~MQR_ADDRESS_AUTO_CREATED);
+  }
+  mqr__acct_t *acct = mqr__acct_of(b, a);
+  if (acct == NULL) return MQR_ENOMEM;
+  acct->deleted = false;
+  acct->jfile = file;
+  return 0;
+}
+
 static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
   mqr_broker_t *b = rc->b;
   mqr_queue_config_t cfg;
   if (r->len >= 1 && r->payload[0] == 3) return tombstone(rc, file, r);
+  if (r->len >= 1 && (r->payload[0] == 4 || r->payload[0] == 5)) return address_record(rc, file, r);
   if (!mqr__topology_read(r->payload, r->len, &cfg)) return rc->bad++, 0;
   mqr_str_t name = cfg.name, addr = cfg.address;
   mqr_routing_type_t rt = cfg.routing_type;
@@ -306,6 +347,12 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
       f->live++;
       f->bytes += mqr_journal_record_size(mqr__topology_size(bq->q));
     }
+  for (mqr__acct_t *a = b->accts; a; a = a->next)
+    if (a->jfile && a->jfile >= d->first && mqr__jfiles_reserve(d, a->jfile)) {
+      mqr__jfile_t *f = &d->files[a->jfile - d->first];
+      f->live++;
+      f->bytes += mqr_journal_record_size(mqr__address_record_size(a));
+    }
   for (size_t i = 0; i < rc->n_tombs; i++)
     if (!mqr__durable_tomb(d, rc->tombs[i].made, rc->tombs[i].file, rc->tombs[i].bytes))
       mqr__log(b, MQR_LOG_WARN, "journal: out of memory counting a deleted queue's record");
@@ -313,6 +360,18 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
   for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
     next = bq->next;
     if (bq->deleted) mqr__queue_drop(b, bq);
+  }
+  /* And the addresses a tombstone deleted, when nothing is left on them. */
+  for (mqr__acct_t *a = b->accts, *next; a; a = next) {
+    next = a->next;
+    if (!a->deleted || mqr_address_queue_count(a->address) || a->bytes || a->pager) continue;
+    mqr_str_t name = mqr_address_name(a->address);
+    char *copy = mqr_malloc(name.len + 1);
+    if (copy == NULL) continue; /* it stays, for want of memory */
+    memcpy(copy, name.ptr, name.len);
+    mqr__acct_drop(b, a);
+    mqr_router_remove_address(&b->router, mqr_str_n(copy, name.len), false, NULL);
+    mqr_free(copy);
   }
   if (rc->max_id > b->next_message_id) b->next_message_id = rc->max_id;
   if (rc->orphans)

@@ -59,10 +59,17 @@ static void describe(const mqr_journal_record_t *r) {
              (int)(r->len - 4), (const char *)p + 4);
     return;
   case MQR_JOURNAL_TOPOLOGY:
-    if (r->len >= 14 && p[0] == 1 && r->len == 14 + get16(p + 8) + get16(p + 10) + get16(p + 12))
-      printf(" queue=%.*s address=%.*s %s%s", (int)get16(p + 8), (const char *)p + 14, (int)get16(p + 10),
+    /* op 1, 2: a queue made (2 with its kind after the names); 3: a queue deleted; 4: an
+     * address made; 5: an address deleted. */
+    if (r->len >= 14 && (p[0] == 1 || p[0] == 2) && r->len >= 14 + get16(p + 8) + get16(p + 10) + get16(p + 12))
+      printf(" queue=%.*s address=%.*s %s%s%s", (int)get16(p + 8), (const char *)p + 14, (int)get16(p + 10),
              (const char *)p + 14 + get16(p + 8), p[1] == MQR_ANYCAST ? "ANYCAST" : "MULTICAST",
-             p[2] & 1 ? " durable" : "");
+             p[2] & 1 ? " durable" : "", p[3] & 1 ? " paused" : "");
+    else if (r->len >= 3 && (p[0] == 3 || p[0] == 5) && r->len == 3 + get16(p + 1))
+      printf(" deleted %s=%.*s", p[0] == 3 ? "queue" : "address", (int)get16(p + 1), (const char *)p + 3);
+    else if (r->len >= 4 && p[0] == 4 && r->len == 4 + get16(p + 2))
+      printf(" address=%.*s%s%s", (int)get16(p + 2), (const char *)p + 4, p[1] & (1u << MQR_ANYCAST) ? " ANYCAST" : "",
+             p[1] & (1u << MQR_MULTICAST) ? " MULTICAST" : "");
     return;
   case MQR_JOURNAL_BATCH: return; /* never handed to readers */
   case MQR_JOURNAL_PAGED:

@@ -213,6 +213,16 @@ void mqr__address_set_info(mqr_router_t *r, mqr_address_t *a, mqr_address_info_t
   if (s) s->aux[MQR__AUX_TYPES] = info.types.bits;
 }
 
+int mqr_router_set_address_flags(mqr_router_t *r, mqr_str_t name, uint32_t flags) {
+  mqr__key_t k = mqr__key(name.ptr, name.len);
+  mqr__slot_t *s = mqr__table_slot(&RT(r)->addresses, &k);
+  if (s == NULL) return MQR_ENOADDR;
+  mqr_address_t *a = s->val;
+  a->key.flags = (uint8_t)((flags & ~MQR_ADDRESS_WILDCARD) | (a->key.flags & MQR_ADDRESS_WILDCARD));
+  s->aux[MQR__AUX_FLAGS] = a->key.flags;
+  return 0;
+}
+
 /* ---- binding arrays, staged ----------------------------------------------------- */
 
 typedef struct {

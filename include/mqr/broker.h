@@ -251,9 +251,10 @@ MQR_EXTERN int mqr_broker_delete_queue(mqr_broker_t *b, mqr_str_t name, mqr_erro
  * call is refused. */
 
 /* Makes an address with routing types `types` (as the config's addresses: it does not
- * go away by auto-delete). Errors: the router's (MQR_EADDREXISTS, MQR_EEMPTYADDR,
- * MQR_ENAMETOOLONG, MQR_ENOMEM). Kept across a restart once a durable queue is made on
- * it (the queue's record makes it again); a bare address is not. */
+ * go away by auto-delete). With a journal it is recorded, and a restart makes it again
+ * until it is deleted. Errors: the router's (MQR_EADDREXISTS, MQR_EEMPTYADDR,
+ * MQR_ENAMETOOLONG, MQR_ENOMEM), MQR_EINVAL (no routing type), MQR_EIO (the journal
+ * cannot record it: it is not made). */
 MQR_EXTERN int mqr_broker_create_address(mqr_broker_t *b, mqr_str_t name, mqr_routing_set_t types, mqr_error_t *err);
 
 /* Deletes an address. With queues it is refused (MQR_EADDRHASQUEUES) unless force, which

@@ -506,6 +506,10 @@ MQR_EXTERN size_t mqr_router_id_cache_bytes(const mqr_router_t *r);
 MQR_EXTERN int mqr_router_add_address(mqr_router_t *r, mqr_str_t name, mqr_routing_set_t types, uint32_t flags,
                                       mqr_address_t **out, mqr_error_t *err);
 
+/* Sets an address's flags (MQR_ADDRESS_AUTO_CREATED, _TEMPORARY, _INTERNAL, _PAUSED; the
+ * wildcard flag stays as the name makes it). MQR_ENOADDR when missing. */
+MQR_EXTERN int mqr_router_set_address_flags(mqr_router_t *r, mqr_str_t name, uint32_t flags);
+
 /* Removes an address. With queues it is refused (MQR_EADDRHASQUEUES) unless force,
  * which removes them too. MQR_ENOADDR when missing; MQR_ENOMEM leaves it unchanged. */
 MQR_EXTERN int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_error_t *err);

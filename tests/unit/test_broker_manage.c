@@ -121,6 +121,24 @@ static void test_addresses_and_queues_made_and_deleted(void **state) {
   fx_close(&f);
   fx_open(&f, true); /* and they stay deleted */
   assert_null(mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("orders.q")));
+  assert_null(mqr_router_find_address(mqr_broker_router(f.b), MQR_STR("orders")));
+  /* A bare address made by management comes back after a restart, not auto-created (so
+   * no auto-delete takes it), until it is deleted. */
+  assert_int_equal(mqr_broker_create_address(f.b, MQR_STR("bare"), mqr_routing_set_of(MQR_MULTICAST), &err), 0);
+  assert_int_equal(mqr_broker_create_address(f.b, MQR_STR("gone"), mqr_routing_set_of(MQR_ANYCAST), &err), 0);
+  settle(&f);
+  fx_close(&f);
+  fx_open(&f, true);
+  mqr_address_t *bare = mqr_router_find_address(mqr_broker_router(f.b), MQR_STR("bare"));
+  assert_non_null(bare);
+  assert_int_equal(mqr_address_routing_types(bare).bits, mqr_routing_set_of(MQR_MULTICAST).bits);
+  assert_false(mqr_address_flags(bare) & MQR_ADDRESS_AUTO_CREATED);
+  assert_int_equal(mqr_broker_delete_address(f.b, MQR_STR("gone"), false, &err), 0);
+  settle(&f);
+  fx_close(&f);
+  fx_open(&f, true);
+  assert_non_null(mqr_router_find_address(mqr_broker_router(f.b), MQR_STR("bare")));
+  assert_null(mqr_router_find_address(mqr_broker_router(f.b), MQR_STR("gone")));
   assert_int_equal(mqr_broker_create_address(f.b, MQR_STR("x"), (mqr_routing_set_t){0}, &err), MQR_EINVAL);
   fx_close(&f);
 }
