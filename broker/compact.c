@@ -179,30 +179,35 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
 
 /* ---- tombstones ------------------------------------------------------------------------------ */
 
-/* The tombstone's payload: u8 op 3, u16 length of the name, the name. */
-int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
+/* A tombstone (op 3: a queue; op 5: an address): u8 op, u16 length of the name, the name.
+ * The record that made what it deletes, in file *made (record_bytes long), stops counting
+ * there; the tombstone lives as long as that file (in the same file, the two go
+ * together). *made becomes 0. */
+static int write_tomb(mqr_broker_t *b, uint8_t op, mqr_str_t name, uint64_t *made, size_t record_bytes) {
   mqr__durable_t *d = b->dur;
-  if (d == NULL || bq->jfile == 0) return 0;
   if (d->failed || d->w == NULL) return MQR_EIO;
-  mqr_str_t name = mqr_queue_name(bq->q);
   size_t n = 3 + name.len;
   uint8_t *buf = mqr_malloc(n);
   if (buf == NULL) return MQR_ENOMEM;
-  buf[0] = 3;
+  buf[0] = op;
   put16(buf + 1, name.len);
   memcpy(buf + 3, name.ptr, name.len);
   int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
   mqr_free(buf);
   if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
-  uint64_t made = bq->jfile, file = mqr_journal_file(d->w);
-  mqr__jfile_t *f = file_of(d, made);
-  if (f) f->live--, f->bytes -= mqr_journal_record_size(mqr__topology_size(bq->q));
-  bq->jfile = 0;
-  /* In the same file, the two go together; else the tombstone lasts as long as made. */
-  if (made != file && !mqr__durable_tomb(d, made, file, (uint32_t)mqr_journal_record_size(n)))
-    mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping queue '%.*s' deleted: it may come back at a restart",
-             (int)name.len, name.ptr);
+  uint64_t from = *made, file = mqr_journal_file(d->w);
+  mqr__jfile_t *f = file_of(d, from);
+  if (f) f->live--, f->bytes -= mqr_journal_record_size(record_bytes);
+  *made = 0;
+  if (from != file && !mqr__durable_tomb(d, from, file, (uint32_t)mqr_journal_record_size(n)))
+    mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping %s '%.*s' deleted: it may come back at a restart",
+             op == 3 ? "queue" : "address", (int)name.len, name.ptr);
   return 0;
+}
+
+int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
+  if (b->dur == NULL || bq->jfile == 0) return 0;
+  return write_tomb(b, 3, mqr_queue_name(bq->q), &bq->jfile, mqr__topology_size(bq->q));
 }
 
 bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes) {
@@ -301,27 +306,8 @@ int mqr__durable_address_made(mqr_broker_t *b, mqr__acct_t *acct) {
 }
 
 int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct) {
-  mqr__durable_t *d = b->dur;
-  if (d == NULL || acct->jfile == 0) return 0;
-  if (d->failed || d->w == NULL) return MQR_EIO;
-  mqr_str_t name = mqr_address_name(acct->address);
-  size_t n = 3 + name.len;
-  uint8_t *buf = mqr_malloc(n);
-  if (buf == NULL) return MQR_ENOMEM;
-  buf[0] = 5;
-  put16(buf + 1, name.len);
-  memcpy(buf + 3, name.ptr, name.len);
-  int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
-  mqr_free(buf);
-  if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
-  uint64_t made = acct->jfile, file = mqr_journal_file(d->w);
-  mqr__jfile_t *f = file_of(d, made);
-  if (f) f->live--, f->bytes -= mqr_journal_record_size(address_record_size(acct));
-  acct->jfile = 0;
-  if (made != file && !mqr__durable_tomb(d, made, file, (uint32_t)mqr_journal_record_size(n)))
-    mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping address '%.*s' deleted: it may come back at a restart",
-             (int)name.len, name.ptr);
-  return 0;
+  if (b->dur == NULL || acct->jfile == 0) return 0;
+  return write_tomb(b, 5, mqr_address_name(acct->address), &acct->jfile, address_record_size(acct));
 }
 
 size_t mqr__address_record_size(const mqr__acct_t *acct) { return address_record_size(acct); }

@@ -124,6 +124,18 @@ static int decode(struct mqr__routebuf_s *rb, const uint8_t *tail, size_t len, m
   return 0;
 }
 
+/* A copy sent, one divert level deeper; a refusal is logged (the send goes on). */
+static void send_copy(mqr_broker_t *b, const mqr_divert_t *d, const mqr__send_t *copy) {
+  mqr_broker_receipt_t r;
+  mqr_error_t err;
+  b->divert_level++;
+  int rc = mqr__do_send(b, copy, &r, NULL, &err);
+  b->divert_level--;
+  if (rc != 0 && rc != MQR__PENDING)
+    mqr__log(b, MQR_LOG_WARN, "divert '%.*s': the copy to '%.*s' was not sent: %s", (int)mqr_divert_name(d).len,
+             mqr_divert_name(d).ptr, (int)copy->address.len, copy->address.ptr, err.message);
+}
+
 /* One copy to address `to`. */
 static void forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert_t *d, mqr_str_t to, int rt,
                     const uint8_t *tail, size_t tail_len, const mqr_tail_edit_t *edit) {
@@ -169,13 +181,7 @@ static void forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert_t *d
     t.fn_arg = copy.fn_arg;
     copy = t;
   }
-  mqr_broker_receipt_t r;
-  b->divert_level++;
-  int rc = mqr__do_send(b, &copy, &r, NULL, &err);
-  b->divert_level--;
-  if (rc != 0 && rc != MQR__PENDING)
-    mqr__log(b, MQR_LOG_WARN, "divert '%.*s': the copy to '%.*s' was not sent: %s", (int)mqr_divert_name(d).len,
-             mqr_divert_name(d).ptr, (int)copy.address.len, copy.address.ptr, err.message);
+  send_copy(b, d, &copy);
 }
 
 /* An in-process send's copy, made as an in-process message: its properties and the
@@ -220,14 +226,7 @@ static void forward_made(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert
                       .producer = s->producer,
                       .fn = copy_answered,
                       .fn_arg = b};
-  mqr_broker_receipt_t r;
-  mqr_error_t err;
-  b->divert_level++;
-  int rc = mqr__do_send(b, &copy, &r, NULL, &err);
-  b->divert_level--;
-  if (rc != 0 && rc != MQR__PENDING)
-    mqr__log(b, MQR_LOG_WARN, "divert '%.*s': the copy to '%.*s' was not sent: %s", (int)mqr_divert_name(d).len,
-             mqr_divert_name(d).ptr, (int)to.len, to.ptr, err.message);
+  send_copy(b, d, &copy);
 }
 
 static bool expiry_adjusts(const mqr_address_settings_t *st) {

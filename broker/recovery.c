@@ -91,19 +91,25 @@ static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
  * unless the config made it. */
 /* A tombstone: the queue goes at the end (unless a later record makes it again); while
  * the file of the record that made it lasts, so does the tombstone. */
+/* A tombstone read for what the record in *made made: noted (it lives as long as that
+ * record's file), *deleted set, *made 0. */
+static int note_tomb(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r, uint64_t *made, bool *deleted) {
+  tomb_t *nt = mqr_realloc(rc->tombs, (rc->n_tombs + 1) * sizeof *nt);
+  if (nt == NULL) return MQR_ENOMEM;
+  rc->tombs = nt;
+  rc->tombs[rc->n_tombs++] = (tomb_t){*made, file, (uint32_t)mqr_journal_record_size(r->len)};
+  *deleted = true;
+  *made = 0;
+  return 0;
+}
+
 static int tombstone(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
   mqr_broker_t *b = rc->b;
   if (r->len < 3 || r->len != 3 + (size_t)get16(r->payload + 1)) return rc->bad++, 0;
   mqr_queue_t *q = mqr_router_find_queue(&b->router, mqr_str_n((const char *)r->payload + 3, r->len - 3));
   mqr__bq_t *bq = q ? mqr_queue_data(q) : NULL;
   if (bq == NULL || bq->from_config || bq->jfile == 0) return 0; /* its maker's file is gone */
-  tomb_t *nt = mqr_realloc(rc->tombs, (rc->n_tombs + 1) * sizeof *nt);
-  if (nt == NULL) return MQR_ENOMEM;
-  rc->tombs = nt;
-  rc->tombs[rc->n_tombs++] = (tomb_t){bq->jfile, file, (uint32_t)mqr_journal_record_size(r->len)};
-  bq->deleted = true;
-  bq->jfile = 0;
-  return 0;
+  return note_tomb(rc, file, r, &bq->jfile, &bq->deleted);
 }
 
 /* An address made by management (op 4), made again; its tombstone (op 5). */
@@ -115,13 +121,7 @@ static int address_record(mqr__recovery_t *rc, uint64_t file, const mqr_journal_
     mqr_address_t *a = mqr_router_find_address(&b->router, mqr_str_n((const char *)p + 3, r->len - 3));
     mqr__acct_t *acct = a ? mqr_address_data(a) : NULL;
     if (acct == NULL || acct->jfile == 0) return 0; /* its maker's file is gone */
-    tomb_t *nt = mqr_realloc(rc->tombs, (rc->n_tombs + 1) * sizeof *nt);
-    if (nt == NULL) return MQR_ENOMEM;
-    rc->tombs = nt;
-    rc->tombs[rc->n_tombs++] = (tomb_t){acct->jfile, file, (uint32_t)mqr_journal_record_size(r->len)};
-    acct->deleted = true;
-    acct->jfile = 0;
-    return 0;
+    return note_tomb(rc, file, r, &acct->jfile, &acct->deleted);
   }
   if (r->len < 4 || r->len != 4 + (size_t)get16(p + 2) || (p[1] & ~3u) || !p[1]) return rc->bad++, 0;
   mqr_str_t name = mqr_str_n((const char *)p + 4, r->len - 4);

@@ -4,8 +4,7 @@
  * consumer coming back within the delay keeps it; its address goes after
  * auto-delete-addresses-delay; queues of the config, queues that never had a consumer and
  * addresses under auto-delete-* false stay; a durable one stays deleted after a restart. */
-#include "mqr/broker.h"
-#include "test_dir.h"
+#include "broker_fx.h"
 
 static const char yaml_fmt[] = "%s"
                                "address-settings:\n"
@@ -15,30 +14,7 @@ static const char yaml_fmt[] = "%s"
                                "addresses:\n"
                                "  cfg: {anycast: [cfg]}\n";
 
-typedef struct {
-  mqr_broker_t *b;
-  uv_loop_t loop;
-  mqr_config_t *cfg;
-} fx_t;
-
-static void fx_open(fx_t *f, bool durable) {
-  char persistence[300] = "", yaml[1024];
-  if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
-  int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
-  assert_true(n > 0 && (size_t)n < sizeof yaml);
-  uv_loop_init(&f->loop);
-  if (mqr_config_load_string("a.yaml", yaml, (size_t)n, &f->cfg, NULL) != 0) fail_msg("config");
-  mqr_broker_options_t opt = {.config = f->cfg};
-  mqr_error_t err;
-  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
-}
-
-static void fx_close(fx_t *f) {
-  mqr_broker_close(f->b, NULL, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&f->loop), 0);
-  mqr_config_destroy(f->cfg);
-}
+static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
 static void send1(fx_t *f, const char *address, bool durable) {
   mqr_broker_message_t m = {.address = mqr_str(address),

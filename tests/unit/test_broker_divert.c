@@ -6,8 +6,7 @@
  * its address, keeping the first origin, and a loop is cut; a transformer changes or
  * drops the copy; a durable send is answered once its durable copy is durable, and the
  * copy survives a restart; a reload removes, changes and adds diverts. */
-#include "mqr/broker.h"
-#include "test_dir.h"
+#include "broker_fx.h"
 
 static const char yaml_fmt[] =
     "%s"
@@ -38,37 +37,7 @@ static const char yaml_fmt[] =
     "  lb: {address: loop.b, forwarding-address: loop.a}\n"
     "  tr: {address: t.in, forwarding-address: t.out, exclusive: true}\n";
 
-typedef struct {
-  mqr_broker_t *b;
-  uv_loop_t loop;
-  mqr_config_t *cfg;
-} fx_t;
-
-static void fx_open(fx_t *f, bool durable) {
-  char persistence[400] = "", yaml[4096];
-  if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
-  int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
-  assert_true(n > 0 && (size_t)n < sizeof yaml);
-  uv_loop_init(&f->loop);
-  mqr_error_t items[4];
-  mqr_diags_t d;
-  mqr_diags_init(&d, items, 4);
-  if (mqr_config_load_string("dv.yaml", yaml, (size_t)n, &f->cfg, &d) != 0) fail_msg("%s", items[0].message);
-  mqr_broker_options_t opt = {.config = f->cfg};
-  mqr_error_t err;
-  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
-}
-
-static void fx_close(fx_t *f) {
-  mqr_broker_close(f->b, NULL, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&f->loop), 0);
-  mqr_config_destroy(f->cfg);
-}
-
-static void settle(fx_t *f) {
-  for (int i = 0; i < 50; i++) uv_run(&f->loop, UV_RUN_NOWAIT), usleep(1000);
-}
+static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
 /* Sends body to address with property office (NULL: none); the receipt's message id. */
 static int64_t send_one(fx_t *f, const char *address, int rt, const char *body, const char *office, bool durable) {

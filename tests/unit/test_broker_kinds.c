@@ -7,8 +7,7 @@
  * consumers-before-dispatch holds dispatch for a count, or a delay; consumer priority
  * serves the highest consumers first; a steady last-value load allocates
  * nothing; a queue made at run time keeps its kind across a restart. */
-#include "mqr/broker.h"
-#include "test_dir.h"
+#include "broker_fx.h"
 
 static const char yaml_fmt[] =
     "%s"
@@ -26,33 +25,7 @@ static const char yaml_fmt[] =
     "  two: {anycast: {two: {consumers-before-dispatch: 2}}}\n"
     "  late: {anycast: {late: {consumers-before-dispatch: 3, delay-before-dispatch: 150}}}\n";
 
-typedef struct {
-  mqr_broker_t *b;
-  uv_loop_t loop;
-  mqr_config_t *cfg;
-} fx_t;
-
-static void fx_open(fx_t *f, bool durable) {
-  char persistence[300] = "", yaml[4096];
-  if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
-  int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
-  assert_true(n > 0 && (size_t)n < sizeof yaml);
-  uv_loop_init(&f->loop);
-  mqr_error_t items[4];
-  mqr_diags_t d;
-  mqr_diags_init(&d, items, 4);
-  if (mqr_config_load_string("k.yaml", yaml, (size_t)n, &f->cfg, &d) != 0) fail_msg("%s", items[0].message);
-  mqr_broker_options_t opt = {.config = f->cfg};
-  mqr_error_t err;
-  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
-}
-
-static void fx_close(fx_t *f) {
-  mqr_broker_close(f->b, NULL, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&f->loop), 0);
-  mqr_config_destroy(f->cfg);
-}
+static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
 static void send_kv(fx_t *f, const char *address, const char *key_name, const char *key, const char *body) {
   mqr_str_t k = mqr_str(key_name ? key_name : "");

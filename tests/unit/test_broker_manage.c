@@ -6,41 +6,14 @@
  * recorded does not; browse sees what waits without taking it; moveMessages moves what a
  * filter matches to another queue alone, stamped with its origin, leaving what is in
  * flight; listConsumers tells each consumer's credit and what it holds. */
-#include "mqr/broker.h"
-#include "test_dir.h"
+#include "broker_fx.h"
 
 static const char yaml_fmt[] = "%s"
                                "addresses:\n"
                                "  cfg: {anycast: [cfg]}\n"
                                "  other: {multicast: [other.a, other.b]}\n";
 
-typedef struct {
-  mqr_broker_t *b;
-  uv_loop_t loop;
-  mqr_config_t *cfg;
-} fx_t;
-
-static void fx_open(fx_t *f, bool durable) {
-  char persistence[400] = "", yaml[1024];
-  if (durable) snprintf(persistence, sizeof persistence, "persistence:\n  directory: %s\n", dir);
-  int n = snprintf(yaml, sizeof yaml, yaml_fmt, persistence);
-  uv_loop_init(&f->loop);
-  if (mqr_config_load_string("m.yaml", yaml, (size_t)n, &f->cfg, NULL) != 0) fail_msg("config");
-  mqr_broker_options_t opt = {.config = f->cfg};
-  mqr_error_t err;
-  if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
-}
-
-static void fx_close(fx_t *f) {
-  mqr_broker_close(f->b, NULL, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&f->loop), 0);
-  mqr_config_destroy(f->cfg);
-}
-
-static void settle(fx_t *f) {
-  for (int i = 0; i < 50; i++) uv_run(&f->loop, UV_RUN_NOWAIT), usleep(1000);
-}
+static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
 static void send_one(fx_t *f, const char *address, const char *body, const char *color, bool durable) {
   mqr_str_t keys[1] = {MQR_STR("color")};
