@@ -198,7 +198,7 @@ static bool like_match(const int32_t *p, uint32_t n, mqr_str_t str) {
 /* A pattern of literal runs between %s (no _): the first run a prefix unless the pattern
  * begins with %, the last a suffix unless it ends with one, the ones between found in
  * order, leftmost first (which is optimal). */
-static bool like_simple(const mqr_filter_t *f, uint32_t k, mqr_str_t str) {
+static inline __attribute__((always_inline)) bool like_simple(const mqr_filter_t *f, uint32_t k, mqr_str_t str) {
   const char *s = str.len ? str.ptr : "";
   size_t pos = 0, end = str.len;
   uint32_t first = f->pats[k].seg, n = f->pats[k].n_seg;
@@ -226,9 +226,11 @@ static bool like_simple(const mqr_filter_t *f, uint32_t k, mqr_str_t str) {
   return true;
 }
 
-static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg) {
-  if (v->type == MQR_VALUE_NULL) return VNULL;
-  if (v->type != MQR_VALUE_STRING) return vbool(neg); /* false, then NOT */
+/* LIKE and IN as truth values (1, 0, -1 UNKNOWN), inlined into the program's loop. */
+static inline __attribute__((always_inline)) int like_tv(const mqr_filter_t *f, uint32_t pat, const val_t *v,
+                                                         bool neg) {
+  if (v->type == MQR_VALUE_NULL) return -1;
+  if (v->type != MQR_VALUE_STRING) return neg; /* false, then NOT */
   bool m;
   if (f->pats[pat].simple) {
     m = like_simple(f, pat, v->u.s);
@@ -236,15 +238,25 @@ static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg)
     const int32_t *p = f->pats[pat].len ? f->pat + f->pats[pat].off : NULL; /* '' has none */
     m = like_match(p, f->pats[pat].len, v->u.s);
   }
-  return vbool(m != neg);
+  return m != neg;
+}
+
+static inline __attribute__((always_inline)) int in_tv(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
+  if (v->type != MQR_VALUE_STRING) return -1; /* as Artemis: not a string is UNKNOWN */
+  const mqr_str_t *items = f->set + f->sets[set].off;
+  for (uint32_t i = 0; i < f->sets[set].len; i++)
+    if (items[i].len == v->u.s.len && eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return !neg;
+  return neg;
+}
+
+static val_t like(const mqr_filter_t *f, uint32_t pat, const val_t *v, bool neg) {
+  int t = like_tv(f, pat, v, neg);
+  return t < 0 ? VNULL : vbool(t);
 }
 
 static val_t in(const mqr_filter_t *f, uint32_t set, const val_t *v, bool neg) {
-  if (v->type != MQR_VALUE_STRING) return VNULL; /* as Artemis: not a string is UNKNOWN */
-  const mqr_str_t *items = f->set + f->sets[set].off;
-  for (uint32_t i = 0; i < f->sets[set].len; i++)
-    if (items[i].len == v->u.s.len && eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return vbool(!neg);
-  return vbool(neg);
+  int t = in_tv(f, set, v, neg);
+  return t < 0 ? VNULL : vbool(t);
 }
 
 static val_t load(const val_t *values, uint32_t n, int32_t slot) { return (uint32_t)slot < n ? values[slot] : VNULL; }
@@ -627,12 +639,10 @@ l_cmp_l : {
   NEXT();
 }
 l_like:
-  r = like(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
-  st[sp++] = (int8_t)tv(&r);
+  st[sp++] = (int8_t)like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
   NEXT();
 l_in:
-  r = in(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
-  st[sp++] = (int8_t)tv(&r);
+  st[sp++] = (int8_t)in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
   NEXT();
 l_bool : {
   const val_t *v = slot_value(values, n, op->slot);
