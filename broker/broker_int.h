@@ -220,6 +220,8 @@ struct mqr_broker_consumer_s {
   int64_t too_big;          /* the id of a message its head refused for good: held for others */
   mqr_filter_t *selector;   /* only messages it matches come to it (NULL: all) */
   int32_t priority;         /* consumer-priority: higher levels are served first (dispatch.c) */
+  mqr_str_t group_first;    /* set during a delivery that is the first of its group to this consumer, on a
+                               queue with a group-first-key: that key (the head adds it, true) */
   uint32_t level_rr;        /* the first of a priority level keeps its level's turn */
   /* Its protocol head: how deliveries go (core.h), and the head's own context (the
    * native protocol's connection; an in-process consumer's callback argument). */
@@ -409,6 +411,10 @@ void mqr__gate_delay_out(mqr__bq_t *bq);
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay);
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
 void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);
+/* kinds.c: for a delivery of m carrying group-first-key `key` (true): the offset in m's
+ * stored bytes where the extra property block goes (the end of its properties), and the
+ * block's length (0 when m does not read); the block written to out unless NULL. */
+size_t mqr__group_first_block(const mqr__msg_t *m, mqr_str_t key, uint8_t *out, uint32_t *at);
 void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c);
 
 /* move.c: where a message that leaves its queue for good goes. */

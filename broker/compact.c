@@ -94,13 +94,15 @@ void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
  * group-rebalance, 32 auto-created: op 1 is always), u8 0, i32 max-consumers, u16 lengths of the name, the address and
  * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, i32
  * consumers-before-dispatch, i64 delay-before-dispatch, u16 length of the last-value key
- * and its bytes. Little-endian. */
+ * and its bytes; then, when it has one, u16 length of the group-first key and its bytes
+ * (an older record ends before). Little-endian. */
 #define TOPO_FIXED 14
 #define TOPO_KIND 26
 
 size_t mqr__topology_size(const mqr_queue_t *q) {
   return TOPO_FIXED + mqr_queue_name(q).len + mqr_address_name(mqr_queue_address(q)).len + mqr_queue_filter(q).len +
-         TOPO_KIND + mqr_queue_last_value_key(q).len;
+         TOPO_KIND + mqr_queue_last_value_key(q).len +
+         (mqr_queue_group_first_key(q).len ? 2 + mqr_queue_group_first_key(q).len : 0);
 }
 
 static uint8_t *put16(uint8_t *p, size_t v) {
@@ -139,7 +141,14 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   for (int i = 0; i < 8; i++) *p++ = (uint8_t)(dbd >> (8 * i));
   p = put16(p, lvk.len);
   if (lvk.len) memcpy(p, lvk.ptr, lvk.len);
-  return (size_t)(p - buf) + lvk.len;
+  p += lvk.len;
+  mqr_str_t gfk = mqr_queue_group_first_key(q);
+  if (gfk.len) {
+    p = put16(p, gfk.len);
+    memcpy(p, gfk.ptr, gfk.len);
+    p += gfk.len;
+  }
+  return (size_t)(p - buf);
 }
 
 static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
@@ -147,7 +156,9 @@ static size_t get16(const uint8_t *p) { return (size_t)(p[0] | p[1] << 8); }
 bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
   if (len < TOPO_FIXED || (p[0] != 1 && p[0] != 2)) return false;
   size_t ln = get16(p + 8), la = get16(p + 10), lf = get16(p + 12), base = TOPO_FIXED + ln + la + lf, lk = 0;
-  if (p[0] == 2 && (len < base + TOPO_KIND || len != base + TOPO_KIND + (lk = get16(p + base + 24)))) return false;
+  if (p[0] == 2 && (len < base + TOPO_KIND || len < base + TOPO_KIND + (lk = get16(p + base + 24)))) return false;
+  size_t after = base + TOPO_KIND + lk, lg = 0; /* the group-first key, when there is one */
+  if (p[0] == 2 && len != after && (len < after + 2 || len != after + 2 + (lg = get16(p + after)))) return false;
   if ((p[0] == 1 && len != base) || !mqr_routing_type_valid(p[1])) return false;
   const char *s = (const char *)p + TOPO_FIXED;
   mqr_queue_config_init(cfg, mqr_str_n(s, ln), mqr_str_n(s + ln, la), (mqr_routing_type_t)p[1]);
@@ -173,6 +184,7 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
     for (int i = 0; i < 8; i++) dbd |= (uint64_t)p[base + 16 + i] << (8 * i);
     cfg->delay_before_dispatch = (int64_t)dbd;
     cfg->last_value_key = mqr_str_n(s + ln + la + lf + TOPO_KIND, lk);
+    cfg->group_first_key = mqr_str_n(lg ? (const char *)p + after + 2 : NULL, lg);
   }
   return true;
 }

@@ -159,7 +159,7 @@ static bool takes_selective(mqr_broker_consumer_t *c, void *ctx) {
 
 /* The consumer, round-robin, that takes e: one that can take it now and whose selector
  * (if any) matches it. The message's values are read once, for the first selector. */
-static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *e) {
+static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *e, bool *first) {
   mqr_broker_t *b = bq->consumers[0]->b;
   const mqr_value_t *values = NULL;
   uint32_t n = 0;
@@ -195,7 +195,10 @@ static mqr_broker_consumer_t *pick_selective(mqr__bq_t *bq, const mqr__entry_t *
     }
   }
   if (values) mqr__msg_values_clear(b);
-  if (c && group.len) mqr__group_assign(bq, group, c);
+  if (c && group.len) {
+    mqr__group_assign(bq, group, c);
+    *first = true; /* the first of its group this consumer gets */
+  }
   return c;
 }
 
@@ -206,7 +209,8 @@ static void dispatch_selective(mqr__bq_t *bq) {
   if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
   mqr__entry_t *e = bq->store.ops->peek(&bq->store);
   while (e && bq->n_consumers && any_ready(bq)) {
-    mqr_broker_consumer_t *c = pick_selective(bq, e);
+    bool first = false;
+    mqr_broker_consumer_t *c = pick_selective(bq, e, &first);
     mqr__entry_t *next = bq->store.ops->next(&bq->store, e);
     if (c == NULL) {
       e = next;
@@ -219,7 +223,9 @@ static void dispatch_selective(mqr__bq_t *bq) {
       continue;
     }
     uint64_t removals = bq->store.removals;
+    if (first) c->group_first = mqr_queue_group_first_key(bq->q); /* empty without a key */
     int rc = hand_over(bq, c, e);
+    c->group_first = mqr_str_n(NULL, 0);
     if (rc != 0) {
       bq->store.ops->insert_before(&bq->store, e, bq->store.removals == removals ? next : bq->store.head);
       if (rc == MQR_ELIMIT) {

@@ -11,10 +11,14 @@
 static int deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
   uint8_t head[MQR_MESSAGE_HEADER_MAX];
-  size_t hl = mqr_message_head(head, c->subscription, e->delivery, e->delivery_count, e->msg->len);
+  /* The first of a group to this consumer, with a group-first-key: that property's block
+   * goes in after the message's own properties. */
+  uint32_t at = 0;
+  size_t extra = c->group_first.len ? mqr__group_first_block(e->msg, c->group_first, NULL, &at) : 0;
+  size_t hl = mqr_message_head(head, c->subscription, e->delivery, e->delivery_count, e->msg->len + extra);
   /* The frame a network consumer would read, decoded: head then stored bytes, in this
    * depth's buffer (broker_int.h). */
-  size_t n = hl + e->msg->len;
+  size_t n = hl + e->msg->len + extra;
   uint32_t d = b->deliver_depth;
   uint8_t *frame = NULL, *arena_mem = NULL, *big = NULL;
   int rc = MQR_ENOMEM;
@@ -37,7 +41,13 @@ static int deliver(mqr_broker_consumer_t *c, mqr__entry_t *e) {
     if (frame == NULL || arena_mem == NULL) goto done;
   }
   memcpy(frame, head, hl);
-  memcpy(frame + hl, e->msg->data, e->msg->len);
+  if (extra) {
+    memcpy(frame + hl, e->msg->data, at);
+    mqr__group_first_block(e->msg, c->group_first, frame + hl + at, &at);
+    memcpy(frame + hl + at + extra, e->msg->data + at, e->msg->len - at);
+  } else {
+    memcpy(frame + hl, e->msg->data, e->msg->len);
+  }
   mqr_frame_t f;
   mqr_avro_arena_t arena = {arena_mem, MQR__DELIVER_ARENA, 0};
   rc = mqr_frame_decode(frame + MQR_FRAME_HEADER, n - MQR_FRAME_HEADER, &f, &arena, NULL);

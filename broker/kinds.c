@@ -188,6 +188,46 @@ static mqr_str_t group_key(const mqr__bq_t *bq, mqr_str_t group, uint32_t *bucke
   return mqr_str_n((const char *)bucket, sizeof *bucket);
 }
 
+/* Avro's zigzag varint. */
+static uint8_t *put_varint(uint8_t *p, int64_t v) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  while (z >= 0x80) *p++ = (uint8_t)(z | 0x80), z >>= 7;
+  *p++ = (uint8_t)z;
+  return p;
+}
+
+size_t mqr__group_first_block(const mqr__msg_t *m, mqr_str_t key, uint8_t *out, uint32_t *at) {
+  mqr_stored_view_t sv;
+  mqr_tail_view_t tv;
+  if (key.len > 65535 || mqr_message_read_stored(m->data, m->len, &sv, NULL) != 0 ||
+      mqr_message_read_headers(sv.tail, sv.tail_len, &tv, NULL) != 0)
+    return 0;
+  /* The map's closing zero count: where the walk stood when it found the end. */
+  mqr_props_iter_t it;
+  mqr_str_t k;
+  mqr_value_t v;
+  mqr_props_iter_init(&it, tv.props, tv.props_len);
+  const uint8_t *end;
+  int rc;
+  do {
+    end = it.p;
+  } while ((rc = mqr_props_next(&it, &k, &v)) == 1);
+  if (rc != 0) return 0;
+  *at = (uint32_t)(end - m->data);
+  /* A block of one entry: the key, then the union's boolean branch (1), true. */
+  uint8_t tmp[16], *p = put_varint(tmp, 1);
+  p = put_varint(p, (int64_t)key.len);
+  size_t n = (size_t)(p - tmp) + key.len + 2;
+  if (out == NULL) return n;
+  memcpy(out, tmp, (size_t)(p - tmp));
+  p = out + (p - tmp);
+  memcpy(p, key.ptr, key.len);
+  p += key.len;
+  p = put_varint(p, MQR_VALUE_BOOL);
+  *p++ = 1;
+  return n;
+}
+
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group) {
   uint32_t bucket;
   int64_t i = mqr__smap_find(&bq->groups, group_key(bq, group, &bucket));

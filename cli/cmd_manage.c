@@ -20,7 +20,7 @@ const char mqr_usage_queue[] =
     "  create NAME ADDRESS ANYCAST|MULTICAST [KEY=VALUE ...]  make a queue (its address too when\n"
     "         missing); keys as the config's queue keys: durable, filter, max-consumers,\n"
     "         purge-on-no-consumers, enabled, exclusive, last-value-key, ring-size, group-buckets,\n"
-    "         group-rebalance, consumers-before-dispatch, delay-before-dispatch\n"
+    "         group-rebalance, group-first-key, consumers-before-dispatch, delay-before-dispatch\n"
     "  delete NAME                          delete it and what it holds (refused with consumers)\n"
     "  purge NAME                           drop the messages waiting in it\n"
     "  pause NAME [--persist]               stop its deliveries (--persist: across restarts)\n"

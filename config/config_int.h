@@ -33,7 +33,8 @@ extern const size_t mqr__default_conf_len;
 typedef struct {
   char *name;
   char *filter;
-  char *last_value_key; /* NULL: not a last-value queue */
+  char *last_value_key;  /* NULL: not a last-value queue */
+  char *group_first_key; /* NULL: none */
   mqr_routing_type_t type;
   bool durable, purge_on_no_consumers, enabled, exclusive, group_rebalance;
   int32_t max_consumers, group_buckets, consumers_before_dispatch;
@@ -52,7 +53,7 @@ typedef struct {
 
 typedef struct {
   char *match;
-  char *dla, *dlq_prefix, *dlq_suffix, *exa, *exq_prefix, *exq_suffix, *dlvk;
+  char *dla, *dlq_prefix, *dlq_suffix, *exa, *exq_prefix, *exq_suffix, *dlvk, *dgfk;
   mqr_address_settings_t s;
   uint32_t line, column;
 } cfg_settings_t;

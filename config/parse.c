@@ -52,7 +52,7 @@ void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map) {
 /* ---- address-settings ------------------------------------------------------------- */
 
 /* A string setting the config keeps (set: it was given): its copy, and the view of it. */
-static char *keep(ctx_t *c, uint32_t set, mqr_str_t v, mqr_str_t *field) {
+static char *keep(ctx_t *c, bool set, mqr_str_t v, mqr_str_t *field) {
   if (!set) return NULL;
   char *copy = mqr__cfg_dup_n(c, v.ptr, v.len);
   *field = mqr_str_n(copy, copy ? v.len : 0);
@@ -85,7 +85,8 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   cfg_settings_t s = {0};
   s.line = (uint32_t)entry->key->start_mark.line + 1;
   s.column = (uint32_t)entry->key->start_mark.column + 1;
-  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0}, exa = {0}, exq_prefix = {0}, exq_suffix = {0}, dlvk = {0};
+  mqr_str_t dla = {0}, dlq_prefix = {0}, dlq_suffix = {0}, exa = {0}, exq_prefix = {0}, exq_suffix = {0}, dlvk = {0},
+            dgfk = {0};
   yaml_node_t *map = entry->value;
   if (!mqr__cfg_is_null(map)) {
     char where[160];
@@ -101,7 +102,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "default-last-value-key, default-group-buckets, default-group-rebalance, default-ring-size, "
         "default-consumers-before-dispatch, default-delay-before-dispatch, auto-delete-queues, "
         "auto-delete-queues-delay, auto-delete-queues-message-count, auto-delete-addresses, "
-        "auto-delete-addresses-delay";
+        "auto-delete-addresses-delay, default-group-first-key";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -222,6 +223,8 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         }
       } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses"))) {
         if (mqr__cfg_get_bool(c, &p, &s.s.auto_delete_addresses)) s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-group-first-key"))) {
+        if (mqr__cfg_get_string(c, &p, &dgfk)) s.s.set |= MQR_SET_DEFAULT_GROUP_FIRST_KEY;
       } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses-delay"))) {
         if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.auto_delete_addresses_delay))
           s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES_DELAY;
@@ -246,6 +249,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
   s.exq_prefix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_PREFIX, exq_prefix, &s.s.expiry_queue_prefix);
   s.exq_suffix = keep(c, s.s.set & MQR_SET_EXPIRY_QUEUE_SUFFIX, exq_suffix, &s.s.expiry_queue_suffix);
   s.dlvk = keep(c, s.s.set & MQR_SET_DEFAULT_LAST_VALUE_KEY, dlvk, &s.s.default_last_value_key);
+  s.dgfk = keep(c, s.s.set & MQR_SET_DEFAULT_GROUP_FIRST_KEY, dgfk, &s.s.default_group_first_key);
   cfg->settings[cfg->n_settings++] = s;
 }
 
@@ -274,7 +278,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
   q.ring_size = -1;
   q.group_buckets = -1;
   q.delay_before_dispatch = -1;
-  mqr_str_t lvk = {0};
+  mqr_str_t lvk = {0}, gfk = {0};
   bool last_value = false;
   q.line = (uint32_t)key->start_mark.line + 1;
   q.column = (uint32_t)key->start_mark.column + 1;
@@ -285,7 +289,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] =
         "durable, max-consumers, purge-on-no-consumers, enabled, filter, exclusive, last-value, last-value-key, "
-        "ring-size, group-buckets, group-rebalance, consumers-before-dispatch, delay-before-dispatch";
+        "ring-size, group-buckets, group-rebalance, group-first-key, consumers-before-dispatch, delay-before-dispatch";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -308,6 +312,8 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
         mqr__cfg_get_bool(c, &p, &last_value);
       } else if (mqr_str_eq(p.name, MQR_STR("last-value-key"))) {
         if (mqr__cfg_get_string(c, &p, &lvk) && lvk.len == 0) ERR(c, p.value, "last-value-key must not be empty");
+      } else if (mqr_str_eq(p.name, MQR_STR("group-first-key"))) {
+        if (mqr__cfg_get_string(c, &p, &gfk) && gfk.len == 0) ERR(c, p.value, "group-first-key must not be empty");
       } else if (mqr_str_eq(p.name, MQR_STR("group-buckets"))) {
         if (mqr__cfg_get_int(c, &p, false, -1, 1 << 20, &v)) q.group_buckets = (int32_t)v;
       } else if (mqr_str_eq(p.name, MQR_STR("consumers-before-dispatch"))) {
@@ -339,6 +345,7 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     q.last_value_key = mqr__cfg_dup_n(c, lvk.ptr, lvk.len);
   else if (last_value) /* without a key: Artemis's _AMQ_LVQ_NAME */
     q.last_value_key = mqr__cfg_dup_n(c, MQR_PROP_LAST_VALUE, sizeof MQR_PROP_LAST_VALUE - 1);
+  if (gfk.len) q.group_first_key = mqr__cfg_dup_n(c, gfk.ptr, gfk.len);
   a->queues[a->n_queues++] = q;
   c->cfg->n_queues++;
 }
@@ -505,6 +512,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     mqr_free(cfg->settings[i].exq_prefix);
     mqr_free(cfg->settings[i].exq_suffix);
     mqr_free(cfg->settings[i].dlvk);
+    mqr_free(cfg->settings[i].dgfk);
   }
   mqr_free(cfg->settings);
   for (uint32_t i = 0; i < cfg->n_addresses; i++) {
@@ -512,6 +520,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     for (uint32_t k = 0; k < a->n_queues; k++) {
       mqr_free(a->queues[k].name);
       mqr_free(a->queues[k].last_value_key);
+      mqr_free(a->queues[k].group_first_key);
       mqr_free(a->queues[k].filter);
     }
     mqr_free(a->queues);

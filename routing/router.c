@@ -116,6 +116,7 @@ bool mqr_queue_auto_created(const mqr_queue_t *q) { return q->auto_created; }
 int32_t mqr_queue_max_consumers(const mqr_queue_t *q) { return q->max_consumers; }
 bool mqr_queue_exclusive(const mqr_queue_t *q) { return q->exclusive; }
 mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q) { return q->last_value_key; }
+mqr_str_t mqr_queue_group_first_key(const mqr_queue_t *q) { return q->group_first_key; }
 int64_t mqr_queue_ring_size(const mqr_queue_t *q) { return q->ring_size; }
 int32_t mqr_queue_group_buckets(const mqr_queue_t *q) { return q->group_buckets; }
 bool mqr_queue_group_rebalance(const mqr_queue_t *q) { return q->group_rebalance; }
@@ -574,7 +575,8 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
     a->bind.cold->own = p;
     a->bind.cold->cap_own = ncap;
   }
-  mqr_queue_t *q = mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + cfg->last_value_key.len + 3);
+  mqr_queue_t *q =
+      mqr_malloc(sizeof *q + cfg->name.len + cfg->filter.len + cfg->last_value_key.len + cfg->group_first_key.len + 4);
   if (q == NULL) goto nomem;
   memset(q, 0, sizeof *q);
   char *nm = (char *)(q + 1);
@@ -602,6 +604,10 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   if (cfg->last_value_key.len) memcpy(lk, cfg->last_value_key.ptr, cfg->last_value_key.len);
   lk[cfg->last_value_key.len] = '\0';
   q->last_value_key = mqr_str_n(lk, cfg->last_value_key.len);
+  char *gk = lk + cfg->last_value_key.len + 1;
+  if (cfg->group_first_key.len) memcpy(gk, cfg->group_first_key.ptr, cfg->group_first_key.len);
+  gk[cfg->group_first_key.len] = '\0';
+  q->group_first_key = mqr_str_n(gk, cfg->group_first_key.len);
   mqr_error_t ferr;
   int rc = mqr_router_compile_filter(r, q->filter_text, &q->filter, &ferr);
   if (rc) {

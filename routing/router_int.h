@@ -55,6 +55,7 @@ struct mqr_queue_s {
   mqr_str_t filter_text;
   bool exclusive;
   mqr_str_t last_value_key;
+  mqr_str_t group_first_key;
   int64_t ring_size;
   int32_t group_buckets;
   bool group_rebalance;

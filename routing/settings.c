@@ -48,6 +48,7 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->default_ring_size = -1;
   s->default_consumers_before_dispatch = 0;
   s->default_delay_before_dispatch = -1;
+  s->default_group_first_key = mqr_str_n(NULL, 0);
   s->auto_delete_queues = true;
   s->auto_delete_queues_delay = 0;
   s->auto_delete_queues_message_count = 0;
@@ -65,6 +66,7 @@ void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settin
   cfg->ring_size = s->default_ring_size;
   cfg->consumers_before_dispatch = s->default_consumers_before_dispatch;
   cfg->delay_before_dispatch = s->default_delay_before_dispatch;
+  cfg->group_first_key = s->default_group_first_key;
 }
 
 /* Copies into out the fields that src sets and out does not have yet. */
@@ -104,6 +106,7 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_DEFAULT_CONSUMERS_BEFORE)
     out->default_consumers_before_dispatch = src->default_consumers_before_dispatch;
   if (take & MQR_SET_DEFAULT_DELAY_BEFORE) out->default_delay_before_dispatch = src->default_delay_before_dispatch;
+  if (take & MQR_SET_DEFAULT_GROUP_FIRST_KEY) out->default_group_first_key = src->default_group_first_key;
   if (take & MQR_SET_AUTO_DELETE_QUEUES) out->auto_delete_queues = src->auto_delete_queues;
   if (take & MQR_SET_AUTO_DELETE_QUEUES_DELAY) out->auto_delete_queues_delay = src->auto_delete_queues_delay;
   if (take & MQR_SET_AUTO_DELETE_QUEUES_COUNT)
@@ -199,6 +202,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   size_t epre_len = (s->set & MQR_SET_EXPIRY_QUEUE_PREFIX) ? s->expiry_queue_prefix.len : 0;
   size_t esuf_len = (s->set & MQR_SET_EXPIRY_QUEUE_SUFFIX) ? s->expiry_queue_suffix.len : 0;
   size_t lvk_len = (s->set & MQR_SET_DEFAULT_LAST_VALUE_KEY) ? s->default_last_value_key.len : 0;
+  size_t gfk_len = (s->set & MQR_SET_DEFAULT_GROUP_FIRST_KEY) ? s->default_group_first_key.len : 0;
   int64_t found = -1;
   for (uint32_t i = 0; i < RT(r)->n_settings; i++)
     if (mqr_str_eq(RT(r)->settings[i]->match, match)) found = i;
@@ -209,8 +213,8 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
     RT(r)->settings = p;
     RT(r)->cap_settings = ncap;
   }
-  mqr__settings_entry_t *e =
-      mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + exp_len + epre_len + esuf_len + lvk_len + 8);
+  mqr__settings_entry_t *e = mqr_malloc(sizeof *e + match.len + dla_len + pre_len + suf_len + exp_len + epre_len +
+                                        esuf_len + lvk_len + gfk_len + 9);
   if (e == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory adding address settings");
   char *m = (char *)(e + 1);
   memcpy(m, match.ptr, match.len);
@@ -233,6 +237,7 @@ int mqr_router_add_address_settings(mqr_router_t *r, mqr_str_t match, const mqr_
   e->s.expiry_queue_prefix = copy_str(&rest, s->expiry_queue_prefix, epre_len);
   e->s.expiry_queue_suffix = copy_str(&rest, s->expiry_queue_suffix, esuf_len);
   e->s.default_last_value_key = copy_str(&rest, s->default_last_value_key, lvk_len);
+  e->s.default_group_first_key = copy_str(&rest, s->default_group_first_key, gfk_len);
   if (found >= 0) {
     mqr_free(RT(r)->settings[found]);
     RT(r)->settings[found] = e;

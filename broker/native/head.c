@@ -15,28 +15,42 @@ static bool consumer_ready(const mqr_broker_consumer_t *k) { return !mqr__nat_co
 static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__conn_t *c = mqr__consumer_ctx(k);
   int64_t subscription = mqr__consumer_subscription(k);
-  if ((uint64_t)e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > c->peer_max_frame) {
+  /* The first of a group to this consumer, on a queue with a group-first-key: a block of
+   * that property, true, goes in after the message's own properties (the rare path). */
+  uint32_t at = 0;
+  size_t extra = k->group_first.len ? mqr__group_first_block(e->msg, k->group_first, NULL, &at) : 0;
+  size_t len = e->msg->len + extra;
+  if ((uint64_t)len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > c->peer_max_frame) {
     uint8_t head[MQR_MESSAGE_HEADER_MAX];
-    size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, e->msg->len);
-    if (hl - MQR_FRAME_HEADER + e->msg->len > c->peer_max_frame) return MQR_ELIMIT;
+    size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, len);
+    if (hl - MQR_FRAME_HEADER + len > c->peer_max_frame) return MQR_ELIMIT;
   }
   mqr__wreq_t *w = mqr__nat_out(c);
   if (w == NULL) return MQR_ENOMEM;
-  if (w->cap_bytes - w->n_bytes < MQR_MESSAGE_HEADER_MAX) {
+  if (w->cap_bytes - w->n_bytes < MQR_MESSAGE_HEADER_MAX + extra) {
     size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
+    while (ncap - w->n_bytes < MQR_MESSAGE_HEADER_MAX + extra) ncap *= 2;
     uint8_t *nb = mqr_realloc(w->bytes, ncap);
     if (nb == NULL) return MQR_ENOMEM;
     w->bytes = nb;
     w->cap_bytes = ncap;
   }
   if (!mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs) ||
-      !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 2, sizeof *w->segs))
+      !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 4, sizeof *w->segs))
     return MQR_ENOMEM;
   size_t off = w->n_bytes;
-  size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, e->msg->len);
+  size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, len);
   w->n_bytes += hl;
-  mqr__nat_add_own(w, off, hl); /* cannot fail: room for two segments was made above */
-  w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, e->msg->len};
+  mqr__nat_add_own(w, off, hl); /* cannot fail: room for the segments was made above */
+  if (extra) {
+    w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, at};
+    mqr__group_first_block(e->msg, k->group_first, w->bytes + w->n_bytes, &at);
+    mqr__nat_add_own(w, w->n_bytes, extra);
+    w->n_bytes += extra;
+    w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data + at, 0, e->msg->len - at};
+  } else {
+    w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, e->msg->len};
+  }
   w->total += e->msg->len;
   e->msg->refs++;
   w->msgs[w->n_msgs++] = e->msg;

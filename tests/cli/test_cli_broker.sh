@@ -159,6 +159,13 @@ expect mgmt-queue-delete 0 "queue 'tagged' deleted" "" -- "$mqr" queue --url "$u
 expect mgmt-usage 2 "" "usage: mqr queue" -- "$mqr" queue --url "$url" bogus x
 expect mgmt-usage-args 2 "" "wrong number of arguments for queue move" -- "$mqr" queue --url "$url" move a
 expect mgmt-help 0 "*" "" -- "$mqr" address --help
+# group-first-key over the network: the first of a group carries the key, true.
+expect gfk-create 0 "queue 'gq' created on 'gq'" "" -- "$mqr" queue --url "$url" create gq gq ANYCAST group-first-key=first
+expect gfk-send 0 "sent 2 to gq: OK 2" "" -- "$mqr" send --url "$url" --property _AMQ_GROUP_ID=g1 --body g --count 2 gq
+expect gfk-recv 0 "*" "" -- "$mqr" recv --url "$url" --json --count 2 gq
+python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert r[0]["properties"].get("first") is True and "first" not in r[1]["properties"] and r[1]["properties"]["_AMQ_GROUP_ID"]=="g1", r' "$tmp/out" &&
+  { echo "ok   gfk-content"; passed=$((passed + 1)); } ||
+  { echo "FAIL gfk-content"; cat "$tmp/out"; failed=$((failed + 1)); }
 expect recv-priority 0 "p" "" -- sh -c "\"$mqr\" send --url $url --body p weather >/dev/null && \"$mqr\" recv --url $url 'weather?consumer-priority=9'"
 expect recv-bad-param 1 "" "unknown target parameter 'colour=red'" -- "$mqr" recv --url "$url" --timeout 1 'weather?colour=red'
 # --delay: not delivered before its time, then delivered.

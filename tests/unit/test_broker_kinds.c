@@ -13,7 +13,7 @@ static const char yaml_fmt[] =
     "%s"
     "address-settings:\n"
     "  'made.#': {default-last-value-queue: true, default-exclusive-queue: true,\n"
-    "             default-ring-size: 5, default-group-buckets: 4}\n"
+    "             default-ring-size: 5, default-group-buckets: 4, default-group-first-key: gf}\n"
     "addresses:\n"
     "  ex: {anycast: {ex: {exclusive: true}}}\n"
     "  ring: {anycast: {ring: {ring-size: 3}}}\n"
@@ -23,7 +23,8 @@ static const char yaml_fmt[] =
     "  nogrp: {anycast: {nogrp: {group-buckets: 0}}}\n"
     "  rebal: {anycast: {rebal: {group-rebalance: true}}}\n"
     "  two: {anycast: {two: {consumers-before-dispatch: 2}}}\n"
-    "  late: {anycast: {late: {consumers-before-dispatch: 3, delay-before-dispatch: 150}}}\n";
+    "  late: {anycast: {late: {consumers-before-dispatch: 3, delay-before-dispatch: 150}}}\n"
+    "  gfk: {anycast: {gfk: {group-first-key: JMSXGroupFirstForConsumer}}}\n";
 
 static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
@@ -215,6 +216,7 @@ static void test_kind_survives_a_restart(void **state) {
   qc.exclusive = true;
   qc.ring_size = 7;
   qc.last_value_key = MQR_STR("sym");
+  qc.group_first_key = MQR_STR("first");
   assert_int_equal(mqr_router_add_queue(mqr_broker_router(f.b), &qc, NULL, NULL), 0);
   mqr_broker_message_t m = {.address = MQR_STR("made"),
                             .routing_type = MQR_ANYCAST,
@@ -230,6 +232,7 @@ static void test_kind_survives_a_restart(void **state) {
   assert_true(mqr_queue_exclusive(q));
   assert_int_equal(mqr_queue_ring_size(q), 7);
   assert_true(mqr_str_eq(mqr_queue_last_value_key(q), MQR_STR("sym")));
+  assert_true(mqr_str_eq(mqr_queue_group_first_key(q), MQR_STR("first")));
   fx_close(&f);
 }
 
@@ -375,6 +378,7 @@ static void test_made_queues_take_the_default_kind(void **state) {
   assert_true(mqr_str_eq(mqr_queue_last_value_key(q), MQR_STR(MQR_PROP_LAST_VALUE)));
   assert_int_equal(mqr_queue_ring_size(q), 5);
   assert_int_equal(mqr_queue_group_buckets(q), 4);
+  assert_true(mqr_str_eq(mqr_queue_group_first_key(q), MQR_STR("gf")));
   assert_int_equal(stats(&f, "made.a").depth, 1); /* k2 replaced k1 */
   fx_close(&f);
 }
@@ -442,6 +446,68 @@ static void test_consumer_priority(void **state) {
   fx_close(&f);
 }
 
+/* group-first-key (ARTEMIS-2306): the first message of a group a consumer is given
+ * carries the key, true; the next ones of that group do not; when its consumer goes, the
+ * group's next message, to another consumer, is a first again. Without the key, nothing
+ * is added. */
+typedef struct {
+  int n;
+  char got[16][24];
+} firsts_t;
+
+static void on_first(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  firsts_t *x = arg;
+  bool first = false;
+  const mqr_value_t *v = m->properties.values;
+  for (size_t i = 0; i < m->properties.count; i++)
+    if (mqr_str_eq(m->properties.keys[i], MQR_STR("JMSXGroupFirstForConsumer")))
+      first = v[i].type == MQR_VALUE_BOOL && v[i].u.b;
+  if (x->n < 16) snprintf(x->got[x->n], sizeof x->got[0], "%.*s%s", (int)m->body.len, m->body.ptr, first ? "*" : "");
+  x->n++;
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+}
+
+static void test_group_first_key(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  firsts_t x1 = {0}, x2 = {0};
+  mqr_broker_consumer_t *c1, *c2;
+  mqr_error_t err;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("gfk"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_first,
+                                        &x1, &c1, NULL, &err),
+                   0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("gfk"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_first,
+                                        &x2, &c2, NULL, &err),
+                   0);
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "A", "a1");
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "B", "b1");
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "A", "a2");
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "B", "b2");
+  assert_int_equal(x1.n, 2);
+  assert_int_equal(x2.n, 2);
+  assert_string_equal(x1.got[0], "a1*");
+  assert_string_equal(x1.got[1], "a2");
+  assert_string_equal(x2.got[0], "b1*");
+  assert_string_equal(x2.got[1], "b2");
+  mqr_broker_unsubscribe(c1); /* A is free: its next message is a first for c2 */
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "A", "a3");
+  send_kv(&f, "gfk", MQR_PROP_GROUP, "A", "a4");
+  assert_int_equal(x2.n, 4);
+  assert_string_equal(x2.got[2], "a3*");
+  assert_string_equal(x2.got[3], "a4");
+  mqr_broker_unsubscribe(c2);
+  /* A grouped queue without the key adds nothing. */
+  firsts_t y = {0};
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("grp"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 100, on_first,
+                                        &y, &c1, NULL, &err),
+                   0);
+  send_kv(&f, "grp", MQR_PROP_GROUP, "A", "g1");
+  assert_string_equal(y.got[0], "g1");
+  mqr_broker_unsubscribe(c1);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -456,6 +522,7 @@ int main(void) {
       cmocka_unit_test(test_consumers_before_dispatch),
       cmocka_unit_test(test_made_queues_take_the_default_kind),
       cmocka_unit_test(test_consumer_priority),
+      cmocka_unit_test(test_group_first_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
