@@ -105,6 +105,7 @@ struct mqr__entry_s {
    * the message's next such entry. NULL: nothing of it is in the journal. */
   struct mqr__bq_s *jbq;
   struct mqr__entry_s *jnext;
+  bool copy; /* a non-destructive queue's delivery: its message stays in the store (dispatch.c) */
 };
 
 /* ---- keys to values (strmap.c) -------------------------------------------------------------- */
@@ -150,6 +151,7 @@ typedef struct {
 struct mqr__store_s {
   const mqr__store_ops_t *ops;
   struct mqr__lvq_s *lvq; /* a last-value queue's keys (kinds.c): told when a holder leaves */
+  struct mqr__bq_s *nd;   /* a non-destructive queue: its consumers' places are told (dispatch.c) */
   uint64_t depth;
   uint64_t removals;         /* entries taken out (pop, remove): a walk that sees it change restarts */
   mqr__entry_t *head, *tail; /* the memory store's list */
@@ -220,6 +222,7 @@ struct mqr_broker_consumer_s {
   int64_t too_big;          /* the id of a message its head refused for good: held for others */
   mqr_filter_t *selector;   /* only messages it matches come to it (NULL: all) */
   int32_t priority;         /* consumer-priority: higher levels are served first (dispatch.c) */
+  mqr__entry_t *nd_at;      /* a non-destructive queue: the last store entry it was given (NULL: before the head) */
   mqr_str_t group_first;    /* set during a delivery that is the first of its group to this consumer, on a
                                queue with a group-first-key: that key (the head adds it, true) */
   uint32_t level_rr;        /* the first of a priority level keeps its level's turn */
@@ -371,6 +374,9 @@ void mqr__divert_forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_route_
 void mqr__divert_free(mqr_broker_t *b);
 /* send.c: an in-process message checked and made a send, as mqr_broker_send does. */
 int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err);
+/* dispatch.c: a non-destructive queue's store entry e leaves: consumers placed on it move
+ * back to the one before it. */
+void mqr__nd_removed(struct mqr__bq_s *bq, const mqr__entry_t *e);
 /* dispatch.c */
 void mqr__dispatch(mqr__bq_t *bq);
 

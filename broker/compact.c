@@ -119,7 +119,8 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
   *p++ = (uint8_t)mqr_queue_routing_type(q);
   *p++ = (uint8_t)((mqr_queue_durable(q) ? 1 : 0) | (mqr_queue_purge_on_no_consumers(q) ? 2 : 0) |
                    (mqr_queue_enabled(q) ? 4 : 0) | (mqr_queue_exclusive(q) ? 8 : 0) |
-                   (mqr_queue_group_rebalance(q) ? 16 : 0) | (mqr_queue_auto_created(q) ? 32 : 0));
+                   (mqr_queue_group_rebalance(q) ? 16 : 0) | (mqr_queue_auto_created(q) ? 32 : 0) |
+                   (mqr_queue_non_destructive(q) ? 64 : 0));
   const mqr__bq_t *bq = mqr_queue_data(q);
   *p++ = bq && bq->pause_kept ? 1 : 0; /* its state: 1 paused */
   uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
@@ -177,6 +178,7 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
     for (int i = 0; i < 4; i++) gb |= (uint32_t)p[base + 8 + i] << (8 * i);
     cfg->group_buckets = (int32_t)gb;
     cfg->group_rebalance = (p[2] & 16) != 0;
+    cfg->non_destructive = (p[2] & 64) != 0;
     uint32_t cbd = 0;
     for (int i = 0; i < 4; i++) cbd |= (uint32_t)p[base + 12 + i] << (8 * i);
     cfg->consumers_before_dispatch = (int32_t)cbd;

@@ -33,7 +33,7 @@ static int hand_over(mqr__bq_t *bq, mqr_broker_consumer_t *c, mqr__entry_t *e) {
   c->unacked_tail = e;
   mqr__idx_put(c, e);
   c->credit--;
-  bq->in_flight++;
+  bq->in_flight += !e->copy;
   /* The delivery count goes to the journal first: after a crash, the redelivery counts
    * this one. */
   if (e->jbq) mqr__durable_delivering(c->b, e);
@@ -50,7 +50,7 @@ static int hand_over(mqr__bq_t *bq, mqr_broker_consumer_t *c, mqr__entry_t *e) {
     e->delivery_count--;
     if (e->jbq) mqr__durable_delivering(c->b, e);
     c->credit++;
-    bq->in_flight--;
+    bq->in_flight -= !e->copy;
   }
   return rc;
 }
@@ -95,6 +95,64 @@ static mqr_broker_consumer_t *by_priority(mqr__bq_t *bq, accept_fn ok, void *ctx
 }
 
 static bool takes_head(mqr_broker_consumer_t *c, void *ctx) { return can_take(c, ctx); }
+
+/* ---- non-destructive queues ----------------------------------------------------------------- */
+
+void mqr__nd_removed(mqr__bq_t *bq, const mqr__entry_t *e) {
+  for (uint32_t i = 0; i < bq->n_consumers; i++)
+    if (bq->consumers[i]->nd_at == e) bq->consumers[i]->nd_at = e->prev;
+}
+
+/* Artemis's non-destructive queue: every consumer is given every message, in order, from
+ * where it stands (a store entry; its removal moves it back), as a copy of the entry; the
+ * message stays in the store, and its acknowledgement only ends the delivery. */
+static void dispatch_nd(mqr__bq_t *bq) {
+  if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
+  for (uint32_t i = 0; i < bq->n_consumers; i++) {
+    mqr_broker_consumer_t *c = bq->consumers[i];
+    mqr_broker_t *b = c->b;
+    for (;;) {
+      mqr__entry_t *e = c->nd_at ? bq->store.ops->next(&bq->store, c->nd_at) : bq->store.ops->peek(&bq->store);
+      if (e == NULL || !can_take(c, e)) break;
+      if (mqr__msg_may_expire(e->msg) && mqr__msg_expired(e->msg, mqr__wall_ms())) {
+        bq->store.ops->remove(&bq->store, e);         /* (its consumers' places move back) */
+        if (!mqr__expire(b, bq, e, mqr__wall_ms())) { /* it could not go: it stays, tried again later */
+          bq->store.ops->insert_before(&bq->store, e, c->nd_at ? c->nd_at->next : bq->store.head);
+          break;
+        }
+        continue;
+      }
+      c->nd_at = e;
+      if (c->selector) {
+        uint32_t n;
+        const mqr_value_t *v = mqr__msg_values(b, e->msg, &n);
+        bool match = mqr_filter_matches(c->selector, v, n);
+        mqr__msg_values_clear(b);
+        if (!match) continue;
+      }
+      mqr__entry_t *copy = mqr__pool_take(&b->entries);
+      if (copy == NULL || !mqr__idx_reserve(c)) {
+        mqr__pool_put(&b->entries, copy);
+        c->nd_at = e->prev; /* the next dispatch tries it again */
+        return;
+      }
+      *copy = (mqr__entry_t){NULL, NULL, e->msg, 0, 0, 0, NULL, NULL, true};
+      e->msg->refs++;
+      int rc = hand_over(bq, c, copy);
+      if (rc != 0) {
+        mqr__msg_release(b, copy->msg);
+        mqr__pool_put(&b->entries, copy);
+        if (rc == MQR_ELIMIT) {
+          refused(c, e);
+          continue; /* skipped, for this consumer */
+        }
+        c->nd_at = e->prev;
+        bq->again = false;
+        return;
+      }
+    }
+  }
+}
 
 /* Consumers without selectors: the head of the queue to the next consumer round-robin
  * that can take it. */
@@ -250,7 +308,9 @@ void mqr__dispatch(mqr__bq_t *bq) {
   bq->dispatching = true;
   do {
     bq->again = false;
-    if (bq->n_selective || bq->grouping)
+    if (bq->store.nd)
+      dispatch_nd(bq);
+    else if (bq->n_selective || bq->grouping)
       dispatch_selective(bq);
     else
       dispatch_head(bq);
@@ -271,8 +331,10 @@ static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr_broker_t *b = c->b;
   unlink_unacked(c, e);
   mqr__idx_del(c, e->delivery);
-  c->bq->acked++;
-  c->bq->in_flight--;
+  if (!e->copy) { /* a non-destructive queue's delivery: its message stays */
+    c->bq->acked++;
+    c->bq->in_flight--;
+  }
   if (e->jbq) mqr__durable_removed(b, e);
   mqr__msg_release(b, e->msg);
   mqr__pool_put(&b->entries, e);

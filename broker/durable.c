@@ -281,7 +281,7 @@ static void written(void *arg, int status) {
         mqr__log(b, MQR_LOG_ERROR, "out of memory enqueueing durable message %lld", (long long)m->id);
         continue;
       }
-      *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL};
+      *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false};
       if (mqr__queue_journaled(bq->q)) {
         e->jbq = bq;
         e->jnext = m->jentries;

@@ -38,6 +38,7 @@ bool mqr__kinds_init(mqr__bq_t *bq) {
   bq->consumers_before_dispatch = mqr_queue_consumers_before_dispatch(bq->q);
   bq->delay_before_dispatch = mqr_queue_delay_before_dispatch(bq->q);
   bq->gate_open = bq->consumers_before_dispatch <= 0;
+  if (mqr_queue_non_destructive(bq->q)) bq->store.nd = bq;
   mqr_str_t prop = mqr_queue_last_value_key(bq->q);
   if (prop.len == 0) return true;
   struct mqr__lvq_s *l = mqr_calloc(1, sizeof *l);
@@ -114,7 +115,13 @@ void mqr__lvq_push(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
     return;
   }
   mqr__entry_t *old = l->keys.slots[i].val;
-  if (old) { /* in its place */
+  if (old && bq->store.nd) {
+    /* Non-destructive: at the tail, so that every consumer (each at its own place) is
+     * given the newer value, as Artemis moves a replaced, delivered value to the tail. */
+    bq->store.ops->remove(&bq->store, old); /* clears the slot; consumers on it move back */
+    bq->store.ops->push(&bq->store, e);
+    replaced(b, bq, old);
+  } else if (old) { /* in its place */
     bq->store.ops->insert_before(&bq->store, e, old);
     bq->store.ops->remove(&bq->store, old); /* clears the slot */
     replaced(b, bq, old);

@@ -137,6 +137,7 @@ static void mem_push_front(mqr__store_t *s, mqr__entry_t *e) {
 static mqr__entry_t *mem_pop(mqr__store_t *s) {
   mqr__entry_t *e = s->head;
   if (e == NULL) return NULL;
+  if (s->nd) mqr__nd_removed(s->nd, e);
   if (e->lv_slot) mqr__lvq_left(s->lvq, e);
   s->head = e->next;
   if (s->head)
@@ -157,6 +158,7 @@ static mqr__entry_t *mem_next(mqr__store_t *s, mqr__entry_t *e) {
 }
 
 static void mem_remove(mqr__store_t *s, mqr__entry_t *e) {
+  if (s->nd) mqr__nd_removed(s->nd, e);
   if (e->lv_slot) mqr__lvq_left(s->lvq, e);
   if (e->prev)
     e->prev->next = e->next;

@@ -253,6 +253,11 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   mqr__entry_t *taken = NULL;
   for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
     prev = e->prev;
+    if (e->copy) { /* a non-destructive queue's: its message is still in the store */
+      mqr__msg_release(b, e->msg);
+      mqr__pool_put(&b->entries, e);
+      continue;
+    }
     bq->in_flight--;
     if (mqr__redeliver_take(b, bq, e)) {
       e->next = taken;

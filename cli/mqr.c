@@ -195,6 +195,8 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
     fprintf(f, " auto-delete-addresses=%s", s->auto_delete_addresses ? "true" : "false");
   if (set & MQR_SET_AUTO_DELETE_ADDRESSES_DELAY)
     fprintf(f, " auto-delete-addresses-delay=%lld", (long long)s->auto_delete_addresses_delay);
+  if (set & MQR_SET_DEFAULT_NON_DESTRUCTIVE)
+    fprintf(f, " default-non-destructive=%s", s->default_non_destructive ? "true" : "false");
   if (set & MQR_SET_DEFAULT_GROUP_FIRST_KEY)
     fprintf(f, " default-group-first-key=%.*s", (int)s->default_group_first_key.len, s->default_group_first_key.ptr);
   fputc('\n', f);

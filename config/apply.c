@@ -13,6 +13,7 @@ static void queue_config(const cfg_address_t *a, const cfg_queue_t *q, mqr_queue
   qc->exclusive = q->exclusive;
   qc->last_value_key = mqr_str(q->last_value_key);
   qc->group_first_key = mqr_str(q->group_first_key);
+  qc->non_destructive = q->non_destructive;
   qc->ring_size = q->ring_size;
   qc->group_buckets = q->group_buckets;
   qc->group_rebalance = q->group_rebalance;
@@ -163,7 +164,8 @@ int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_route
           mqr_queue_consumers_before_dispatch(lq) != q->consumers_before_dispatch ||
           mqr_queue_delay_before_dispatch(lq) != q->delay_before_dispatch ||
           !mqr_str_eq(mqr_queue_last_value_key(lq), mqr_str(q->last_value_key)) ||
-          !mqr_str_eq(mqr_queue_group_first_key(lq), mqr_str(q->group_first_key)))
+          !mqr_str_eq(mqr_queue_group_first_key(lq), mqr_str(q->group_first_key)) ||
+          mqr_queue_non_destructive(lq) != q->non_destructive)
         report(fn, ctx, false, "queue '%s' changed: only 'enabled' applies without a restart", q->name);
       if (mqr_queue_enabled(lq) != q->enabled) {
         mqr_queue_set_enabled(lq, q->enabled);

@@ -36,7 +36,7 @@ typedef struct {
   char *last_value_key;  /* NULL: not a last-value queue */
   char *group_first_key; /* NULL: none */
   mqr_routing_type_t type;
-  bool durable, purge_on_no_consumers, enabled, exclusive, group_rebalance;
+  bool durable, purge_on_no_consumers, enabled, exclusive, group_rebalance, non_destructive;
   int32_t max_consumers, group_buckets, consumers_before_dispatch;
   int64_t ring_size, delay_before_dispatch;
   uint32_t line, column;

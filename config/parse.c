@@ -102,7 +102,7 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "default-last-value-key, default-group-buckets, default-group-rebalance, default-ring-size, "
         "default-consumers-before-dispatch, default-delay-before-dispatch, auto-delete-queues, "
         "auto-delete-queues-delay, auto-delete-queues-message-count, auto-delete-addresses, "
-        "auto-delete-addresses-delay, default-group-first-key";
+        "auto-delete-addresses-delay, default-group-first-key, default-non-destructive";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -223,6 +223,8 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         }
       } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses"))) {
         if (mqr__cfg_get_bool(c, &p, &s.s.auto_delete_addresses)) s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES;
+      } else if (mqr_str_eq(p.name, MQR_STR("default-non-destructive"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.default_non_destructive)) s.s.set |= MQR_SET_DEFAULT_NON_DESTRUCTIVE;
       } else if (mqr_str_eq(p.name, MQR_STR("default-group-first-key"))) {
         if (mqr__cfg_get_string(c, &p, &dgfk)) s.s.set |= MQR_SET_DEFAULT_GROUP_FIRST_KEY;
       } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses-delay"))) {
@@ -289,7 +291,8 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
     if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, where)) return;
     static const char known[] =
         "durable, max-consumers, purge-on-no-consumers, enabled, filter, exclusive, last-value, last-value-key, "
-        "ring-size, group-buckets, group-rebalance, group-first-key, consumers-before-dispatch, delay-before-dispatch";
+        "ring-size, group-buckets, group-rebalance, group-first-key, consumers-before-dispatch, delay-before-dispatch, "
+        "non-destructive";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -312,6 +315,8 @@ static void parse_queue(ctx_t *c, cfg_address_t *a, mqr_routing_type_t type, yam
         mqr__cfg_get_bool(c, &p, &last_value);
       } else if (mqr_str_eq(p.name, MQR_STR("last-value-key"))) {
         if (mqr__cfg_get_string(c, &p, &lvk) && lvk.len == 0) ERR(c, p.value, "last-value-key must not be empty");
+      } else if (mqr_str_eq(p.name, MQR_STR("non-destructive"))) {
+        mqr__cfg_get_bool(c, &p, &q.non_destructive);
       } else if (mqr_str_eq(p.name, MQR_STR("group-first-key"))) {
         if (mqr__cfg_get_string(c, &p, &gfk) && gfk.len == 0) ERR(c, p.value, "group-first-key must not be empty");
       } else if (mqr_str_eq(p.name, MQR_STR("group-buckets"))) {

@@ -117,6 +117,7 @@ int32_t mqr_queue_max_consumers(const mqr_queue_t *q) { return q->max_consumers;
 bool mqr_queue_exclusive(const mqr_queue_t *q) { return q->exclusive; }
 mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q) { return q->last_value_key; }
 mqr_str_t mqr_queue_group_first_key(const mqr_queue_t *q) { return q->group_first_key; }
+bool mqr_queue_non_destructive(const mqr_queue_t *q) { return q->non_destructive; }
 int64_t mqr_queue_ring_size(const mqr_queue_t *q) { return q->ring_size; }
 int32_t mqr_queue_group_buckets(const mqr_queue_t *q) { return q->group_buckets; }
 bool mqr_queue_group_rebalance(const mqr_queue_t *q) { return q->group_rebalance; }
@@ -598,6 +599,7 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
   q->ring_size = cfg->ring_size < -1 ? -1 : cfg->ring_size;
   q->group_buckets = cfg->group_buckets < -1 ? -1 : cfg->group_buckets;
   q->group_rebalance = cfg->group_rebalance;
+  q->non_destructive = cfg->non_destructive;
   q->consumers_before_dispatch = cfg->consumers_before_dispatch < 0 ? 0 : cfg->consumers_before_dispatch;
   q->delay_before_dispatch = cfg->delay_before_dispatch < -1 ? -1 : cfg->delay_before_dispatch;
   char *lk = ft + cfg->filter.len + 1;

@@ -56,6 +56,7 @@ struct mqr_queue_s {
   bool exclusive;
   mqr_str_t last_value_key;
   mqr_str_t group_first_key;
+  bool non_destructive;
   int64_t ring_size;
   int32_t group_buckets;
   bool group_rebalance;

@@ -49,6 +49,7 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->default_consumers_before_dispatch = 0;
   s->default_delay_before_dispatch = -1;
   s->default_group_first_key = mqr_str_n(NULL, 0);
+  s->default_non_destructive = false;
   s->auto_delete_queues = true;
   s->auto_delete_queues_delay = 0;
   s->auto_delete_queues_message_count = 0;
@@ -67,6 +68,7 @@ void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settin
   cfg->consumers_before_dispatch = s->default_consumers_before_dispatch;
   cfg->delay_before_dispatch = s->default_delay_before_dispatch;
   cfg->group_first_key = s->default_group_first_key;
+  cfg->non_destructive = s->default_non_destructive;
 }
 
 /* Copies into out the fields that src sets and out does not have yet. */
@@ -107,6 +109,7 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
     out->default_consumers_before_dispatch = src->default_consumers_before_dispatch;
   if (take & MQR_SET_DEFAULT_DELAY_BEFORE) out->default_delay_before_dispatch = src->default_delay_before_dispatch;
   if (take & MQR_SET_DEFAULT_GROUP_FIRST_KEY) out->default_group_first_key = src->default_group_first_key;
+  if (take & MQR_SET_DEFAULT_NON_DESTRUCTIVE) out->default_non_destructive = src->default_non_destructive;
   if (take & MQR_SET_AUTO_DELETE_QUEUES) out->auto_delete_queues = src->auto_delete_queues;
   if (take & MQR_SET_AUTO_DELETE_QUEUES_DELAY) out->auto_delete_queues_delay = src->auto_delete_queues_delay;
   if (take & MQR_SET_AUTO_DELETE_QUEUES_COUNT)

@@ -151,6 +151,7 @@ static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   BOOL("enabled", enabled)
   BOOL("exclusive", exclusive)
   BOOL("group-rebalance", group_rebalance)
+  BOOL("non-destructive", non_destructive)
   BOOL("auto-create-address", auto_create_address)
   NUM("max-consumers", max_consumers, -1, INT32_MAX)
   NUM("ring-size", ring_size, -1, INT64_MAX)
@@ -164,7 +165,7 @@ static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   if (arg_is(k, "group-first-key")) return qc->group_first_key = v, 0;
   return mqr_error_set(err, MQR_EINVAL,
                        "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
-                       "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, "
+                       "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, non-destructive, "
                        "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
                        (int)k.len, k.ptr);
 }

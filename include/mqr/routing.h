@@ -244,7 +244,8 @@ typedef enum {
 #define MQR_SET_AUTO_DELETE_ADDRESSES 0x400000000ull       /* auto_delete_addresses */
 #define MQR_SET_AUTO_DELETE_ADDRESSES_DELAY 0x800000000ull /* auto_delete_addresses_delay */
 #define MQR_SET_DEFAULT_GROUP_FIRST_KEY 0x1000000000ull    /* default_group_first_key */
-#define MQR_SET_ALL 0x1fffffffffull
+#define MQR_SET_DEFAULT_NON_DESTRUCTIVE 0x2000000000ull    /* default_non_destructive */
+#define MQR_SET_ALL 0x3fffffffffull
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
@@ -298,6 +299,7 @@ typedef struct {
   int32_t default_consumers_before_dispatch;
   int64_t default_delay_before_dispatch;
   mqr_str_t default_group_first_key; /* copied by the router; empty: none */
+  bool default_non_destructive;
   /* What the broker made goes again (Artemis's auto-delete): a queue it made, once it has
    * had a consumer and has none, and holds at most auto_delete_queues_message_count
    * messages (-1: any), auto_delete_queues_delay ms after its last consumer went; an
@@ -371,6 +373,9 @@ typedef struct {
   bool group_rebalance;      /* a new consumer takes its share: every group is assigned again */
   mqr_str_t group_first_key; /* the first message of a group a consumer is given carries this
                                 property, true (Artemis's group-first-key); empty: none */
+  bool non_destructive;      /* every consumer is given every message, which stays (Artemis's
+                                non-destructive queue): it goes by expiry, a ring, a newer
+                                last value, purge */
   /* Dispatch waits for this many consumers (0: none), or, with delay_before_dispatch >= 0,
    * that many ms after the first consumer came; -1: no delay (wait for the count). */
   int32_t consumers_before_dispatch;
@@ -425,7 +430,8 @@ MQR_EXTERN int32_t mqr_queue_max_consumers(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_exclusive(const mqr_queue_t *q);
 MQR_EXTERN mqr_str_t mqr_queue_last_value_key(const mqr_queue_t *q);  /* empty: not last-value */
 MQR_EXTERN mqr_str_t mqr_queue_group_first_key(const mqr_queue_t *q); /* empty: none */
-MQR_EXTERN int64_t mqr_queue_ring_size(const mqr_queue_t *q);         /* -1: no ring */
+MQR_EXTERN bool mqr_queue_non_destructive(const mqr_queue_t *q);
+MQR_EXTERN int64_t mqr_queue_ring_size(const mqr_queue_t *q); /* -1: no ring */
 MQR_EXTERN int32_t mqr_queue_group_buckets(const mqr_queue_t *q);
 MQR_EXTERN bool mqr_queue_group_rebalance(const mqr_queue_t *q);
 MQR_EXTERN int32_t mqr_queue_consumers_before_dispatch(const mqr_queue_t *q);

@@ -166,6 +166,11 @@ expect gfk-recv 0 "*" "" -- "$mqr" recv --url "$url" --json --count 2 gq
 python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert r[0]["properties"].get("first") is True and "first" not in r[1]["properties"] and r[1]["properties"]["_AMQ_GROUP_ID"]=="g1", r' "$tmp/out" &&
   { echo "ok   gfk-content"; passed=$((passed + 1)); } ||
   { echo "FAIL gfk-content"; cat "$tmp/out"; failed=$((failed + 1)); }
+# A non-destructive queue: every consumer is given the message, which stays.
+expect nd-create 0 "queue 'ndq' created on 'ndq'" "" -- "$mqr" queue --url "$url" create ndq ndq ANYCAST non-destructive=true
+expect nd-send 0 "sent 1 to ndq: OK 1" "" -- "$mqr" send --url "$url" --body stays ndq
+expect nd-recv-1 0 "stays" "" -- "$mqr" recv --url "$url" ndq
+expect nd-recv-2 0 "stays" "" -- "$mqr" recv --url "$url" ndq
 expect recv-priority 0 "p" "" -- sh -c "\"$mqr\" send --url $url --body p weather >/dev/null && \"$mqr\" recv --url $url 'weather?consumer-priority=9'"
 expect recv-bad-param 1 "" "unknown target parameter 'colour=red'" -- "$mqr" recv --url "$url" --timeout 1 'weather?colour=red'
 # --delay: not delivered before its time, then delivered.

@@ -24,7 +24,9 @@ static const char yaml_fmt[] =
     "  rebal: {anycast: {rebal: {group-rebalance: true}}}\n"
     "  two: {anycast: {two: {consumers-before-dispatch: 2}}}\n"
     "  late: {anycast: {late: {consumers-before-dispatch: 3, delay-before-dispatch: 150}}}\n"
-    "  gfk: {anycast: {gfk: {group-first-key: JMSXGroupFirstForConsumer}}}\n";
+    "  gfk: {anycast: {gfk: {group-first-key: JMSXGroupFirstForConsumer}}}\n"
+    "  nd: {anycast: {nd: {non-destructive: true}}}\n"
+    "  ndlv: {anycast: {ndlv: {non-destructive: true, last-value-key: sym}}}\n";
 
 static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
@@ -508,6 +510,83 @@ static void test_group_first_key(void **state) {
   fx_close(&f);
 }
 
+/* Non-destructive queues (Artemis's NonDestructiveTest): every consumer is given every
+ * message, those there before it came too, and an acknowledgement leaves it in the
+ * queue; it goes by purge; with a last-value key, a newer value replaces the older and
+ * goes to the tail, so that a consumer that had the older one is given it; durable
+ * messages are all there after a restart. */
+static void test_non_destructive(void **state) {
+  (void)state;
+  fresh_dir();
+  fx_t f;
+  fx_open(&f, true);
+  send_kv(&f, "nd", NULL, NULL, "m1");
+  send_kv(&f, "nd", NULL, NULL, "m2");
+  rx_t a = {.ack = true}, b = {.ack = true};
+  mqr_broker_consumer_t *ca = consume(&f, "nd", &a, 100);
+  assert_int_equal(a.n, 2);
+  mqr_broker_consumer_t *cb = consume(&f, "nd", &b, 1); /* one at a time */
+  assert_int_equal(b.n, 1);
+  mqr_broker_credit(cb, 10);
+  assert_int_equal(b.n, 2);
+  assert_string_equal(b.got[1], "m2");
+  send_kv(&f, "nd", NULL, NULL, "m3");
+  assert_int_equal(a.n, 3);
+  assert_int_equal(b.n, 3);
+  assert_string_equal(a.got[2], "m3");
+  mqr_broker_queue_stats_t st = stats(&f, "nd");
+  assert_int_equal(st.depth, 3); /* acknowledged, still there */
+  assert_int_equal(st.in_flight, 0);
+  mqr_broker_unsubscribe(ca);
+  mqr_broker_unsubscribe(cb);
+  /* Purged: gone for good; what comes next goes to every consumer. */
+  assert_int_equal(mqr_broker_purge(f.b, mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("nd"))), 3);
+  rx_t c = {.ack = false};
+  mqr_broker_consumer_t *cc = consume(&f, "nd", &c, 100);
+  assert_int_equal(c.n, 0);
+  send_kv(&f, "nd", NULL, NULL, "m4");
+  assert_int_equal(c.n, 1);
+  mqr_broker_unsubscribe(cc); /* not acknowledged: nothing comes back, it never left */
+  assert_int_equal(stats(&f, "nd").depth, 1);
+  /* A last value: the newer replaces the older, at the tail. */
+  rx_t l = {.ack = true};
+  send_kv(&f, "ndlv", "sym", "a", "a1");
+  send_kv(&f, "ndlv", "sym", "b", "b1");
+  mqr_broker_consumer_t *cl = consume(&f, "ndlv", &l, 100);
+  assert_int_equal(l.n, 2);
+  send_kv(&f, "ndlv", "sym", "a", "a2");
+  assert_int_equal(l.n, 3);
+  assert_string_equal(l.got[2], "a2");
+  assert_int_equal(stats(&f, "ndlv").depth, 2);
+  rx_t late = {.ack = true};
+  mqr_broker_consumer_t *cz = consume(&f, "ndlv", &late, 100);
+  assert_int_equal(late.n, 2);
+  assert_string_equal(late.got[0], "b1");
+  assert_string_equal(late.got[1], "a2");
+  mqr_broker_unsubscribe(cl);
+  mqr_broker_unsubscribe(cz);
+  /* Durable: still there after a restart. */
+  mqr_broker_message_t m = {.address = MQR_STR("nd"),
+                            .routing_type = MQR_ANYCAST,
+                            .durable = true,
+                            .priority = MQR_PRIORITY_DEFAULT,
+                            .body = MQR_STR("kept")};
+  assert_int_equal(mqr_broker_send(f.b, &m, NULL, NULL), 0);
+  for (int i = 0; i < 50; i++) uv_run(&f.loop, UV_RUN_NOWAIT), usleep(1000);
+  rx_t d = {.ack = true};
+  mqr_broker_unsubscribe(consume(&f, "nd", &d, 100)); /* given and acknowledged */
+  assert_int_equal(d.n, 2);
+  for (int i = 0; i < 50; i++) uv_run(&f.loop, UV_RUN_NOWAIT), usleep(1000);
+  fx_close(&f);
+  fx_open(&f, true);
+  assert_true(mqr_queue_non_destructive(mqr_router_find_queue(mqr_broker_router(f.b), MQR_STR("nd"))));
+  rx_t e = {.ack = true};
+  mqr_broker_unsubscribe(consume(&f, "nd", &e, 100));
+  assert_int_equal(e.n, 1);
+  assert_string_equal(e.got[0], "kept");
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exclusive_queue_has_one_consumer_at_a_time),
@@ -523,6 +602,7 @@ int main(void) {
       cmocka_unit_test(test_made_queues_take_the_default_kind),
       cmocka_unit_test(test_consumer_priority),
       cmocka_unit_test(test_group_first_key),
+      cmocka_unit_test(test_non_destructive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
