@@ -585,7 +585,10 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n
       [C_BOOL] = &&l_bool,   [C_ISNULL] = &&l_isnull,     [C_BETWEEN] = &&l_between, [C_VALUE] = &&l_value,
       [C_NOT] = &&l_not,     [C_AND_JUMP] = &&l_and_jump, [C_OR_JUMP] = &&l_or_jump, [C_AND] = &&l_and,
       [C_OR] = &&l_or,       [C_CMP_D] = &&l_cmp_d,       [C_CMP_L] = &&l_cmp_l,     [C_END] = &&done};
-  int8_t st[MQR_FILTER_MAX_DEPTH];
+  /* The top of the stack is kept in tos, the rest in st (st[0] holds nothing: the first
+   * push saves tos's first value there), so that an operation on the top reads no memory
+   * just written. */
+  int8_t st[MQR_FILTER_MAX_DEPTH + 1], tos = 0;
   uint32_t sp = 0;
   const mqr__cop_t *op = f->cprog;
   val_t r;
@@ -595,17 +598,23 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n
     goto *code[op->op];                                                                                                \
   } while (0)
 #define NEXT() JUMP(op + 1)
+#define PUSH(v)                                                                                                        \
+  do {                                                                                                                 \
+    int8_t v_ = (int8_t)(v);                                                                                           \
+    st[sp++] = tos;                                                                                                    \
+    tos = v_;                                                                                                          \
+  } while (0)
   JUMP(op);
 l_const:
-  st[sp++] = (int8_t)op->arg;
+  PUSH((int8_t)op->arg);
   NEXT();
 l_str_eq : {
   const val_t *v = slot_value(values, n, op->slot);
   const mqr_str_t *k = &f->nodes[op->arg].v.u.s;
-  st[sp++] = v->type == MQR_VALUE_NULL ? -1
-             : v->type != MQR_VALUE_STRING
-                 ? 0 /* unlike types: false, for <> too */
-                 : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
+  PUSH(v->type == MQR_VALUE_NULL ? -1
+       : v->type != MQR_VALUE_STRING
+           ? 0 /* unlike types: false, for <> too */
+           : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg));
   NEXT();
 }
 l_cmp_d : {
@@ -616,10 +625,10 @@ l_cmp_d : {
   case MQR_VALUE_INT: x = v->u.i; break;
   case MQR_VALUE_LONG: x = (double)v->u.l; break;
   case MQR_VALUE_FLOAT: x = v->u.f; break;
-  case MQR_VALUE_NULL: st[sp++] = -1; NEXT();
-  default: st[sp++] = 0; NEXT(); /* unlike types: false */
+  case MQR_VALUE_NULL: PUSH(-1); NEXT();
+  default: PUSH(0); NEXT(); /* unlike types: false */
   }
-  st[sp++] = (int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
+  PUSH((int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1));
   NEXT();
 }
 l_cmp_l : {
@@ -631,58 +640,55 @@ l_cmp_l : {
     x = v->u.l;
   else {
     r = compare((mqr__fkind_t)op->cmp, v, &f->nodes[op->arg].v);
-    st[sp++] = (int8_t)tv(&r);
+    PUSH((int8_t)tv(&r));
     NEXT();
   }
   int64_t k = f->nodes[op->arg].v.type == MQR_VALUE_INT ? f->nodes[op->arg].v.u.i : f->nodes[op->arg].v.u.l;
-  st[sp++] = (int8_t)(op->arg2 >> ((x > k) - (x < k) + 1) & 1);
+  PUSH((int8_t)(op->arg2 >> ((x > k) - (x < k) + 1) & 1));
   NEXT();
 }
 l_like:
-  st[sp++] = (int8_t)like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+  PUSH((int8_t)like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
   NEXT();
 l_in:
-  st[sp++] = (int8_t)in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+  PUSH((int8_t)in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
   NEXT();
 l_bool : {
   const val_t *v = slot_value(values, n, op->slot);
-  st[sp++] = v->type == MQR_VALUE_NULL ? -1 : (int8_t)(v->type == MQR_VALUE_BOOL && v->u.b);
+  PUSH(v->type == MQR_VALUE_NULL ? -1 : (int8_t)(v->type == MQR_VALUE_BOOL && v->u.b));
   NEXT();
 }
 l_isnull:
-  st[sp++] = (int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg);
+  PUSH((int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg));
   NEXT();
 l_between:
   r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
-  st[sp++] = (int8_t)tv(&r);
+  PUSH((int8_t)tv(&r));
   NEXT();
 l_value:
   r = run_values(f, (uint32_t)op->arg, (uint32_t)op->arg2, values, n);
-  st[sp++] = (int8_t)tv(&r);
+  PUSH((int8_t)tv(&r));
   NEXT();
 l_not:
-  st[sp - 1] = not_tab[st[sp - 1] + 1];
+  tos = not_tab[tos + 1];
   NEXT();
 l_and_jump:
-  if (st[sp - 1] == 0) JUMP(f->cprog + op->arg); /* FALSE AND anything is FALSE */
+  if (tos == 0) JUMP(f->cprog + op->arg); /* FALSE AND anything is FALSE */
   NEXT();
 l_or_jump:
-  if (st[sp - 1] == 1) JUMP(f->cprog + op->arg); /* TRUE OR anything is TRUE */
+  if (tos == 1) JUMP(f->cprog + op->arg); /* TRUE OR anything is TRUE */
   NEXT();
-l_and : {
-  int8_t b = st[--sp], a = st[sp - 1];
-  st[sp - 1] = and_tab[a + 1][b + 1];
+l_and:
+  tos = and_tab[st[--sp] + 1][tos + 1];
   NEXT();
-}
-l_or : {
-  int8_t b = st[--sp], a = st[sp - 1];
-  st[sp - 1] = or_tab[a + 1][b + 1];
+l_or:
+  tos = or_tab[st[--sp] + 1][tos + 1];
   NEXT();
-}
+#undef PUSH
 #undef NEXT
 #undef JUMP
 done:
-  return sp == 1 ? st[0] : MQR_FILTER_UNKNOWN;
+  return sp == 1 ? tos : MQR_FILTER_UNKNOWN;
 }
 
 /* ---- the public calls ------------------------------------------------------------------------- */
