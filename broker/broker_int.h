@@ -414,6 +414,7 @@ bool mqr__gate(mqr__bq_t *bq);
 void mqr__gate_consumer_came(mqr_broker_t *b, mqr__bq_t *bq);
 void mqr__gate_delay_out(mqr__bq_t *bq);
 /* redeliver.c: bq's gate opens in delay ms (its dispatch then runs). */
+bool mqr__hold_redelivery(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay);
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay);
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
 void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);

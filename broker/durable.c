@@ -62,6 +62,25 @@ void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e) {
   mqr__durable_append_named(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, &count, mqr_queue_name(e->jbq->q));
 }
 
+/* An UPDATE whose count has the top bit set: an i64 time (ms since the epoch) follows it,
+ * before which the message is not delivered again (a redelivery delay, as Artemis keeps
+ * a redelivered message's scheduled time). */
+void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due) {
+  mqr_str_t name = mqr_queue_name(e->jbq->q);
+  size_t n = 12 + name.len;
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) {
+    b->dur->lost_records++;
+    return;
+  }
+  uint32_t count = (uint32_t)e->delivery_count | MQR__UPDATE_DUE;
+  memcpy(buf, &count, 4); /* little-endian hosts only, as above */
+  memcpy(buf + 4, &due, 8);
+  memcpy(buf + 12, name.ptr, name.len);
+  mqr__durable_append(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
+  mqr_free(buf);
+}
+
 /* ---- answers in send order ----------------------------------------------------------------- */
 
 /* Room for one more answer and n more targets. */

@@ -156,6 +156,9 @@ void mqr__jfiles_free(mqr__durable_t *d);
 int mqr__durable_address_made(mqr_broker_t *b, mqr__acct_t *acct);
 int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct);
 size_t mqr__address_record_size(const mqr__acct_t *acct);
+/* A redelivery delay recorded (an UPDATE with a time: MQR__UPDATE_DUE in its count). */
+#define MQR__UPDATE_DUE 0x80000000u
+void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due);
 /* A queue's state (paused or not) recorded: its TOPOLOGY record written again (a queue
  * of the config gets one too). 0, or MQR_EIO. */
 int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq);

@@ -264,6 +264,10 @@ int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, cons
   if (m == NULL) return 0; /* its ADD's file was released: the message is long gone */
   size_t at = r->type == MQR_JOURNAL_UPDATE ? 4 : 0;
   if (r->len < at) return rc->bad++, 0;
+  uint32_t count = 0;
+  if (at) memcpy(&count, r->payload, 4);
+  if (count & MQR__UPDATE_DUE) at = 12; /* a time follows the count */
+  if (r->len < at) return rc->bad++, 0;
   mqr_str_t name = mqr_str_n((const char *)r->payload + at, r->len - at);
   mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
   mqr__bq_t *bq = q ? mqr__bq_of(b, q) : NULL;
@@ -288,9 +292,10 @@ int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, cons
     return 0;
   case MQR_JOURNAL_UPDATE:
     if (e) {
-      uint32_t count;
-      memcpy(&count, r->payload, 4);
-      e->delivery_count = (int32_t)count;
+      e->delivery_count = (int32_t)(count & ~MQR__UPDATE_DUE);
+      int64_t due = 0; /* the latest says: held until then, or not */
+      if (count & MQR__UPDATE_DUE) memcpy(&due, r->payload + 4, 8);
+      e->delivery = due; /* (kept here until the entry is enqueued) */
     }
     return 0;
   default: rc->bad++; return 0;
@@ -335,7 +340,10 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
     for (mqr__entry_t *e = m->jentries; e; e = e->jnext) {
       mqr__bq_t *bq = e->jbq;
       if (bq->store.depth == 0 && bq->enqueued == 0) nq++;
-      mqr__enqueue(b, bq, e);
+      int64_t due = e->delivery, now = mqr__wall_ms();
+      e->delivery = 0;
+      /* Waiting out a redelivery delay when the broker stopped: held to the same time. */
+      if (due <= now || !mqr__hold_redelivery(b, bq, e, (uint64_t)(due - now))) mqr__enqueue(b, bq, e);
       bq->enqueued++;
       m->refs++;
     }

@@ -155,8 +155,13 @@ void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
         release(b, e);
         continue;
       }
-    } else if (hold(b, bq, e, delay_of(s, e->delivery_count), HELD_REDELIVERY, NULL)) {
-      continue;
+    } else {
+      uint64_t delay = delay_of(s, e->delivery_count);
+      if (hold(b, bq, e, delay, HELD_REDELIVERY, NULL)) {
+        /* Journaled: a restart holds it too, until the same time. */
+        if (e->jbq && b->dur) mqr__durable_held(b, e, mqr__wall_ms() + (int64_t)delay);
+        continue;
+      }
     }
     bq->store.ops->push_front(&bq->store, e); /* kept: back at the head (not in order: rare) */
   }
@@ -228,6 +233,10 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal,
 }
 
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay) { hold(b, bq, NULL, delay, HELD_GATE, NULL); }
+
+bool mqr__hold_redelivery(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay) {
+  return hold(b, bq, e, delay, HELD_REDELIVERY, NULL);
+}
 
 void mqr__hold_auto_delete(mqr_broker_t *b, mqr__bq_t *bq, mqr_str_t address, uint64_t delay) {
   char *name = NULL;

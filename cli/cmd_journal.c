@@ -53,11 +53,19 @@ static void describe(const mqr_journal_record_t *r) {
   case MQR_JOURNAL_DELETE:
     if (printable(p, r->len)) printf(" queue=%.*s", (int)r->len, (const char *)p);
     return;
-  case MQR_JOURNAL_UPDATE:
-    if (r->len > 4 && printable(p + 4, r->len - 4))
-      printf(" count=%u queue=%.*s", (unsigned)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24),
-             (int)(r->len - 4), (const char *)p + 4);
+  case MQR_JOURNAL_UPDATE: {
+    uint32_t count = r->len >= 4 ? (uint32_t)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) : 0;
+    if (count & 0x80000000u) { /* a redelivery delay: the time it is held to follows */
+      int64_t due = 0;
+      if (r->len > 12) memcpy(&due, p + 4, 8);
+      if (r->len > 12 && printable(p + 12, r->len - 12))
+        printf(" count=%u held-until=%lld queue=%.*s", count & 0x7fffffffu, (long long)due, (int)(r->len - 12),
+               (const char *)p + 12);
+    } else if (r->len > 4 && printable(p + 4, r->len - 4)) {
+      printf(" count=%u queue=%.*s", count, (int)(r->len - 4), (const char *)p + 4);
+    }
     return;
+  }
   case MQR_JOURNAL_TOPOLOGY:
     /* op 1, 2: a queue made (2 with its kind after the names); 3: a queue deleted; 4: an
      * address made; 5: an address deleted. */

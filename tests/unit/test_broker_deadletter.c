@@ -18,6 +18,7 @@ static const char yaml_fmt[] = "%s"
                                "  'nodla.#': {max-delivery-attempts: 1}\n"
                                "  'auto.#': {max-delivery-attempts: 1, dead-letter-address: AUTODLA,\n"
                                "             auto-create-dead-letter-resources: true, dead-letter-queue-suffix: .dlq}\n"
+                               "  'later.#': {max-delivery-attempts: -1, redelivery-delay: 600}\n"
                                "  'slow.#': {max-delivery-attempts: -1, redelivery-delay: 100,\n"
                                "             redelivery-delay-multiplier: 2, max-redelivery-delay: 300}\n"
                                "addresses:\n"
@@ -27,7 +28,8 @@ static const char yaml_fmt[] = "%s"
                                "  nodla.a: {anycast: [nodla.a]}\n"
                                "  auto.a: {anycast: [auto.a]}\n"
                                "  auto.b: {anycast: [auto.b]}\n"
-                               "  slow.a: {anycast: [slow.a]}\n";
+                               "  slow.a: {anycast: [slow.a]}\n"
+                               "  later.a: {anycast: [later.a]}\n";
 
 static void fx_open(fx_t *f, bool durable) { fx_open_yaml(f, yaml_fmt, durable); }
 
@@ -256,6 +258,36 @@ static void test_dead_letter_survives_a_restart(void **state) {
   fx_close(&f);
 }
 
+/* A durable message waiting out its redelivery delay when the broker stops waits out the
+ * rest of it after the restart (Artemis keeps a redelivered message's scheduled time). */
+static void test_redelivery_delay_survives_a_restart(void **state) {
+  (void)state;
+  fresh_dir();
+  fx_t f;
+  fx_open(&f, true);
+  send_one(&f, "later.a", "held", true);
+  settle(&f);
+  rx_t rx = {0};
+  fail_once(&f, "later.a", &rx);
+  assert_int_equal(stats(&f, "later.a").held, 1);
+  settle(&f);
+  fx_close(&f);
+  fx_open(&f, true);
+  mqr_broker_queue_stats_t st = stats(&f, "later.a");
+  assert_int_equal(st.held, 1);
+  assert_int_equal(st.depth, 0);
+  for (int i = 0; i < 200 && stats(&f, "later.a").held; i++) uv_run(&f.loop, UV_RUN_NOWAIT), usleep(5000);
+  st = stats(&f, "later.a");
+  assert_int_equal(st.held, 0);
+  assert_int_equal(st.depth, 1);
+  rx_t got = {0};
+  drain(&f, "later.a", &got);
+  assert_string_equal(got.body, "held");
+  assert_int_equal(got.count, 2); /* its second delivery */
+  settle(&f);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_third_failure_goes_to_the_dead_letter_address),
@@ -264,6 +296,7 @@ int main(void) {
       cmocka_unit_test(test_redelivery_delay_grows_to_its_maximum),
       cmocka_unit_test(test_close_with_held_messages),
       cmocka_unit_test(test_dead_letter_survives_a_restart),
+      cmocka_unit_test(test_redelivery_delay_survives_a_restart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
