@@ -88,7 +88,9 @@ static void scan_cb(uv_timer_t *t) {
 void mqr__expiry_init(mqr_broker_t *b) {
   uv_timer_init(b->loop, &b->expiry_timer);
   b->expiry_timer.data = b;
-  uint64_t period = b->opt.expiry_scan_ms ? b->opt.expiry_scan_ms : 30000;
+  uint64_t period = b->opt.expiry_scan_ms                  ? b->opt.expiry_scan_ms
+                    : mqr_config_expiry_scan_ms(b->config) ? mqr_config_expiry_scan_ms(b->config)
+                                                           : 30000;
   uv_timer_start(&b->expiry_timer, scan_cb, period, period);
   uv_unref((uv_handle_t *)&b->expiry_timer); /* it keeps no loop alive on its own */
 }

@@ -469,18 +469,20 @@ void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map) {
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (root == NULL || mqr__cfg_is_null(root)) return;
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
-  static const char *const keys[] = {"wildcard-addresses", "address-settings", "listeners",
-                                     "addresses",          "persistence",      "diverts"};
-  yaml_node_t *found[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  static const char *const keys[] = {
+      "wildcard-addresses",        "address-settings", "listeners", "addresses", "persistence", "diverts",
+      "message-expiry-scan-period"};
+  yaml_node_t *found[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
-                           "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence");
+                           "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence, "
+                           "message-expiry-scan-period");
       continue;
     }
     if (found[k]) {
@@ -496,6 +498,16 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[3] && !c->nomem) mqr__cfg_parse_addresses(c, found[3]);
   if (found[4] && !c->nomem) mqr__cfg_parse_persistence(c, found[4]);
   if (found[5] && !c->nomem) mqr__cfg_parse_diverts(c, found[5]);
+  if (found[6]) {
+    pair_t p = {NULL, found[6], MQR_STR("message-expiry-scan-period")};
+    int64_t ms;
+    if (mqr__cfg_get_duration(c, &p, 86400000, &ms)) {
+      if (ms < 1)
+        ERR(c, found[6], "message-expiry-scan-period must be at least 1 ms");
+      else
+        c->cfg->expiry_scan_ms = ms;
+    }
+  }
 }
 
 void mqr_config_destroy(mqr_config_t *cfg) {

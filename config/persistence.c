@@ -71,3 +71,5 @@ void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map) {
 }
 
 const mqr_persistence_config_t *mqr_config_persistence(const mqr_config_t *cfg) { return &cfg->persistence; }
+
+uint32_t mqr_config_expiry_scan_ms(const mqr_config_t *cfg) { return (uint32_t)cfg->expiry_scan_ms; }

@@ -39,8 +39,8 @@ typedef struct {
   mqr_log_level_t log_level; /* lines above it are not written */
   uint32_t max_credit;       /* the most credit a subscription may hold; 0: 65536 */
   uint32_t expiry_scan_ms;   /* how often the queues are searched for expired messages (Artemis's
-                                message-expiry-scan-period); 0: 30000. A message that expires is
-                                never delivered, scan or not. */
+                                message-expiry-scan-period); 0: the config's, else 30000. A message
+                                that expires is never delivered, scan or not. */
   size_t max_pending_write;  /* bytes a connection may have unwritten before its deliveries
                                 pause; 0: 4 MiB */
   /* Persistence (docs/durability.md): the journal's directory, over the config's

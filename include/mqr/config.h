@@ -67,6 +67,10 @@ typedef struct {
 /* The config's persistence section (defaults when it has none). */
 MQR_EXTERN const mqr_persistence_config_t *mqr_config_persistence(const mqr_config_t *cfg);
 
+/* message-expiry-scan-period in ms (how often the broker searches its queues for expired
+ * messages); 0 when the config does not give it. */
+MQR_EXTERN uint32_t mqr_config_expiry_scan_ms(const mqr_config_t *cfg);
+
 /* Loads the file at path. On success writes *out (free with mqr_config_destroy) and
  * returns 0; warnings may still be in diags. Otherwise returns MQR_ECONFIG (problems
  * in diags, which may be NULL), MQR_EIO (cannot read the file) or MQR_ENOMEM; *out is

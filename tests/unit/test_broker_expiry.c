@@ -29,13 +29,18 @@ typedef struct {
   mqr_config_t *cfg;
 } fx_t;
 
-static void fx_open(fx_t *f, uint32_t scan_ms) {
+/* scan_ms the option's; extra a line before the config (a top-level key). */
+static void fx_open_with(fx_t *f, uint32_t scan_ms, const char *extra) {
   uv_loop_init(&f->loop);
-  if (mqr_config_load_string("e.yaml", yaml, sizeof yaml - 1, &f->cfg, NULL) != 0) fail_msg("config");
+  char text[2048];
+  int n = snprintf(text, sizeof text, "%s%s", extra, yaml);
+  if (mqr_config_load_string("e.yaml", text, (size_t)n, &f->cfg, NULL) != 0) fail_msg("config");
   mqr_broker_options_t opt = {.config = f->cfg, .expiry_scan_ms = scan_ms};
   mqr_error_t err;
   if (mqr_broker_create(&f->loop, &opt, &f->b, &err) != 0) fail_msg("%s", err.message);
 }
+
+static void fx_open(fx_t *f, uint32_t scan_ms) { fx_open_with(f, scan_ms, ""); }
 
 static void fx_close(fx_t *f) {
   mqr_broker_close(f->b, NULL, NULL);
@@ -180,24 +185,31 @@ static void test_expiry_delays_at_the_send(void **state) {
 static void guard_cb(uv_timer_t *t) { (void)t; }
 
 /* The scan (every 50 ms here) moves a message that expires while nobody asks for it. */
+/* The scan's period from the broker's option, or from the config's
+ * message-expiry-scan-period. */
 static void test_the_scan_finds_expired_messages(void **state) {
   (void)state;
-  fx_t f;
-  fx_open(&f, 50);
-  send_exp(&f, "e.a", "waits", wall_ms() + 100);
-  assert_int_equal(stats(&f, "e.a").depth, 1);
-  int64_t t0 = wall_ms();
-  /* The scan's timer does not hold the loop: a guard timer keeps it turning. */
-  uv_timer_t guard;
-  uv_timer_init(&f.loop, &guard);
-  uv_timer_start(&guard, guard_cb, 5000, 0);
-  while (stats(&f, "expired").depth == 0 && wall_ms() - t0 < 5000) uv_run(&f.loop, UV_RUN_ONCE);
-  uv_close((uv_handle_t *)&guard, NULL);
-  assert_int_equal(stats(&f, "expired").depth, 1);
-  assert_int_equal(stats(&f, "e.a").depth, 0);
-  assert_int_equal(stats(&f, "e.a").expired, 1);
-  assert_true(wall_ms() - t0 >= 90);
-  fx_close(&f);
+  for (int from_config = 0; from_config < 2; from_config++) {
+    fx_t f;
+    if (from_config)
+      fx_open_with(&f, 0, "message-expiry-scan-period: 50ms\n");
+    else
+      fx_open(&f, 50);
+    send_exp(&f, "e.a", "waits", wall_ms() + 100);
+    assert_int_equal(stats(&f, "e.a").depth, 1);
+    int64_t t0 = wall_ms();
+    /* The scan's timer does not hold the loop: a guard timer keeps it turning. */
+    uv_timer_t guard;
+    uv_timer_init(&f.loop, &guard);
+    uv_timer_start(&guard, guard_cb, 5000, 0);
+    while (stats(&f, "expired").depth == 0 && wall_ms() - t0 < 5000) uv_run(&f.loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&guard, NULL);
+    assert_int_equal(stats(&f, "expired").depth, 1);
+    assert_int_equal(stats(&f, "e.a").depth, 0);
+    assert_int_equal(stats(&f, "e.a").expired, 1);
+    assert_true(wall_ms() - t0 >= 90);
+    fx_close(&f);
+  }
 }
 
 int main(void) {
