@@ -89,7 +89,7 @@ static val_t negate(const val_t *a) {
 
 /* Java's Double.compare: NaN equals itself and is above everything, -0.0 below 0.0
  * (Artemis compares numbers with compareTo). */
-static int cmp_double(double x, double y) {
+static inline int cmp_double(double x, double y) {
   if (x < y) return -1;
   if (x > y) return 1;
   bool nx = isnan(x), ny = isnan(y);
@@ -541,6 +541,48 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
     return mqr_error_set(err, MQR_ELIMIT, "the selector nests deeper than %d", MQR_FILTER_MAX_DEPTH);
   f->depth = e.max;
   f->cdepth = c.max;
+  /* One leaf, or two joined, the short-circuit jumps aside (leaves have no effects):
+   * [A, END], [A, (jump,) B, (NOT,) AND|OR, END]. */
+  const mqr__cop_t *p = f->cprog, *end = f->cprog + f->n_cprog;
+  const mqr__cop_t *leaves[2];
+  int nl = 0, joins = 0;
+  bool not_b = false, or = false, shape = true;
+  for (; p < end && shape; p++) {
+    switch (p->op) {
+    case C_STR_EQ:
+    case C_CMP_D:
+    case C_CMP_L:
+    case C_IN:
+    case C_LIKE:
+    case C_BOOL:
+    case C_ISNULL:
+    case C_BETWEEN:
+    case C_CONST:
+      if (nl == 2 || joins || not_b)
+        shape = false;
+      else
+        leaves[nl++] = p;
+      break;
+    case C_AND_JUMP:
+    case C_OR_JUMP: shape = nl == 1; break;
+    case C_NOT:
+      shape = nl == 2 && !not_b && joins == 0;
+      not_b = true;
+      break;
+    case C_AND:
+    case C_OR:
+      shape = nl == 2 && joins == 0;
+      joins++;
+      or = p->op == C_OR;
+      break;
+    case C_END: break;
+    default: shape = false;
+    }
+  }
+  if (shape && nl == 1 && joins == 0 && !not_b)
+    f->two.ops = 1, f->two.a = leaves[0];
+  else if (shape && nl == 2 && joins == 1)
+    f->two.ops = 2, f->two.a = leaves[0], f->two.b = leaves[1], f->two.not_b = not_b, f->two.or = or ;
   return 0;
 }
 
@@ -578,8 +620,80 @@ static const int8_t and_tab[3][3] = {{-1, 0, -1}, {0, 0, 0}, {-1, 0, 1}};
 static const int8_t or_tab[3][3] = {{-1, -1, 1}, {-1, 0, 1}, {1, 1, 1}};
 static const int8_t not_tab[3] = {-1, 1, 0};
 
-int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
-  if (f == NULL) return MQR_FILTER_TRUE;
+/* The leaves, each a truth value (1, 0, -1 UNKNOWN) of op on the message's values: the
+ * threaded program's operations and the two-leaf path below share them. */
+static inline __attribute__((always_inline)) int8_t tv_str_eq(const mqr_filter_t *f, const mqr__cop_t *op,
+                                                              const val_t *values, uint32_t n) {
+  const val_t *v = slot_value(values, n, op->slot);
+  const mqr_str_t *k = &f->nodes[op->arg].v.u.s;
+  return v->type == MQR_VALUE_NULL ? -1
+         : v->type != MQR_VALUE_STRING
+             ? 0 /* unlike types: false, for <> too */
+             : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
+}
+
+static inline __attribute__((always_inline)) int8_t tv_cmp_d(const mqr_filter_t *f, const mqr__cop_t *op,
+                                                             const val_t *values, uint32_t n) {
+  const val_t *v = slot_value(values, n, op->slot);
+  double x;
+  switch (v->type) {
+  case MQR_VALUE_DOUBLE: x = v->u.d; break;
+  case MQR_VALUE_INT: x = v->u.i; break;
+  case MQR_VALUE_LONG: x = (double)v->u.l; break;
+  case MQR_VALUE_FLOAT: x = v->u.f; break;
+  case MQR_VALUE_NULL: return -1;
+  default: return 0; /* unlike types: false */
+  }
+  return (int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
+}
+
+static inline __attribute__((always_inline)) int8_t tv_cmp_l(const mqr_filter_t *f, const mqr__cop_t *op,
+                                                             const val_t *values, uint32_t n) {
+  const val_t *v = slot_value(values, n, op->slot);
+  int64_t x;
+  if (v->type == MQR_VALUE_INT) {
+    x = v->u.i;
+  } else if (v->type == MQR_VALUE_LONG) {
+    x = v->u.l;
+  } else {
+    val_t r = compare((mqr__fkind_t)op->cmp, v, &f->nodes[op->arg].v);
+    return (int8_t)tv(&r);
+  }
+  int64_t k = f->nodes[op->arg].v.type == MQR_VALUE_INT ? f->nodes[op->arg].v.u.i : f->nodes[op->arg].v.u.l;
+  return (int8_t)(op->arg2 >> ((x > k) - (x < k) + 1) & 1);
+}
+
+static inline __attribute__((always_inline)) int8_t tv_bool(const mqr__cop_t *op, const val_t *values, uint32_t n) {
+  const val_t *v = slot_value(values, n, op->slot);
+  return v->type == MQR_VALUE_NULL ? -1 : (int8_t)(v->type == MQR_VALUE_BOOL && v->u.b);
+}
+
+static inline __attribute__((always_inline)) int8_t tv_between(const mqr_filter_t *f, const mqr__cop_t *op,
+                                                               const val_t *values, uint32_t n) {
+  val_t r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
+  return (int8_t)tv(&r);
+}
+
+/* Any leaf (the two-leaf path's): -2 for an operation that is not one. */
+static inline __attribute__((always_inline)) int8_t tv_leaf(const mqr_filter_t *f, const mqr__cop_t *op,
+                                                            const val_t *values, uint32_t n) {
+  switch (op->op) {
+  case C_STR_EQ: return tv_str_eq(f, op, values, n);
+  case C_CMP_D: return tv_cmp_d(f, op, values, n);
+  case C_CMP_L: return tv_cmp_l(f, op, values, n);
+  case C_IN: return (int8_t)in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+  case C_LIKE: return (int8_t)like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg);
+  case C_BOOL: return tv_bool(op, values, n);
+  case C_ISNULL: return (int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg);
+  case C_BETWEEN: return tv_between(f, op, values, n);
+  case C_CONST: return (int8_t)op->arg;
+  default: return -2;
+  }
+}
+
+/* The program, run: the threaded interpreter (its own function, so that the two-leaf
+ * path in mqr_filter_eval keeps a small frame). */
+__attribute__((noinline)) static int run_program(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
   static const void *const code[] = {
       [C_CONST] = &&l_const, [C_STR_EQ] = &&l_str_eq,     [C_LIKE] = &&l_like,       [C_IN] = &&l_in,
       [C_BOOL] = &&l_bool,   [C_ISNULL] = &&l_isnull,     [C_BETWEEN] = &&l_between, [C_VALUE] = &&l_value,
@@ -608,66 +722,33 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n
 l_const:
   PUSH((int8_t)op->arg);
   NEXT();
-l_str_eq : {
-  const val_t *v = slot_value(values, n, op->slot);
-  const mqr_str_t *k = &f->nodes[op->arg].v.u.s;
-  PUSH(v->type == MQR_VALUE_NULL ? -1
-       : v->type != MQR_VALUE_STRING
-           ? 0 /* unlike types: false, for <> too */
-           : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg));
+l_str_eq:
+  PUSH(tv_str_eq(f, op, values, n));
   NEXT();
-}
-l_cmp_d : {
-  const val_t *v = slot_value(values, n, op->slot);
-  double x;
-  switch (v->type) {
-  case MQR_VALUE_DOUBLE: x = v->u.d; break;
-  case MQR_VALUE_INT: x = v->u.i; break;
-  case MQR_VALUE_LONG: x = (double)v->u.l; break;
-  case MQR_VALUE_FLOAT: x = v->u.f; break;
-  case MQR_VALUE_NULL: PUSH(-1); NEXT();
-  default: PUSH(0); NEXT(); /* unlike types: false */
-  }
-  PUSH((int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1));
+l_cmp_d:
+  PUSH(tv_cmp_d(f, op, values, n));
   NEXT();
-}
-l_cmp_l : {
-  const val_t *v = slot_value(values, n, op->slot);
-  int64_t x;
-  if (v->type == MQR_VALUE_INT)
-    x = v->u.i;
-  else if (v->type == MQR_VALUE_LONG)
-    x = v->u.l;
-  else {
-    r = compare((mqr__fkind_t)op->cmp, v, &f->nodes[op->arg].v);
-    PUSH((int8_t)tv(&r));
-    NEXT();
-  }
-  int64_t k = f->nodes[op->arg].v.type == MQR_VALUE_INT ? f->nodes[op->arg].v.u.i : f->nodes[op->arg].v.u.l;
-  PUSH((int8_t)(op->arg2 >> ((x > k) - (x < k) + 1) & 1));
+l_cmp_l:
+  PUSH(tv_cmp_l(f, op, values, n));
   NEXT();
-}
 l_like:
-  PUSH((int8_t)like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
+  PUSH(like_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
   NEXT();
 l_in:
-  PUSH((int8_t)in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
+  PUSH(in_tv(f, (uint32_t)op->arg, slot_value(values, n, op->slot), op->neg));
   NEXT();
-l_bool : {
-  const val_t *v = slot_value(values, n, op->slot);
-  PUSH(v->type == MQR_VALUE_NULL ? -1 : (int8_t)(v->type == MQR_VALUE_BOOL && v->u.b));
+l_bool:
+  PUSH(tv_bool(op, values, n));
   NEXT();
-}
 l_isnull:
-  PUSH((int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg));
+  PUSH((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg);
   NEXT();
 l_between:
-  r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
-  PUSH((int8_t)tv(&r));
+  PUSH(tv_between(f, op, values, n));
   NEXT();
 l_value:
   r = run_values(f, (uint32_t)op->arg, (uint32_t)op->arg2, values, n);
-  PUSH((int8_t)tv(&r));
+  PUSH(tv(&r));
   NEXT();
 l_not:
   tos = not_tab[tos + 1];
@@ -689,6 +770,20 @@ l_or:
 #undef JUMP
 done:
   return sp == 1 ? tos : MQR_FILTER_UNKNOWN;
+}
+
+int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
+  if (f == NULL) return MQR_FILTER_TRUE;
+  /* The common selectors (one leaf, or two joined by AND or OR, the second perhaps under
+   * NOT) without the program's dispatch and stack. */
+  if (f->two.ops) {
+    int8_t a = tv_leaf(f, f->two.a, values, n);
+    if (f->two.ops == 1) return a;
+    int8_t b = tv_leaf(f, f->two.b, values, n);
+    if (f->two.not_b) b = not_tab[b + 1];
+    return f->two.or ? or_tab[a + 1][b + 1] : and_tab[a + 1][b + 1];
+  }
+  return run_program(f, values, n);
 }
 
 /* ---- the public calls ------------------------------------------------------------------------- */

@@ -103,6 +103,14 @@ struct mqr_filter_s {
   struct mqr__cop_s *cprog; /* the condition program: what mqr_filter_eval runs */
   uint32_t n_cprog, cap_cprog;
   uint32_t cdepth; /* its stack of truth values */
+  /* The program's shape when it is one leaf, or two leaves joined by AND or OR (the second
+   * perhaps under NOT): mqr_filter_eval then runs them without the program (ops 1 or 2;
+   * 0: run the program). */
+  struct {
+    uint8_t ops;
+    bool not_b, or ;
+    const struct mqr__cop_s *a, *b;
+  } two;
   bool hyphenated;
 };
 
