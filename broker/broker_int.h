@@ -415,6 +415,8 @@ void mqr__gate_consumer_came(mqr_broker_t *b, mqr__bq_t *bq);
 void mqr__gate_delay_out(mqr__bq_t *bq);
 /* redeliver.c: bq's gate opens in delay ms (its dispatch then runs). */
 bool mqr__hold_redelivery(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay);
+/* The wall time (ms since the epoch) e is held to for its redelivery delay; 0: not held. */
+int64_t mqr__held_until(mqr_broker_t *b, const mqr__entry_t *e);
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay);
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
 void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);

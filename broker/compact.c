@@ -352,7 +352,10 @@ static bool copy_forward(mqr__durable_t *d, mqr__msg_t *m) {
     mqr_str_t q = mqr_queue_name(e->jbq->q);
     mqr__durable_append_named(d, MQR_JOURNAL_REF, m->id, NULL, q);
     bytes += mqr_journal_record_size(q.len);
-    if (e->delivery_count) {
+    int64_t held = e->delivery_count ? mqr__held_until(d->b, e) : 0; /* (held: it has a count) */
+    if (held) { /* waiting out its redelivery delay: the time goes along */
+      mqr__durable_held(d->b, e, held);
+    } else if (e->delivery_count) {
       uint32_t count = (uint32_t)e->delivery_count;
       mqr__durable_append_named(d, MQR_JOURNAL_UPDATE, m->id, &count, q);
     }

@@ -234,6 +234,16 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal,
 
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay) { hold(b, bq, NULL, delay, HELD_GATE, NULL); }
 
+int64_t mqr__held_until(mqr_broker_t *b, const mqr__entry_t *e) {
+  for (uint32_t i = 0; i < b->n_held; i++)
+    if (b->held[i].e == e && b->held[i].kind == HELD_REDELIVERY) {
+      uv_update_time(b->loop);
+      uint64_t now = uv_now(b->loop);
+      return mqr__wall_ms() + (b->held[i].due > now ? (int64_t)(b->held[i].due - now) : 0);
+    }
+  return 0;
+}
+
 bool mqr__hold_redelivery(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, uint64_t delay) {
   return hold(b, bq, e, delay, HELD_REDELIVERY, NULL);
 }

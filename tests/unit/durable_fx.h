@@ -39,9 +39,11 @@ static inline void fx_config(fx_t *f) {
                    "  '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}\n"
                    "  'big': {max-size-bytes: 10KiB, address-full-policy: PAGE}\n"
                    "  'pm': {max-size-bytes: 10KiB, address-full-policy: PAGE}\n"
+                   "  'slow': {redelivery-delay: 60000}\n"
                    "addresses:\n"
                    "  q: {anycast: [q]}\n"
                    "  hold: {anycast: [hold]}\n"
+                   "  slow: {anycast: [slow]}\n"
                    "  big: {anycast: [big]}\n"
                    "  pm: {multicast: [pm.a, pm.b]}\n"
                    "  t: {multicast: [t.a, t.b]}\n"
@@ -160,6 +162,13 @@ static inline uint64_t depth(fx_t *f, const char *queue) {
   mqr_broker_queue_stats_t st;
   assert_int_equal(mqr_broker_queue_stats(f->b, mqr_str(queue), &st), 0);
   return st.depth + st.in_flight;
+}
+
+/* Messages of queue waiting out a redelivery delay. */
+static inline uint64_t held_of(fx_t *f, const char *queue) {
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f->b, mqr_str(queue), &st), 0);
+  return st.held;
 }
 
 #endif
