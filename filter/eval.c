@@ -17,30 +17,6 @@
 
 typedef mqr_value_t val_t;
 
-/* Bytes equal: short runs compared inline (a property value, a literal) with two
- * overlapping loads from each end, where a call of memcmp costs more than the
- * comparison. */
-static inline bool eq_bytes(const char *a, const char *b, size_t n) {
-  if (n > 16) return memcmp(a, b, n) == 0;
-  if (n >= 8) {
-    uint64_t x, y, z, w;
-    memcpy(&x, a, 8);
-    memcpy(&y, b, 8);
-    memcpy(&z, a + n - 8, 8);
-    memcpy(&w, b + n - 8, 8);
-    return ((x ^ y) | (z ^ w)) == 0;
-  }
-  if (n >= 4) {
-    uint32_t x, y, z, w;
-    memcpy(&x, a, 4);
-    memcpy(&y, b, 4);
-    memcpy(&z, a + n - 4, 4);
-    memcpy(&w, b + n - 4, 4);
-    return ((x ^ y) | (z ^ w)) == 0;
-  }
-  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
-}
-
 static const val_t VNULL = {MQR_VALUE_NULL, {0}};
 
 static val_t vbool(bool b) { return (val_t){MQR_VALUE_BOOL, {.b = b}}; }
@@ -87,23 +63,13 @@ static val_t negate(const val_t *a) {
   }
 }
 
-/* Java's Double.compare: NaN equals itself and is above everything, -0.0 below 0.0
- * (Artemis compares numbers with compareTo). */
-static inline int cmp_double(double x, double y) {
-  if (x < y) return -1;
-  if (x > y) return 1;
-  bool nx = isnan(x), ny = isnan(y);
-  if (nx || ny) return nx && ny ? 0 : nx ? 1 : -1;
-  bool sx = signbit(x), sy = signbit(y); /* equal: only the sign of a zero can differ */
-  return sx == sy ? 0 : sx ? -1 : 1;
-}
-
 /* <0, 0, >0; or 2 when a and b do not compare (unlike types). */
 static int order(const val_t *a, const val_t *b) {
   if (is_num(a) && is_num(b)) {
-    if (a->type == MQR_VALUE_DOUBLE || b->type == MQR_VALUE_DOUBLE) return cmp_double(as_double(a), as_double(b));
+    if (a->type == MQR_VALUE_DOUBLE || b->type == MQR_VALUE_DOUBLE)
+      return mqr__filter_cmp_double(as_double(a), as_double(b));
     if (a->type == MQR_VALUE_FLOAT || b->type == MQR_VALUE_FLOAT)
-      return cmp_double((float)as_double(a), (float)as_double(b)); /* compared as floats */
+      return mqr__filter_cmp_double((float)as_double(a), (float)as_double(b)); /* compared as floats */
     int64_t x = as_long(a), y = as_long(b);
     return x < y ? -1 : x > y;
   }
@@ -206,14 +172,14 @@ static inline __attribute__((always_inline)) bool like_simple(const mqr_filter_t
   uint32_t i = 0;
   if (!f->pats[k].lead) {
     uint32_t l = f->segs[first].len;
-    if (l > end || !eq_bytes(s, f->lbytes + f->segs[first].off, l)) return false;
+    if (l > end || !mqr__filter_eq_bytes(s, f->lbytes + f->segs[first].off, l)) return false;
     pos = l;
     i = 1;
     if (n == 1 && !f->pats[k].trail) return pos == end;
   }
   if (!f->pats[k].trail && i < n) {
     uint32_t l = f->segs[first + n - 1].len;
-    if (l > end - pos || !eq_bytes(s + end - l, f->lbytes + f->segs[first + n - 1].off, l)) return false;
+    if (l > end - pos || !mqr__filter_eq_bytes(s + end - l, f->lbytes + f->segs[first + n - 1].off, l)) return false;
     end -= l;
     n--;
   }
@@ -245,7 +211,7 @@ static inline __attribute__((always_inline)) int in_tv(const mqr_filter_t *f, ui
   if (v->type != MQR_VALUE_STRING) return -1; /* as Artemis: not a string is UNKNOWN */
   const mqr_str_t *items = f->set + f->sets[set].off;
   for (uint32_t i = 0; i < f->sets[set].len; i++)
-    if (items[i].len == v->u.s.len && eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return !neg;
+    if (items[i].len == v->u.s.len && mqr__filter_eq_bytes(items[i].ptr, v->u.s.ptr, v->u.s.len)) return !neg;
   return neg;
 }
 
@@ -531,6 +497,12 @@ static void cgen(cemit_t *c, int32_t node) {
   cemit(c, (mqr__cop_t){C_VALUE, 0, 0, -1, (int32_t)start, (int32_t)f->n_prog}, 0, 1);
 }
 
+/* Three-valued AND and OR by table, indexed by truth value + 1 (UNKNOWN, FALSE, TRUE):
+ * no branch on the data. */
+static const int8_t and_tab[3][3] = {{-1, 0, -1}, {0, 0, 0}, {-1, 0, 1}};
+static const int8_t or_tab[3][3] = {{-1, -1, 1}, {-1, 0, 1}, {1, 1, 1}};
+static const int8_t not_tab[3] = {-1, 1, 0};
+
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
   emit_t e = {f, 0, 0, 0};
   cemit_t c = {&e, 0, 0, 0};
@@ -579,10 +551,20 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
     default: shape = false;
     }
   }
-  if (shape && nl == 1 && joins == 0 && !not_b)
-    f->two.ops = 1, f->two.a = leaves[0];
-  else if (shape && nl == 2 && joins == 1)
-    f->two.ops = 2, f->two.a = leaves[0], f->two.b = leaves[1], f->two.not_b = not_b, f->two.or = or ;
+  if (shape && nl == 1 && joins == 0 && !not_b) {
+    f->two.ops = 1;
+    mqr__filter_leaf(f, leaves[0], MQR__LEAF_ONE, &f->two.l[0]);
+  } else if (shape && nl == 2 && joins == 1) {
+    f->two.ops = 2;
+    mqr__filter_leaf(f, leaves[0], MQR__LEAF_FIRST, &f->two.l[0]);
+    mqr__filter_leaf(f, leaves[1], MQR__LEAF_LAST, &f->two.l[1]);
+    f->two.l[0].stop = or ? 1 : 0;
+    for (int x = 0; x < 3; x++)
+      for (int y = 0; y < 3; y++) {
+        int b = not_b ? not_tab[y] + 1 : y;
+        f->two.l[1].tab[x][y] = or ? or_tab[x][b] : and_tab[x][b];
+      }
+  }
   return 0;
 }
 
@@ -611,17 +593,8 @@ static const val_t *slot_value(const mqr_value_t *values, uint32_t n, int32_t sl
   return (uint32_t)slot < n ? &values[slot] : &VNULL;
 }
 
-/* The condition program, threaded: each operation jumps straight to the next one's code
- * (a computed goto, GCC's and Clang's), so that the processor predicts each jump from its
- * own place rather than from one shared switch. */
-/* Three-valued AND and OR by table, indexed by truth value + 1 (UNKNOWN, FALSE, TRUE):
- * no branch on the data. */
-static const int8_t and_tab[3][3] = {{-1, 0, -1}, {0, 0, 0}, {-1, 0, 1}};
-static const int8_t or_tab[3][3] = {{-1, -1, 1}, {-1, 0, 1}, {1, 1, 1}};
-static const int8_t not_tab[3] = {-1, 1, 0};
-
 /* The leaves, each a truth value (1, 0, -1 UNKNOWN) of op on the message's values: the
- * threaded program's operations and the two-leaf path below share them. */
+ * threaded program's operations, and the general leaf of leaf.c. */
 static inline __attribute__((always_inline)) int8_t tv_str_eq(const mqr_filter_t *f, const mqr__cop_t *op,
                                                               const val_t *values, uint32_t n) {
   const val_t *v = slot_value(values, n, op->slot);
@@ -629,7 +602,7 @@ static inline __attribute__((always_inline)) int8_t tv_str_eq(const mqr_filter_t
   return v->type == MQR_VALUE_NULL ? -1
          : v->type != MQR_VALUE_STRING
              ? 0 /* unlike types: false, for <> too */
-             : (int8_t)((v->u.s.len == k->len && eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
+             : (int8_t)((v->u.s.len == k->len && mqr__filter_eq_bytes(v->u.s.ptr, k->ptr, k->len)) != op->neg);
 }
 
 static inline __attribute__((always_inline)) int8_t tv_cmp_d(const mqr_filter_t *f, const mqr__cop_t *op,
@@ -644,7 +617,7 @@ static inline __attribute__((always_inline)) int8_t tv_cmp_d(const mqr_filter_t 
   case MQR_VALUE_NULL: return -1;
   default: return 0; /* unlike types: false */
   }
-  return (int8_t)(op->arg2 >> (cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
+  return (int8_t)(op->arg2 >> (mqr__filter_cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
 }
 
 static inline __attribute__((always_inline)) int8_t tv_cmp_l(const mqr_filter_t *f, const mqr__cop_t *op,
@@ -674,9 +647,7 @@ static inline __attribute__((always_inline)) int8_t tv_between(const mqr_filter_
   return (int8_t)tv(&r);
 }
 
-/* Any leaf (the two-leaf path's): -2 for an operation that is not one. */
-static inline __attribute__((always_inline)) int8_t tv_leaf(const mqr_filter_t *f, const mqr__cop_t *op,
-                                                            const val_t *values, uint32_t n) {
+int mqr__filter_leaf_tv(const mqr_filter_t *f, const mqr__cop_t *op, const val_t *values, uint32_t n) {
   switch (op->op) {
   case C_STR_EQ: return tv_str_eq(f, op, values, n);
   case C_CMP_D: return tv_cmp_d(f, op, values, n);
@@ -687,10 +658,13 @@ static inline __attribute__((always_inline)) int8_t tv_leaf(const mqr_filter_t *
   case C_ISNULL: return (int8_t)((slot_value(values, n, op->slot)->type == MQR_VALUE_NULL) != op->neg);
   case C_BETWEEN: return tv_between(f, op, values, n);
   case C_CONST: return (int8_t)op->arg;
-  default: return -2;
+  default: return -1; /* not a leaf: never asked */
   }
 }
 
+/* The condition program, threaded: each operation jumps straight to the next one's code
+ * (a computed goto, GCC's and Clang's), so that the processor predicts each jump from its
+ * own place rather than from one shared switch. */
 /* The program, run: the threaded interpreter (its own function, so that the two-leaf
  * path in mqr_filter_eval keeps a small frame). */
 __attribute__((noinline)) static int run_program(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
@@ -775,14 +749,9 @@ done:
 int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n) {
   if (f == NULL) return MQR_FILTER_TRUE;
   /* The common selectors (one leaf, or two joined by AND or OR, the second perhaps under
-   * NOT) without the program's dispatch and stack. */
-  if (f->two.ops) {
-    int8_t a = tv_leaf(f, f->two.a, values, n);
-    if (f->two.ops == 1) return a;
-    int8_t b = tv_leaf(f, f->two.b, values, n);
-    if (f->two.not_b) b = not_tab[b + 1];
-    return f->two.or ? or_tab[a + 1][b + 1] : and_tab[a + 1][b + 1];
-  }
+   * NOT): their leaves' own functions (leaf.c), without the program's dispatch and
+   * stack. */
+  if (f->two.ops) return f->two.l[0].fn(&f->two.l[0], values, n, 0);
   return run_program(f, values, n);
 }
 

@@ -4,6 +4,9 @@
 #ifndef MQR_FILTER_INT_H
 #define MQR_FILTER_INT_H
 
+#include <math.h>
+#include <string.h>
+
 #include "../common/grow.h"
 #include "mqr/filter.h"
 
@@ -60,10 +63,75 @@ static inline int32_t mqr__filter_code_point(const unsigned char **s, const unsi
   return (int32_t)v;
 }
 
+/* Bytes equal: short runs compared inline (a property value, a literal) with two
+ * overlapping loads from each end, where a call of memcmp costs more than the
+ * comparison. */
+static inline bool mqr__filter_eq_bytes(const char *a, const char *b, size_t n) {
+  if (n > 16) return memcmp(a, b, n) == 0;
+  if (n >= 8) {
+    uint64_t x, y, z, w;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    memcpy(&z, a + n - 8, 8);
+    memcpy(&w, b + n - 8, 8);
+    return ((x ^ y) | (z ^ w)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t x, y, z, w;
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    memcpy(&z, a + n - 4, 4);
+    memcpy(&w, b + n - 4, 4);
+    return ((x ^ y) | (z ^ w)) == 0;
+  }
+  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+}
+
+/* Java's Double.compare: NaN equals itself and is above everything, -0.0 below 0.0
+ * (Artemis compares numbers with compareTo). */
+static inline int mqr__filter_cmp_double(double x, double y) {
+  if (x < y) return -1;
+  if (x > y) return 1;
+  bool nx = isnan(x), ny = isnan(y);
+  if (nx || ny) return nx && ny ? 0 : nx ? 1 : -1;
+  bool sx = signbit(x), sy = signbit(y); /* equal: only the sign of a zero can differ */
+  return sx == sy ? 0 : sx ? -1 : 1;
+}
+
 typedef struct {
   uint8_t op;  /* an mqr__fkind_t */
   int32_t arg; /* F_CONST: node; F_IDENT: slot; F_LIKE/F_IN: pattern/set */
 } mqr__fop_t;
+
+/* A leaf of the condition program made self-contained (leaf.c): its function, chosen at
+ * compile time for its operation and its constant's shape (a LIKE's prefix, suffix or
+ * both; a comparison's type), with the constant at hand. Answers a truth value: 1, 0, or
+ * -1 for UNKNOWN. */
+#define MQR__LEAF_IN_MAX 4
+typedef struct mqr__fleaf_s mqr__fleaf_t;
+typedef int (*mqr__fleaf_fn)(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n, int acc);
+struct mqr__fleaf_s {
+  mqr__fleaf_fn fn;
+  uint32_t slot;
+  int8_t stop;       /* a first leaf's truth value that is the answer (AND: 0, OR: 1) */
+  int8_t tab[3][3];  /* the last leaf's: the answer, by the first's truth value and its own */
+  uint8_t neg;       /* <>, NOT LIKE, NOT IN, IS NOT NULL */
+  int8_t value;      /* a constant's truth value */
+  uint32_t mask;     /* a comparison's truth mask (MQR__CMP_MASK) */
+  const char *p, *q; /* a string constant; a LIKE's first and last runs */
+  uint32_t len, len2;
+  uint64_t key, key2; /* p's and q's bytes packed (leaf.c's key8), when 8 or fewer */
+  /* IN of MQR__LEAF_IN_MAX or fewer strings of 8 bytes or fewer: theirs */
+  uint64_t keys[MQR__LEAF_IN_MAX];
+  uint8_t lens[MQR__LEAF_IN_MAX];
+  union {
+    double d;
+    int64_t l;
+    const mqr_str_t *set; /* IN: len items */
+  } k;
+  const struct mqr_filter_s *f; /* what the general leaf needs */
+  const struct mqr__cop_s *op;
+};
 
 struct mqr_filter_s {
   char *text; /* the selector, copied; string constants point into strings */
@@ -104,12 +172,11 @@ struct mqr_filter_s {
   uint32_t n_cprog, cap_cprog;
   uint32_t cdepth; /* its stack of truth values */
   /* The program's shape when it is one leaf, or two leaves joined by AND or OR (the second
-   * perhaps under NOT): mqr_filter_eval then runs them without the program (ops 1 or 2;
-   * 0: run the program). */
+   * perhaps under NOT): mqr_filter_eval then calls the first leaf's own function, which
+   * calls the second's, without the program (ops 1 or 2; 0: run the program). */
   struct {
     uint8_t ops;
-    bool not_b, or ;
-    const struct mqr__cop_s *a, *b;
+    mqr__fleaf_t l[2];
   } two;
   bool hyphenated;
 };
@@ -154,6 +221,14 @@ typedef struct mqr__cop_s {
 int mqr__filter_parse(mqr_filter_t *f, mqr_filter_resolve_fn resolve, void *ctx, mqr_error_t *err);
 
 /* eval.c */
+/* Any leaf of the condition program as a truth value, op on f's own tables: the general
+ * leaf function. */
+int mqr__filter_leaf_tv(const mqr_filter_t *f, const struct mqr__cop_s *op, const mqr_value_t *values, uint32_t n);
+/* leaf.c: the leaf for op (a leaf operation of f's condition program), into *out; role
+ * MQR__LEAF_ONE (the selector is this leaf), _FIRST (of two: out[1] follows) or _LAST. */
+enum { MQR__LEAF_ONE, MQR__LEAF_FIRST, MQR__LEAF_LAST };
+void mqr__filter_leaf(const mqr_filter_t *f, const struct mqr__cop_s *op, int role, mqr__fleaf_t *out);
+
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err); /* the tree into a program */
 /* The tree walked, node by node: what the program must agree with (tests). */
 mqr_value_t mqr__filter_eval_tree(const mqr_filter_t *f, int32_t node, const mqr_value_t *values, uint32_t n);

@@ -489,6 +489,109 @@ static void test_program_against_tree(void **state) {
   assert_true(results[0] > 1000 && results[1] > 1000 && results[2] > 1000);
 }
 
+/* The leaves' own functions (one leaf, or two joined: filter/leaf.c), each chosen for its
+ * constant's shape, against the tree: strings of two letters and of every length from 0
+ * to 19 (so across the word sizes the leaves compare by), LIKE patterns of each shape,
+ * IN lists short and long, comparisons with numbers; and values of every type. */
+static void gen_lit(char *out, size_t cap, bool pattern) {
+  size_t n = frnd(20), o = 0;
+  out[o++] = '\'';
+  for (size_t i = 0; i < n && o + 3 < cap; i++) {
+    uint32_t r = frnd(pattern ? 10 : 2);
+    out[o++] = r == 9 ? '%' : r == 8 ? '_' : r & 1 ? 'b' : 'a';
+  }
+  out[o++] = '\'';
+  out[o] = 0;
+}
+
+static void gen_leaf(char *out, size_t cap) {
+  char lit[64], list[512];
+  const char *nm = names[frnd(3)];
+  static const char *const cmp[] = {"=", "<>", "<", "<=", ">", ">="};
+  switch (frnd(8)) {
+  case 0:
+  case 1: {
+    /* a shape of % and runs: 'p%', '%q', 'p%q', '%p%', 'p', or any */
+    char p[32], q[32];
+    gen_lit(p, sizeof p, false);
+    gen_lit(q, sizeof q, false);
+    p[strlen(p) - 1] = 0; /* without their quotes */
+    switch (frnd(6)) {
+    case 0: snprintf(lit, sizeof lit, "%s%%'", p); break;
+    case 1: snprintf(lit, sizeof lit, "'%%%s", q + 1); break;
+    case 2: snprintf(lit, sizeof lit, "%s%%%s", p, q + 1); break;
+    case 3: snprintf(lit, sizeof lit, "'%%%s%%'", p + 1); break;
+    case 4: snprintf(lit, sizeof lit, "%s'", p); break;
+    default: gen_lit(lit, sizeof lit, true);
+    }
+    snprintf(out, cap, "%s %sLIKE %s", nm, frnd(2) ? "NOT " : "", lit);
+    return;
+  }
+  case 2: {
+    size_t o = 0, items = 1 + frnd(6);
+    for (size_t i = 0; i < items; i++) {
+      gen_lit(lit, sizeof lit, false);
+      o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", lit);
+    }
+    snprintf(out, cap, "%s %sIN (%s)", nm, frnd(2) ? "NOT " : "", list);
+    return;
+  }
+  case 3:
+    gen_lit(lit, sizeof lit, false);
+    snprintf(out, cap, "%s %s %s", nm, frnd(2) ? "=" : "<>", lit);
+    return;
+  case 4: snprintf(out, cap, "%s %s %d", nm, cmp[frnd(6)], (int)frnd(7) - 3); return;
+  case 5: snprintf(out, cap, "%s %s %d.5", nm, cmp[frnd(6)], (int)frnd(7) - 3); return;
+  case 6: snprintf(out, cap, "%s IS %sNULL", nm, frnd(2) ? "NOT " : ""); return;
+  default: snprintf(out, cap, frnd(4) ? "%s" : frnd(2) ? "TRUE" : "FALSE", nm); return;
+  }
+}
+
+static void test_leaves_against_tree(void **state) {
+  (void)state;
+  static char strings[64][24];
+  long fast = 0, evaluated = 0, results[3] = {0, 0, 0};
+  for (int i = 0; i < 100000; i++) {
+    char a[600], b[600], text[1300];
+    gen_leaf(a, sizeof a);
+    gen_leaf(b, sizeof b);
+    switch (frnd(4)) {
+    case 0: snprintf(text, sizeof text, "%s", a); break;
+    case 1: snprintf(text, sizeof text, "%s AND %s%s", a, frnd(2) ? "NOT " : "", b); break;
+    case 2: snprintf(text, sizeof text, "%s OR %s%s", a, frnd(2) ? "NOT " : "", b); break;
+    default: snprintf(text, sizeof text, "(%s) AND (%s)", a, b);
+    }
+    mqr_filter_t *f;
+    if (mqr_filter_compile(mqr_str(text), NULL, NULL, &f, NULL) != 0) fail_msg("%s: does not compile", text);
+    fast += f->two.ops != 0;
+    for (int k = 0; k < 8; k++) {
+      mqr_value_t v[3];
+      for (int s = 0; s < 3; s++) {
+        if (frnd(3)) {
+          v[s] = random_value();
+          continue;
+        }
+        char *str = strings[(k * 3 + s) % 64];
+        size_t n = frnd(20);
+        for (size_t j = 0; j < n; j++) str[j] = frnd(2) ? 'a' : 'b';
+        v[s] = (mqr_value_t){MQR_VALUE_STRING, {.s = {n ? str : NULL, n}}};
+      }
+      uint32_t n = frnd(8) ? mqr_filter_slot_count(f) : frnd(3); /* sometimes too few */
+      int r = mqr_filter_eval(f, v, n);
+      mqr_value_t t = mqr__filter_eval_tree(f, f->root, v, n);
+      int rt = t.type == MQR_VALUE_BOOL ? t.u.b : MQR_FILTER_UNKNOWN;
+      if (r != rt) fail_msg("%s: leaves %d, tree %d", text, r, rt);
+      results[r + 1]++;
+      evaluated++;
+    }
+    mqr_filter_free(f);
+  }
+  print_message("%ld of 100000 selectors by their leaves, %ld evaluations: %ld unknown, %ld false, %ld true\n", fast,
+                evaluated, results[0], results[1], results[2]);
+  assert_true(fast > 90000);
+  assert_true(results[0] > 10000 && results[1] > 10000 && results[2] > 10000);
+}
+
 /* Every allocation of compiling failed in turn: MQR_ENOMEM, nothing leaked. */
 static void test_allocation_failures(void **state) {
   (void)state;
@@ -572,6 +675,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_slots),
       cmocka_unit_test(test_program_against_tree),
+      cmocka_unit_test(test_leaves_against_tree),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_vocabulary),
   };
