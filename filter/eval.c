@@ -503,6 +503,21 @@ static const int8_t and_tab[3][3] = {{-1, 0, -1}, {0, 0, 0}, {-1, 0, 1}};
 static const int8_t or_tab[3][3] = {{-1, -1, 1}, {-1, 0, 1}, {1, 1, 1}};
 static const int8_t not_tab[3] = {-1, 1, 0};
 
+/* What a leaf roughly costs, to run the cheaper of two first; of two alike, the one
+ * written first runs first, as its writer ordered them. */
+static int leaf_rank(const mqr__cop_t *op) {
+  switch (op->op) {
+  case C_CONST:
+  case C_BOOL:
+  case C_ISNULL: return 0;
+  case C_CMP_D:
+  case C_CMP_L:
+  case C_STR_EQ: return 1;
+  case C_IN: return 2;
+  default: return 3;
+  }
+}
+
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
   emit_t e = {f, 0, 0, 0};
   cemit_t c = {&e, 0, 0, 0};
@@ -555,14 +570,21 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
     f->two.ops = 1;
     mqr__filter_leaf(f, leaves[0], MQR__LEAF_ONE, &f->two.l[0]);
   } else if (shape && nl == 2 && joins == 1) {
+    /* The cheaper leaf first, where it may decide alone (AND and OR are commutative in
+     * three-valued logic too, and leaves have no effects). */
+    bool swap = leaf_rank(leaves[1]) < leaf_rank(leaves[0]);
+    const mqr__cop_t *first = leaves[swap], *second = leaves[!swap];
+    bool not_first = not_b && swap, not_second = not_b && !swap;
     f->two.ops = 2;
-    mqr__filter_leaf(f, leaves[0], MQR__LEAF_FIRST, &f->two.l[0]);
-    mqr__filter_leaf(f, leaves[1], MQR__LEAF_LAST, &f->two.l[1]);
-    f->two.l[0].stop = or ? 1 : 0;
+    mqr__filter_leaf(f, first, MQR__LEAF_FIRST, &f->two.l[0]);
+    mqr__filter_leaf(f, second, MQR__LEAF_LAST, &f->two.l[1]);
+    /* AND is FALSE once one side is, OR TRUE */
+    f->two.l[0].stopped = or ? 1 : 0;
+    f->two.l[0].stop = (int8_t)(f->two.l[0].stopped != not_first);
     for (int x = 0; x < 3; x++)
       for (int y = 0; y < 3; y++) {
-        int b = not_b ? not_tab[y] + 1 : y;
-        f->two.l[1].tab[x][y] = or ? or_tab[x][b] : and_tab[x][b];
+        int a = not_first ? not_tab[x] + 1 : x, b = not_second ? not_tab[y] + 1 : y;
+        f->two.l[1].tab[x][y] = or ? or_tab[a][b] : and_tab[a][b];
       }
   }
   return 0;

@@ -113,12 +113,12 @@ typedef int (*mqr__fleaf_fn)(const mqr__fleaf_t *l, const mqr_value_t *values, u
 struct mqr__fleaf_s {
   mqr__fleaf_fn fn;
   uint32_t slot;
-  int8_t stop;       /* a first leaf's truth value that is the answer (AND: 0, OR: 1) */
-  int8_t tab[3][3];  /* the last leaf's: the answer, by the first's truth value and its own */
-  uint8_t neg;       /* <>, NOT LIKE, NOT IN, IS NOT NULL */
-  int8_t value;      /* a constant's truth value */
-  uint32_t mask;     /* a comparison's truth mask (MQR__CMP_MASK) */
-  const char *p, *q; /* a string constant; a LIKE's first and last runs */
+  int8_t stop, stopped; /* a first leaf's truth value that decides, and the answer then */
+  int8_t tab[3][3];     /* the last leaf's: the answer, by the first's truth value and its own */
+  uint8_t neg;          /* <>, NOT LIKE, NOT IN, IS NOT NULL */
+  int8_t value;         /* a constant's truth value */
+  uint32_t mask;        /* a comparison's truth mask (MQR__CMP_MASK) */
+  const char *p, *q;    /* a string constant; a LIKE's first and last runs */
   uint32_t len, len2;
   uint64_t key, key2; /* p's and q's bytes packed (leaf.c's key8), when 8 or fewer */
   /* IN of MQR__LEAF_IN_MAX or fewer strings of 8 bytes or fewer: theirs */

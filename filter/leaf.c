@@ -212,7 +212,7 @@ static inline __attribute__((always_inline)) int tv_like_contains(const mqr__fle
   static int name##_first(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n, int acc) {                     \
     (void)acc;                                                                                                         \
     int t = tv_##name(l, values, n);                                                                                   \
-    if (t == l->stop) return t;                                                                                        \
+    if (t == l->stop) return l->stopped;                                                                               \
     return l[1].fn(&l[1], values, n, t + 1);                                                                           \
   }                                                                                                                    \
   static int name##_last(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n, int acc) {                      \
