@@ -1,7 +1,7 @@
 /* libFuzzer: the broker in-process, driven by a script of 3-byte steps: sends (plain, to
  * address::queue, to a wildcard, with duplicate ids, with up to 640 properties, to full
- * addresses of each policy, to exclusive, ring, last-value and grouped queues, through
- * diverts), subscriptions (to queues, addresses of either type, named and made-up
+ * addresses of each policy, to exclusive, ring, last-value, grouped and non-destructive
+ * queues, through diverts), subscriptions (to queues, addresses of either type, named and made-up
  * subscription queues, with and without selectors), acknowledgements (single, cumulative,
  * of deliveries that are not outstanding), credit and unsubscribes (what comes back twice
  * goes to the dead-letter address; on q it waits a redelivery delay first), with
@@ -9,8 +9,9 @@
  * delivery) or unsubscribe, as the script says. After every step, for every queue a
  * consumer is on:
  *   - its counters add up: enqueued = acknowledged + killed + waiting + held + in flight;
- *   - in flight is what its consumers were delivered and have not acknowledged, and its
- *     consumer count is theirs;
+ *   - in flight is what its consumers were delivered and have not acknowledged (on a
+ *     non-destructive queue, where the message stays, their own counts say it and the
+ *     queue's is 0), and its consumer count is theirs;
  *   - no consumer was delivered more than the credit it was given, and each delivery's
  *     number is new;
  *   - an acknowledgement is refused (MQR_ENOTFOUND) exactly when its delivery is not
@@ -38,6 +39,7 @@ static const char yaml[] = "address-settings:\n"
                            "  kx: {anycast: {kx: {exclusive: true, ring-size: 6}}}\n"
                            "  kl: {anycast: {kl: {last-value-key: k2}}}\n"
                            "  kg: {anycast: {kg: {group-buckets: 2, consumers-before-dispatch: 2}}}\n"
+                           "  kn: {anycast: {kn: {non-destructive: true, last-value-key: k2}}}\n"
                            "diverts:\n"
                            "  d1: {address: q, forwarding-address: t, filter: \"k1 > 100\"}\n"
                            "  d2: {address: kl, forwarding-address: [kx, auto.1], exclusive: true,\n"
@@ -46,8 +48,8 @@ static const char yaml[] = "address-settings:\n"
                            "  d4: {address: t, forwarding-address: q, routing-type: PASS}\n";
 
 static const char *const targets[] = {
-    "q",         "t",    "full.a", "drop.a", "block.a", "auto.1", "auto.2.longer.than.16",
-    "t::t.keep", "q::q", "news.#", "t::q",   "kx",      "kl",     "kg"};
+    "q",      "t",    "full.a", "drop.a", "block.a", "auto.1", "auto.2.longer.than.16", "t::t.keep", "q::q",
+    "news.#", "t::q", "kx",     "kl",     "kg",      "kn"};
 enum { N_TARGETS = sizeof targets / sizeof targets[0], MAX_CONS = 8, MAX_OUT = 1024 };
 
 typedef struct {
@@ -158,6 +160,8 @@ static void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void 
   if ((k->how & 8) && k->delivered == 3 && k->c != NULL) unsubscribe(k);
 }
 
+static void sum_in_flight(void *arg, const mqr_broker_consumer_info_t *c) { *(uint64_t *)arg += c->in_flight; }
+
 static void check(void) {
   for (int i = 0; i < MAX_CONS; i++) {
     if (cons[i].c == NULL) continue;
@@ -165,10 +169,13 @@ static void check(void) {
     FUZZ_CHECK(mqr_broker_queue_stats(broker, mqr_str(cons[i].queue), &st) == 0);
     FUZZ_CHECK(st.enqueued ==
                st.acknowledged + st.killed + st.expired + st.depth + st.held + st.scheduled + st.in_flight);
-    uint64_t in_flight = 0;
+    uint64_t in_flight = 0, theirs = 0;
     uint32_t n = 0;
     for (int j = 0; j < MAX_CONS; j++)
       if (cons[j].c != NULL && strcmp(cons[j].queue, cons[i].queue) == 0) in_flight += (uint64_t)cons[j].n_out, n++;
+    FUZZ_CHECK(mqr_broker_list_consumers(broker, mqr_str(cons[i].queue), sum_in_flight, &theirs, NULL) == n);
+    FUZZ_CHECK(theirs == in_flight);
+    if (strcmp(cons[i].queue, "kn") == 0) in_flight = 0; /* a non-destructive queue's stay in it */
     if (st.in_flight != in_flight || st.consumers != n) {
       fprintf(stderr, "queue %s: in flight %llu (consumers' %llu), consumers %u (ours %u)\n", cons[i].queue,
               (unsigned long long)st.in_flight, (unsigned long long)in_flight, st.consumers, n);
