@@ -631,14 +631,8 @@ static inline __attribute__((always_inline)) int8_t tv_cmp_d(const mqr_filter_t 
                                                              const val_t *values, uint32_t n) {
   const val_t *v = slot_value(values, n, op->slot);
   double x;
-  switch (v->type) {
-  case MQR_VALUE_DOUBLE: x = v->u.d; break;
-  case MQR_VALUE_INT: x = v->u.i; break;
-  case MQR_VALUE_LONG: x = (double)v->u.l; break;
-  case MQR_VALUE_FLOAT: x = v->u.f; break;
-  case MQR_VALUE_NULL: return -1;
-  default: return 0; /* unlike types: false */
-  }
+  int t = mqr__filter_as_double(v, &x);
+  if (t <= 0) return (int8_t)t;
   return (int8_t)(op->arg2 >> (mqr__filter_cmp_double(x, f->nodes[op->arg].v.u.d) + 1) & 1);
 }
 

@@ -98,6 +98,19 @@ static inline int mqr__filter_cmp_double(double x, double y) {
   return sx == sy ? 0 : sx ? -1 : 1;
 }
 
+/* A value compared with a double constant: a number as a double, into *x, and 1; -1
+ * (UNKNOWN) for NULL; 0 (FALSE: unlike types) for anything else. */
+static inline int mqr__filter_as_double(const mqr_value_t *v, double *x) {
+  switch (v->type) {
+  case MQR_VALUE_DOUBLE: *x = v->u.d; return 1;
+  case MQR_VALUE_INT: *x = v->u.i; return 1;
+  case MQR_VALUE_LONG: *x = (double)v->u.l; return 1;
+  case MQR_VALUE_FLOAT: *x = v->u.f; return 1;
+  case MQR_VALUE_NULL: return -1;
+  default: return 0;
+  }
+}
+
 typedef struct {
   uint8_t op;  /* an mqr__fkind_t */
   int32_t arg; /* F_CONST: node; F_IDENT: slot; F_LIKE/F_IN: pattern/set */

@@ -70,14 +70,8 @@ static inline __attribute__((always_inline)) int tv_cmp_d(const mqr__fleaf_t *l,
                                                           uint32_t n) {
   const mqr_value_t *v = at(l, values, n);
   double x;
-  switch (v->type) {
-  case MQR_VALUE_DOUBLE: x = v->u.d; break;
-  case MQR_VALUE_INT: x = v->u.i; break;
-  case MQR_VALUE_LONG: x = (double)v->u.l; break;
-  case MQR_VALUE_FLOAT: x = v->u.f; break;
-  case MQR_VALUE_NULL: return -1;
-  default: return 0; /* unlike types: false */
-  }
+  int t = mqr__filter_as_double(v, &x);
+  if (t <= 0) return (int8_t)t;
   return (int)(l->mask >> (mqr__filter_cmp_double(x, l->k.d) + 1) & 1);
 }
 
