@@ -566,8 +566,10 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
     default: shape = false;
     }
   }
+  f->two.l[0] = (mqr__fleaf_t){.fn = mqr__filter_run_leaf, .f = f};
   if (shape && nl == 1 && joins == 0 && !not_b) {
     f->two.ops = 1;
+    f->two.need = (uint32_t)leaves[0]->slot + 1;
     mqr__filter_leaf(f, leaves[0], MQR__LEAF_ONE, &f->two.l[0]);
   } else if (shape && nl == 2 && joins == 1) {
     /* The cheaper leaf first, where it may decide alone (AND and OR are commutative in
@@ -576,6 +578,7 @@ int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err) {
     const mqr__cop_t *first = leaves[swap], *second = leaves[!swap];
     bool not_first = not_b && swap, not_second = not_b && !swap;
     f->two.ops = 2;
+    f->two.need = (uint32_t)(first->slot > second->slot ? first->slot : second->slot) + 1;
     mqr__filter_leaf(f, first, MQR__LEAF_FIRST, &f->two.l[0]);
     mqr__filter_leaf(f, second, MQR__LEAF_LAST, &f->two.l[1]);
     /* AND is FALSE once one side is, OR TRUE */
@@ -767,8 +770,14 @@ int mqr_filter_eval(const mqr_filter_t *f, const mqr_value_t *values, uint32_t n
   /* The common selectors (one leaf, or two joined by AND or OR, the second perhaps under
    * NOT): their leaves' own functions (leaf.c), without the program's dispatch and
    * stack. */
-  if (f->two.ops) return f->two.l[0].fn(&f->two.l[0], values, n, 0);
-  return run_program(f, values, n);
+  if (__builtin_expect(n < f->two.need, 0)) return run_program(f, values, n); /* checks each slot */
+  const mqr__fleaf_t *l = f->two.l;                                           /* at f itself */
+  return l->fn(l, values, n, 0);
+}
+
+int mqr__filter_run_leaf(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n, int acc) {
+  (void)acc;
+  return run_program(l->f, values, n);
 }
 
 /* ---- the public calls ------------------------------------------------------------------------- */

@@ -101,14 +101,19 @@ static inline int mqr__filter_cmp_double(double x, double y) {
 /* A value compared with a double constant: a number as a double, into *x, and 1; -1
  * (UNKNOWN) for NULL; 0 (FALSE: unlike types) for anything else. */
 static inline int mqr__filter_as_double(const mqr_value_t *v, double *x) {
-  switch (v->type) {
-  case MQR_VALUE_DOUBLE: *x = v->u.d; return 1;
-  case MQR_VALUE_INT: *x = v->u.i; return 1;
-  case MQR_VALUE_LONG: *x = (double)v->u.l; return 1;
-  case MQR_VALUE_FLOAT: *x = v->u.f; return 1;
-  case MQR_VALUE_NULL: return -1;
-  default: return 0;
-  }
+  /* tests in the order of the common types rather than a switch's jump table */
+  mqr_value_type_t t = v->type;
+  if (t == MQR_VALUE_DOUBLE)
+    *x = v->u.d;
+  else if (t == MQR_VALUE_INT)
+    *x = v->u.i;
+  else if (t == MQR_VALUE_LONG)
+    *x = (double)v->u.l;
+  else if (t == MQR_VALUE_FLOAT)
+    *x = v->u.f;
+  else
+    return t == MQR_VALUE_NULL ? -1 : 0;
+  return 1;
 }
 
 typedef struct {
@@ -134,6 +139,9 @@ struct mqr__fleaf_s {
   const char *p, *q;    /* a string constant; a LIKE's first and last runs */
   uint32_t len, len2;
   uint64_t key, key2; /* p's and q's bytes packed (leaf.c's key8), when 8 or fewer */
+  /* The same as the first and last bytes of a word (leaf.c's LIKE on a value of 8 bytes
+   * or more): p in the low bytes of pk, q in the high bytes of qk, pm and qm their masks */
+  uint64_t pm, pk, qm, qk;
   /* IN of MQR__LEAF_IN_MAX or fewer strings of 8 bytes or fewer: theirs */
   uint64_t keys[MQR__LEAF_IN_MAX];
   uint8_t lens[MQR__LEAF_IN_MAX];
@@ -147,6 +155,15 @@ struct mqr__fleaf_s {
 };
 
 struct mqr_filter_s {
+  /* First, so that mqr_filter_eval finds it at f itself: what it calls. The program's
+   * shape when it is one leaf, or two leaves joined by AND or OR (the second perhaps under
+   * NOT): the first leaf's own function, which calls the second's, without the program
+   * (ops 1 or 2); ops 0: l[0] is a leaf whose function runs the program. */
+  struct {
+    mqr__fleaf_t l[2];
+    uint32_t need; /* the leaves read values[0..need) unchecked: fewer runs the program */
+    uint8_t ops;
+  } two;
   char *text; /* the selector, copied; string constants point into strings */
   size_t text_len;
   char *strings; /* unescaped string literals */
@@ -184,13 +201,6 @@ struct mqr_filter_s {
   struct mqr__cop_s *cprog; /* the condition program: what mqr_filter_eval runs */
   uint32_t n_cprog, cap_cprog;
   uint32_t cdepth; /* its stack of truth values */
-  /* The program's shape when it is one leaf, or two leaves joined by AND or OR (the second
-   * perhaps under NOT): mqr_filter_eval then calls the first leaf's own function, which
-   * calls the second's, without the program (ops 1 or 2; 0: run the program). */
-  struct {
-    uint8_t ops;
-    mqr__fleaf_t l[2];
-  } two;
   bool hyphenated;
 };
 
@@ -241,6 +251,8 @@ int mqr__filter_leaf_tv(const mqr_filter_t *f, const struct mqr__cop_s *op, cons
  * MQR__LEAF_ONE (the selector is this leaf), _FIRST (of two: out[1] follows) or _LAST. */
 enum { MQR__LEAF_ONE, MQR__LEAF_FIRST, MQR__LEAF_LAST };
 void mqr__filter_leaf(const mqr_filter_t *f, const struct mqr__cop_s *op, int role, mqr__fleaf_t *out);
+/* eval.c: the leaf function that runs l->f's whole condition program. */
+int mqr__filter_run_leaf(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n, int acc);
 
 int mqr__filter_program(mqr_filter_t *f, mqr_error_t *err); /* the tree into a program */
 /* The tree walked, node by node: what the program must agree with (tests). */

@@ -13,10 +13,10 @@
 
 #include "filter_int.h"
 
-static const mqr_value_t NUL = {MQR_VALUE_NULL, {0}};
-
+/* mqr_filter_eval calls a leaf only with the values it reads (two.need). */
 static inline const mqr_value_t *at(const mqr__fleaf_t *l, const mqr_value_t *values, uint32_t n) {
-  return l->slot < n ? &values[l->slot] : &NUL;
+  (void)n;
+  return &values[l->slot];
 }
 
 /* Up to 8 bytes packed into a word, so that two runs of the same length are equal when
@@ -36,6 +36,12 @@ static inline uint64_t key8(const char *p, size_t n) {
     return a | (uint64_t)b << 32;
   }
   return n ? (unsigned char)p[0] : 0;
+}
+
+static inline uint64_t load8(const char *p) {
+  uint64_t x;
+  memcpy(&x, p, 8);
+  return x;
 }
 
 static inline __attribute__((always_inline)) int tv_general(const mqr__fleaf_t *l, const mqr_value_t *values,
@@ -117,13 +123,10 @@ static inline __attribute__((always_inline)) int tv_in8(const mqr__fleaf_t *l, c
   if (__builtin_expect(v->type != MQR_VALUE_STRING, 0)) return -1;
   size_t len = v->u.s.len;
   if (len > 8 || !(l->mask >> len & 1)) return l->neg; /* no string of its length */
-  bool m = false;
+  uint64_t k = key8(v->u.s.ptr, len);                  /* the value's word, once */
   for (uint32_t i = 0; i < l->len; i++)
-    if (l->lens[i] == len && key8(v->u.s.ptr, l->lens[i]) == l->keys[i]) {
-      m = true;
-      break;
-    }
-  return m != l->neg;
+    if (l->keys[i] == k && l->lens[i] == len) return !l->neg;
+  return l->neg;
 }
 
 /* LIKE: NULL is UNKNOWN, a value of another type does not match. These have no _ and a
@@ -158,25 +161,32 @@ static inline __attribute__((always_inline)) int tv_like_exact(const mqr__fleaf_
   return (v->u.s.len == l->len && mqr__filter_eq_bytes(v->u.s.ptr, l->p, l->len)) != l->neg;
 }
 
-/* The same with runs of 8 bytes or fewer, compared as words. */
+/* The same with runs of 8 bytes or fewer, compared as words: a value of 8 bytes or more
+ * as its first and last 8, masked; a shorter one packed as the runs are. */
 static inline __attribute__((always_inline)) int tv_like_prefix8(const mqr__fleaf_t *l, const mqr_value_t *values,
                                                                  uint32_t n) {
   LIKE_OPEN(v);
-  return (v->u.s.len >= l->len && key8(v->u.s.ptr, l->len) == l->key) != l->neg;
+  size_t len = v->u.s.len;
+  if (len >= 8) return ((load8(v->u.s.ptr) & l->pm) == l->pk) != l->neg;
+  return (len >= l->len && key8(v->u.s.ptr, l->len) == l->key) != l->neg;
 }
 
 static inline __attribute__((always_inline)) int tv_like_suffix8(const mqr__fleaf_t *l, const mqr_value_t *values,
                                                                  uint32_t n) {
   LIKE_OPEN(v);
-  return (v->u.s.len >= l->len2 && key8(v->u.s.ptr + v->u.s.len - l->len2, l->len2) == l->key2) != l->neg;
+  size_t len = v->u.s.len;
+  if (len >= 8) return ((load8(v->u.s.ptr + len - 8) & l->qm) == l->qk) != l->neg;
+  return (len >= l->len2 && key8(v->u.s.ptr + len - l->len2, l->len2) == l->key2) != l->neg;
 }
 
 static inline __attribute__((always_inline)) int tv_like_both8(const mqr__fleaf_t *l, const mqr_value_t *values,
                                                                uint32_t n) {
   LIKE_OPEN(v);
   size_t len = v->u.s.len;
+  const char *s = v->u.s.ptr;
   if (len < (size_t)l->len + l->len2) return l->neg;
-  return (key8(v->u.s.ptr, l->len) == l->key && key8(v->u.s.ptr + len - l->len2, l->len2) == l->key2) != l->neg;
+  if (len >= 8) return (((load8(s) & l->pm) ^ l->pk) | ((load8(s + len - 8) & l->qm) ^ l->qk)) == 0 ? !l->neg : l->neg;
+  return (key8(s, l->len) == l->key && key8(s + len - l->len2, l->len2) == l->key2) != l->neg;
 }
 
 static inline __attribute__((always_inline)) int tv_like_exact8(const mqr__fleaf_t *l, const mqr_value_t *values,
@@ -246,6 +256,20 @@ static const mqr__fleaf_fn *like_shape(const mqr_filter_t *f, uint32_t k, mqr__f
   bool short_runs = l->len <= 8 && l->len2 <= 8;
   l->key = key8(l->p, l->len);
   l->key2 = key8(l->q, l->len2);
+  if (short_runs) { /* as words in memory order, the masks too: any byte order */
+    char w[8] = {0};
+    memcpy(w, l->p, l->len);
+    l->pk = load8(w);
+    memset(w, 0, sizeof w);
+    memset(w, 0xFF, l->len);
+    l->pm = load8(w);
+    memset(w, 0, sizeof w);
+    memcpy(w + 8 - l->len2, l->q, l->len2);
+    l->qk = load8(w);
+    memset(w, 0, sizeof w);
+    memset(w + 8 - l->len2, 0xFF, l->len2);
+    l->qm = load8(w);
+  }
   if (nseg == 2) return lead || trail ? NULL : short_runs ? leaf_like_both8 : leaf_like_both;
   if (lead && trail) return leaf_like_contains;
   if (lead) return short_runs ? leaf_like_suffix8 : leaf_like_suffix;
