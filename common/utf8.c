@@ -1,10 +1,39 @@
 /* UTF-8 as the Avro specification's strings and mqr's names require it: shortest forms,
  * no surrogates, nothing past U+10FFFF (RFC 3629). */
+#include <string.h>
+
 #include "mqr/common.h"
+
+#define HIGH_BITS 0x8080808080808080ull
 
 size_t mqr_utf8_check(const void *text, size_t n) {
   const uint8_t *p = text;
-  for (size_t i = 0; i < n;) {
+  size_t i = 0;
+  /* ASCII, as most names and values are: eight bytes to a test, the last eight
+   * overlapping those before when n is not a multiple */
+  if (n >= 8) {
+    uint64_t w;
+    for (; i + 8 <= n; i += 8) {
+      memcpy(&w, p + i, 8);
+      if (w & HIGH_BITS) break;
+    }
+    if (i + 8 > n) {
+      memcpy(&w, p + n - 8, 8);
+      if (!(w & HIGH_BITS)) return n;
+    }
+  } else {
+    uint64_t w = 0;
+    if (n >= 4) {
+      uint32_t a, b;
+      memcpy(&a, p, 4);
+      memcpy(&b, p + n - 4, 4);
+      w = a | b;
+    } else if (n) {
+      w = p[0] | p[n / 2] | p[n - 1];
+    }
+    if (!(w & 0x80808080u)) return n;
+  }
+  while (i < n) {
     uint8_t c = p[i];
     if (c < 0x80) {
       i++;
