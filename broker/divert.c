@@ -137,6 +137,20 @@ static void send_copy(mqr_broker_t *b, const mqr_divert_t *d, const mqr__send_t 
 }
 
 /* One copy to address `to`. */
+/* A copy's send of s: to to as rt, answered to copy_answered. */
+static void copy_of(mqr__send_t *copy, const mqr__send_t *s, mqr_str_t to, int rt, mqr_broker_t *b) {
+  mqr__send_init(copy);
+  copy->address = to;
+  copy->routing_type = rt;
+  copy->durable = s->durable;
+  copy->duplicate_id = s->duplicate_id;
+  copy->scheduled = s->scheduled;
+  copy->group = s->group;
+  copy->producer = s->producer;
+  copy->fn = copy_answered;
+  copy->fn_arg = b;
+}
+
 static void forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert_t *d, mqr_str_t to, int rt,
                     const uint8_t *tail, size_t tail_len, const mqr_tail_edit_t *edit) {
   struct mqr__routebuf_s *rb = &b->route[b->route_depth]; /* the copy's level */
@@ -148,17 +162,10 @@ static void forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert_t *d
     return;
   }
   if (mqr_message_edit_tail(tail, tail_len, edit, rb->copy, &len, &err) != 0) return;
-  mqr__send_t copy = {.address = to,
-                      .routing_type = rt,
-                      .durable = s->durable,
-                      .duplicate_id = s->duplicate_id,
-                      .scheduled = s->scheduled,
-                      .group = s->group, /* not in this tail: found again from the stored bytes */
-                      .tail = rb->copy,
-                      .tail_len = len,
-                      .producer = s->producer,
-                      .fn = copy_answered,
-                      .fn_arg = b};
+  mqr__send_t copy;
+  copy_of(&copy, s, to, rt, b);
+  copy.tail = rb->copy; /* the group is not in this tail: found again from the stored bytes */
+  copy.tail_len = len;
   mqr_tail_t made;
   const struct mqr__transformer_s *tf = b->n_transformers ? transformer_of(b, mqr_divert_name(d)) : NULL;
   if (tf) {
@@ -216,16 +223,9 @@ static void forward_made(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert
   made.values = rb->values;
   made.n = n;
   if (edit->set_expiration) made.expiration = edit->expiration;
-  mqr__send_t copy = {.address = to,
-                      .routing_type = rt,
-                      .durable = s->durable,
-                      .duplicate_id = s->duplicate_id,
-                      .scheduled = s->scheduled,
-                      .group = s->group,
-                      .made = &made,
-                      .producer = s->producer,
-                      .fn = copy_answered,
-                      .fn_arg = b};
+  mqr__send_t copy;
+  copy_of(&copy, s, to, rt, b);
+  copy.made = &made;
   send_copy(b, d, &copy);
 }
 

@@ -289,17 +289,36 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   return mqr__durable_answer(b, s, rc, r, err);
 }
 
-static bool utf8(mqr_str_t s) { return mqr_utf8_check(s.ptr, s.len) == s.len; }
+/* UTF-8; a short ASCII string (most keys and values) without a call */
+static inline bool utf8(mqr_str_t s) {
+  if (s.len <= 16) {
+    uint64_t a = 0, b = 0;
+    if (s.len >= 8) {
+      memcpy(&a, s.ptr, 8);
+      memcpy(&b, s.ptr + s.len - 8, 8);
+    } else if (s.len >= 4) {
+      uint32_t x, y;
+      memcpy(&x, s.ptr, 4);
+      memcpy(&y, s.ptr + s.len - 4, 4);
+      a = x, b = y;
+    } else if (s.len) {
+      a = (uint8_t)s.ptr[0] | (uint8_t)s.ptr[s.len / 2] | (uint8_t)s.ptr[s.len - 1];
+    }
+    if (!((a | b) & 0x8080808080808080ull)) return true;
+  }
+  return mqr_utf8_check(s.ptr, s.len) == s.len;
+}
 
 /* An in-process message, checked as a SEND frame is: its tail is made from t. */
 int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err) {
   *t = (mqr_tail_t){m->priority,      m->timestamp,       m->expiration,   m->user_id,
                     m->property_keys, m->property_values, m->n_properties, m->body};
-  *s = (mqr__send_t){.address = m->address,
-                     .routing_type = m->routing_type,
-                     .durable = m->durable,
-                     .duplicate_id = m->duplicate_id,
-                     .made = t};
+  mqr__send_init(s);
+  s->address = m->address;
+  s->routing_type = m->routing_type;
+  s->durable = m->durable;
+  s->duplicate_id = m->duplicate_id;
+  s->made = t;
   if (m->priority < 0 || m->priority > MQR_PRIORITY_MAX)
     return mqr_error_set(err, MQR_EINVAL, "priority %d is not 0-%d", (int)m->priority, MQR_PRIORITY_MAX);
   if (!utf8(m->user_id)) return mqr_error_set(err, MQR_EINVAL, "the user id is not UTF-8");

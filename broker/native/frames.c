@@ -29,17 +29,19 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
     return;
   }
   /* the view checked that every string is UTF-8 */
-  mqr__send_t s = {.address = v.address,
-                   .routing_type = mqr_proto_rt_to_routing(v.routing_type),
-                   .durable = v.durable,
-                   .duplicate_id = v.duplicate_id,
-                   .scheduled = v.scheduled,
-                   .group = v.group,
-                   .tail = v.tail,
-                   .tail_len = v.tail_len,
-                   .prefixes = &c->l->cfg->prefixes,
-                   .producer = &c->sess.producer,
-                   .token = v.receipt};
+  mqr__send_t s;
+  mqr__send_init(&s);
+  s.address = v.address;
+  s.routing_type = mqr_proto_rt_to_routing(v.routing_type);
+  s.durable = v.durable;
+  s.duplicate_id = v.duplicate_id;
+  s.scheduled = v.scheduled;
+  s.group = v.group;
+  s.tail = v.tail;
+  s.tail_len = v.tail_len;
+  s.prefixes = &c->l->cfg->prefixes;
+  s.producer = &c->sess.producer;
+  s.token = v.receipt;
   mqr__acct_t *blocked = NULL;
   mqr_broker_receipt_t r;
   rc = mqr__do_send(b, &s, &r, &blocked, &err);
