@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp
 """
 import json
 import random
@@ -31,6 +31,26 @@ if kind == "filter":
     for i, s in enumerate(seeds):
         with open(os.path.join(out, "filter-%02d" % i), "w") as f:
             f.write(s)
+    sys.exit(0)
+if kind == "stomp":
+    # Client streams (fuzz_stomp.c): a version-and-cut byte, then frames of each command,
+    # escapes, content-length bodies with NULs, heart-beats, and some wrong.
+    frames = [
+        b"CONNECT\naccept-version:1.0,1.1,1.2\nhost:h\nheart-beat:100,100\n\n\0",
+        b"STOMP\r\naccept-version:1.2\r\nlogin:a\r\npasscode:p\\q\r\n\r\n\0\n",
+        b"SEND\ndestination:/queue/a\ncontent-type:text/plain\nreceipt:1\n\nhello\0",
+        b"SEND\ndestination:a\\cb\ncontent-length:5\nk:v\\nw\\\\x\\ry\n\na\0b\0c\0\n\n",
+        b"SUBSCRIBE\nid:0\ndestination:/topic/t\nack:client-individual\nselector:color = 'red'\n\n\0",
+        b"ACK\nid:5\ntransaction:tx1\n\n\0NACK\nid:6\n\n\0",
+        b"BEGIN\ntransaction:tx1\n\n\0COMMIT\ntransaction:tx1\n\n\0ABORT\ntransaction:t2\n\n\0",
+        b"UNSUBSCRIBE\nid:0\n\n\0DISCONNECT\nreceipt:77\n\n\0",
+        b"SEND\nk:a\\tb\n\n\0", b"SEND\ncontent-length:99999\n\nx\0", b"GET / HTTP/1.1\r\n\r\n",
+        b"SEND\nnocolon\n\n\0", b"\n\n\r\n",
+    ]
+    for i, fr in enumerate(frames):
+        for v in range(3):
+            with open(os.path.join(out, "stomp-%02d-%d" % (i, v)), "wb") as f:
+                f.write(bytes([v | ((i * 13) % 64) << 2]) + fr)
     sys.exit(0)
 if kind == "broker":
     # Scripts of 3-byte steps (fuzz_broker.c): subscribe, send, ack, credit, then random.
