@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp | mqtt
 """
 import json
 import random
@@ -51,6 +51,41 @@ if kind == "stomp":
         for v in range(3):
             with open(os.path.join(out, "stomp-%02d-%d" % (i, v)), "wb") as f:
                 f.write(bytes([v | ((i * 13) % 64) << 2]) + fr)
+    sys.exit(0)
+if kind == "mqtt":
+    # Client streams (fuzz_mqtt.c): a level byte (0: none yet, 1: 3.1.1, 2: 5.0), then
+    # packets: CONNECT of each level, PUBLISH of each QoS, acks, SUBSCRIBE, UNSUBSCRIBE,
+    # PINGREQ, DISCONNECT, AUTH, with 5.0 properties.
+    def vbi(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    def s(t):
+        t = t.encode()
+        return len(t).to_bytes(2, "big") + t
+    def pk(first, body):
+        return bytes([first]) + vbi(len(body)) + body
+    def props(b):
+        return vbi(len(b)) + b
+    c4 = pk(0x10, s("MQTT") + b"\x04\xee\x00\x1e" + s("cid") + s("w/t") + s("bye") + s("u") + s("p"))
+    c5 = pk(0x10, s("MQTT") + b"\x05\x06\x00\x1e" + props(b"\x11\x00\x00\x0e\x10\x21\x00\x14\x26" + s("k") + s("v"))
+            + s("") + props(b"\x18\x00\x00\x00\x05") + s("w") + s("x"))
+    tail4 = (pk(0x30, s("a/b") + b"hi") + pk(0x32, s("a") + b"\x00\x01x") + pk(0x34, s("a") + b"\x00\x02y")
+             + pk(0x40, b"\x00\x01") + pk(0x50, b"\x00\x02") + pk(0x62, b"\x00\x02") + pk(0x70, b"\x00\x02")
+             + pk(0x82, b"\x00\x03" + s("a/+/c") + b"\x01" + s("$share/g/#") + b"\x02")
+             + pk(0xA2, b"\x00\x04" + s("a/+/c")) + pk(0xC0, b"") + pk(0xE0, b""))
+    tail5 = (pk(0x30, s("") + props(b"\x23\x00\x01\x01\x01\x26" + s("a") + s("b")) + b"p")
+             + pk(0x40, b"\x00\x01\x10" + props(b"\x1f" + s("ok")))
+             + pk(0x82, b"\x00\x03" + props(b"\x0b\x05") + s("t/#") + b"\x2d")
+             + pk(0xF0, b"\x18" + props(b"\x15" + s("SCRAM"))) + pk(0xE0, b"\x04" + props(b"\x11\x00\x00\x00\x00")))
+    seeds = [b"\x00" + c4 + tail4, b"\x00" + c5 + tail5, b"\x01" + tail4, b"\x02" + tail5,
+             b"\x00" + pk(0x10, s("MQIsdp") + b"\x03\x02\x00\x00" + s("c")), b"\x01\x30\xff\xff\xff\xff\x01"]
+    for i, sd in enumerate(seeds):
+        with open(os.path.join(out, "mqtt-%02d" % i), "wb") as f:
+            f.write(sd)
     sys.exit(0)
 if kind == "broker":
     # Scripts of 3-byte steps (fuzz_broker.c): subscribe, send, ack, credit, then random.
