@@ -54,6 +54,10 @@ typedef struct {
   uint16_t receive_max, topic_alias_max, topic_alias;
   uint32_t message_expiry, session_expiry, will_delay, max_packet, subscription_id;
   mqr_str_t content_type, response_topic, correlation_data, auth_method, auth_data, reason, server_reference;
+  /* a CONNACK's (the server's: written, never read) */
+  uint8_t max_qos, retain_available, wildcard_available, sub_id_available, shared_available;
+  uint16_t server_keep_alive;
+  mqr_str_t assigned_client_id, response_info;
   /* the user properties: n pairs, read with mqr__mqtt_user_next from users */
   const uint8_t *users;
   size_t users_len;
@@ -113,5 +117,37 @@ int mqr__mqtt_decode(const uint8_t *buf, size_t len, uint8_t level, mqr__mqtt_pa
 /* The next entry of a SUBSCRIBE (options) or UNSUBSCRIBE (filter only) after *at (0 to
  * begin): 1 with *s, or 0. The decoder checked them all. */
 int mqr__mqtt_sub_next(const mqr__mqtt_packet_t *p, size_t *at, mqr__mqtt_sub_t *s);
+
+/* ---- what the server sends ------------------------------------------------------------------ */
+
+/* Properties to write (5.0): those of props whose bit is set in props->have (user
+ * properties and subscription identifiers excepted: they come from the arrays), then
+ * n_users user properties, then n_sub_ids subscription identifiers (a PUBLISH to a
+ * subscriber). NULL props: none but the arrays'. */
+typedef struct {
+  const mqr__mqtt_props_t *props;
+  const mqr_str_t *user_keys, *user_values;
+  uint32_t n_users;
+  const uint32_t *sub_ids;
+  uint32_t n_sub_ids;
+} mqr__mqtt_out_props_t;
+
+/* Each writes the packet (for PUBLISH, all but its payload of payload_len bytes, which
+ * the caller writes after it) into out[0..cap) and returns its length; when cap is too
+ * small it writes nothing and returns the length it needs. Level 4 writes no reason codes
+ * beyond 3.1.1's and no properties. */
+size_t mqr__mqtt_put_connack(uint8_t *out, size_t cap, uint8_t level, bool session_present, uint8_t code,
+                             const mqr__mqtt_out_props_t *o);
+size_t mqr__mqtt_put_publish(uint8_t *out, size_t cap, uint8_t level, const mqr__mqtt_publish_t *m, uint16_t packet_id,
+                             size_t payload_len, const mqr__mqtt_out_props_t *o);
+/* PUBACK, PUBREC, PUBREL or PUBCOMP: 5.0 omits reason 0 when there are no properties. */
+size_t mqr__mqtt_put_ack(uint8_t *out, size_t cap, uint8_t level, mqr__mqtt_type_t type, uint16_t packet_id,
+                         uint8_t reason, const mqr__mqtt_out_props_t *o);
+/* SUBACK (a code per filter) or UNSUBACK (3.1.1: no codes). */
+size_t mqr__mqtt_put_suback(uint8_t *out, size_t cap, uint8_t level, mqr__mqtt_type_t type, uint16_t packet_id,
+                            const uint8_t *codes, uint32_t n, const mqr__mqtt_out_props_t *o);
+size_t mqr__mqtt_put_pingresp(uint8_t *out, size_t cap);
+/* DISCONNECT from the server: 5.0 only. */
+size_t mqr__mqtt_put_disconnect(uint8_t *out, size_t cap, uint8_t reason, const mqr__mqtt_out_props_t *o);
 
 #endif

@@ -1,4 +1,4 @@
-/* MQTT packets as a server reads them (broker/mqtt/packet.h), each rule of the MQTT 3.1.1
+/* MQTT packets as a server reads and writes them (broker/mqtt/packet.h), each rule of the MQTT 3.1.1
  * and 5.0 specifications the decoder enforces, with the reason code it answers: packets
  * are built here byte by byte. */
 #include "testutil.h"
@@ -370,6 +370,88 @@ static void test_ping_disconnect_auth(void **state) {
   REFUSED(decode(0x00, &b, 5), MQR__MQTT_PROTOCOL_ERROR, "may not send reserved");
 }
 
+/* What the server writes: read back by the decoder where a client may send the same
+ * packet (PUBLISH, the acks), and byte for byte against the specifications' layouts. */
+static void test_written(void **state) {
+  (void)state;
+  uint8_t out[512];
+  /* PUBLISH, 5.0, with properties, user properties and two subscription identifiers */
+  mqr__mqtt_props_t pr = {.have = 1ull << 0x02 | 1ull << 0x03 | 1ull << 0x09,
+                          .message_expiry = 30,
+                          .content_type = mqr_str("text/plain"),
+                          .correlation_data = {"\0c", 2}};
+  mqr_str_t uk[] = {mqr_str("a"), mqr_str("a")}, uv[] = {mqr_str("1"), mqr_str("2")};
+  uint32_t ids[] = {7, 300};
+  mqr__mqtt_out_props_t o = {&pr, uk, uv, 2, ids, 2};
+  mqr__mqtt_publish_t m = {.qos = 1, .retain = true, .topic = mqr_str("a/b")};
+  size_t need = mqr__mqtt_put_publish(out, 4, 5, &m, 9, 5, &o);
+  assert_true(need > 4);
+  assert_int_equal(mqr__mqtt_put_publish(out, sizeof out, 5, &m, 9, 5, &o), need); /* too small: nothing written */
+  memcpy(out + need, "hello", 5);
+  /* a client may not send subscription identifiers: the decoder refuses them (so the
+   * packet is right up to them) */
+  assert_int_equal(mqr__mqtt_decode(out, need + 5, 5, &got, &reason, &err), MQR_EPROTOCOL);
+  assert_non_null(strstr(err.message, "0x0B"));
+  o.n_sub_ids = 0;
+  need = mqr__mqtt_put_publish(out, sizeof out, 5, &m, 9, 5, &o);
+  memcpy(out + need, "hello", 5);
+  assert_int_equal(mqr__mqtt_decode(out, need + 5, 5, &got, &reason, &err), 0);
+  assert_true(got.u.publish.qos == 1 && got.u.publish.retain && got.packet_id == 9);
+  assert_true(got.u.publish.payload.len == 5 && memcmp(got.u.publish.payload.ptr, "hello", 5) == 0);
+  assert_true(got.props.message_expiry == 30 && got.props.content_type.len == 10 &&
+              got.props.correlation_data.len == 2);
+  assert_int_equal(got.props.n_users, 2);
+  /* 3.1.1: no properties */
+  need = mqr__mqtt_put_publish(out, sizeof out, 4, &m, 9, 0, &o);
+  static const uint8_t p311[] = {0x33, 7, 0, 3, 'a', '/', 'b', 0, 9};
+  assert_int_equal(need, sizeof p311);
+  assert_memory_equal(out, p311, sizeof p311);
+  /* acks: 5.0 leaves out a success code without properties */
+  static const uint8_t puback[] = {0x40, 2, 0, 9}, pubrel[] = {0x62, 2, 0, 9}, pubrec[] = {0x50, 3, 0, 9, 0x10};
+  assert_int_equal(mqr__mqtt_put_ack(out, sizeof out, 5, MQR__MQTT_PUBACK, 9, 0, NULL), 4);
+  assert_memory_equal(out, puback, 4);
+  assert_int_equal(mqr__mqtt_put_ack(out, sizeof out, 4, MQR__MQTT_PUBREL, 9, 0, NULL), 4);
+  assert_memory_equal(out, pubrel, 4);
+  mqr__mqtt_out_props_t none = {0};
+  assert_int_equal(mqr__mqtt_put_ack(out, sizeof out, 5, MQR__MQTT_PUBREC, 9, 0x10, &none), 5); /* code, no props */
+  assert_memory_equal(out, pubrec, 5);
+  mqr__mqtt_props_t why = {.have = 1ull << 0x1F, .reason = mqr_str("no")};
+  mqr__mqtt_out_props_t ow = {&why, NULL, NULL, 0, NULL, 0};
+  size_t n = mqr__mqtt_put_ack(out, sizeof out, 5, MQR__MQTT_PUBREC, 9, 0x10, &ow);
+  assert_int_equal(mqr__mqtt_decode(out, n, 5, &got, &reason, &err), 0);
+  assert_true(got.reason == 0x10 && got.props.reason.len == 2);
+  /* CONNACK: 3.1.1 two bytes; 5.0 with properties */
+  static const uint8_t ca311[] = {0x20, 2, 1, 0}, ca5[] = {0x20, 8, 0, 0, 5, 0x21, 0, 10, 0x24, 1};
+  assert_int_equal(mqr__mqtt_put_connack(out, sizeof out, 4, true, 0, NULL), 4);
+  assert_memory_equal(out, ca311, 4);
+  mqr__mqtt_props_t caps = {.have = 1ull << 0x21 | 1ull << 0x24, .receive_max = 10, .max_qos = 1};
+  mqr__mqtt_out_props_t oc = {&caps, NULL, NULL, 0, NULL, 0};
+  assert_int_equal(mqr__mqtt_put_connack(out, sizeof out, 5, false, 0, &oc), sizeof ca5);
+  assert_memory_equal(out, ca5, sizeof ca5);
+  /* SUBACK, UNSUBACK (3.1.1: no codes), PINGRESP, DISCONNECT */
+  static const uint8_t codes[] = {0, 1, 0x80};
+  static const uint8_t sa311[] = {0x90, 5, 0, 4, 0, 1, 0x80}, sa5[] = {0x90, 6, 0, 4, 0, 0, 1, 0x80},
+                       ua311[] = {0xB0, 2, 0, 4}, ua5[] = {0xB0, 4, 0, 4, 0, 0x11}, pr_[] = {0xD0, 0},
+                       dc[] = {0xE0, 1, 0x8E};
+  assert_int_equal(mqr__mqtt_put_suback(out, sizeof out, 4, MQR__MQTT_SUBACK, 4, codes, 3, NULL), sizeof sa311);
+  assert_memory_equal(out, sa311, sizeof sa311);
+  assert_int_equal(mqr__mqtt_put_suback(out, sizeof out, 5, MQR__MQTT_SUBACK, 4, codes, 3, NULL), sizeof sa5);
+  assert_memory_equal(out, sa5, sizeof sa5);
+  assert_int_equal(mqr__mqtt_put_suback(out, sizeof out, 4, MQR__MQTT_UNSUBACK, 4, codes, 3, NULL), sizeof ua311);
+  assert_memory_equal(out, ua311, sizeof ua311);
+  static const uint8_t nosub[] = {0x11};
+  assert_int_equal(mqr__mqtt_put_suback(out, sizeof out, 5, MQR__MQTT_UNSUBACK, 4, nosub, 1, NULL), sizeof ua5);
+  assert_memory_equal(out, ua5, sizeof ua5);
+  assert_int_equal(mqr__mqtt_put_pingresp(out, sizeof out), 2);
+  assert_memory_equal(out, pr_, 2);
+  assert_int_equal(mqr__mqtt_put_disconnect(out, sizeof out, 0x8E, NULL), 3); /* session taken over */
+  assert_memory_equal(out, dc, 3);
+  /* a remaining length of two bytes: a payload of 200 */
+  mqr__mqtt_publish_t big = {.topic = mqr_str("t")};
+  n = mqr__mqtt_put_publish(out, sizeof out, 4, &big, 0, 200, NULL);
+  assert_true(n == 6 && out[1] == (0x80 | ((3 + 200) & 0x7F)) && out[2] == (3 + 200) >> 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_remaining_length),
@@ -379,6 +461,7 @@ int main(void) {
       cmocka_unit_test(test_acks),
       cmocka_unit_test(test_subscribe),
       cmocka_unit_test(test_ping_disconnect_auth),
+      cmocka_unit_test(test_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
