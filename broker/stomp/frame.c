@@ -225,3 +225,31 @@ uint8_t *mqr__stomp_put_escaped(uint8_t *p, mqr_str_t s, mqr__stomp_version_t ve
   }
   return p;
 }
+
+size_t mqr__stomp_put_head(uint8_t *out, size_t cap, mqr__stomp_version_t version, mqr__stomp_command_t c,
+                           const mqr__stomp_header_t *h, uint32_t n, bool with_length, size_t body_len) {
+  char num[24];
+  int nl = snprintf(num, sizeof num, "%zu", body_len);
+  size_t need = strlen(names[c]) + 1 + 1 + (with_length ? 15 + (size_t)nl + 1 : 0);
+  for (uint32_t i = 0; i < n; i++)
+    need += mqr__stomp_escaped_len(h[i].name, version, c) + 1 + mqr__stomp_escaped_len(h[i].value, version, c) + 1;
+  if (need > cap) return need;
+  uint8_t *p = out;
+  memcpy(p, names[c], strlen(names[c]));
+  p += strlen(names[c]);
+  *p++ = '\n';
+  if (with_length) { /* first: of repeated headers the first counts */
+    memcpy(p, "content-length:", 15);
+    memcpy(p + 15, num, (size_t)nl);
+    p += 15 + (size_t)nl;
+    *p++ = '\n';
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    p = mqr__stomp_put_escaped(p, h[i].name, version, c);
+    *p++ = ':';
+    p = mqr__stomp_put_escaped(p, h[i].value, version, c);
+    *p++ = '\n';
+  }
+  *p++ = '\n';
+  return (size_t)(p - out);
+}

@@ -83,6 +83,13 @@ int mqr__stomp_parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const
 /* The first header named name, or NULL. */
 const mqr_str_t *mqr__stomp_header(const mqr__stomp_frame_t *f, const char *name);
 
+/* Writes the head of a frame the broker sends: the command, n headers (escaped as the
+ * version and command want; a content-length of body_len octets added when with_length),
+ * and the blank line, into out[0..cap). Its length; when cap is too small, nothing
+ * written and the length it needs. The caller writes the body and the NUL after it. */
+size_t mqr__stomp_put_head(uint8_t *out, size_t cap, mqr__stomp_version_t version, mqr__stomp_command_t c,
+                           const mqr__stomp_header_t *h, uint32_t n, bool with_length, size_t body_len);
+
 /* Header bytes written for the version and command (escaped where it escapes): the
  * length of s, then s put at p (returns the end). */
 size_t mqr__stomp_escaped_len(mqr_str_t s, mqr__stomp_version_t version, mqr__stomp_command_t c);

@@ -67,13 +67,9 @@ static int read_all(uint8_t *buf, size_t n, mqr__stomp_version_t v, seen_t *out,
     out[k].used = used;
     out[k].body_len = f.body.len;
     digest(&out[k], &f);
-    /* written again, escaped as this version and command escape, it reads the same */
+    /* written again by the broker's writer, escaped as this version and command escape,
+     * it reads the same */
     static uint8_t again[8192];
-    uint8_t *p = again;
-    const char *name = mqr__stomp_command_name(f.command);
-    memcpy(p, name, strlen(name));
-    p += strlen(name);
-    *p++ = '\n';
     bool rewritable = true;
     for (uint32_t h = 0; h < f.n_headers; h++) {
       /* unescaped (1.0, CONNECT) a ':' in a name or an LF cannot be written again */
@@ -83,12 +79,10 @@ static int read_all(uint8_t *buf, size_t n, mqr__stomp_version_t v, seen_t *out,
         rewritable = false;
       if ((nm.len && nm.ptr[nm.len - 1] == '\r') || (vl.len && vl.ptr[vl.len - 1] == '\r'))
         rewritable = rewritable && v >= MQR__STOMP_12 && mqr__stomp_escaped_len(vl, v, f.command) != vl.len;
-      p = mqr__stomp_put_escaped(p, nm, v, f.command);
-      *p++ = ':';
-      p = mqr__stomp_put_escaped(p, vl, v, f.command);
-      *p++ = '\n';
     }
-    *p++ = '\n';
+    size_t head = mqr__stomp_put_head(again, sizeof again, v, f.command, f.headers, f.n_headers, false, 0);
+    FUZZ_CHECK(head + f.body.len + 1 <= sizeof again);
+    uint8_t *p = again + head;
     memcpy(p, f.body.ptr, f.body.len);
     p += f.body.len;
     *p++ = 0;

@@ -214,6 +214,37 @@ static void test_every_split(void **state) {
   assert_int_equal(frames, 4);
 }
 
+/* The broker's frames: written, then read back as a client would, in each version. */
+static void test_written(void **state) {
+  (void)state;
+  mqr__stomp_header_t h[] = {{mqr_str("destination"), mqr_str("/queue/a:b")},
+                             {mqr_str("message-id"), mqr_str("42")},
+                             {mqr_str("note"), mqr_str("line\nbreak\\")}};
+  uint8_t out[512];
+  for (int v = MQR__STOMP_11; v <= MQR__STOMP_12; v++) {
+    size_t need = mqr__stomp_put_head(out, 8, (mqr__stomp_version_t)v, MQR__STOMP_MESSAGE, h, 3, true, 3);
+    assert_true(need > 8);
+    size_t n = mqr__stomp_put_head(out, sizeof out, (mqr__stomp_version_t)v, MQR__STOMP_MESSAGE, h, 3, true, 3);
+    assert_int_equal(n, need);
+    memcpy(out + n, "a\0b\0", 4); /* a body with a NUL, then the frame's NUL */
+    mqr__stomp_frame_t f = {.headers = hdrs};
+    size_t used;
+    assert_int_equal(mqr__stomp_parse(out, n + 4, (mqr__stomp_version_t)v, &lim, &f, &used, NULL), 0);
+    assert_int_equal(used, n + 4);
+    assert_int_equal(f.command, MQR__STOMP_MESSAGE);
+    assert_true(EQ(*mqr__stomp_header(&f, "content-length"), "3"));
+    assert_true(EQ(*mqr__stomp_header(&f, "destination"), "/queue/a:b"));
+    assert_true(EQ(*mqr__stomp_header(&f, "note"), "line\nbreak\\"));
+    assert_true(eq(f.body, "a\0b", 3));
+  }
+  /* CONNECTED is not escaped; without a length the body runs to the NUL */
+  mqr__stomp_header_t c[] = {{mqr_str("version"), mqr_str("1.2")}, {mqr_str("heart-beat"), mqr_str("0,10000")}};
+  size_t n = mqr__stomp_put_head(out, sizeof out, MQR__STOMP_12, MQR__STOMP_CONNECTED, c, 2, false, 0);
+  static const char want[] = "CONNECTED\nversion:1.2\nheart-beat:0,10000\n\n";
+  assert_int_equal(n, sizeof want - 1);
+  assert_memory_equal(out, want, n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_send_and_heartbeats),
@@ -222,6 +253,7 @@ int main(void) {
       cmocka_unit_test(test_bad_frames),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_every_split),
+      cmocka_unit_test(test_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
