@@ -5,6 +5,7 @@
  * pool, and a queue's and an address's state are made once, on first use. */
 #include <stdio.h>
 
+#include "../common/ascii.h"
 #include "durable.h"
 
 /* ---- queues and accounts, made on first use ---------------------------------------------- */
@@ -291,22 +292,7 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
 
 /* UTF-8; a short ASCII string (most keys and values) without a call */
 static inline bool utf8(mqr_str_t s) {
-  if (s.len <= 16) {
-    uint64_t a = 0, b = 0;
-    if (s.len >= 8) {
-      memcpy(&a, s.ptr, 8);
-      memcpy(&b, s.ptr + s.len - 8, 8);
-    } else if (s.len >= 4) {
-      uint32_t x, y;
-      memcpy(&x, s.ptr, 4);
-      memcpy(&y, s.ptr + s.len - 4, 4);
-      a = x, b = y;
-    } else if (s.len) {
-      a = (uint8_t)s.ptr[0] | (uint8_t)s.ptr[s.len / 2] | (uint8_t)s.ptr[s.len - 1];
-    }
-    if (!((a | b) & 0x8080808080808080ull)) return true;
-  }
-  return mqr_utf8_check(s.ptr, s.len) == s.len;
+  return (s.len <= 16 && mqr__ascii16(s.ptr, s.len)) || mqr_utf8_check(s.ptr, s.len) == s.len;
 }
 
 /* An in-process message, checked as a SEND frame is: its tail is made from t. */

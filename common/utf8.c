@@ -2,6 +2,7 @@
  * no surrogates, nothing past U+10FFFF (RFC 3629). */
 #include <string.h>
 
+#include "ascii.h"
 #include "mqr/common.h"
 
 #define HIGH_BITS 0x8080808080808080ull
@@ -21,17 +22,8 @@ size_t mqr_utf8_check(const void *text, size_t n) {
       memcpy(&w, p + n - 8, 8);
       if (!(w & HIGH_BITS)) return n;
     }
-  } else {
-    uint64_t w = 0;
-    if (n >= 4) {
-      uint32_t a, b;
-      memcpy(&a, p, 4);
-      memcpy(&b, p + n - 4, 4);
-      w = a | b;
-    } else if (n) {
-      w = p[0] | p[n / 2] | p[n - 1];
-    }
-    if (!(w & 0x80808080u)) return n;
+  } else if (mqr__ascii16(p, n)) {
+    return n;
   }
   while (i < n) {
     uint8_t c = p[i];
