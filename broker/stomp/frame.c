@@ -1,7 +1,9 @@
-/* STOMP frames read and written (frame.h). A frame is looked at whole before anything in
- * it is changed: the lines are found and checked, the body's end found (content-length or
- * the NUL), and only then are the headers unescaped in place, so that a frame whose bytes
- * are still coming is read again from the same bytes. */
+/* STOMP frames read and written (frame.h). A frame is read in steps as its bytes come:
+ * the command line, then each header line checked (limits, ':', content-length), then
+ * the body's end found (content-length octets and a NUL, or the first NUL, searched for
+ * in the new bytes only); what has been read is kept as offsets in the frame's progress.
+ * Only once the frame is whole are its headers' views taken and unescaped in place, so
+ * that bytes of a frame still arriving are never changed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -62,12 +64,58 @@ static int too_big(mqr_error_t *err, const mqr__stomp_limits_t *lim) {
                        lim->max_frame);
 }
 
-int mqr__stomp_parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const mqr__stomp_limits_t *lim,
-                     mqr__stomp_frame_t *f, size_t *used, mqr_error_t *err) {
+/* A content-length value: 0, or an error. */
+static int content_length(mqr_str_t v, const mqr__stomp_limits_t *lim, int64_t *out, mqr_error_t *err) {
   char text[200];
+  uint64_t x = 0;
+  bool ok = v.len > 0 && v.len <= 10;
+  for (size_t k = 0; ok && k < v.len; k++) {
+    ok = v.ptr[k] >= '0' && v.ptr[k] <= '9';
+    x = x * 10 + (uint64_t)(v.ptr[k] - '0');
+  }
+  if (!ok)
+    return mqr_error_set(err, MQR_EPROTOCOL, "content-length '%s' is not a number of octets",
+                         shown((const uint8_t *)v.ptr, v.len, text, sizeof text));
+  if (x > lim->max_frame) return too_big(err, lim);
+  *out = (int64_t)x;
+  return 0;
+}
+
+/* The header line base[i..i+len): checked, its name and value (as sent) into *h. */
+static int header_line(const uint8_t *base, size_t i, size_t len, uint32_t nh, int cmd, mqr__stomp_header_t *h,
+                       mqr_error_t *err) {
+  char text[200];
+  const uint8_t *colon = memchr(base + i, ':', len);
+  if (colon == NULL)
+    return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s has no ':': '%s'", nh + 1, names[cmd],
+                         shown(base + i, len, text, sizeof text));
+  if (colon == base + i) return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s has no name", nh + 1, names[cmd]);
+  if (memchr(base + i, 0, len))
+    return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s holds a NUL", nh + 1, names[cmd]);
+  size_t nlen = (size_t)(colon - (base + i));
+  h->name = (mqr_str_t){(const char *)base + i, nlen};
+  h->value = (mqr_str_t){(const char *)colon + 1, len - nlen - 1};
+  return 0;
+}
+
+/* The line at base[i..m): its length without the EOL and *next after it, or false when
+ * its LF has not come. */
+static bool line_at(const uint8_t *base, size_t i, size_t m, size_t *len, size_t *next) {
+  const uint8_t *nl = memchr(base + i, '\n', m - i);
+  if (nl == NULL) return false;
+  size_t end = (size_t)(nl - base);
+  *len = end - i - (end > i && base[end - 1] == '\r');
+  *next = end + 1;
+  return true;
+}
+
+static int parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const mqr__stomp_limits_t *lim,
+                 mqr__stomp_frame_t *f, size_t *used, mqr_error_t *err) {
+  char text[200];
+  mqr__stomp_progress_t *pr = &f->progress;
   size_t i = 0, beats = 0;
   /* heart-beats: EOLs between frames */
-  while (i < n) {
+  while (pr->stage == 0 && i < n) {
     if (buf[i] == '\n') {
       i++;
     } else if (buf[i] == '\r' && i + 1 < n && buf[i + 1] == '\n') {
@@ -79,93 +127,78 @@ int mqr__stomp_parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const
   }
   f->heartbeats = beats;
   *used = i;
-  size_t start = i;
-  /* the command */
-  const uint8_t *nl = memchr(buf + i, '\n', n - i);
-  if (nl == NULL) {
-    if (n - start > LONGEST_COMMAND + 1)
-      return mqr_error_set(err, MQR_EPROTOCOL, "not a STOMP command: '%s'",
-                           shown(buf + start, n - start, text, sizeof text));
-    return MQR_ETRUNCATED;
-  }
-  size_t end = (size_t)(nl - buf), len = end - start;
-  if (len && buf[end - 1] == '\r') len--;
-  int cmd = -1;
-  for (int c = 0; c < MQR__STOMP_COMMANDS; c++)
-    if (strlen(names[c]) == len && memcmp(names[c], buf + start, len) == 0) cmd = c;
-  if (cmd < 0)
-    return mqr_error_set(err, MQR_EPROTOCOL, "unknown STOMP command '%s'", shown(buf + start, len, text, sizeof text));
-  i = end + 1;
-  /* the header lines, found and checked; unescaped only once the frame is whole */
-  uint32_t nh = 0;
-  for (;;) {
-    if (i - start > lim->max_frame) return too_big(err, lim);
-    nl = memchr(buf + i, '\n', n - i);
-    if (nl == NULL) {
-      if (n - i > (size_t)lim->max_header_bytes + 1) /* + 1: its CR may be there, its LF not yet */
-        return mqr_error_set(err, MQR_ELIMIT, "a header line of more than %u bytes", lim->max_header_bytes);
-      if (n - start > lim->max_frame) return too_big(err, lim);
+  uint8_t *base = buf + i; /* the frame */
+  size_t m = n - i, len = 0, next = 0;
+  if (pr->stage == 0) { /* the command */
+    if (!line_at(base, 0, m, &len, &next)) {
+      if (m > LONGEST_COMMAND + 1)
+        return mqr_error_set(err, MQR_EPROTOCOL, "not a STOMP command: '%s'", shown(base, m, text, sizeof text));
       return MQR_ETRUNCATED;
     }
-    end = (size_t)(nl - buf);
-    len = end - i;
-    if (len && buf[end - 1] == '\r') len--;
+    int cmd = -1;
+    for (int c = 0; c < MQR__STOMP_COMMANDS; c++)
+      if (strlen(names[c]) == len && memcmp(names[c], base, len) == 0) cmd = c;
+    if (cmd < 0)
+      return mqr_error_set(err, MQR_EPROTOCOL, "unknown STOMP command '%s'", shown(base, len, text, sizeof text));
+    *pr = (mqr__stomp_progress_t){.stage = 1, .command = (int8_t)cmd, .first = next, .at = next, .length = -1};
+  }
+  int cmd = pr->command;
+  /* the header lines, checked as they come; their views are taken once the frame is whole */
+  while (pr->stage == 1) {
+    if (pr->at > lim->max_frame) return too_big(err, lim);
+    if (!line_at(base, pr->at, m, &len, &next)) {
+      if (m - pr->at > (size_t)lim->max_header_bytes + 1) /* + 1: its CR may be there, its LF not yet */
+        return mqr_error_set(err, MQR_ELIMIT, "a header line of more than %u bytes", lim->max_header_bytes);
+      if (m > lim->max_frame) return too_big(err, lim);
+      return MQR_ETRUNCATED;
+    }
     if (len == 0) {
-      i = end + 1;
+      pr->stage = 2;
+      pr->body = pr->at = next;
       break;
     }
     if (len > lim->max_header_bytes)
       return mqr_error_set(err, MQR_ELIMIT, "a header line of %zu bytes: at most %u", len, lim->max_header_bytes);
-    if (nh == lim->max_headers)
+    if (pr->n_headers == lim->max_headers)
       return mqr_error_set(err, MQR_ELIMIT, "more than %u headers in a %s frame", lim->max_headers, names[cmd]);
-    const uint8_t *colon = memchr(buf + i, ':', len);
-    if (colon == NULL)
-      return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s has no ':': '%s'", nh + 1, names[cmd],
-                           shown(buf + i, len, text, sizeof text));
-    if (colon == buf + i) return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s has no name", nh + 1, names[cmd]);
-    if (memchr(buf + i, 0, len))
-      return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s holds a NUL", nh + 1, names[cmd]);
-    size_t nlen = (size_t)(colon - (buf + i));
-    f->headers[nh].name = (mqr_str_t){(const char *)buf + i, nlen};
-    f->headers[nh].value = (mqr_str_t){(const char *)colon + 1, len - nlen - 1};
-    nh++;
-    i = end + 1;
+    mqr__stomp_header_t h;
+    int rc = header_line(base, pr->at, len, pr->n_headers, cmd, &h, err);
+    if (rc) return rc;
+    /* content-length, the first one (its name and digits hold nothing escaping changes) */
+    if (pr->length < 0 && h.name.len == 14 && memcmp(h.name.ptr, "content-length", 14) == 0 &&
+        (rc = content_length(h.value, lim, &pr->length, err)) != 0)
+      return rc;
+    pr->n_headers++;
+    pr->at = next;
   }
-  f->command = (mqr__stomp_command_t)cmd;
-  f->n_headers = nh;
-  /* the body: content-length octets and a NUL, or up to the first NUL (content-length's
-   * name and digits hold nothing that escaping changes) */
-  const mqr_str_t *cl = mqr__stomp_header(f, "content-length");
+  /* the body: content-length octets and a NUL, or up to the first NUL */
   size_t body_end;
-  if (cl) {
-    uint64_t v = 0;
-    if (cl->len == 0 || cl->len > 10)
-      return mqr_error_set(err, MQR_EPROTOCOL, "content-length '%s' is not a number of octets",
-                           shown((const uint8_t *)cl->ptr, cl->len, text, sizeof text));
-    for (size_t k = 0; k < cl->len; k++) {
-      if (cl->ptr[k] < '0' || cl->ptr[k] > '9')
-        return mqr_error_set(err, MQR_EPROTOCOL, "content-length '%s' is not a number of octets",
-                             shown((const uint8_t *)cl->ptr, cl->len, text, sizeof text));
-      v = v * 10 + (uint64_t)(cl->ptr[k] - '0');
-    }
-    if (v > lim->max_frame || i - start + v + 1 > lim->max_frame) return too_big(err, lim);
-    if (n - i < v + 1) return MQR_ETRUNCATED;
-    body_end = i + (size_t)v;
-    if (buf[body_end] != 0)
-      return mqr_error_set(err, MQR_EPROTOCOL, "%s: no NUL after the %llu octets of content-length", names[cmd],
-                           (unsigned long long)v);
+  if (pr->length >= 0) {
+    size_t v = (size_t)pr->length;
+    if (pr->body + v + 1 > lim->max_frame) return too_big(err, lim);
+    if (m < pr->body + v + 1) return MQR_ETRUNCATED;
+    body_end = pr->body + v;
+    if (base[body_end] != 0)
+      return mqr_error_set(err, MQR_EPROTOCOL, "%s: no NUL after the %zu octets of content-length", names[cmd], v);
   } else {
-    const uint8_t *z = memchr(buf + i, 0, n - i);
+    const uint8_t *z = pr->at < m ? memchr(base + pr->at, 0, m - pr->at) : NULL;
     if (z == NULL) {
-      if (n - start > lim->max_frame) return too_big(err, lim);
+      pr->at = m;
+      if (m > lim->max_frame) return too_big(err, lim);
       return MQR_ETRUNCATED;
     }
-    body_end = (size_t)(z - buf);
-    if (body_end + 1 - start > lim->max_frame) return too_big(err, lim);
+    body_end = (size_t)(z - base);
+    if (body_end + 1 > lim->max_frame) return too_big(err, lim);
   }
-  /* whole: the headers unescaped, and UTF-8 */
+  /* whole: the headers' views, unescaped, and UTF-8 */
+  f->command = (mqr__stomp_command_t)cmd;
+  f->n_headers = pr->n_headers;
   bool esc = escapes(version, f->command);
-  for (uint32_t h = 0; h < nh; h++) {
+  size_t at = pr->first;
+  for (uint32_t h = 0; h < f->n_headers; h++) {
+    line_at(base, at, m, &len, &next);
+    header_line(base, at, len, h, cmd, &f->headers[h], NULL); /* checked as it came */
+    at = next;
     mqr_str_t *s[2] = {&f->headers[h].name, &f->headers[h].value};
     for (int k = 0; k < 2; k++) {
       if (esc) {
@@ -179,9 +212,16 @@ int mqr__stomp_parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const
         return mqr_error_set(err, MQR_EPROTOCOL, "header %u of %s is not UTF-8", h + 1, names[cmd]);
     }
   }
-  f->body = (mqr_str_t){(const char *)buf + i, body_end - i};
-  *used = body_end + 1;
+  f->body = (mqr_str_t){(const char *)base + pr->body, body_end - pr->body};
+  *used = i + body_end + 1;
   return 0;
+}
+
+int mqr__stomp_parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const mqr__stomp_limits_t *lim,
+                     mqr__stomp_frame_t *f, size_t *used, mqr_error_t *err) {
+  int rc = parse(buf, n, version, lim, f, used, err);
+  if (rc != MQR_ETRUNCATED) f->progress = (mqr__stomp_progress_t){0};
+  return rc;
 }
 
 const mqr_str_t *mqr__stomp_header(const mqr__stomp_frame_t *f, const char *name) {

@@ -57,18 +57,37 @@ typedef struct {
   uint32_t max_header_bytes; /* one header line, as sent (escaped) */
 } mqr__stomp_limits_t;
 
+/* How far the parser has read a frame still arriving, so that each call looks only at
+ * the bytes that came since: offsets from the frame's first byte, which hold while the
+ * caller's buffer moves (the frame's bytes kept, those before it dropped). */
+typedef struct {
+  uint8_t stage;      /* 0: not begun; 1: header lines; 2: the body */
+  int8_t command;     /* from stage 1 */
+  uint32_t n_headers; /* header lines checked */
+  size_t first;       /* the first header line */
+  size_t at;          /* stage 1: the next line; stage 2: where the search for the NUL goes on */
+  size_t body;        /* stage 2: the body's first byte */
+  int64_t length;     /* content-length, or -1 */
+} mqr__stomp_progress_t;
+
 typedef struct {
   mqr__stomp_command_t command;
   mqr__stomp_header_t *headers; /* the caller's array of limits->max_headers */
   uint32_t n_headers;
   mqr_str_t body;
-  size_t heartbeats; /* EOLs before the command */
+  size_t heartbeats;              /* EOLs before the command */
+  mqr__stomp_progress_t progress; /* zero for a connection's first frame; kept by the parser */
 } mqr__stomp_frame_t;
 
 /* Reads the frame at buf[0..n), after any EOLs, into *f: views into buf, whose header
  * bytes are unescaped in place (only once the whole frame is there: bytes of a frame
  * not yet complete are left as they are). *used gets the bytes the frame took, EOLs
  * before it included.
+ *
+ * A frame not yet whole is read in steps: f->progress keeps how far (the caller keeps f
+ * for the connection, zeroed at first), and the next call, with the bytes from *used on
+ * and more, looks only at what is new, so that a frame trickling in costs its length
+ * once. The parser zeroes progress when it answers a frame or an error.
  *
  * version is what the connection speaks (before CONNECT: any; CONNECT frames are never
  * escaped). Returns 0; MQR_ETRUNCATED when buf holds less than a frame (*used: the EOLs

@@ -1,9 +1,9 @@
 /* libFuzzer: STOMP frames as the STOMP head reads them (broker/stomp/frame.h). The first
  * byte picks the version and a cut; the rest is a client's stream. Any bytes are read as
  * frames or refused with an error; reading the stream cut in two (the first part waiting
- * for more) gives the same frames as reading it whole, and a part that waits is left as
- * it came; a frame read is within its limits, its headers UTF-8, and written again with
- * its headers escaped it reads back the same. */
+ * for more, its progress kept for the rest) gives the same frames as reading it whole,
+ * and a part that waits is left as it came; a frame read is within its limits, its headers UTF-8, and written again
+ * with its headers escaped it reads back the same. */
 #include <string.h>
 
 #include "../../broker/stomp/frame.h"
@@ -33,15 +33,18 @@ static void digest(seen_t *s, const mqr__stomp_frame_t *f) {
 }
 
 /* Reads frames from buf[0..n) until one waits or fails: up to cap, into out. */
-static int read_all(uint8_t *buf, size_t n, mqr__stomp_version_t v, seen_t *out, int cap, size_t *at) {
+static int read_all(uint8_t *buf, size_t n, mqr__stomp_version_t v, seen_t *out, int cap, size_t *at,
+                    mqr__stomp_progress_t *pr) {
   mqr__stomp_header_t hdrs[12];
   int k = 0;
   *at = 0;
   while (k < cap) {
-    mqr__stomp_frame_t f = {.headers = hdrs};
+    mqr__stomp_frame_t f = {.headers = hdrs, .progress = *pr};
     size_t used = 0;
     mqr_error_t err;
     int rc = mqr__stomp_parse(buf + *at, n - *at, v, &lim, &f, &used, &err);
+    *pr = f.progress;
+    FUZZ_CHECK(rc == MQR_ETRUNCATED || pr->stage == 0); /* an answer leaves no progress */
     FUZZ_CHECK(used <= n - *at);
     out[k] = (seen_t){.rc = rc};
     if (rc == MQR_ETRUNCATED) {
@@ -115,14 +118,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   seen_t a[16], b[16];
   size_t at_a, at_b;
   memcpy(whole, data + 1, n);
-  int ka = read_all(whole, n, v, a, 16, &at_a);
+  mqr__stomp_progress_t pa = {0}, pb = {0};
+  int ka = read_all(whole, n, v, a, 16, &at_a, &pa);
   /* cut: the first part, then (from where it stopped) the whole */
   memcpy(cut, data + 1, n);
-  int kb = read_all(cut, split, v, b, 16, &at_b);
+  int kb = read_all(cut, split, v, b, 16, &at_b, &pb);
   if (kb && b[kb - 1].rc != 0) return 0; /* the part failed: so may the whole, later or sooner */
   FUZZ_CHECK(memcmp(cut + at_b, data + 1 + at_b, split - at_b) == 0); /* what waits is as it came */
   size_t at_c;
-  int kc = kb < 16 ? read_all(cut + at_b, n - at_b, v, b + kb, 16 - kb, &at_c) : 0;
+  /* the rest read on from where the first part stopped, with its progress */
+  int kc = kb < 16 ? read_all(cut + at_b, n - at_b, v, b + kb, 16 - kb, &at_c, &pb) : 0;
   (void)at_c;
   int kt = kb + kc;
   for (int i = 0; i < kt && i < ka; i++) {

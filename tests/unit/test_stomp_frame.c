@@ -15,6 +15,7 @@ static int parse(const char *text, size_t len, mqr__stomp_version_t v, mqr__stom
                  mqr_error_t *err) {
   memcpy(buf, text, len);
   f->headers = hdrs;
+  f->progress = (mqr__stomp_progress_t){0}; /* each a connection's first frame */
   return mqr__stomp_parse(buf, len, v, &lim, f, used, err);
 }
 
@@ -188,6 +189,7 @@ static void test_every_split(void **state) {
   for (size_t cut = 0; cut <= total; cut++) {
     size_t at = 0;
     frames = 0;
+    f.progress = (mqr__stomp_progress_t){0}; /* a new connection */
     memcpy(copy, stream, total);
     /* what is there */
     for (;;) {
@@ -212,6 +214,62 @@ static void test_every_split(void **state) {
     }
   }
   assert_int_equal(frames, 4);
+}
+
+/* The same stream arriving a byte at a time, into a buffer that moves between calls (the
+ * frame's bytes kept, those before it dropped): the progress kept across calls reads the
+ * same frames, each call looking at the new bytes only. */
+static void test_trickle(void **state) {
+  (void)state;
+  static const char stream[] = "\nCONNECT\naccept-version:1.2\nhost:h\n\n\0\r\n"
+                               "SEND\ndestination:a\\cb\ncontent-length:3\n\nx\0y\0"
+                               "SUBSCRIBE\nid:1\ndestination:q\nack:client\n\n\0"
+                               "SEND\r\nk:v\\\\w\r\n\r\nbody\0\n\n";
+  size_t total = sizeof stream - 1;
+  static uint8_t mem[2][512];
+  mqr__stomp_frame_t f = {.headers = hdrs};
+  size_t held = 0; /* bytes of stream kept, from kept_at */
+  size_t kept_at = 0;
+  int frames = 0, side = 0;
+  for (size_t came = 1; came <= total; came++) {
+    held++;
+    /* the buffer moves: the bytes kept go to the other buffer, at another offset */
+    side ^= 1;
+    size_t off = (came * 7) % 64;
+    memcpy(mem[side] + off, stream + kept_at, held);
+    for (;;) {
+      size_t used;
+      int rc = mqr__stomp_parse(mem[side] + off, held, MQR__STOMP_12, &lim, &f, &used, NULL);
+      kept_at += used;
+      held -= used;
+      off += used;
+      if (rc == MQR_ETRUNCATED) break;
+      assert_int_equal(rc, 0);
+      switch (frames++) {
+      case 0: assert_int_equal(f.command, MQR__STOMP_CONNECT); break;
+      case 1: assert_true(EQ(*mqr__stomp_header(&f, "destination"), "a:b") && eq(f.body, "x\0y", 3)); break;
+      case 2: assert_true(EQ(*mqr__stomp_header(&f, "ack"), "client") && f.n_headers == 3); break;
+      default: assert_true(EQ(f.headers[0].value, "v\\w") && EQ(f.body, "body"));
+      }
+    }
+  }
+  assert_int_equal(frames, 4);
+  assert_int_equal(held, 0); /* the last EOLs were heart-beats, dropped */
+  /* a body without content-length trickling in: the NUL is searched for in the new bytes
+   * only (progress.at follows the bytes that came) */
+  static uint8_t big[3000];
+  memcpy(big, "SEND\n\n", 6);
+  memset(big + 6, 'z', 2000);
+  mqr__stomp_frame_t g = {.headers = hdrs};
+  size_t used;
+  for (size_t k = 7; k <= 2006; k += 100) {
+    assert_int_equal(mqr__stomp_parse(big, k, MQR__STOMP_12, &lim, &g, &used, NULL), MQR_ETRUNCATED);
+    assert_int_equal(g.progress.at, k);
+  }
+  big[2006] = 0;
+  assert_int_equal(mqr__stomp_parse(big, 2007, MQR__STOMP_12, &lim, &g, &used, NULL), 0);
+  assert_int_equal(g.body.len, 2000);
+  assert_int_equal(g.progress.stage, 0); /* ready for the next frame */
 }
 
 /* The broker's frames: written, then read back as a client would, in each version. */
@@ -253,6 +311,7 @@ int main(void) {
       cmocka_unit_test(test_bad_frames),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_every_split),
+      cmocka_unit_test(test_trickle),
       cmocka_unit_test(test_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
