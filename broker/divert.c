@@ -136,7 +136,6 @@ static void send_copy(mqr_broker_t *b, const mqr_divert_t *d, const mqr__send_t 
              mqr_divert_name(d).ptr, (int)copy->address.len, copy->address.ptr, err.message);
 }
 
-/* One copy to address `to`. */
 /* A copy's send of s: to to as rt, answered to copy_answered. */
 static void copy_of(mqr__send_t *copy, const mqr__send_t *s, mqr_str_t to, int rt, mqr_broker_t *b) {
   mqr__send_init(copy);
@@ -151,6 +150,7 @@ static void copy_of(mqr__send_t *copy, const mqr__send_t *s, mqr_str_t to, int r
   copy->fn_arg = b;
 }
 
+/* One copy to address `to`. */
 static void forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_divert_t *d, mqr_str_t to, int rt,
                     const uint8_t *tail, size_t tail_len, const mqr_tail_edit_t *edit) {
   struct mqr__routebuf_s *rb = &b->route[b->route_depth]; /* the copy's level */

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#define MQR__HIGH_BITS 0x8080808080808080ull /* the top bit of each byte of a word */
+
 /* p[0..n), n at most 16: all below 0x80. Two overlapping loads from each end. */
 static inline bool mqr__ascii16(const void *text, size_t n) {
   const uint8_t *p = text;
@@ -24,7 +26,7 @@ static inline bool mqr__ascii16(const void *text, size_t n) {
   } else if (n) {
     a = (uint64_t)(p[0] | p[n / 2] | p[n - 1]);
   }
-  return !((a | b) & 0x8080808080808080ull);
+  return !((a | b) & MQR__HIGH_BITS);
 }
 
 #endif

@@ -5,8 +5,6 @@
 #include "ascii.h"
 #include "mqr/common.h"
 
-#define HIGH_BITS 0x8080808080808080ull
-
 size_t mqr_utf8_check(const void *text, size_t n) {
   const uint8_t *p = text;
   size_t i = 0;
@@ -16,11 +14,11 @@ size_t mqr_utf8_check(const void *text, size_t n) {
     uint64_t w;
     for (; i + 8 <= n; i += 8) {
       memcpy(&w, p + i, 8);
-      if (w & HIGH_BITS) break;
+      if (w & MQR__HIGH_BITS) break;
     }
     if (i + 8 > n) {
       memcpy(&w, p + n - 8, 8);
-      if (!(w & HIGH_BITS)) return n;
+      if (!(w & MQR__HIGH_BITS)) return n;
     }
   } else if (mqr__ascii16(p, n)) {
     return n;

@@ -244,6 +244,16 @@ LEAF(like_exact8)
 LEAF(like_contains)
 #undef LEAF
 
+/* A run of n bytes (8 or fewer) placed at byte at of a word, in memory order (so in any
+ * byte order): the word, and the mask of its bytes. */
+static void word_of(const char *run, size_t n, size_t at, uint64_t *word, uint64_t *mask) {
+  char w[8] = {0}, m[8] = {0};
+  memcpy(w + at, run, n);
+  memset(m + at, 0xFF, n);
+  *word = load8(w);
+  *mask = load8(m);
+}
+
 /* A LIKE pattern's function, if its shape has one; its runs into l->p/len, l->q/len2. */
 static const mqr__fleaf_fn *like_shape(const mqr_filter_t *f, uint32_t k, mqr__fleaf_t *l) {
   if (!f->pats[k].simple || f->pats[k].n_seg == 0 || f->pats[k].n_seg > 2) return NULL;
@@ -256,19 +266,9 @@ static const mqr__fleaf_fn *like_shape(const mqr_filter_t *f, uint32_t k, mqr__f
   bool short_runs = l->len <= 8 && l->len2 <= 8;
   l->key = key8(l->p, l->len);
   l->key2 = key8(l->q, l->len2);
-  if (short_runs) { /* as words in memory order, the masks too: any byte order */
-    char w[8] = {0};
-    memcpy(w, l->p, l->len);
-    l->pk = load8(w);
-    memset(w, 0, sizeof w);
-    memset(w, 0xFF, l->len);
-    l->pm = load8(w);
-    memset(w, 0, sizeof w);
-    memcpy(w + 8 - l->len2, l->q, l->len2);
-    l->qk = load8(w);
-    memset(w, 0, sizeof w);
-    memset(w + 8 - l->len2, 0xFF, l->len2);
-    l->qm = load8(w);
+  if (short_runs) {
+    word_of(l->p, l->len, 0, &l->pk, &l->pm);
+    word_of(l->q, l->len2, 8 - l->len2, &l->qk, &l->qm);
   }
   if (nseg == 2) return lead || trail ? NULL : short_runs ? leaf_like_both8 : leaf_like_both;
   if (lead && trail) return leaf_like_contains;

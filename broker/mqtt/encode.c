@@ -1,16 +1,17 @@
-/* MQTT control packets the server sends (packet.h): each written twice by one function,
- * once to count its bytes (the remaining length comes first), once into the buffer. */
+/* MQTT control packets the server sends (packet.h): each packet's body length is known
+ * before it is written (the properties counted first), so that the fixed header's
+ * remaining length goes first and the bytes are written once. */
 #include <string.h>
 
 #include "packet.h"
 
 typedef struct {
-  uint8_t *out;
-  size_t n, cap; /* bytes put; out holds cap (0: counting) */
+  uint8_t *out; /* NULL: counting */
+  size_t n;     /* bytes put */
 } wr_t;
 
 static void put(wr_t *w, const void *d, size_t n) {
-  if (w->n + n <= w->cap && n) memcpy(w->out + w->n, d, n);
+  if (w->out && n) memcpy(w->out + w->n, d, n);
   w->n += n;
 }
 static void b1(wr_t *w, uint8_t v) { put(w, &v, 1); }
@@ -29,7 +30,7 @@ static void vbi(wr_t *w, uint32_t v) {
     b1(w, (uint8_t)(b | (v ? 0x80 : 0)));
   } while (v);
 }
-static size_t vbi_len(uint32_t v) { return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4; }
+static size_t vbi_len(size_t v) { return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4; }
 static void str(wr_t *w, mqr_str_t s) {
   b2(w, (uint16_t)s.len);
   put(w, s.ptr, s.len);
@@ -83,138 +84,103 @@ static void props_body(wr_t *w, const mqr__mqtt_out_props_t *o) {
   }
 }
 
+/* The bytes of o's properties (NULL: none), without their length. */
 static size_t props_len(const mqr__mqtt_out_props_t *o) {
-  wr_t c = {NULL, 0, 0};
+  wr_t c = {NULL, 0};
   if (o) props_body(&c, o);
   return c.n;
 }
 
+/* A property block of len bytes, with its length. */
+static size_t block(size_t len) { return vbi_len(len) + len; }
+
 static void props(wr_t *w, const mqr__mqtt_out_props_t *o, size_t len) {
   vbi(w, (uint32_t)len);
-  if (o && w->cap)
-    props_body(w, o);
-  else
-    w->n += len;
+  if (o) props_body(w, o);
 }
 
-/* The packet of first byte and body: body(w, arg) is called to count, then to write. */
-typedef void (*body_fn)(wr_t *w, const void *arg);
-
-static size_t packet(uint8_t *out, size_t cap, uint8_t first, size_t extra, body_fn body, const void *arg) {
-  wr_t c = {NULL, 0, 0};
-  body(&c, arg);
-  size_t rem = c.n + extra, total = 1 + vbi_len((uint32_t)rem) + c.n;
-  if (total > cap) return total;
-  wr_t w = {out, 0, cap};
-  b1(&w, first);
-  vbi(&w, (uint32_t)rem);
-  body(&w, arg);
-  return w.n;
-}
-
-/* ---- CONNACK -------------------------------------------------------------------------------- */
-
-typedef struct {
-  uint8_t level, code;
-  bool present;
-  const mqr__mqtt_out_props_t *o;
-  size_t plen;
-} connack_t;
-
-static void connack_body(wr_t *w, const void *arg) {
-  const connack_t *a = arg;
-  b1(w, a->present);
-  b1(w, a->code);
-  if (a->level == 5) props(w, a->o, a->plen);
+/* Starts a packet whose body (all but extra bytes sent after it) is body bytes: its fixed
+ * header into out, when the packet but extra fits in cap; else false, with *total the
+ * length it needs. */
+static bool start(wr_t *w, uint8_t *out, size_t cap, uint8_t first, size_t body, size_t extra, size_t *total) {
+  size_t rem = body + extra;
+  *total = 1 + vbi_len(rem) + body;
+  if (*total > cap) return false;
+  *w = (wr_t){out, 0};
+  b1(w, first);
+  vbi(w, (uint32_t)rem);
+  return true;
 }
 
 size_t mqr__mqtt_put_connack(uint8_t *out, size_t cap, uint8_t level, bool session_present, uint8_t code,
                              const mqr__mqtt_out_props_t *o) {
-  connack_t a = {level, code, session_present, o, props_len(o)};
-  return packet(out, cap, (uint8_t)(MQR__MQTT_CONNACK << 4), 0, connack_body, &a);
-}
-
-/* ---- PUBLISH -------------------------------------------------------------------------------- */
-
-typedef struct {
-  uint8_t level;
-  const mqr__mqtt_publish_t *m;
-  uint16_t id;
-  const mqr__mqtt_out_props_t *o;
-  size_t plen;
-} publish_t;
-
-static void publish_body(wr_t *w, const void *arg) {
-  const publish_t *a = arg;
-  str(w, a->m->topic);
-  if (a->m->qos) b2(w, a->id);
-  if (a->level == 5) props(w, a->o, a->plen);
+  size_t plen = props_len(o), total;
+  wr_t w;
+  if (!start(&w, out, cap, MQR__MQTT_CONNACK << 4, 2 + (level == 5 ? block(plen) : 0), 0, &total)) return total;
+  b1(&w, session_present);
+  b1(&w, code);
+  if (level == 5) props(&w, o, plen);
+  return w.n;
 }
 
 size_t mqr__mqtt_put_publish(uint8_t *out, size_t cap, uint8_t level, const mqr__mqtt_publish_t *m, uint16_t packet_id,
                              size_t payload_len, const mqr__mqtt_out_props_t *o) {
-  publish_t a = {level, m, packet_id, o, props_len(o)};
+  size_t plen = props_len(o), total;
+  size_t body = 2 + m->topic.len + (m->qos ? 2 : 0) + (level == 5 ? block(plen) : 0);
   uint8_t first = (uint8_t)(MQR__MQTT_PUBLISH << 4 | (m->dup ? 8 : 0) | (m->qos & 3) << 1 | (m->retain ? 1 : 0));
-  return packet(out, cap, first, payload_len, publish_body, &a);
+  wr_t w;
+  if (!start(&w, out, cap, first, body, payload_len, &total)) return total;
+  str(&w, m->topic);
+  if (m->qos) b2(&w, packet_id);
+  if (level == 5) props(&w, o, plen);
+  return w.n;
 }
 
-/* ---- acknowledgements ----------------------------------------------------------------------- */
+/* What follows an ack's packet identifier, or a DISCONNECT's fixed header (5.0): the
+ * reason code, left out when it is success with no properties (3.4.2.1), then the
+ * properties, left out when there are none. */
+static size_t reason_len(uint8_t reason, size_t plen) { return reason || plen ? 1 + (plen ? block(plen) : 0) : 0; }
 
-typedef struct {
-  uint8_t level, reason;
-  uint16_t id;
-  const mqr__mqtt_out_props_t *o;
-  size_t plen;
-  const uint8_t *codes;
-  uint32_t n;
-  bool suback;
-} ack_t;
-
-static void ack_body(wr_t *w, const void *arg) {
-  const ack_t *a = arg;
-  b2(w, a->id);
-  if (a->level != 5) return;
-  if (a->reason == 0 && a->plen == 0) return; /* 3.4.2.1: left out */
-  b1(w, a->reason);
-  if (a->plen) props(w, a->o, a->plen);
+static void reason_put(wr_t *w, uint8_t reason, const mqr__mqtt_out_props_t *o, size_t plen) {
+  if (!reason && !plen) return;
+  b1(w, reason);
+  if (plen) props(w, o, plen);
 }
 
 size_t mqr__mqtt_put_ack(uint8_t *out, size_t cap, uint8_t level, mqr__mqtt_type_t type, uint16_t packet_id,
                          uint8_t reason, const mqr__mqtt_out_props_t *o) {
-  ack_t a = {level, reason, packet_id, o, props_len(o), NULL, 0, false};
-  return packet(out, cap, (uint8_t)(type << 4 | (type == MQR__MQTT_PUBREL ? 2 : 0)), 0, ack_body, &a);
-}
-
-static void suback_body(wr_t *w, const void *arg) {
-  const ack_t *a = arg;
-  b2(w, a->id);
-  if (a->level == 5) props(w, a->o, a->plen);
-  if (a->suback || a->level == 5) put(w, a->codes, a->n);
+  size_t plen = props_len(o), total;
+  uint8_t first = (uint8_t)(type << 4 | (type == MQR__MQTT_PUBREL ? 2 : 0));
+  wr_t w;
+  if (!start(&w, out, cap, first, 2 + (level == 5 ? reason_len(reason, plen) : 0), 0, &total)) return total;
+  b2(&w, packet_id);
+  if (level == 5) reason_put(&w, reason, o, plen);
+  return w.n;
 }
 
 size_t mqr__mqtt_put_suback(uint8_t *out, size_t cap, uint8_t level, mqr__mqtt_type_t type, uint16_t packet_id,
                             const uint8_t *codes, uint32_t n, const mqr__mqtt_out_props_t *o) {
-  ack_t a = {level, 0, packet_id, o, props_len(o), codes, n, type == MQR__MQTT_SUBACK};
-  return packet(out, cap, (uint8_t)(type << 4), 0, suback_body, &a);
-}
-
-static void empty_body(wr_t *w, const void *arg) {
-  (void)w;
-  (void)arg;
+  size_t plen = props_len(o), total;
+  bool with_codes = type == MQR__MQTT_SUBACK || level == 5; /* a 3.1.1 UNSUBACK has none */
+  wr_t w;
+  if (!start(&w, out, cap, (uint8_t)(type << 4), 2 + (level == 5 ? block(plen) : 0) + (with_codes ? n : 0), 0, &total))
+    return total;
+  b2(&w, packet_id);
+  if (level == 5) props(&w, o, plen);
+  if (with_codes) put(&w, codes, n);
+  return w.n;
 }
 
 size_t mqr__mqtt_put_pingresp(uint8_t *out, size_t cap) {
-  return packet(out, cap, (uint8_t)(MQR__MQTT_PINGRESP << 4), 0, empty_body, NULL);
-}
-
-static void disconnect_body(wr_t *w, const void *arg) {
-  const ack_t *a = arg;
-  if (a->reason == 0 && a->plen == 0) return;
-  b1(w, a->reason);
-  if (a->plen) props(w, a->o, a->plen);
+  size_t total;
+  wr_t w;
+  return start(&w, out, cap, MQR__MQTT_PINGRESP << 4, 0, 0, &total) ? w.n : total;
 }
 
 size_t mqr__mqtt_put_disconnect(uint8_t *out, size_t cap, uint8_t reason, const mqr__mqtt_out_props_t *o) {
-  ack_t a = {5, reason, 0, o, props_len(o), NULL, 0, false};
-  return packet(out, cap, (uint8_t)(MQR__MQTT_DISCONNECT << 4), 0, disconnect_body, &a);
+  size_t plen = props_len(o), total;
+  wr_t w;
+  if (!start(&w, out, cap, MQR__MQTT_DISCONNECT << 4, reason_len(reason, plen), 0, &total)) return total;
+  reason_put(&w, reason, o, plen);
+  return w.n;
 }

@@ -1,8 +1,6 @@
 /* MQTT control packets read (packet.h): the fixed header, then each packet's variable
  * header, 5.0 properties and payload, with the checks the specifications put on each.
  * Section numbers are the 5.0 specification's unless marked 3.1.1. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "packet.h"
@@ -13,18 +11,10 @@ typedef struct {
   mqr_error_t *err;
 } rd_t;
 
-__attribute__((format(printf, 3, 4))) static int fail(rd_t *r, uint8_t reason, const char *fmt, ...) {
-  char text[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  r->reason = reason;
-  return mqr_error_set(r->err, MQR_EPROTOCOL, "%s", text);
-}
-
-#define MALFORMED(r, ...) fail((r), MQR__MQTT_MALFORMED, __VA_ARGS__)
-#define PROTOCOL(r, ...) fail((r), MQR__MQTT_PROTOCOL_ERROR, __VA_ARGS__)
+/* A refusal: the 5.0 reason code kept for the caller, the message in its error. */
+#define FAIL(r, code, ...) ((r)->reason = (code), mqr_error_set((r)->err, MQR_EPROTOCOL, __VA_ARGS__))
+#define MALFORMED(r, ...) FAIL((r), MQR__MQTT_MALFORMED, __VA_ARGS__)
+#define PROTOCOL(r, ...) FAIL((r), MQR__MQTT_PROTOCOL_ERROR, __VA_ARGS__)
 
 static const char *const type_names[] = {"reserved", "CONNECT",  "CONNACK",    "PUBLISH", "PUBACK",      "PUBREC",
                                          "PUBREL",   "PUBCOMP",  "SUBSCRIBE",  "SUBACK",  "UNSUBSCRIBE", "UNSUBACK",
@@ -328,7 +318,7 @@ static int connect(rd_t *r, mqr__mqtt_packet_t *p) {
   if (rc == 0) rc = u8(r, &level, "protocol level");
   if (rc) return rc;
   if (!(name.len == 4 && memcmp(name.ptr, "MQTT", 4) == 0) || (level != 4 && level != 5))
-    return fail(r, MQR__MQTT_BAD_VERSION, "protocol '%.*s' level %u: only MQTT 4 (3.1.1) and 5 (5.0)",
+    return FAIL(r, MQR__MQTT_BAD_VERSION, "protocol '%.*s' level %u: only MQTT 4 (3.1.1) and 5 (5.0)",
                 (int)(name.len > 16 ? 16 : name.len), name.ptr, level);
   mqr__mqtt_connect_t *c = &p->u.connect;
   c->level = level;

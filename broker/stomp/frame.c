@@ -13,6 +13,7 @@ static const char *const names[MQR__STOMP_COMMANDS] = {
     "CONNECT", "STOMP", "SEND",       "SUBSCRIBE", "UNSUBSCRIBE", "ACK",     "NACK",  "BEGIN",
     "COMMIT",  "ABORT", "DISCONNECT", "CONNECTED", "MESSAGE",     "RECEIPT", "ERROR",
 };
+static const uint8_t name_len[MQR__STOMP_COMMANDS] = {7, 5, 4, 9, 11, 3, 4, 5, 6, 5, 10, 9, 7, 7, 5};
 
 #define LONGEST_COMMAND 11 /* UNSUBSCRIBE */
 
@@ -136,8 +137,8 @@ static int parse(uint8_t *buf, size_t n, mqr__stomp_version_t version, const mqr
       return MQR_ETRUNCATED;
     }
     int cmd = -1;
-    for (int c = 0; c < MQR__STOMP_COMMANDS; c++)
-      if (strlen(names[c]) == len && memcmp(names[c], base, len) == 0) cmd = c;
+    for (int c = 0; c < MQR__STOMP_COMMANDS && cmd < 0; c++)
+      if (name_len[c] == len && memcmp(names[c], base, len) == 0) cmd = c;
     if (cmd < 0)
       return mqr_error_set(err, MQR_EPROTOCOL, "unknown STOMP command '%s'", shown(base, len, text, sizeof text));
     *pr = (mqr__stomp_progress_t){.stage = 1, .command = (int8_t)cmd, .first = next, .at = next, .length = -1};
@@ -270,13 +271,13 @@ size_t mqr__stomp_put_head(uint8_t *out, size_t cap, mqr__stomp_version_t versio
                            const mqr__stomp_header_t *h, uint32_t n, bool with_length, size_t body_len) {
   char num[24];
   int nl = snprintf(num, sizeof num, "%zu", body_len);
-  size_t need = strlen(names[c]) + 1 + 1 + (with_length ? 15 + (size_t)nl + 1 : 0);
+  size_t need = name_len[c] + 1u + 1 + (with_length ? 15 + (size_t)nl + 1 : 0);
   for (uint32_t i = 0; i < n; i++)
     need += mqr__stomp_escaped_len(h[i].name, version, c) + 1 + mqr__stomp_escaped_len(h[i].value, version, c) + 1;
   if (need > cap) return need;
   uint8_t *p = out;
-  memcpy(p, names[c], strlen(names[c]));
-  p += strlen(names[c]);
+  memcpy(p, names[c], name_len[c]);
+  p += name_len[c];
   *p++ = '\n';
   if (with_length) { /* first: of repeated headers the first counts */
     memcpy(p, "content-length:", 15);
