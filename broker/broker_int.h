@@ -191,6 +191,8 @@ typedef struct mqr__bq_s {
   bool paused;     /* mqr_broker_pause_queue: it takes messages and delivers none */
   bool pause_kept; /* its pause is recorded in the journal (its TOPOLOGY record says so) */
   bool dispatching, again;
+  bool drop_pending;               /* deleted while pinned: it goes at the last unpin */
+  uint32_t pins;                   /* held by code that sends (mqr__bq_pin) */
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
   bool deleted;                    /* recovery: a tombstone was read (it goes at the end) */
@@ -268,6 +270,7 @@ struct mqr_broker_s {
     size_t kv_cap;
   } route[MQR__SEND_DEPTH];
   uint32_t route_depth;                    /* sends in progress */
+  uint64_t queue_drops;                    /* queues deleted, ever (send.c looks for a change) */
   uint32_t divert_level;                   /* diverted copies being sent, one in another */
   struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
   uint32_t n_transformers;
@@ -380,6 +383,11 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 /* subscribe.c: a queue's broker state and the queue itself go (what it holds is deleted,
  * in the journal too); mqr_broker_delete_queue journals the deletion first. */
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
+/* Code that keeps a queue across a send whose callbacks may delete it (an expiry scan,
+ * a move, a closing consumer's redeliveries) pins it: a deletion meanwhile waits for the
+ * last unpin, which returns false when the queue went then. */
+static inline void mqr__bq_pin(mqr__bq_t *bq) { bq->pins++; }
+bool mqr__bq_unpin(mqr_broker_t *b, mqr__bq_t *bq);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);

@@ -277,6 +277,7 @@ void mqr__divert_forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_route_
   }
   for (uint32_t i = 0; i < res->divert_count; i++) {
     const mqr_divert_t *d = res->diverts[i];
+    if (mqr_divert_removed(d)) continue; /* by a callback of an earlier copy */
     values[2] = mqr_value_string(mqr_divert_name(d));
     int rt = MQR_ROUTING_NONE;
     switch (mqr_divert_routing_type(d)) {
@@ -298,7 +299,7 @@ void mqr__divert_forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_route_
       tail_len = mqr_message_write_tail(own->made, s->made);
       tail = own->made;
     }
-    for (uint32_t f = 0; f < mqr_divert_forward_count(d); f++) {
+    for (uint32_t f = 0; f < mqr_divert_forward_count(d) && !mqr_divert_removed(d); f++) {
       if (tail == NULL)
         forward_made(b, s, d, mqr_divert_forward(d, f), rt, &edit);
       else

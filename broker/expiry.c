@@ -74,14 +74,17 @@ static mqr__entry_t *take_expired(mqr__bq_t *bq, int64_t now) {
 static void scan_cb(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
   int64_t now = mqr__wall_ms();
-  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next) {
+  for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
     mqr__entry_t *list = take_expired(bq, now);
-    while (list) { /* each may send: to a queue of this list, even, which is walked no more */
+    mqr__bq_pin(bq); /* the sends' callbacks may delete it, or the next */
+    while (list) {   /* each may send: to a queue of this list, even, which is walked no more */
       mqr__entry_t *e = list;
       list = e->next;
       e->next = NULL;
       if (!mqr__expire(b, bq, e, now)) bq->store.ops->push_front(&bq->store, e);
     }
+    next = bq->next;
+    mqr__bq_unpin(b, bq);
   }
 }
 

@@ -194,6 +194,7 @@ int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filt
     *last = e;
     last = &e->next;
   }
+  mqr__bq_pin(bq); /* the copies' callbacks may delete it */
   while (list) {
     mqr__entry_t *e = list;
     list = e->next;
@@ -213,6 +214,7 @@ int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filt
   mqr_free(fq);
   mqr_filter_free(f);
   mqr__dispatch(bq);
+  mqr__bq_unpin(b, bq);
   return rc ? rc : n;
 }
 

@@ -13,6 +13,7 @@
 mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q) {
   mqr__bq_t *bq = mqr_queue_data(q);
   if (bq) return bq;
+  if (mqr_queue_removed(q)) return NULL; /* deleted by a callback while a send held it */
   if ((bq = mqr_calloc(1, sizeof *bq)) == NULL) return NULL;
   bq->q = q;
   mqr__memstore_init(&bq->store);
@@ -101,15 +102,30 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
                        mqr__acct_t **blocked, mqr_error_t *err);
 
 /* A send in progress has its level's route arrays (a send from a consumer's callback, or
- * a diverted copy, is one level deeper). */
+ * a diverted copy, is one level deeper). Their queues, addresses and diverts stay in
+ * memory until the outermost send is done, whatever the callbacks delete meanwhile
+ * (mqr_router_hold): a deleted one is skipped. */
 static int send_now(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
                     mqr_error_t *err) {
   if (b->route_depth >= MQR__SEND_DEPTH)
     return mqr_error_set(err, MQR_ELIMIT, "sends nested more than %d deep (callbacks that send)", MQR__SEND_DEPTH);
+  if (b->route_depth == 0) mqr_router_hold(&b->router);
   struct mqr__routebuf_s *rb = &b->route[b->route_depth++];
   int rc = send_routed(b, rb, s, r, blocked, err);
-  b->route_depth--;
+  if (--b->route_depth == 0) mqr_router_release(&b->router);
   return rc;
+}
+
+/* The route's queues that callbacks during the diverted copies' sends left. */
+static void drop_removed(mqr_route_result_t *res) {
+  uint32_t n = 0;
+  if (mqr_address_removed(res->address)) {
+    res->count = 0;
+    return;
+  }
+  for (uint32_t i = 0; i < res->count; i++)
+    if (!mqr_queue_removed(res->queues[i])) res->queues[n++] = res->queues[i];
+  res->count = n;
 }
 
 static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__send_t *s, mqr_broker_receipt_t *r,
@@ -148,7 +164,9 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   int64_t id = 0;
   if (res.divert_count) { /* the copies first: their records come before this message's */
     id = ++b->next_message_id;
+    uint64_t drops = b->queue_drops;
     mqr__divert_forward(b, s, &res, eff, id);
+    if (b->queue_drops != drops || mqr_address_removed(res.address)) drop_removed(&res);
   }
   if (res.count == 0) return 0;
 

@@ -141,6 +141,11 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     return rc;
   }
   mqr__bq_t *bq = mqr__bq_of(b, q);
+  if (bq && bq->drop_pending) {
+    mqr_filter_free(sel);
+    return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' is being deleted", (int)mqr_queue_name(q).len,
+                         mqr_queue_name(q).ptr);
+  }
   mqr_broker_consumer_t *c = bq ? mqr__pool_get(&b->consumers) : NULL;
   bool room = c != NULL;
   if (room && bq->n_consumers == bq->cap_consumers) {
@@ -187,7 +192,18 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   return 0;
 }
 
+bool mqr__bq_unpin(mqr_broker_t *b, mqr__bq_t *bq) {
+  if (--bq->pins || !bq->drop_pending) return true;
+  mqr__queue_drop(b, bq);
+  return false;
+}
+
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq) {
+  if (bq->pins) {
+    bq->drop_pending = true;
+    return;
+  }
+  b->queue_drops++; /* a send in progress looks again at the queues it holds */
   mqr__redeliver_drop_queue(b, bq, true, true);
   mqr__durable_forget_queue(b, bq);
   mqr__pager_forget_queue(bq);
@@ -282,7 +298,11 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);
-  if (taken) mqr__redeliver_run(b, bq, taken);
+  if (taken) { /* (their dead-letter sends' callbacks may delete the queue) */
+    mqr__bq_pin(bq);
+    mqr__redeliver_run(b, bq, taken);
+    if (!mqr__bq_unpin(b, bq)) return true;
+  }
   if (bq->temporary && bq->n_consumers == 0) {
     mqr__queue_drop(b, bq);
     return true;

@@ -257,9 +257,25 @@ int mqr_router_remove_divert(mqr_router_t *r, mqr_str_t name, mqr_error_t *err) 
       RT(r)->n_diverts--;
       break;
     }
+  if (RT(r)->hold) { /* freed by mqr_router_release */
+    d->removed = true;
+    d->dead_next = RT(r)->dead_diverts;
+    RT(r)->dead_diverts = d;
+    return 0;
+  }
   mqr_filter_free(d->filter);
   mqr_free(d);
   return 0;
+}
+
+bool mqr_divert_removed(const mqr_divert_t *d) { return d->removed; }
+
+void mqr__diverts_release(mqr_router_t *r) {
+  for (mqr_divert_t *d; (d = RT(r)->dead_diverts) != NULL;) {
+    RT(r)->dead_diverts = d->dead_next;
+    mqr_filter_free(d->filter);
+    mqr_free(d);
+  }
 }
 
 void mqr__diverts_free(mqr_router_t *r) {

@@ -33,6 +33,14 @@ static void free_queue(mqr_queue_t *q) {
   mqr_free(q);
 }
 
+/* A queue out of the router: freed, or held while mqr_router_hold says so. */
+static void retire_queue(mqr_router_t *r, mqr_queue_t *q) {
+  if (RT(r)->hold == 0) return free_queue(q);
+  q->removed = true;
+  q->dead_next = RT(r)->dead_queues;
+  RT(r)->dead_queues = q;
+}
+
 mqr_filter_vocab_t *mqr_router_filter_vocab(mqr_router_t *r) {
   if (RT(r)->vocab == NULL && mqr_filter_vocab_create(&RT(r)->vocab) != 0) return NULL;
   return RT(r)->vocab;
@@ -49,6 +57,12 @@ int mqr_router_compile_filter(mqr_router_t *r, mqr_str_t text, mqr_filter_t **ou
 }
 
 static void free_address(mqr_router_t *r, mqr_address_t *a) {
+  if (RT(r)->hold) { /* freed by mqr_router_release */
+    a->bind.cold->removed = true;
+    a->bind.cold->dead_next = RT(r)->dead_addresses;
+    RT(r)->dead_addresses = a;
+    return;
+  }
   mqr__address_cold_t *cold = a->bind.cold; /* a long name's block holds a itself */
   mqr_free(a->bind.anycast);
   mqr_free(a->bind.multicast);
@@ -62,7 +76,27 @@ static void free_address(mqr_router_t *r, mqr_address_t *a) {
   mqr_free(cold);
 }
 
+void mqr_router_hold(mqr_router_t *r) { RT(r)->hold++; }
+
+void mqr_router_release(mqr_router_t *r) {
+  if (RT(r)->hold == 0 || --RT(r)->hold > 0) return;
+  for (mqr_queue_t *q; (q = RT(r)->dead_queues) != NULL;) {
+    RT(r)->dead_queues = q->dead_next;
+    free_queue(q);
+  }
+  for (mqr_address_t *a; (a = RT(r)->dead_addresses) != NULL;) {
+    RT(r)->dead_addresses = a->bind.cold->dead_next;
+    free_address(r, a);
+  }
+  mqr__diverts_release(r);
+}
+
+bool mqr_queue_removed(const mqr_queue_t *q) { return q->removed; }
+bool mqr_address_removed(const mqr_address_t *a) { return a->bind.cold->removed; }
+
 void mqr_router_close(mqr_router_t *r) {
+  RT(r)->hold = 1; /* what waits goes now */
+  mqr_router_release(r);
   mqr__slot_t *s = RT(r)->addresses.slots;
   for (uint32_t i = 0; s && i <= RT(r)->addresses.mask; i++) {
     mqr_address_t *a = s[i].val;
@@ -530,7 +564,7 @@ int mqr_router_remove_address(mqr_router_t *r, mqr_str_t name, bool force, mqr_e
   while (a->bind.cold->n_own) {
     mqr_queue_t *q = a->bind.cold->own[a->bind.cold->n_own - 1];
     unlink_queue(r, q);
-    free_queue(q);
+    retire_queue(r, q);
   }
   mqr__router_drop_address(r, a);
   return 0;
@@ -698,7 +732,7 @@ int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_error_t *err) {
   }
   plan_commit(&p);
   unlink_queue(r, q);
-  free_queue(q);
+  retire_queue(r, q);
   return 0;
 }
 

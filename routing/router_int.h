@@ -28,6 +28,10 @@ typedef struct {
   mqr_filter_vocab_t *vocab;     /* the slots of every filter compiled for it; made with the first */
   struct mqr_divert_s **diverts; /* in creation order */
   uint32_t n_diverts, cap_diverts;
+  uint32_t hold; /* mqr_router_hold's count: while above 0, what is removed waits below */
+  mqr_queue_t *dead_queues;
+  struct mqr_address_s *dead_addresses;
+  struct mqr_divert_s *dead_diverts;
 } mqr__router_t;
 
 static_assert(sizeof(mqr__router_t) <= sizeof(mqr_router_t), "mqr_router_t's storage holds the router");
@@ -62,6 +66,8 @@ struct mqr_queue_s {
   bool group_rebalance;
   int32_t consumers_before_dispatch;
   int64_t delay_before_dispatch;
+  bool removed;           /* out of the router, its memory held (mqr_router_hold) */
+  mqr_queue_t *dead_next; /* the held list */
 };
 
 /* An address is one 128-byte block, two cache lines that the L2 spatial prefetcher
@@ -135,6 +141,8 @@ typedef struct mqr__address_cold_s {
   mqr_address_settings_t settings; /* merged; dead_letter_address borrows a settings entry */
   struct mqr__dslot_s *dv;         /* the diverts that apply (divert.c): exclusive first */
   uint32_t n_dv, n_excl;
+  bool removed;                    /* out of the router, its memory held (mqr_router_hold) */
+  struct mqr_address_s *dead_next; /* the held list */
 } mqr__address_cold_t;
 
 /* A divert (divert.c); its strings follow the struct. */
@@ -146,7 +154,9 @@ struct mqr_divert_s {
   bool exclusive;
   bool pattern; /* address is a wildcard pattern */
   uint8_t routing_type;
+  bool removed; /* out of the router, its memory held (mqr_router_hold) */
   uint64_t diverted;
+  struct mqr_divert_s *dead_next; /* the held list */
 };
 
 /* One divert of an address's list. Non-exclusive ones sharing a routing name are
@@ -199,6 +209,8 @@ int mqr__router_create_queue(mqr_router_t *r, const mqr_queue_config_t *cfg, mqr
 int mqr__divert_list(mqr_router_t *r, mqr_address_t *a);
 void mqr__divert_unlist(mqr_address_t *a);
 void mqr__diverts_free(mqr_router_t *r);
+/* Frees the diverts removed while the router was held. */
+void mqr__diverts_release(mqr_router_t *r);
 /* Unlinks and frees an address that has no queues (no allocation). */
 void mqr__router_drop_address(mqr_router_t *r, mqr_address_t *a);
 

@@ -496,6 +496,16 @@ MQR_EXTERN int mqr_router_init(mqr_router_t *r, const mqr_wildcard_t *wc);
 /* Frees everything r holds; every address, queue and view from it becomes invalid. */
 MQR_EXTERN void mqr_router_close(mqr_router_t *r);
 
+/* Holds back the freeing of what is removed from r (addresses, queues, diverts) until
+ * the matching mqr_router_release: each goes out of the router at once (no lookup, route
+ * or listing finds it) but its memory, and the views into it, stay valid. For a caller
+ * that keeps pointers from a route across callbacks which may remove things, as a
+ * broker's send does while its consumers' callbacks run. Calls nest; the last release
+ * frees what waited. mqr_queue_removed and mqr_address_removed tell such a held object
+ * apart. Allocates nothing. */
+MQR_EXTERN void mqr_router_hold(mqr_router_t *r);
+MQR_EXTERN void mqr_router_release(mqr_router_t *r);
+
 /* The router's wildcard syntax. */
 MQR_EXTERN const mqr_wildcard_t *mqr_router_wildcard(const mqr_router_t *r);
 
@@ -552,6 +562,11 @@ MQR_EXTERN int mqr_router_add_queue(mqr_router_t *r, const mqr_queue_config_t *c
 
 /* Removes a queue. MQR_ENOQUEUE when missing; MQR_ENOMEM leaves it in place. */
 MQR_EXTERN int mqr_router_remove_queue(mqr_router_t *r, mqr_str_t name, mqr_error_t *err);
+
+/* Whether q (a) was removed from its router while mqr_router_hold held it: it is valid
+ * to read until the release, and no longer part of the topology. */
+MQR_EXTERN bool mqr_queue_removed(const mqr_queue_t *q);
+MQR_EXTERN bool mqr_address_removed(const mqr_address_t *a);
 
 /* The queue named name, or NULL. */
 MQR_EXTERN mqr_queue_t *mqr_router_find_queue(const mqr_router_t *r, mqr_str_t name);
@@ -657,6 +672,8 @@ MQR_EXTERN mqr_str_t mqr_divert_routing_name(const mqr_divert_t *d);
 MQR_EXTERN bool mqr_divert_exclusive(const mqr_divert_t *d);
 MQR_EXTERN mqr_divert_routing_t mqr_divert_routing_type(const mqr_divert_t *d);
 MQR_EXTERN uint64_t mqr_divert_diverted(const mqr_divert_t *d); /* messages it took */
+/* Removed while the router was held (mqr_router_hold): valid until the release. */
+MQR_EXTERN bool mqr_divert_removed(const mqr_divert_t *d);
 
 /* The diverts that apply to a concrete address now: its own and those of the wildcard
  * patterns it matches, exclusive ones first. */

@@ -16,7 +16,10 @@ static const char yaml[] = "address-settings:\n"
                            "  t: {multicast: [t.keep]}\n"
                            "  full.a: {anycast: [full.a]}\n"
                            "  drop.a: {anycast: [drop.a]}\n"
-                           "  block.a: {anycast: [block.a]}\n";
+                           "  block.a: {anycast: [block.a]}\n"
+                           "  dv.out: {multicast: [dv.out]}\n"
+                           "diverts:\n"
+                           "  dv: {address: dv, forwarding-address: dv.out}\n";
 
 typedef struct {
   mqr_broker_t *b;
@@ -151,6 +154,80 @@ static void test_reentrant_callbacks(void **state) {
   assert_int_equal(one.n, 5);
   mqr_broker_unsubscribe(c);
   fx_close(&f);
+}
+
+/* A delivery callback that deletes queues the send still holds: the send's own queues
+ * after the one delivering (a temporary queue whose consumer goes, a queue deleted by
+ * management), and, from a diverted copy's delivery, the queues the original was about
+ * to be enqueued on. The send skips them; ASan sees any read of a freed one. */
+typedef struct {
+  mqr_broker_t *b;
+  mqr_broker_consumer_t *victim;
+  const char *delete_queue;
+  int n;
+} deleter_t;
+
+static void on_msg_delete(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  deleter_t *d = arg;
+  d->n++;
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+  if (d->victim) mqr_broker_unsubscribe(d->victim), d->victim = NULL;
+  if (d->delete_queue) assert_int_equal(mqr_broker_delete_queue(d->b, mqr_str(d->delete_queue), NULL), 0);
+  d->delete_queue = NULL;
+}
+
+static void test_a_callback_deletes_queues_the_send_holds(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open_counted(&f);
+  mqr_queue_config_t qc;
+  mqr_queue_config_init(&qc, MQR_STR("t.late"), MQR_STR("t"), MQR_MULTICAST);
+  assert_int_equal(mqr_broker_create_queue(f.b, &qc, NULL), 0);
+  /* t's queues in the route: t.keep, t.late, then the two subscriptions' (made later). */
+  deleter_t first = {f.b, NULL, NULL, 0}, second = {f.b, NULL, NULL, 0};
+  mqr_broker_consumer_t *c1, *c2;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 10, on_msg_delete,
+                                        &first, &c1, NULL, NULL),
+                   0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("t"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 10, on_msg_delete,
+                                        &second, &c2, NULL, NULL),
+                   0);
+  first.victim = c2; /* the second subscription's queue goes while the send holds it */
+  first.delete_queue = "t.keep";
+  uint32_t before = mqr_router_queue_count(mqr_broker_router(f.b));
+  mqr_broker_receipt_t r;
+  assert_int_equal(send_body(f.b, "t", MQR_MULTICAST, "x", &r), 0);
+  assert_int_equal(r.queues, 4);
+  assert_int_equal(first.n, 1);
+  assert_int_equal(second.n, 0);
+  assert_int_equal(mqr_router_queue_count(mqr_broker_router(f.b)), before - 2);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("t.keep"), &st), MQR_ENOQUEUE);
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("t.late"), &st), 0);
+  assert_int_equal(st.depth, 1);
+  mqr_broker_unsubscribe(c1);
+
+  /* dv's copy goes first, to dv.out: its consumer's callback takes dv's own subscription
+   * and deletes dv.out's configured queue before the original is enqueued. */
+  deleter_t orig = {f.b, NULL, NULL, 0}, spy = {f.b, NULL, "dv.out", 0};
+  mqr_broker_consumer_t *co, *cs;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("dv"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 10, on_msg_delete,
+                                        &orig, &co, NULL, NULL),
+                   0);
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("dv.out"), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 10,
+                                        on_msg_delete, &spy, &cs, NULL, NULL),
+                   0);
+  spy.victim = co;
+  assert_int_equal(send_body(f.b, "dv", MQR_MULTICAST, "y", &r), 0);
+  assert_int_equal(spy.n, 1);
+  assert_int_equal(orig.n, 0); /* its queue went before the original reached it */
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("dv.out"), &st), MQR_ENOQUEUE);
+  /* The broker works on: a send to dv.out reaches the spy's subscription alone. */
+  assert_int_equal(send_body(f.b, "dv.out", MQR_MULTICAST, "z", &r), 0);
+  assert_int_equal(r.queues, 1);
+  assert_int_equal(spy.n, 2);
+  mqr_broker_unsubscribe(cs);
+  fx_close_counted(&f);
 }
 
 /* A delivery callback that sends to another queue whose consumer takes the message at
@@ -710,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_send_and_consume),
       cmocka_unit_test(test_purge),
       cmocka_unit_test(test_reentrant_callbacks),
+      cmocka_unit_test(test_a_callback_deletes_queues_the_send_holds),
       cmocka_unit_test(test_nested_deliveries_keep_their_views),
       cmocka_unit_test(test_full_policies),
       cmocka_unit_test(test_no_allocation_per_send),

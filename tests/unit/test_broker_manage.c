@@ -227,6 +227,35 @@ static void test_move_messages_by_filter(void **state) {
   fx_close(&f);
 }
 
+/* A move whose copies' consumer deletes the queue moved from: the move stops using it,
+ * and it goes once the move is done (ASan sees a read of it freed). */
+static mqr_broker_t *deleting_broker;
+static void on_msg_delete_cfg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void *arg) {
+  (void)m, (void)arg;
+  delivered++;
+  assert_int_equal(mqr_broker_ack(c, m->delivery, false), 0);
+  if (delivered == 1) assert_int_equal(mqr_broker_delete_queue(deleting_broker, MQR_STR("cfg"), NULL), 0);
+}
+
+static void test_a_move_whose_copy_deletes_its_queue(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  for (int i = 0; i < 3; i++) send_one(&f, "cfg", "m", NULL, false);
+  mqr_broker_consumer_t *c;
+  delivered = 0;
+  deleting_broker = f.b;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("other.a"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), 10,
+                                        on_msg_delete_cfg, NULL, &c, NULL, NULL),
+                   0);
+  assert_int_equal(mqr_broker_move_messages(f.b, MQR_STR("cfg"), MQR_STR(""), MQR_STR("other.a"), NULL), 3);
+  assert_int_equal(delivered, 3);
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("cfg"), &st), MQR_ENOQUEUE);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
+}
+
 typedef struct {
   int n;
   mqr_broker_consumer_info_t last;
@@ -270,6 +299,7 @@ int main(void) {
       cmocka_unit_test(test_a_recorded_pause_survives_a_restart),
       cmocka_unit_test(test_browse_sees_without_taking),
       cmocka_unit_test(test_move_messages_by_filter),
+      cmocka_unit_test(test_a_move_whose_copy_deletes_its_queue),
       cmocka_unit_test(test_list_consumers),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
