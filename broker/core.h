@@ -83,6 +83,15 @@ mqr_str_t mqr__consumer_queue_name(const mqr_broker_consumer_t *k);
 void mqr__consumer_start(mqr_broker_consumer_t *k);
 /* The consumer can take deliveries again (its head's output drained). */
 void mqr__consumer_ready(mqr_broker_consumer_t *k);
+/* Acknowledges delivery (cumulative: and every earlier one of k): how many went, 0 when
+ * it is not outstanding. */
+uint32_t mqr__consumer_ack(mqr_broker_consumer_t *k, int64_t delivery, bool cumulative);
+/* Gives delivery back (cumulative: and every earlier one of k), as a consumer that
+ * closes does: to the head of its queue, its delivery counted (a redelivery delay, the
+ * dead-letter address after max-delivery-attempts). How many; 0 when not outstanding. */
+uint32_t mqr__consumer_nack(mqr_broker_consumer_t *k, int64_t delivery, bool cumulative);
+/* The delivery number of message message_id outstanding at k (the oldest), or 0. */
+int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *k, int64_t message_id);
 /* The session's consumer of subscription id, or NULL. */
 mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription);
 /* Ends one consumer of the session (its deliveries back to the queue). */

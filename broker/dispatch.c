@@ -349,6 +349,62 @@ int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) 
   return 0;
 }
 
+uint32_t mqr__consumer_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
+  if (e == NULL) return 0;
+  uint32_t n = 1;
+  if (cumulative)
+    for (mqr__entry_t *x = c->unacked_head; x != e; x = x->next) n++;
+  mqr_broker_ack(c, delivery, cumulative);
+  return n;
+}
+
+/* One delivery back to its queue, as a closing consumer's (subscribe.c): at the head, or
+ * held for a redelivery delay, or to the dead-letter address once its attempts are used. */
+static void nacked(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken) {
+  mqr_broker_t *b = c->b;
+  mqr__bq_t *bq = c->bq;
+  unlink_unacked(c, e);
+  mqr__idx_del(c, e->delivery);
+  if (e->copy) { /* a non-destructive queue's: its message is still in the store */
+    mqr__msg_release(b, e->msg);
+    mqr__pool_put(&b->entries, e);
+    return;
+  }
+  bq->in_flight--;
+  if (mqr__redeliver_take(b, bq, e)) {
+    e->next = *taken;
+    *taken = e;
+  } else if (!(bq->store.lvq && mqr__lvq_returned(b, bq, e))) {
+    bq->store.ops->push_front(&bq->store, e);
+  }
+}
+
+uint32_t mqr__consumer_nack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery), *taken = NULL;
+  if (e == NULL) return 0;
+  mqr__bq_t *bq = c->bq;
+  uint32_t n = 0;
+  /* Newest first, so that each goes back in front of the one after it. */
+  for (mqr__entry_t *x = e, *prev; x; x = prev, n++) {
+    prev = cumulative ? x->prev : NULL;
+    nacked(c, x, &taken);
+  }
+  if (taken) {
+    mqr__bq_pin(bq); /* (dead-letter sends' callbacks may delete the queue) */
+    mqr__redeliver_run(c->b, bq, taken);
+    if (!mqr__bq_unpin(c->b, bq)) return n;
+  }
+  mqr__dispatch(bq);
+  return n;
+}
+
+int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *c, int64_t message_id) {
+  for (const mqr__entry_t *e = c->unacked_head; e; e = e->next)
+    if (e->msg->id == message_id) return e->delivery;
+  return 0;
+}
+
 void mqr_broker_credit(mqr_broker_consumer_t *c, uint32_t n) {
   uint32_t max = c->b->opt.max_credit;
   c->credit = n > max - c->credit ? max : c->credit + n;

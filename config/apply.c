@@ -79,7 +79,9 @@ __attribute__((format(printf, 4, 5))) static void report(mqr_config_report_fn fn
 bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b) {
   if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
       a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
-      a->prefixes.count != b->prefixes.count)
+      a->prefixes.count != b->prefixes.count || a->protocols != b->protocols ||
+      a->mqtt_max_packet != b->mqtt_max_packet || a->stomp_max_frame != b->stomp_max_frame ||
+      a->stomp_max_headers != b->stomp_max_headers || a->stomp_max_header_len != b->stomp_max_header_len)
     return false;
   for (uint32_t i = 0; i < a->prefixes.count; i++)
     if (!mqr_str_eq(a->prefixes.items[i].text, b->prefixes.items[i].text) ||

@@ -5,17 +5,73 @@
 
 /* ---- listeners -------------------------------------------------------------------- */
 
+/* protocols: a list of mqr, mqtt, stomp (or one of them). */
+static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
+  yaml_node_item_t *start = NULL, *top = NULL;
+  yaml_node_t *one = p->value;
+  if (p->value->type == YAML_SEQUENCE_NODE) {
+    start = p->value->data.sequence.items.start;
+    top = p->value->data.sequence.items.top;
+    if (start == top) ERR(c, p->value, "'protocols' is empty: name one or more of mqr, mqtt, stomp");
+  } else if (p->value->type != YAML_SCALAR_NODE) {
+    ERR(c, p->value, "'protocols' must be a list of mqr, mqtt, stomp, not %s", mqr__cfg_kind_name(p->value));
+    return 0;
+  }
+  uint32_t set = 0;
+  for (yaml_node_item_t *it = start;; it++) {
+    yaml_node_t *n = start ? (it < top ? mqr__cfg_node(c, *it) : NULL) : one;
+    if (n == NULL) break;
+    mqr_str_t v = n->type == YAML_SCALAR_NODE ? mqr__cfg_scalar(n) : MQR_STR("");
+    uint32_t bit = mqr_str_eq(v, MQR_STR("mqr"))     ? MQR_PROTOCOL_MQR
+                   : mqr_str_eq(v, MQR_STR("mqtt"))  ? MQR_PROTOCOL_MQTT
+                   : mqr_str_eq(v, MQR_STR("stomp")) ? MQR_PROTOCOL_STOMP
+                                                     : 0;
+    if (bit == 0)
+      ERR(c, n, "unknown protocol '%.*s' (mqr, mqtt or stomp)", (int)v.len, v.ptr);
+    else if (bit == MQR_PROTOCOL_MQTT)
+      ERR(c, n, "protocol 'mqtt' is not served by this build yet (mqr and stomp are)");
+    else if (set & bit)
+      ERR(c, n, "protocol '%.*s' named twice", (int)v.len, v.ptr);
+    set |= bit;
+    if (start == NULL) break;
+  }
+  return set;
+}
+
+/* stomp: {max-frame-size, max-headers, max-header-length}; mqtt: {max-packet-size}. */
+static void parse_limits(ctx_t *c, const pair_t *p, bool stomp, int64_t *frame, int64_t *headers, int64_t *line) {
+  const char *where = stomp ? "a listener's stomp" : "a listener's mqtt";
+  if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
+  FOREACH_PAIR(c, p->value, q) {
+    if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
+    if (stomp && mqr_str_eq(q.name, MQR_STR("max-frame-size")))
+      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, frame);
+    else if (!stomp && mqr_str_eq(q.name, MQR_STR("max-packet-size")))
+      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, frame);
+    else if (stomp && mqr_str_eq(q.name, MQR_STR("max-headers")))
+      mqr__cfg_get_int(c, &q, false, 1, 1000000, headers);
+    else if (stomp && mqr_str_eq(q.name, MQR_STR("max-header-length")))
+      mqr__cfg_get_int(c, &q, true, 64, MQR_MAX_FRAME_LIMIT, line);
+    else
+      mqr__cfg_unknown_key(c, &q, where, stomp ? "max-frame-size, max-headers, max-header-length" : "max-packet-size");
+  }
+}
+
 static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   mqr_config_t *cfg = c->cfg;
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "a listener")) return;
   static const char known[] =
-      "name, host, port, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, idle-timeout";
+      "name, host, port, protocols, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, "
+      "idle-timeout, mqtt, stomp";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
   const yaml_node_t *name_node = map, *px_node = NULL;
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
   int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
+  int64_t mqtt_packet = MQR_DEFAULT_MAX_FRAME, unused = 0, stomp_frame = MQR_DEFAULT_MAX_FRAME;
+  int64_t stomp_headers = MQR_DEFAULT_STOMP_MAX_HEADERS, stomp_line = MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH;
+  uint32_t protocols = MQR_PROTOCOL_MQR;
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "a listener")) continue;
     if (mqr_str_eq(p.name, MQR_STR("name"))) {
@@ -42,6 +98,12 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       if (mqr__cfg_get_duration(c, &p, 24 * 3600000, &idle_ms) && idle_ms > 0 && idle_ms < 1000) {
         ERR(c, p.value, "'idle-timeout' must be at least 1s (or 0: off), not %" PRId64 " ms", idle_ms);
       }
+    } else if (mqr_str_eq(p.name, MQR_STR("protocols"))) {
+      protocols = parse_protocols(c, &p);
+    } else if (mqr_str_eq(p.name, MQR_STR("mqtt"))) {
+      parse_limits(c, &p, false, &mqtt_packet, &unused, &unused);
+    } else if (mqr_str_eq(p.name, MQR_STR("stomp"))) {
+      parse_limits(c, &p, true, &stomp_frame, &stomp_headers, &stomp_line);
     } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
       mqr__cfg_get_string(c, &p, &px[0]);
       px_node = p.value;
@@ -65,7 +127,12 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.name = l->name;
   l->pub.host = l->host;
   l->pub.port = (uint16_t)port;
+  l->pub.protocols = protocols;
   l->pub.max_frame = (uint32_t)max_frame;
+  l->pub.mqtt_max_packet = (uint32_t)mqtt_packet;
+  l->pub.stomp_max_frame = (uint32_t)stomp_frame;
+  l->pub.stomp_max_headers = (uint32_t)stomp_headers;
+  l->pub.stomp_max_header_len = (uint32_t)stomp_line;
   l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
   l->pub.idle_timeout_ms = (uint32_t)idle_ms;
   l->pub.line = (uint32_t)map->start_mark.line + 1;

@@ -1,9 +1,11 @@
-/* The native protocol's connections: reading into pooled buffers, handling frames in
- * place with a budget per pass, errors and closing, and the clocks (handshake and idle
- * timeouts, heartbeats, peers that went away while paused). */
+/* Connections, whatever their protocol: reading into pooled buffers, the protocol told
+ * by the first byte, the head's frames taken in place with a budget per pass, errors and
+ * closing, and the clocks (the handshake timeout, stalled output, peers that went away
+ * while paused; the head's own idle and heart-beat clocks). */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "native.h"
@@ -68,6 +70,22 @@ void mqr__nat_maybe_finish_close(mqr__conn_t *c) {
 
 /* ---- errors and closing --------------------------------------------------------------------- */
 
+__attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int code, const char *fmt, ...) {
+  char text[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (c->state == MQR__CONN_CLOSING) return;
+  if (c->head) {
+    c->head->fail(c, code, text);
+    return;
+  }
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): %s: %s; closing it", (long long)c->sess.id, c->peer,
+           mqr_err_name(code), text);
+  mqr__nat_conn_close(c, false);
+}
+
 __attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
                                                                const char *fmt, ...) {
   char text[600];
@@ -91,6 +109,7 @@ void mqr__nat_conn_close(mqr__conn_t *c, bool graceful) {
   c->reading = false;
   /* Its session ends: what its consumers had not acknowledged returns to the queues. */
   mqr__session_end(&c->sess);
+  if (c->head && c->head->release) c->head->release(c);
   rbuf_release(c);
   if (!graceful && c->out) { /* nothing more will reach it */
     mqr__nat_wreq_recycle(c->b, c->out);
@@ -99,28 +118,46 @@ void mqr__nat_conn_close(mqr__conn_t *c, bool graceful) {
   mqr__nat_maybe_finish_close(c);
 }
 
+/* The head a connection's first byte names, among its listener's protocols (Artemis
+ * tells them apart on its single port the same way): false when none (it is closing). */
+static bool pick_head(mqr__conn_t *c) {
+  uint32_t set = c->l->cfg->protocols;
+  const mqr__head_t *h = NULL;
+  uint8_t x = c->rbuf[c->rpos];
+  if (x <= 0x03 && (set & MQR_PROTOCOL_MQR)) /* a native frame's length: at most 64 MiB */
+    h = &mqr__native_head;
+  else if ((x == 'C' || x == 'S' || x == '\n' || x == '\r') && (set & MQR_PROTOCOL_STOMP)) /* CONNECT, STOMP */
+    h = &mqr__stomp_head;
+  if (h == NULL) {
+    mqr__conn_fail(c, MQR_EPROTOCOL, "its first byte (0x%02x) starts none of the protocols listener '%s' accepts", x,
+                   c->l->cfg->name);
+    return false;
+  }
+  return mqr__conn_set_head(c, h);
+}
+
+bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h) {
+  c->head = h;
+  if (h->open && h->open(c) != 0) {
+    c->head = NULL;
+    mqr__conn_fail(c, MQR_ENOMEM, "out of memory for a %s connection", h->name);
+    return false;
+  }
+  mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): %s", (long long)c->sess.id, c->peer, h->name);
+  return true;
+}
+
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 void mqr__nat_process(mqr__conn_t *c) {
   uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
+  if (c->head == NULL && c->rbuf && c->rpos < c->rlen && !pick_head(c)) return;
   while (c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf && !mqr__nat_output_full(c)) {
     if (budget-- == 0) {
       c->deferred = true;
       mqr__nat_schedule(c);
       break;
     }
-    uint32_t body = 0;
-    int rc = mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->l->cfg->max_frame, &body);
-    if (rc == MQR_ELIMIT) {
-      const uint8_t *h = c->rbuf + c->rpos;
-      mqr__nat_send_error(c, MQR_ELIMIT, 0, true, "a frame of %u bytes is more than max-frame-size %u",
-                          (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3],
-                          c->l->cfg->max_frame);
-      return;
-    }
-    if (rc == 0) break;
-    size_t at = c->rpos;
-    c->rpos += MQR_FRAME_HEADER + body;
-    mqr__nat_handle_frame(c, c->rbuf + at + MQR_FRAME_HEADER, body);
+    if (c->rpos == c->rlen || c->head->take(c) <= 0) break;
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
@@ -151,11 +188,9 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     c->rpos = 0;
   }
   if (c->rlen == c->rcap) {
-    /* A frame longer than the buffer: one of its size (the header said how long, and that
-     * it is within max-frame-size). */
-    uint32_t body = 0;
-    mqr_frame_peek(c->rbuf, c->rlen, UINT32_MAX, &body);
-    size_t need = (size_t)body + MQR_FRAME_HEADER;
+    /* A frame longer than the buffer: as large as its head says it must be (within the
+     * protocol's limit, which the head checked). */
+    size_t need = c->head->room(c);
     uint8_t *nb = mqr_malloc(need);
     if (nb == NULL) return;
     memcpy(nb, c->rbuf, c->rlen);
@@ -215,28 +250,35 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
   }
   if (c->state == MQR__CONN_HANDSHAKE) {
     if (cfg->handshake_timeout_ms && now - c->opened_ms >= cfg->handshake_timeout_ms)
-      mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "no CONNECT within handshake-timeout (%u ms)",
-                          cfg->handshake_timeout_ms);
+      mqr__conn_fail(c, MQR_ETIMEOUT, "no CONNECT within handshake-timeout (%u ms)", cfg->handshake_timeout_ms);
     return;
   }
-  if (cfg->idle_timeout_ms == 0) return;
-  if (c->writes && now - c->progress_ms >= cfg->idle_timeout_ms) {
+  if (cfg->idle_timeout_ms && c->writes && now - c->progress_ms >= cfg->idle_timeout_ms) {
     /* Nothing it was sent has been taken for a whole idle-timeout: it is not reading. */
     mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): took none of %zu bytes written to it in %u ms; closing it",
              (long long)c->sess.id, c->peer, c->in_flight, cfg->idle_timeout_ms);
     mqr__nat_conn_close(c, false);
     return;
   }
-  if (!c->reading) return; /* the broker holds it: its silence is not its own */
-  uint64_t silent = now - c->heard_ms;
-  if (silent >= cfg->idle_timeout_ms) {
-    mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "nothing heard for idle-timeout (%u ms)", cfg->idle_timeout_ms);
-  } else if (silent >= cfg->idle_timeout_ms / 2 && !c->ping_out) {
-    mqr_frame_t f = {MQR_FRAME_PING, {.ping = {(int64_t)now}}};
-    c->ping_out = true;
-    mqr__nat_reply(c, &f);
-  }
+  if (c->head->tick) c->head->tick(c, now);
 }
+
+/* ---- the session's producer ---------------------------------------------------------------- */
+
+static mqr__conn_t *conn_of(mqr__producer_t *p) {
+  return (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
+}
+
+/* Every full address that paused this producer has room: read on, next pass. */
+static void producer_resume(mqr__producer_t *p) { mqr__nat_schedule(conn_of(p)); }
+
+static void producer_sent(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r,
+                          const mqr_error_t *err) {
+  mqr__conn_t *c = conn_of(p);
+  if (c->state != MQR__CONN_CLOSING && c->head) c->head->sent(c, token, status, r, err);
+}
+
+const mqr__producer_ops_t mqr__conn_producer_ops = {producer_resume, producer_sent};
 
 void mqr__nat_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;

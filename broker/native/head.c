@@ -1,5 +1,6 @@
-/* The native protocol as a head of the broker core (core.h): its consumers' deliver,
- * ready and refused, and its producer's resume. */
+/* The native protocol as a head: of the broker core (core.h), its consumers' deliver,
+ * ready and refused; of the connection layer (mqr__head_t), its frames, clocks and
+ * answers. */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -70,18 +71,56 @@ static void consumer_refused(mqr_broker_consumer_t *k, const mqr__entry_t *e) {
 
 const mqr__consumer_ops_t mqr__nat_consumer_ops = {consumer_ready, consumer_deliver, consumer_refused};
 
-/* Every full address that paused this producer has room: read on, next pass. */
-static void producer_resume(mqr__producer_t *p) {
-  mqr__conn_t *c = (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
-  mqr__nat_schedule(c);
+/* ---- the native protocol on the connection layer ------------------------------------------ */
+
+/* A frame: its 4-byte length, then its body, handled in place. */
+static int take(mqr__conn_t *c) {
+  uint32_t body = 0;
+  int rc = mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->l->cfg->max_frame, &body);
+  if (rc == MQR_ELIMIT) {
+    const uint8_t *h = c->rbuf + c->rpos;
+    mqr__nat_send_error(c, MQR_ELIMIT, 0, true, "a frame of %u bytes is more than max-frame-size %u",
+                        (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3], c->l->cfg->max_frame);
+    return -1;
+  }
+  if (rc == 0) return 0;
+  size_t at = c->rpos;
+  c->rpos += MQR_FRAME_HEADER + body;
+  mqr__nat_handle_frame(c, c->rbuf + at + MQR_FRAME_HEADER, body);
+  return c->state == MQR__CONN_CLOSING ? -1 : 1;
+}
+
+/* The header says how long, and take checked it against max-frame-size. */
+static size_t room(const mqr__conn_t *c) {
+  uint32_t body = 0;
+  mqr_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, UINT32_MAX, &body);
+  return (size_t)body + MQR_FRAME_HEADER;
+}
+
+/* Silence for half of idle-timeout: a PING; for all of it: closed. */
+static void tick(mqr__conn_t *c, uint64_t now) {
+  const mqr_listener_config_t *cfg = c->l->cfg;
+  if (cfg->idle_timeout_ms == 0 || !c->reading) return; /* held by the broker: its silence is not its own */
+  uint64_t silent = now - c->heard_ms;
+  if (silent >= cfg->idle_timeout_ms) {
+    mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "nothing heard for idle-timeout (%u ms)", cfg->idle_timeout_ms);
+  } else if (silent >= cfg->idle_timeout_ms / 2 && !c->ping_out) {
+    mqr_frame_t f = {MQR_FRAME_PING, {.ping = {(int64_t)now}}};
+    c->ping_out = true;
+    mqr__nat_reply(c, &f);
+  }
+}
+
+static void fail(mqr__conn_t *c, int code, const char *text) { mqr__nat_send_error(c, code, 0, true, "%s", text); }
+
+static void bye(mqr__conn_t *c) {
+  mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("the broker is shutting down")}}};
+  (void)mqr__nat_write_frame(c, &f);
 }
 
 /* The answer to a send that waited for the journal (or for an earlier answer): a
  * RECEIPT, or an ERROR naming the receipt. */
-static void producer_sent(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r,
-                          const mqr_error_t *err) {
-  mqr__conn_t *c = (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
-  if (c->state == MQR__CONN_CLOSING) return;
+static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err) {
   if (status != 0) {
     mqr__nat_send_error(c, status, token, false, "%s", err ? err->message : mqr_strerror(status));
     return;
@@ -92,4 +131,4 @@ static void producer_sent(mqr__producer_t *p, int64_t token, int status, const m
   }
 }
 
-const mqr__producer_ops_t mqr__nat_producer_ops = {producer_resume, producer_sent};
+const mqr__head_t mqr__native_head = {"mqr", MQR_PROTOCOL_MQR, NULL, take, room, tick, fail, bye, sent, NULL};

@@ -43,7 +43,7 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
   c->tcp.data = c;
   c->b = b;
   c->l = l;
-  mqr__session_init(b, &c->sess, &mqr__nat_producer_ops);
+  mqr__session_init(b, &c->sess, &mqr__conn_producer_ops);
   c->state = MQR__CONN_HANDSHAKE;
   c->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
   c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
@@ -70,6 +70,13 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
     snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(((struct sockaddr_in *)&sa)->sin_port));
   }
   mqr__log(b, MQR_LOG_DEBUG, "connection %lld from %s on listener '%s'", (long long)c->sess.id, c->peer, l->cfg->name);
+  /* One protocol: its head at once (its handshake timeout is its own); several: the
+   * first byte tells (conn.c). */
+  uint32_t set = l->cfg->protocols;
+  const mqr__head_t *h = set == MQR_PROTOCOL_MQR     ? &mqr__native_head
+                         : set == MQR_PROTOCOL_STOMP ? &mqr__stomp_head
+                                                     : NULL;
+  if (h && !mqr__conn_set_head(c, h)) return;
   c->reading = true;
   mqr__nat_start_reading(c);
 }
@@ -164,10 +171,7 @@ void mqr__server_close(mqr_broker_t *b) {
     }
   for (mqr__conn_t *c = b->net->conns; c; c = c->next) {
     if (c->state == MQR__CONN_CLOSING) continue;
-    if (c->state == MQR__CONN_OPEN) {
-      mqr_frame_t f = {MQR_FRAME_DISCONNECT, {.disconnect = {MQR_STR("the broker is shutting down")}}};
-      (void)mqr__nat_write_frame(c, &f); /* closing anyway: a DISCONNECT that cannot be written is not waited for */
-    }
+    if (c->state == MQR__CONN_OPEN && c->head->bye) c->head->bye(c); /* not waited for if it cannot be written */
     mqr__nat_conn_close(c, true);
   }
   mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
@@ -179,6 +183,11 @@ void mqr__server_free(mqr_broker_t *b) {
   if (b->net == NULL) return;
   for (uint32_t i = 0; i < b->net->n_listeners; i++) mqr_free(b->net->listeners[i].strings);
   mqr_free(b->net->listeners);
+  mqr_free(b->net->stomp_headers);
+  mqr_free(b->net->stomp_keys);
+  mqr_free(b->net->stomp_values);
+  mqr_free(b->net->stomp_out);
+  mqr_free(b->net->stomp_text);
   while (b->net->wreq_free) {
     mqr__wreq_t *w = b->net->wreq_free;
     b->net->wreq_free = w->next_free;

@@ -1,17 +1,18 @@
-/* The native protocol's head (private to broker/native/): its connection, write and
- * listener state, and what its sources share.
+/* The connection layer every protocol head shares, and the native protocol's head
+ * (private to the broker): connection, write and listener state.
  *
  *   listen.c  listeners, accepting, SIGPIPE
- *   conn.c    reading, handling frames in place, errors and closing, the clocks
- *   frames.c  each frame a client sends, turned into calls of the core
- *   write.c   writes gathered per connection and pass, deliveries, back-pressure
- *   head.c    the core's consumer and producer ops (core.h)
- *   manage.c  the MANAGE frame: management operations and their results */
+ *   conn.c    reading, the protocol told by the first byte, a head's frames taken in
+ *             place with a budget per pass, errors and closing, the clocks
+ *   write.c   writes gathered per connection and pass, back-pressure
+ *
+ * A head (mqr__head_t) is a protocol: the native one here (head.c, frames.c,
+ * manage.c), STOMP in ../stomp/, MQTT in ../mqtt/. */
 #ifndef MQR_BROKER_NATIVE_H
 #define MQR_BROKER_NATIVE_H
 
-#include "../broker_int.h"
 #include "../../common/grow.h"
+#include "../broker_int.h"
 
 typedef struct mqr__listener_s mqr__listener_t;
 typedef struct mqr__conn_s mqr__conn_t;
@@ -58,12 +59,41 @@ struct mqr__listener_s {
 
 typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__conn_state_t;
 
+/* A protocol head on the connection layer. Every call is on the loop's thread. */
+typedef struct mqr__head_s {
+  const char *name;
+  uint32_t protocol; /* MQR_PROTOCOL_* */
+  /* Makes the head's state (c->hs) for a new connection: 0 or MQR_ENOMEM. */
+  int (*open)(mqr__conn_t *c);
+  /* Handles the next whole frame at c->rbuf[rpos..rlen), moving rpos past what it used:
+   * 1 handled, 0 more bytes needed (the head may keep where it got to), -1 closing. */
+  int (*take)(mqr__conn_t *c);
+  /* The read buffer is full with part of one frame: the size it must grow to (more than
+   * rcap; the head has checked its limit). */
+  size_t (*room)(const mqr__conn_t *c);
+  /* Each tick, for a connection that is not closing: the head's clocks (idle, heart-beats). */
+  void (*tick)(mqr__conn_t *c, uint64_t now);
+  /* Ends the connection for a fault of the client's (code, text): told to it where the
+   * protocol can, then closed. */
+  void (*fail)(mqr__conn_t *c, int code, const char *text);
+  /* The broker is shutting down: what the protocol says before the close (may be NULL). */
+  void (*bye)(mqr__conn_t *c);
+  /* The answer to a send the core left pending (core.h's producer ops). */
+  void (*sent)(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err);
+  /* The connection closes: its session has ended; the head frees c->hs. */
+  void (*release)(mqr__conn_t *c);
+} mqr__head_t;
+
+extern const mqr__head_t mqr__native_head, mqr__stomp_head;
+
 struct mqr__conn_s {
   uv_tcp_t tcp;
   mqr_broker_t *b;
   mqr__listener_t *l;
   mqr__conn_state_t state;
-  uint8_t *rbuf; /* bytes read and not yet taken: rbuf[rpos..rlen) */
+  const mqr__head_t *head; /* NULL until its first byte tells it (a listener of several protocols) */
+  void *hs;                /* the head's state */
+  uint8_t *rbuf;           /* bytes read and not yet taken: rbuf[rpos..rlen) */
   size_t rpos, rlen, rcap;
   bool rbuf_pooled;
   bool reading;
@@ -99,7 +129,14 @@ struct mqr__native_s {
   uint32_t n_wreq_free;
   void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
   uint32_t n_rbuf_free;
-  uv_timer_t tick;        /* timeouts, heartbeats, paused peers gone */
+  uv_timer_t tick;     /* timeouts, heartbeats, paused peers gone */
+  void *stomp_headers; /* the STOMP head's frame being handled: its headers, and properties */
+  void *stomp_keys, *stomp_values;
+  uint32_t stomp_cap;
+  void *stomp_out; /* a MESSAGE frame's headers, and its properties' numbers as text */
+  uint32_t stomp_out_cap;
+  char *stomp_text;
+  size_t stomp_text_cap;
   uint8_t scratch[16384]; /* decoding arena for control frames */
 };
 
@@ -108,6 +145,13 @@ void mqr__nat_tick(uv_timer_t *t);
 /* write.c */
 mqr__wreq_t *mqr__nat_out(mqr__conn_t *c); /* this pass's write request; NULL: out of memory */
 int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len);
+/* A head's own bytes: room for n (NULL: no memory), written there, then committed (0 or
+ * MQR_ENOMEM: then they are not sent). */
+uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off);
+int mqr__conn_commit(mqr__conn_t *c, size_t off, size_t len);
+/* A stored message's bytes [ptr, ptr + len) written as they are; hold: the write keeps a
+ * reference to m until done (once per message and write). 0 or MQR_ENOMEM. */
+int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size_t len, bool hold);
 /* 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame the client declared. */
 int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f);
 void mqr__nat_reply_failed(mqr__conn_t *c, int type, int rc);
@@ -127,6 +171,13 @@ void mqr__nat_conn_close(mqr__conn_t *c, bool graceful);
 void mqr__nat_process(mqr__conn_t *c);
 void mqr__nat_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 void mqr__nat_start_reading(mqr__conn_t *c);
+/* The connection speaks h: its state made (false: no memory, the connection closing). A
+ * listener of one protocol sets it at accept; of several, the first byte tells. */
+bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h);
+/* Ends the connection for a client's fault, through its head (formatted text). */
+__attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int code, const char *fmt, ...);
+/* The connection's session's producer ops: resume reads on, sent goes to the head. */
+extern const mqr__producer_ops_t mqr__conn_producer_ops;
 
 /* frames.c */
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len);
@@ -138,6 +189,5 @@ void mqr__nat_on_connection(uv_stream_t *server, int status);
 
 /* head.c */
 extern const mqr__consumer_ops_t mqr__nat_consumer_ops;
-extern const mqr__producer_ops_t mqr__nat_producer_ops;
 
 #endif

@@ -44,6 +44,44 @@ int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len) {
   return 0;
 }
 
+/* Room for n more own bytes in this pass's write: where they go (at w->bytes + *off),
+ * or NULL for want of memory. The head writes them, then mqr__conn_commit. */
+uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off) {
+  mqr__wreq_t *w = mqr__nat_out(c);
+  if (w == NULL) return NULL;
+  if (w->cap_bytes - w->n_bytes < n) {
+    size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
+    while (ncap - w->n_bytes < n) ncap *= 2;
+    uint8_t *nb = mqr_realloc(w->bytes, ncap);
+    if (nb == NULL) return NULL;
+    w->bytes = nb;
+    w->cap_bytes = ncap;
+  }
+  *off = w->n_bytes;
+  return w->bytes + w->n_bytes;
+}
+
+int mqr__conn_commit(mqr__conn_t *c, size_t off, size_t len) {
+  mqr__wreq_t *w = c->out;
+  int rc = mqr__nat_add_own(w, off, len);
+  if (rc == 0) w->n_bytes = off + len;
+  return rc;
+}
+
+int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size_t len, bool hold) {
+  mqr__wreq_t *w = mqr__nat_out(c);
+  if (w == NULL || !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs) ||
+      (hold && !mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs)))
+    return MQR_ENOMEM;
+  w->segs[w->n_segs++] = (mqr__seg_t){ptr, 0, len};
+  w->total += len;
+  if (hold) {
+    m->refs++;
+    w->msgs[w->n_msgs++] = m;
+  }
+  return 0;
+}
+
 /* Appends a frame to this pass's write: MQR_ENOMEM, or MQR_ELIMIT when it is longer than
  * the max_frame the client declared (then nothing was added). */
 int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f) {

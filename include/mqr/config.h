@@ -35,12 +35,27 @@ typedef struct mqr_config_s mqr_config_t;
 #define MQR_DEFAULT_HANDSHAKE_TIMEOUT 10000 /* ms a connection has to say CONNECT */
 #define MQR_DEFAULT_IDLE_TIMEOUT 60000      /* ms of silence before a connection is closed */
 
+/* The protocols a listener accepts (a set of these bits). With more than one, the broker
+ * tells a connection's protocol by its first byte: 0x00-0x03 the native protocol (a
+ * frame's length), 0x10 MQTT (CONNECT), a letter or an end of line STOMP. */
+#define MQR_PROTOCOL_MQR 0x1u   /* the native, Avro-framed protocol (libmqr-client) */
+#define MQR_PROTOCOL_MQTT 0x2u  /* MQTT 3.1.1 and 5.0 */
+#define MQR_PROTOCOL_STOMP 0x4u /* STOMP 1.0, 1.1 and 1.2 */
+
+#define MQR_DEFAULT_STOMP_MAX_HEADERS 1000        /* a STOMP frame's headers, when not set */
+#define MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH 10240 /* one STOMP header line, bytes, when not set */
+
 /* A listener as configured (mqrd binds them). Strings live as long as the config. */
 typedef struct {
   const char *name;
   const char *host;              /* an IPv4 or IPv6 literal */
   uint16_t port;                 /* 0: an ephemeral port */
-  uint32_t max_frame;            /* the largest frame a client may send, bytes (1 KiB - 64 MiB) */
+  uint32_t protocols;            /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
+  uint32_t max_frame;            /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
+  uint32_t mqtt_max_packet;      /* the largest MQTT packet either side may send (mqtt: max-packet-size) */
+  uint32_t stomp_max_frame;      /* the largest STOMP frame a client may send (stomp: max-frame-size) */
+  uint32_t stomp_max_headers;    /* headers in one STOMP frame (stomp: max-headers) */
+  uint32_t stomp_max_header_len; /* bytes of one STOMP header line (stomp: max-header-length) */
   uint32_t handshake_timeout_ms; /* a connection that has not said CONNECT by then is closed; 0: never */
   uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
                                     (the broker sends PING after half of it); 0: never */

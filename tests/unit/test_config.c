@@ -144,6 +144,10 @@ static const char every_key[] =
     "    anycast-prefix: q/\n"
     "    multicast-prefix: t/\n"
     "    max-frame-size: 4MiB\n"
+    "    protocols: [mqr, stomp]\n"
+    "    stomp: {max-frame-size: 2MiB, max-headers: 50, max-header-length: 4KiB}\n"
+    "  - name: b\n"
+    "    protocols: stomp\n"
     "wildcard-addresses: {delimiter: '/', any-words: '>', single-word: '+', escape: '%'}\n"
     "address-settings:\n"
     "  '>':\n"
@@ -176,6 +180,15 @@ static void test_every_key_is_read(void **state) {
   assert_string_equal(l->host, "::1");
   assert_int_equal(l->port, 0);
   assert_int_equal(l->max_frame, 4u << 20);
+  assert_int_equal(l->protocols, MQR_PROTOCOL_MQR | MQR_PROTOCOL_STOMP);
+  assert_int_equal(l->stomp_max_frame, 2u << 20);
+  assert_int_equal(l->stomp_max_headers, 50);
+  assert_int_equal(l->stomp_max_header_len, 4096);
+  const mqr_listener_config_t *l2 = mqr_config_listener(cfg, 1);
+  assert_int_equal(l2->protocols, MQR_PROTOCOL_STOMP);
+  assert_int_equal(l2->stomp_max_frame, MQR_DEFAULT_MAX_FRAME);
+  assert_int_equal(l2->stomp_max_headers, MQR_DEFAULT_STOMP_MAX_HEADERS);
+  assert_int_equal(l2->stomp_max_header_len, MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH);
   assert_int_equal(l->prefixes.count, 2);
   assert_true(mqr_str_eq(l->prefixes.items[0].text, MQR_STR("q/")));
   assert_int_equal(l->prefixes.items[0].type, MQR_ANYCAST);

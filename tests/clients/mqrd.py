@@ -1,0 +1,99 @@
+"""A real mqrd for the client tests: started from a shell-like environment (default signal
+dispositions) on 127.0.0.1 with an ephemeral port and a config of the test's own, its
+port read from its log, stopped by PID. Also raw sockets, for what no client library
+sends."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+class Mqrd:
+    def __init__(self, mqrd, config, data_dir=None, log_level="info"):
+        self.dir = tempfile.mkdtemp(prefix="mqr-clients-")
+        self.path = os.path.join(self.dir, "mqrd.yaml")
+        with open(self.path, "w") as f:
+            f.write(config)
+        self.log_path = os.path.join(self.dir, "mqrd.log")
+        self.mqrd = mqrd
+        self.data_dir = data_dir
+        self.log_level = log_level
+        self.proc = None
+        self.start()
+
+    def start(self):
+        args = [self.mqrd, "--config", self.path, "--log-level", self.log_level]
+        if self.data_dir:
+            args += ["--data-dir", self.data_dir]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log,
+                                     restore_signals=True, start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            text = self.log_text()
+            ready = [m for m in re.finditer(r"ready on tcp://127\.0\.0\.1:(\d+)", text)]
+            if ready and len(ready) > self.starts():
+                self.port = int(ready[-1].group(1))
+                self._starts = len(ready)
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("mqrd exited: " + text[-2000:])
+            time.sleep(0.05)
+        raise RuntimeError("mqrd did not start: " + self.log_text()[-2000:])
+
+    def starts(self):
+        return getattr(self, "_starts", 0)
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+def raw(port, data=b"", timeout=5.0):
+    """Sends data on a new socket; returns (socket, what came back until the peer closed
+    or timeout passed)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if data:
+        s.sendall(data)
+    got = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    return s, got
+
+
+def wait_for(pred, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
