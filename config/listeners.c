@@ -28,8 +28,6 @@ static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
                                                      : 0;
     if (bit == 0)
       ERR(c, n, "unknown protocol '%.*s' (mqr, mqtt or stomp)", (int)v.len, v.ptr);
-    else if (bit == MQR_PROTOCOL_MQTT)
-      ERR(c, n, "protocol 'mqtt' is not served by this build yet (mqr and stomp are)");
     else if (set & bit)
       ERR(c, n, "protocol '%.*s' named twice", (int)v.len, v.ptr);
     set |= bit;

@@ -248,7 +248,12 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     created = a;
     types = a->key.info.types;
   } else if (slot->aux[MQR__AUX_FLAGS] & MQR_ADDRESS_WILDCARD) {
-    return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
+    /* address::queue names one queue, which may be a wildcard subscription's: that queue
+     * alone gets the message. A wildcard address is no target otherwise. */
+    mqr_queue_t *q = sep < len ? mqr_router_find_queue(r, mqr_str_n(p + sep + 2, len - sep - 2)) : NULL;
+    if (q == NULL || q->address != slot->val) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
+    a = slot->val;
+    types.bits = slot->aux[MQR__AUX_TYPES];
   } else {
     a = slot->val;
     types.bits = slot->aux[MQR__AUX_TYPES];

@@ -126,6 +126,8 @@ static bool pick_head(mqr__conn_t *c) {
   uint8_t x = c->rbuf[c->rpos];
   if (x <= 0x03 && (set & MQR_PROTOCOL_MQR)) /* a native frame's length: at most 64 MiB */
     h = &mqr__native_head;
+  else if (x == 0x10 && (set & MQR_PROTOCOL_MQTT)) /* CONNECT */
+    h = &mqr__mqtt_head;
   else if ((x == 'C' || x == 'S' || x == '\n' || x == '\r') && (set & MQR_PROTOCOL_STOMP)) /* CONNECT, STOMP */
     h = &mqr__stomp_head;
   if (h == NULL) {
@@ -294,4 +296,5 @@ void mqr__nat_tick(uv_timer_t *t) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
   }
+  if (b->net->mqtt) mqr__mqtt_tick_sessions(b, now); /* offline sessions: expiry, delayed wills */
 }

@@ -75,6 +75,7 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
   uint32_t set = l->cfg->protocols;
   const mqr__head_t *h = set == MQR_PROTOCOL_MQR     ? &mqr__native_head
                          : set == MQR_PROTOCOL_STOMP ? &mqr__stomp_head
+                         : set == MQR_PROTOCOL_MQTT  ? &mqr__mqtt_head
                                                      : NULL;
   if (h && !mqr__conn_set_head(c, h)) return;
   c->reading = true;
@@ -183,6 +184,7 @@ void mqr__server_free(mqr_broker_t *b) {
   if (b->net == NULL) return;
   for (uint32_t i = 0; i < b->net->n_listeners; i++) mqr_free(b->net->listeners[i].strings);
   mqr_free(b->net->listeners);
+  mqr__mqtt_free_sessions(b);
   mqr_free(b->net->stomp_headers);
   mqr_free(b->net->stomp_keys);
   mqr_free(b->net->stomp_values);

@@ -163,11 +163,12 @@ static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   if (arg_is(k, "filter")) return qc->filter = v, 0;
   if (arg_is(k, "last-value-key")) return qc->last_value_key = v, 0;
   if (arg_is(k, "group-first-key")) return qc->group_first_key = v, 0;
-  return mqr_error_set(err, MQR_EINVAL,
-                       "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
-                       "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, non-destructive, "
-                       "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
-                       (int)k.len, k.ptr);
+  return mqr_error_set(
+      err, MQR_EINVAL,
+      "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
+      "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, non-destructive, "
+      "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
+      (int)k.len, k.ptr);
 }
 
 /* Carries out the operation: 0 or an error in err, with *count and the rows. */

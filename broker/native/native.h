@@ -18,6 +18,10 @@ typedef struct mqr__listener_s mqr__listener_t;
 typedef struct mqr__conn_s mqr__conn_t;
 typedef struct mqr__wreq_s mqr__wreq_t;
 
+/* The MQTT head's sessions outlive connections (mqtt/head.c). */
+void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now);
+void mqr__mqtt_free_sessions(mqr_broker_t *b);
+
 /* ---- connections ---------------------------------------------------------------------------- */
 
 /* One write: segments of the request's own bytes (heads, control frames) and of stored
@@ -84,7 +88,7 @@ typedef struct mqr__head_s {
   void (*release)(mqr__conn_t *c);
 } mqr__head_t;
 
-extern const mqr__head_t mqr__native_head, mqr__stomp_head;
+extern const mqr__head_t mqr__native_head, mqr__stomp_head, mqr__mqtt_head;
 
 struct mqr__conn_s {
   uv_tcp_t tcp;
@@ -133,6 +137,7 @@ struct mqr__native_s {
   void *stomp_headers; /* the STOMP head's frame being handled: its headers, and properties */
   void *stomp_keys, *stomp_values;
   uint32_t stomp_cap;
+  void *mqtt;      /* the MQTT head's sessions (mqtt/mqtt.h) */
   void *stomp_out; /* a MESSAGE frame's headers, and its properties' numbers as text */
   uint32_t stomp_out_cap;
   char *stomp_text;

@@ -72,6 +72,12 @@ class Mqrd:
 def raw(port, data=b"", timeout=5.0):
     """Sends data on a new socket; returns (socket, what came back until the peer closed
     or timeout passed)."""
+    s, got, _ = raw_closed(port, data, timeout)
+    return s, got
+
+
+def raw_closed(port, data=b"", timeout=5.0):
+    """As raw, and whether the peer closed the connection within timeout."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     if data:
         s.sendall(data)
@@ -81,13 +87,13 @@ def raw(port, data=b"", timeout=5.0):
         try:
             chunk = s.recv(65536)
         except socket.timeout:
-            break
+            return s, got, False
         except ConnectionResetError:
-            break
+            return s, got, True
         if not chunk:
-            break
+            return s, got, True
         got += chunk
-    return s, got
+    return s, got, False
 
 
 def wait_for(pred, timeout=5.0):

@@ -698,6 +698,14 @@ static void test_sending_to_a_wildcard_address_is_refused(void **state) {
   assert_int_equal(route_names(r, "news.#", MQR_MULTICAST, NULL, NULL, 0), MQR_EWILDCARDSEND);
   assert_int_equal(route_names(r, "sport.*", MQR_MULTICAST, NULL, NULL, 0), MQR_EWILDCARDSEND);
   assert_null(mqr_router_find_address(r, S("sport.*"))); /* not auto-created */
+  /* address::queue names one queue of it: that queue alone (a wildcard subscription's,
+   * given a message of its own); a queue it does not have is still refused. */
+  queue(r, "all", "news.#", MQR_MULTICAST);
+  queue(r, "other", "news.#", MQR_MULTICAST);
+  char got[64];
+  assert_int_equal(route_names(r, "news.#::all", MQR_ROUTING_NONE, NULL, got, sizeof got), MQR_ROUTE_OK);
+  assert_string_equal(got, "all");
+  assert_int_equal(route_names(r, "news.#::nope", MQR_ROUTING_NONE, NULL, NULL, 0), MQR_EWILDCARDSEND);
   assert_true(mqr_address_flags(mqr_router_find_address(r, S("news.#"))) & MQR_ADDRESS_WILDCARD);
 }
 

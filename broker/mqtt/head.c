@@ -1,0 +1,424 @@
+/* The MQTT head's connections and sessions (mqtt.h): CONNECT and CONNACK as MQTT 3.1.1
+ * and 5.0 have them (client identifiers assigned, clean session and clean start, session
+ * expiry, a session taken over by a new connection of its client id), keep-alive with the
+ * one-and-a-half rule, wills (delayed in 5.0) published when a connection ends without
+ * DISCONNECT, the DISCONNECT a 5.0 server sends with a reason, and the head's ops. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "mqtt.h"
+
+static mqtt_registry_t *registry(mqr_broker_t *b) { return b->net->mqtt; }
+
+/* ---- writing ------------------------------------------------------------------------------------- */
+
+int mqr__mqtt_out(mqr__conn_t *c, const uint8_t *bytes, size_t n) {
+  size_t off;
+  uint8_t *p = mqr__conn_reserve(c, n, &off);
+  if (p == NULL) return MQR_ENOMEM;
+  memcpy(p, bytes, n);
+  return mqr__conn_commit(c, off, n);
+}
+
+void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
+  if (c->state == MQR__CONN_CLOSING) return;
+  mqtt_conn_t *mc = c->hs;
+  char text[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (mc && mc->connected && mc->level == 5) {
+    mqr__mqtt_props_t pr = {.have = 1ull << 0x1F, .reason = mqr_str(text)};
+    if (strlen(text) > 200) pr.reason.len = 200;
+    mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
+    uint8_t buf[320];
+    size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, reason, &o);
+    if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n); /* closing anyway */
+  }
+  mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT 0x%02X: %s; closing it", (long long)c->sess.id, c->peer,
+           reason, text);
+  mqr__nat_conn_close(c, true);
+}
+
+int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc->w_n == mc->w_cap) {
+    uint32_t ncap = mc->w_cap ? mc->w_cap * 2 : 16;
+    void *nw = mqr_malloc(ncap * sizeof *mc->waiting);
+    if (nw == NULL) return -1;
+    for (uint32_t i = 0; i < mc->w_n; i++)
+      memcpy((char *)nw + i * sizeof *mc->waiting, &mc->waiting[(mc->w_head + i) % mc->w_cap], sizeof *mc->waiting);
+    mqr_free(mc->waiting);
+    mc->waiting = nw;
+    mc->w_cap = ncap;
+    mc->w_head = 0;
+  }
+  uint32_t at = (mc->w_head + mc->w_n++) % mc->w_cap;
+  mc->waiting[at].token = ++mc->next_token;
+  mc->waiting[at].id = id;
+  mc->waiting[at].type = type;
+  return mc->next_token;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------------- */
+
+static mqtt_session_t *find_session(mqr_broker_t *b, mqr_str_t id, mqtt_session_t ***at) {
+  for (mqtt_session_t **pp = &registry(b)->sessions; *pp; pp = &(*pp)->next)
+    if (strlen((*pp)->client_id) == id.len && memcmp((*pp)->client_id, id.ptr, id.len) == 0) {
+      if (at) *at = pp;
+      return *pp;
+    }
+  return NULL;
+}
+
+/* The will of ss, published now (its copy goes). */
+static void publish_will(mqr_broker_t *b, mqtt_session_t *ss) {
+  if (ss->will == NULL) return;
+  mqr__mqtt_packet_t p;
+  uint8_t reason;
+  mqr_error_t err;
+  if (mqr__mqtt_decode(ss->will, ss->will_len, 0, &p, &reason, &err) == 0 && p.u.connect.will) {
+    const mqr__mqtt_connect_t *cn = &p.u.connect;
+    mqr__mqtt_publish_t m = {cn->will_qos, false, cn->will_retain, cn->will_topic, cn->will_payload};
+    mqr_broker_receipt_t r;
+    int rc = mqr__mqtt_send(b, NULL, ss->client_id, &m, &cn->will_props, 0, &r, &err);
+    if (rc != 0 && rc != MQR__PENDING)
+      mqr__log(b, MQR_LOG_WARN, "MQTT client '%s': its will could not be published: %s", ss->client_id, err.message);
+    else
+      mqr__log(b, MQR_LOG_DEBUG, "MQTT client '%s': will published to '%.*s'", ss->client_id, (int)cn->will_topic.len,
+               cn->will_topic.ptr);
+  }
+  mqr_free(ss->will);
+  ss->will = NULL;
+  ss->will_len = 0;
+  ss->will_at = 0;
+}
+
+static void session_free(mqtt_session_t *ss) {
+  while (ss->subs) {
+    mqtt_sub_t *s = ss->subs;
+    ss->subs = s->next;
+    mqr_free(s);
+  }
+  mqr_free(ss->qos2_in);
+  mqr_free(ss->out);
+  mqr_free(ss->will);
+  mqr_free(ss);
+}
+
+/* The session is over: its will if one waits, its queues, its state. */
+static void session_end(mqr_broker_t *b, mqtt_session_t **at) {
+  mqtt_session_t *ss = *at;
+  *at = ss->next;
+  registry(b)->n--;
+  publish_will(b, ss);
+  mqr__mqtt_subs_end(b, ss);
+  session_free(ss);
+}
+
+void mqr__mqtt_free_sessions(mqr_broker_t *b) {
+  mqtt_registry_t *r = b->net ? registry(b) : NULL;
+  if (r == NULL) return;
+  while (r->sessions) {
+    mqtt_session_t *ss = r->sessions;
+    r->sessions = ss->next;
+    session_free(ss);
+  }
+  mqr_free(r->addr);
+  mqr_free(r->keys);
+  mqr_free(r->values);
+  mqr_free(r->ukeys);
+  mqr_free(r->uvalues);
+  mqr_free(r->text);
+  mqr_free(r);
+  b->net->mqtt = NULL;
+}
+
+void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now) {
+  mqtt_registry_t *r = registry(b);
+  for (mqtt_session_t **pp = &r->sessions; *pp;) {
+    mqtt_session_t *ss = *pp;
+    if (ss->conn == NULL && ss->will_at && now >= ss->will_at) publish_will(b, ss);
+    if (ss->conn == NULL && ss->expiry != UINT32_MAX && now - ss->gone_ms >= (uint64_t)ss->expiry * 1000) {
+      mqr__log(b, MQR_LOG_DEBUG, "MQTT client '%s': session expired", ss->client_id);
+      session_end(b, pp);
+      continue;
+    }
+    pp = &ss->next;
+  }
+}
+
+/* ---- CONNECT ----------------------------------------------------------------------------------- */
+
+static void connack(mqr__conn_t *c, uint8_t level, bool present, uint8_t code, const mqr__mqtt_props_t *pr) {
+  mqr__mqtt_out_props_t o = {pr, NULL, NULL, 0, NULL, 0};
+  uint8_t buf[512];
+  size_t n = mqr__mqtt_put_connack(buf, sizeof buf, level, present, code, &o);
+  if (n > sizeof buf || mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+}
+
+/* A CONNECT refused: its CONNACK's code (3.1.1's or 5.0's), then the close. */
+static void refuse(mqr__conn_t *c, uint8_t level, uint8_t code5, uint8_t code4, const char *why) {
+  connack(c, level, false, level == 5 ? code5 : code4, NULL);
+  mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT CONNECT refused: %s", (long long)c->sess.id, c->peer, why);
+  mqr__nat_conn_close(c, true);
+}
+
+static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_t *raw, size_t raw_len) {
+  mqr_broker_t *b = c->b;
+  mqtt_conn_t *mc = c->hs;
+  const mqr__mqtt_connect_t *cn = &p->u.connect;
+  uint8_t level = cn->level;
+  if (level == 5 && MQR__MQTT_HAS(&p->props, 0x15)) { /* as Artemis: no challenge/response method */
+    refuse(c, level, 0x8C, 0x05, "an authentication method is not supported");
+    return;
+  }
+  char assigned[48];
+  mqr_str_t id = cn->client_id;
+  if (id.len == 0) {
+    if (level == 4 && !cn->clean) {
+      refuse(c, level, 0x85, 0x02, "an empty client identifier needs a clean session");
+      return;
+    }
+    snprintf(assigned, sizeof assigned, "mqr-%lld-%llx", (long long)c->sess.id, (unsigned long long)uv_hrtime());
+    id = mqr_str(assigned);
+  }
+  uint32_t expiry =
+      level == 5 ? (MQR__MQTT_HAS(&p->props, 0x11) ? p->props.session_expiry : 0) : (cn->clean ? 0 : UINT32_MAX);
+  if (expiry == 0xFFFFFFFFu) expiry = UINT32_MAX;
+  mqtt_session_t **at, *ss = find_session(b, id, &at);
+  bool present = false;
+  if (ss && ss->conn) { /* taken over: the old connection goes */
+    mqr__conn_t *old = ss->conn;
+    mqtt_conn_t *om = old->hs;
+    om->disconnected = false;
+    mqr__mqtt_close(old, 0x8E, "session taken over by a new connection of client '%.*s'", (int)id.len, id.ptr);
+    /* (its release detached the session and dealt with its will) */
+    ss = find_session(b, id, &at);
+  }
+  if (ss && (cn->clean || ss->conn)) {
+    session_end(b, at);
+    ss = NULL;
+  }
+  if (ss) {
+    present = true;
+    if (ss->will) mqr_free(ss->will); /* a delayed will of the last connection does not go */
+    ss->will = NULL;
+    ss->will_at = 0;
+  } else {
+    if ((ss = mqr_calloc(1, sizeof *ss + id.len + 1)) == NULL) {
+      refuse(c, level, 0x97, 0x03, "out of memory for a session");
+      return;
+    }
+    memcpy(ss->client_id, id.ptr, id.len);
+    ss->next = registry(b)->sessions;
+    registry(b)->sessions = ss;
+    registry(b)->n++;
+  }
+  ss->expiry = expiry;
+  ss->level = level;
+  if (cn->will) { /* the CONNECT kept: the will is decoded from it when it goes */
+    if ((ss->will = mqr_malloc(raw_len)) == NULL) {
+      refuse(c, level, 0x97, 0x03, "out of memory for the will");
+      return;
+    }
+    memcpy(ss->will, raw, raw_len);
+    ss->will_len = raw_len;
+  }
+  mc->ss = ss;
+  ss->conn = c;
+  mc->level = level;
+  mc->connected = true;
+  mc->keep_alive_ms = (uint64_t)cn->keep_alive * 1500;
+  mc->receive_max = level == 5 && MQR__MQTT_HAS(&p->props, 0x21) ? p->props.receive_max : 65535;
+  mc->max_packet = level == 5 && MQR__MQTT_HAS(&p->props, 0x27) ? p->props.max_packet : 268435455;
+  mc->alias_max = MQTT_SERVER_ALIAS_MAX;
+  c->state = MQR__CONN_OPEN;
+  mqr__mqtt_props_t pr = {0};
+  if (level == 5) {
+    pr.have = 1ull << 0x22 | 1ull << 0x27;
+    pr.topic_alias_max = mc->alias_max;
+    pr.max_packet = c->l->cfg->mqtt_max_packet;
+    if (cn->client_id.len == 0) pr.have |= 1ull << 0x12, pr.assigned_client_id = id;
+  }
+  connack(c, level, present, 0, &pr);
+  mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT %s client '%s' connected%s", (long long)c->sess.id, c->peer,
+           level == 5 ? "5.0" : "3.1.1", ss->client_id, present ? " (session resumed)" : "");
+  if (present && c->state != MQR__CONN_CLOSING) {
+    mqr__mqtt_resend_releases(c, ss);
+    mqr__mqtt_subs_attach(c, ss);
+  }
+}
+
+/* ---- packets --------------------------------------------------------------------------------- */
+
+static void handle(mqr__conn_t *c, mqr__mqtt_packet_t *p, const uint8_t *raw, size_t len) {
+  mqtt_conn_t *mc = c->hs;
+  if (!mc->connected) {
+    if (p->type == MQR__MQTT_CONNECT)
+      on_connect(c, p, raw, len);
+    else
+      mqr__mqtt_close(c, 0x82, "the first packet must be CONNECT");
+    return;
+  }
+  switch (p->type) {
+  case MQR__MQTT_PUBLISH: mqr__mqtt_on_publish(c, p); return;
+  case MQR__MQTT_PUBACK:
+  case MQR__MQTT_PUBREC:
+  case MQR__MQTT_PUBCOMP: mqr__mqtt_on_ack(c, p); return;
+  case MQR__MQTT_PUBREL: mqr__mqtt_on_pubrel(c, p); return;
+  case MQR__MQTT_SUBSCRIBE: mqr__mqtt_on_subscribe(c, p); return;
+  case MQR__MQTT_UNSUBSCRIBE: mqr__mqtt_on_unsubscribe(c, p); return;
+  case MQR__MQTT_PINGREQ: {
+    uint8_t buf[2];
+    if (mqr__mqtt_out(c, buf, mqr__mqtt_put_pingresp(buf, sizeof buf)) != 0) mqr__nat_conn_close(c, false);
+    return;
+  }
+  case MQR__MQTT_DISCONNECT:
+    /* 5.0's 0x04 asks for the will all the same. */
+    mc->disconnected = !(mc->level == 5 && p->reason == 0x04);
+    if (mc->level == 5 && MQR__MQTT_HAS(&p->props, 0x11) && mc->ss) {
+      if (mc->ss->expiry == 0 && p->props.session_expiry != 0) {
+        mqr__mqtt_close(c, 0x82, "a session expiry set at DISCONNECT after CONNECT said 0");
+        return;
+      }
+      mc->ss->expiry = p->props.session_expiry == 0xFFFFFFFFu ? UINT32_MAX : p->props.session_expiry;
+    }
+    mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT client disconnected", (long long)c->sess.id, c->peer);
+    mqr__nat_conn_close(c, true);
+    return;
+  case MQR__MQTT_CONNECT: mqr__mqtt_close(c, 0x82, "a second CONNECT"); return;
+  default: mqr__mqtt_close(c, 0x82, "packet type %d is not taken", (int)p->type); return;
+  }
+}
+
+/* ---- the head's ops ------------------------------------------------------------------------------ */
+
+static int mqtt_open(mqr__conn_t *c) {
+  if (c->b->net->mqtt == NULL && (c->b->net->mqtt = mqr_calloc(1, sizeof(mqtt_registry_t))) == NULL) return MQR_ENOMEM;
+  mqtt_conn_t *mc = mqr_calloc(1, sizeof *mc);
+  if (mc == NULL) return MQR_ENOMEM;
+  c->hs = mc;
+  return 0;
+}
+
+static int take(mqr__conn_t *c) {
+  mqtt_conn_t *mc = c->hs;
+  uint32_t max = c->l->cfg->mqtt_max_packet;
+  size_t total = 0;
+  mqr_error_t err;
+  int rc = mqr__mqtt_peek(c->rbuf + c->rpos, c->rlen - c->rpos, max, &total, &err);
+  if (rc == 0) return 0;
+  if (rc < 0) {
+    mqr__mqtt_close(c, rc == MQR_ELIMIT ? MQR__MQTT_TOO_LARGE : MQR__MQTT_MALFORMED, "%s", err.message);
+    return -1;
+  }
+  uint8_t *raw = c->rbuf + c->rpos;
+  c->rpos += total;
+  mqr__mqtt_packet_t p;
+  uint8_t reason = 0;
+  if (mqr__mqtt_decode(raw, total, mc->connected ? mc->level : 0, &p, &reason, &err) != 0) {
+    if (!mc->connected && reason == MQR__MQTT_BAD_VERSION) {
+      refuse(c, 4, 0x84, 0x01, err.message); /* answered as 3.1.1 does: any client reads it */
+      return -1;
+    }
+    mqr__mqtt_close(c, reason ? reason : MQR__MQTT_MALFORMED, "%s", err.message);
+    return -1;
+  }
+  handle(c, &p, raw, total);
+  return c->state == MQR__CONN_CLOSING ? -1 : 1;
+}
+
+/* The fixed header says how long (take checked it against the maximum). */
+static size_t room(const mqr__conn_t *c) {
+  size_t total = 0;
+  mqr__mqtt_peek(c->rbuf + c->rpos, c->rlen - c->rpos, UINT32_MAX, &total, NULL);
+  return total > c->rcap ? total : c->rcap * 2;
+}
+
+/* Keep-alive: nothing heard for one and a half times the client's keep-alive closes it. */
+static void tick(mqr__conn_t *c, uint64_t now) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc->connected && mc->keep_alive_ms && c->reading && now - c->heard_ms >= mc->keep_alive_ms)
+    mqr__mqtt_close(c, 0x8D, "nothing heard for %llu ms (1.5 times its keep-alive)",
+                    (unsigned long long)mc->keep_alive_ms);
+}
+
+static void fail(mqr__conn_t *c, int code, const char *text) {
+  mqr__mqtt_close(c, code == MQR_ETIMEOUT ? 0x8D : code == MQR_ENOMEM ? 0x97 : 0x83, "%s", text);
+}
+
+static void bye(mqr__conn_t *c) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc->level != 5) return;
+  uint8_t buf[8];
+  size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, 0x8B, NULL); /* Server shutting down */
+  if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n);
+}
+
+/* A PUBLISH's answer that waited for the journal: its PUBACK or PUBREC, in order. */
+static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err) {
+  mqtt_conn_t *mc = c->hs;
+  if (token == 0) return;
+  if (mc->w_n == 0 || mc->waiting[mc->w_head].token != token) return; /* cannot be */
+  uint16_t id = mc->waiting[mc->w_head].id;
+  uint8_t type = mc->waiting[mc->w_head].type;
+  mc->w_head = (mc->w_head + 1) % mc->w_cap;
+  mc->w_n--;
+  uint8_t reason = 0;
+  if (status != 0) {
+    if (mc->level == 4) { /* 3.1.1 has no way to say it: the connection goes (3.3.5) */
+      mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): a PUBLISH failed: %s; closing it", (long long)c->sess.id,
+               c->peer, err ? err->message : mqr_strerror(status));
+      mqr__nat_conn_close(c, false);
+      return;
+    }
+    reason = status == MQR_EFULL ? 0x97 : status == MQR_ENOADDR || status == MQR_ENOQUEUE ? 0x90 : 0x80;
+    if (type == MQR__MQTT_PUBREC && mc->ss && mc->ss->qos2_in)
+      mc->ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7)); /* the exchange ends here */
+  } else if (r && r->queues == 0 && mc->level == 5) {
+    reason = 0x10; /* No matching subscribers */
+  }
+  uint8_t buf[16];
+  size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, (mqr__mqtt_type_t)type, id, reason, NULL);
+  if (mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+}
+
+static void release(mqr__conn_t *c) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc == NULL) return;
+  mqr_broker_t *b = c->b;
+  mqtt_session_t *ss = mc->ss;
+  if (ss && ss->conn == c) {
+    ss->conn = NULL;
+    uv_update_time(b->loop);
+    ss->gone_ms = uv_now(b->loop);
+    mqr__mqtt_subs_detach(ss);
+    if (mc->disconnected || b->closing) { /* no will after DISCONNECT (or when the broker goes) */
+      mqr_free(ss->will);
+      ss->will = NULL;
+    } else if (ss->will) {
+      mqr__mqtt_packet_t p;
+      uint8_t reason;
+      uint32_t delay = 0;
+      if (mqr__mqtt_decode(ss->will, ss->will_len, 0, &p, &reason, NULL) == 0 && p.u.connect.level == 5)
+        delay = p.u.connect.will_props.will_delay;
+      if (delay == 0 || ss->expiry == 0)
+        publish_will(b, ss);
+      else
+        ss->will_at = ss->gone_ms + (uint64_t)delay * 1000;
+    }
+    mqtt_session_t **at;
+    if (ss->expiry == 0 && !b->closing && find_session(b, mqr_str(ss->client_id), &at) == ss) session_end(b, at);
+  }
+  for (uint32_t i = 0; mc->aliases && i <= mc->alias_max; i++) mqr_free((void *)mc->aliases[i].ptr);
+  mqr_free(mc->aliases);
+  mqr_free(mc->waiting);
+  mqr_free(mc->topic);
+  mqr_free(mc);
+  c->hs = NULL;
+}
+
+const mqr__head_t mqr__mqtt_head = {"MQTT", MQR_PROTOCOL_MQTT, mqtt_open, take, room, tick, fail, bye, sent, release};

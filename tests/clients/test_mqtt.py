@@ -1,0 +1,427 @@
+"""MQTT 3.1.1 and 5.0 against a real mqrd with Debian's python3-paho-mqtt and
+mosquitto_pub/mosquitto_sub: QoS 0, 1 and 2 both ways, wildcards, retained messages and
+5.0's retain handling, wills (and their delay), keep-alive, persistent sessions resumed
+after a reconnect, session takeover, shared subscriptions, no-local, 5.0 properties,
+topic aliases, subscription identifiers; then malformed and hostile packets on raw
+sockets, each closing its connection as the specification says while the broker and its
+other clients go on.
+
+usage: test_mqtt.py MQRD"""
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mqrd import Mqrd, raw, raw_closed, wait_for  # noqa: E402
+
+CONFIG = """
+listeners:
+  - name: main
+    port: 0
+    protocols: [mqtt, stomp, mqr]
+    mqtt: {max-packet-size: 64KiB}
+address-settings:
+  '#': {auto-create-addresses: true, auto-create-queues: true}
+"""
+
+BROKER = None
+V3, V5 = mqtt.MQTTv311, mqtt.MQTTv5
+
+
+class Client:
+    """A paho client on its own loop thread, recording what it gets."""
+
+    def __init__(self, cid, proto=V5, clean=True, will=None, keepalive=60, props=None, expiry=None):
+        self.messages, self.lock = [], threading.Lock()
+        self.connack, self.disconnect_rc = None, None
+        kw = {} if proto == V5 else {"clean_session": clean}
+        self.c = mqtt.Client(client_id=cid, protocol=proto, **kw)
+        self.c.on_message = self._on_message
+        self.c.on_connect = self._on_connect
+        self.c.on_disconnect = self._on_disconnect
+        if will:
+            self.c.will_set(*will)
+        cp = None
+        if proto == V5:
+            cp = props or Properties(PacketTypes.CONNECT)
+            if expiry is not None:
+                cp.SessionExpiryInterval = expiry
+        ckw = {"clean_start": clean, "properties": cp} if proto == V5 else {}
+        self.c.connect("127.0.0.1", BROKER.port, keepalive=keepalive, **ckw)
+        self.c.loop_start()
+        assert wait_for(lambda: self.connack is not None), "no CONNACK"
+
+    def _on_connect(self, c, u, flags, rc, props=None):
+        self.connack = (flags.get("session present", 0), rc)
+
+    def _on_disconnect(self, c, u, rc, props=None):
+        self.disconnect_rc = rc
+
+    def _on_message(self, c, u, m):
+        with self.lock:
+            self.messages.append(m)
+
+    def wait(self, n, timeout=5.0):
+        wait_for(lambda: len(self.messages) >= n, timeout)
+        return self.messages
+
+    def sub(self, topic, qos=1, options=None, props=None):
+        if options is not None:
+            rc, mid = self.c.subscribe(topic, options=options, properties=props)
+        else:
+            rc, mid = self.c.subscribe(topic, qos)
+        time.sleep(0.2)
+        return rc
+
+    def pub(self, topic, payload, qos=0, retain=False, props=None):
+        info = self.c.publish(topic, payload, qos=qos, retain=retain, properties=props)
+        if qos:
+            info.wait_for_publish(5)
+        return info
+
+    def close(self):
+        self.c.disconnect()
+        self.c.loop_stop()
+
+    def drop(self):
+        """Gone without DISCONNECT: the socket closed under it."""
+        self.c.loop_stop()
+        self.c.socket().close()
+
+
+def bodies(ms):
+    return [m.payload.decode() for m in ms]
+
+
+class Mqtt(unittest.TestCase):
+    def test_qos_both_ways(self):
+        for proto in (V3, V5):
+            for sq in (0, 1, 2):
+                sub = Client("q-sub-%d-%d" % (proto, sq), proto)
+                sub.sub("qos/t", sq)
+                pub = Client("q-pub-%d-%d" % (proto, sq), proto)
+                for pq in (0, 1, 2):
+                    pub.pub("qos/t", "m%d" % pq, pq)
+                got = sub.wait(3)
+                time.sleep(0.2)
+                self.assertEqual(bodies(got), ["m0", "m1", "m2"], (proto, sq))
+                # Delivered at the lower of the two.
+                self.assertEqual([m.qos for m in got], [min(sq, pq) for pq in (0, 1, 2)])
+                sub.close()
+                pub.close()
+
+    def test_wildcards(self):
+        sub = Client("wild")
+        sub.sub("w/+/x", 1)
+        sub.sub("w/deep/#", 1)
+        pub = Client("wild-pub")
+        for t in ("w/a/x", "w/a/y", "w/deep", "w/deep/1/2", "w/a/b/x"):
+            pub.pub(t, t, 1)
+        got = sub.wait(3)
+        time.sleep(0.3)
+        self.assertEqual(sorted(m.topic for m in got), ["w/a/x", "w/deep", "w/deep/1/2"])
+        # '#' does not match a topic that starts with '$' [MQTT-4.7.2-1].
+        all_ = Client("all")
+        all_.sub("#", 0)
+        pub.pub("$dollar/x", "d", 1)
+        pub.pub("plain/x", "p", 1)
+        time.sleep(0.4)
+        self.assertNotIn("$dollar/x", [m.topic for m in all_.messages])
+        self.assertIn("plain/x", [m.topic for m in all_.messages])
+        for c in (sub, pub, all_):
+            c.close()
+
+    def test_retained(self):
+        pub = Client("ret-pub")
+        pub.pub("ret/a", "first", 1, retain=True)
+        pub.pub("ret/a", "second", 1, retain=True)  # replaces it
+        pub.pub("ret/b", "bee", 0, retain=True)
+        sub = Client("ret-sub", V3)
+        sub.sub("ret/+", 1)
+        got = sub.wait(2)
+        time.sleep(0.3)
+        self.assertEqual(sorted((m.topic, m.payload, m.retain) for m in got),
+                         [("ret/a", b"second", 1), ("ret/b", b"bee", 1)])
+        pub.pub("ret/a", "live", 1, retain=True)  # to a subscriber already there: retain 0
+        live = sub.wait(3)[-1]
+        self.assertEqual((live.payload, live.retain), (b"live", 0))
+        pub.pub("ret/a", b"", 1, retain=True)  # clears it
+        time.sleep(0.2)
+        s2 = Client("ret-sub2")
+        s2.sub("ret/a", 1)
+        time.sleep(0.3)
+        self.assertEqual(s2.messages, [])
+        # 5.0 retain handling: 2 sends none; 1 only for a new subscription; 0 every time.
+        pub.pub("ret/h", "h", 1, retain=True)
+        s3 = Client("ret-sub3")
+        s3.sub("ret/h", options=SubscribeOptions(qos=1, retainHandling=2))
+        time.sleep(0.3)
+        self.assertEqual(s3.messages, [])
+        s3.sub("ret/h", options=SubscribeOptions(qos=1, retainHandling=1))  # not new: none
+        time.sleep(0.3)
+        self.assertEqual(s3.messages, [])
+        s3.sub("ret/h", options=SubscribeOptions(qos=1, retainHandling=0))
+        self.assertEqual(bodies(s3.wait(1)), ["h"])
+        # retain-as-published keeps the flag on a live message.
+        s4 = Client("ret-sub4")
+        s4.sub("ret/rap", options=SubscribeOptions(qos=1, retainAsPublished=True, retainHandling=2))
+        pub.pub("ret/rap", "r", 1, retain=True)
+        self.assertEqual(s4.wait(1)[0].retain, 1)
+        for c in (pub, sub, s2, s3, s4):
+            c.close()
+
+    def test_wills(self):
+        for proto in (V3, V5):
+            watcher = Client("will-watch-%d" % proto)
+            watcher.sub("will/#", 1)
+            gone = Client("will-gone-%d" % proto, proto, will=("will/%d" % proto, "died", 1, False))
+            gone.drop()
+            got = watcher.wait(1)
+            self.assertEqual([(m.topic, m.payload) for m in got], [("will/%d" % proto, b"died")])
+            polite = Client("will-polite-%d" % proto, proto, will=("will/%d" % proto, "never", 1, False))
+            polite.close()
+            time.sleep(0.4)
+            self.assertEqual(len(watcher.messages), 1)
+            watcher.close()
+        # 5.0 will delay: a reconnect within it cancels the will; without, it goes late.
+        watcher = Client("will-watch-d")
+        watcher.sub("willd/#", 1)
+        wp = Properties(PacketTypes.WILLMESSAGE)
+        wp.WillDelayInterval = 2
+        c = mqtt.Client(client_id="will-delay", protocol=V5)
+        c.will_set("willd/x", "late", 1, False, properties=wp)
+        cp = Properties(PacketTypes.CONNECT)
+        cp.SessionExpiryInterval = 60
+        c.connect("127.0.0.1", BROKER.port, clean_start=True, properties=cp)
+        c.loop_start()
+        time.sleep(0.3)
+        c.loop_stop()
+        c.socket().close()
+        time.sleep(0.8)
+        self.assertEqual(watcher.messages, [])
+        again = Client("will-delay", V5, clean=False, expiry=60)  # back in time: no will
+        time.sleep(2.5)
+        self.assertEqual(watcher.messages, [])
+        again.drop()  # this connection had no will
+        c = mqtt.Client(client_id="will-delay2", protocol=V5)
+        c.will_set("willd/y", "late", 1, False, properties=wp)
+        c.connect("127.0.0.1", BROKER.port, clean_start=True, properties=cp)
+        c.loop_start()
+        time.sleep(0.3)
+        c.loop_stop()
+        c.socket().close()
+        t0 = time.time()
+        got = watcher.wait(1, 6)
+        self.assertEqual(bodies(got), ["late"])
+        self.assertGreater(time.time() - t0, 1.5)
+        watcher.close()
+
+    def test_keep_alive(self):
+        watcher = Client("ka-watch")
+        watcher.sub("ka/#", 1)
+        # A CONNECT with keep-alive 1 s and a will, then silence: closed after 1.5 s.
+        topic, payload = b"ka/x", b"silent"
+        vh = b"\x00\x04MQTT\x04" + bytes([0x02 | 0x04 | 0x08]) + struct.pack(">H", 1)
+        pl = struct.pack(">H", 2) + b"ka" + struct.pack(">H", len(topic)) + topic + struct.pack(">H", len(payload)) + payload
+        body = vh + pl
+        s = socket.create_connection(("127.0.0.1", BROKER.port))
+        s.sendall(bytes([0x10, len(body)]) + body)
+        self.assertEqual(s.recv(4), b"\x20\x02\x00\x00")
+        t0 = time.time()
+        s.settimeout(5)
+        self.assertEqual(s.recv(10), b"")  # closed
+        elapsed = time.time() - t0
+        self.assertGreater(elapsed, 1.2)
+        self.assertLess(elapsed, 3.0)
+        self.assertEqual(bodies(watcher.wait(1)), ["silent"])
+        s.close()
+        watcher.close()
+
+    def test_persistent_sessions(self):
+        # 3.1.1: clean session off keeps the subscription and what came meanwhile.
+        c = Client("persist3", V3, clean=False)
+        c.sub("persist/3", 1)
+        c.close()
+        p = Client("persist-pub")
+        p.pub("persist/3", "while away", 1)
+        p.pub("persist/3", "q0 too", 0)
+        c = Client("persist3", V3, clean=False)
+        self.assertEqual(c.connack[0], 1)  # session present
+        self.assertEqual(bodies(c.wait(2)), ["while away", "q0 too"])
+        c.close()
+        c = Client("persist3", V3, clean=True)  # a clean session ends it
+        self.assertEqual(c.connack[0], 0)
+        c.close()
+        p.pub("persist/3", "nobody", 1)
+        c = Client("persist3", V3, clean=False)
+        self.assertEqual(c.connack[0], 0)
+        time.sleep(0.3)
+        self.assertEqual(c.messages, [])
+        c.close()
+        # 5.0: session expiry.
+        c = Client("persist5", V5, clean=True, expiry=1)
+        c.sub("persist/5", 2)
+        c.close()
+        p.pub("persist/5", "kept", 2)
+        c = Client("persist5", V5, clean=False, expiry=1)
+        self.assertEqual(c.connack[0], 1)
+        self.assertEqual(bodies(c.wait(1)), ["kept"])
+        c.close()
+        time.sleep(1.8)  # past its expiry
+        c = Client("persist5", V5, clean=False)
+        self.assertEqual(c.connack[0], 0)
+        c.close()
+        p.close()
+
+    def test_takeover(self):
+        first = Client("same-id", V5)
+        second = Client("same-id", V5)
+        self.assertTrue(wait_for(lambda: first.disconnect_rc is not None))
+        self.assertEqual(first.disconnect_rc, 142)  # 0x8E Session taken over
+        second.close()
+        first.c.loop_stop()
+
+    def test_shared_subscriptions(self):
+        a, b = Client("share-a"), Client("share-b")
+        a.sub("$share/g/jobs/#", 1)
+        b.sub("$share/g/jobs/#", 1)
+        p = Client("share-pub")
+        for i in range(10):
+            p.pub("jobs/%d" % i, str(i), 1)
+        wait_for(lambda: len(a.messages) + len(b.messages) >= 10)
+        time.sleep(0.3)
+        self.assertEqual(sorted(bodies(a.messages) + bodies(b.messages), key=int), [str(i) for i in range(10)])
+        self.assertTrue(a.messages and b.messages)  # taken in turns
+        for c in (a, b, p):
+            c.close()
+
+    def test_no_local_and_properties(self):
+        c = Client("props")
+        c.sub("nl/t", options=SubscribeOptions(qos=1, noLocal=True))
+        other = Client("props-other")
+        other.sub("pp/t", 1, props=None)
+        sp = Properties(PacketTypes.SUBSCRIBE)
+        sp.SubscriptionIdentifier = 42
+        other.sub("pp/#", options=SubscribeOptions(qos=1), props=sp)
+        c.pub("nl/t", "mine", 1)
+        time.sleep(0.4)
+        self.assertEqual(c.messages, [])  # no-local
+        pp = Properties(PacketTypes.PUBLISH)
+        pp.UserProperty = [("color", "red"), ("size", "9")]
+        pp.ContentType = "text/plain"
+        pp.ResponseTopic = "pp/reply"
+        pp.CorrelationData = b"\x01\x02"
+        pp.MessageExpiryInterval = 3600
+        c.pub("pp/t", "with props", 1, props=pp)
+        got = other.wait(2)
+        time.sleep(0.2)
+        m = [x for x in got if 42 in getattr(x.properties, "SubscriptionIdentifier", [])][0]
+        self.assertEqual(dict(m.properties.UserProperty), {"color": "red", "size": "9"})
+        self.assertEqual(m.properties.ContentType, "text/plain")
+        self.assertEqual(m.properties.ResponseTopic, "pp/reply")
+        self.assertEqual(m.properties.CorrelationData, b"\x01\x02")
+        self.assertTrue(3500 < m.properties.MessageExpiryInterval <= 3600)
+        # A topic alias: set with the topic, then used alone.
+        ap = Properties(PacketTypes.PUBLISH)
+        ap.TopicAlias = 3
+        c.pub("pp/alias", "set", 1, props=ap)
+        c.pub("", "used", 1, props=ap)
+        got = other.wait(4)
+        self.assertEqual([(m.topic, m.payload) for m in got[-2:]], [("pp/alias", b"set"), ("pp/alias", b"used")])
+        c.close()
+        other.close()
+
+    def test_mosquitto_clients(self):
+        port = str(BROKER.port)
+        for v in ("mqttv311", "mqttv5"):
+            sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", port, "-V", v, "-t", "mc/" + v, "-q", "1",
+                                    "-C", "2", "-v", "-W", "10"], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.5)
+            for i in range(2):
+                subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", port, "-V", v, "-t", "mc/" + v, "-q", "1",
+                                "-m", "hello %d" % i], check=True, timeout=10)
+            out, _ = sub.communicate(timeout=15)
+            self.assertEqual(out.splitlines(), ["mc/%s hello 0" % v, "mc/%s hello 1" % v])
+        # A retained message set by mosquitto_pub, read by mosquitto_sub.
+        subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", port, "-t", "mc/ret", "-r", "-q", "1", "-m", "kept"],
+                       check=True, timeout=10)
+        out = subprocess.run(["mosquitto_sub", "-h", "127.0.0.1", "-p", port, "-t", "mc/ret", "-C", "1", "-W", "5"],
+                             capture_output=True, text=True, timeout=10).stdout
+        self.assertEqual(out.strip(), "kept")
+
+    def test_hostile_packets(self):
+        watcher = Client("hostile-watch")
+        watcher.sub("alive/t", 1)
+
+        def connect5(cid=b"h"):
+            vh = b"\x00\x04MQTT\x05\x02\x00\x3c\x00"
+            body = vh + struct.pack(">H", len(cid)) + cid
+            return bytes([0x10, len(body)]) + body
+
+        def connect4(cid=b"h"):
+            body = b"\x00\x04MQTT\x04\x02\x00\x3c" + struct.pack(">H", len(cid)) + cid
+            return bytes([0x10, len(body)]) + body
+
+        def publish(topic, payload=b"x", flags=0x30):
+            body = struct.pack(">H", len(topic)) + topic + payload
+            return bytes([flags, len(body)]) + body
+
+        cases = [
+            (b"\x10\xff\xff\xff\xff\x01", None),  # remaining length of five bytes
+            (connect4() + publish(b"a/+/b"), None),  # a wildcard in a PUBLISH topic: closed
+            (connect5() + publish(b"a/#"), 0x82),
+            (connect5() + publish(b"a\x00b"), 0x81),  # U+0000
+            (connect5() + publish(b"a/\xff"), 0x81),  # not UTF-8
+            (connect5() + connect5(), 0x82),  # a second CONNECT
+            (connect5() + b"\x32\x03\x00\x01a", 0x81),  # QoS 1 without room for its packet id
+            (connect4() + b"\xc1\x00", None),  # PINGREQ with reserved flags
+            (connect5() + b"\x30\xff\xff\x04" + b"\x00" * 16, 0x95),  # over max-packet-size
+            (b"\x20\x02\x00\x00", None),  # a CONNACK from a client, first
+        ]
+        for data, reason in cases:
+            s, got, closed = raw_closed(BROKER.port, data, timeout=3)
+            s.close()
+            self.assertTrue(closed, data[:24])  # each closes the connection
+            if reason is None:  # 3.1.1, or before CONNECT: closed with no DISCONNECT
+                self.assertNotIn(b"\xe0", got[4:] if got.startswith(b"\x20") else got, data[:24])
+            else:
+                i = got.find(b"\xe0")
+                self.assertGreaterEqual(i, 0, (data[:24], got))
+                self.assertEqual(got[i + 2], reason, (data[:24], got))
+        # A CONNECT with a level the broker does not speak: CONNACK refusing it.
+        s, got = raw(BROKER.port, b"\x10\x0c\x00\x04MQTT\x03\x02\x00\x3c\x00\x00", timeout=3)
+        self.assertEqual(got[:4], b"\x20\x02\x00\x01")
+        s.close()
+        # Half a packet, then gone.
+        s = socket.create_connection(("127.0.0.1", BROKER.port))
+        s.sendall(connect5() + b"\x30\x80\x01" + b"abc")
+        s.close()
+        self.assertTrue(BROKER.alive())
+        p = Client("hostile-pub")
+        p.pub("alive/t", "still here", 1)
+        self.assertEqual(bodies(watcher.wait(1)), ["still here"])
+        p.close()
+        watcher.close()
+
+
+if __name__ == "__main__":
+    BROKER = Mqrd(sys.argv[1], CONFIG)
+    try:
+        result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
+    finally:
+        code = BROKER.stop()
+    if code != 0:
+        print("mqrd exited with %s:\n%s" % (code, BROKER.log_text()[-4000:]))
+        sys.exit(1)
+    sys.exit(0 if result.wasSuccessful() else 1)
