@@ -115,6 +115,7 @@ static void session_end(mqr_broker_t *b, mqtt_session_t **at) {
   registry(b)->n--;
   publish_will(b, ss);
   mqr__mqtt_subs_end(b, ss);
+  mqr__mqtt_store(b, ss, true);
   session_free(ss);
 }
 
@@ -246,6 +247,7 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
   connack(c, level, present, 0, &pr);
   mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT %s client '%s' connected%s", (long long)c->sess.id, c->peer,
            level == 5 ? "5.0" : "3.1.1", ss->client_id, present ? " (session resumed)" : "");
+  mqr__mqtt_store(b, ss, false); /* its expiry and level as this CONNECT set them */
   if (present && c->state != MQR__CONN_CLOSING) {
     mqr__mqtt_resend_releases(c, ss);
     mqr__mqtt_subs_attach(c, ss);
@@ -285,6 +287,7 @@ static void handle(mqr__conn_t *c, mqr__mqtt_packet_t *p, const uint8_t *raw, si
         return;
       }
       mc->ss->expiry = p->props.session_expiry == 0xFFFFFFFFu ? UINT32_MAX : p->props.session_expiry;
+      if (mc->ss->expiry) mqr__mqtt_store(c->b, mc->ss, false);
     }
     mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT client disconnected", (long long)c->sess.id, c->peer);
     mqr__nat_conn_close(c, true);

@@ -55,6 +55,7 @@ struct mqtt_session_s {
   uint8_t *will;
   size_t will_len;
   uint64_t will_at; /* uv_now when a delayed will goes; 0: none waiting */
+  bool stored;      /* its state is in $sys.mqtt.sessions (store.c) */
   char client_id[];
 };
 
@@ -133,6 +134,13 @@ void mqr__mqtt_on_pubrel(mqr__conn_t *c, const mqr__mqtt_packet_t *p);
 /* The retained messages of topics filter matches, copied into queue (of address) as
  * retained: a new subscription's. */
 void mqr__mqtt_retained_to(mqr_broker_t *b, mqr_str_t filter_address, mqr_str_t address, mqr_str_t queue);
+
+/* store.c */
+/* Keeps the session's state (ended: says it is gone) in $sys.mqtt.sessions, when it
+ * outlives its connection. */
+void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended);
+/* The sessions kept there, back as offline sessions (the registry made). 0 or MQR_ENOMEM. */
+int mqr__mqtt_load_sessions(mqr_broker_t *b);
 
 /* subscribe.c */
 void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p);

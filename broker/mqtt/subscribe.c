@@ -195,6 +195,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     count++;
     if (e.retain_handling < 2 && !shared) made[i] = sub;
   }
+  mqr__mqtt_store(b, ss, false);
   suback(c, MQR__MQTT_SUBACK, p->packet_id, codes, n);
   if (c->state == MQR__CONN_CLOSING) return;
   /* Retained messages into the new queues (after SUBACK), then deliveries start. */
@@ -232,6 +233,7 @@ void mqr__mqtt_on_unsubscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     if (!sub->shared) mqr_broker_delete_queue(c->b, sub->queue, NULL);
     mqr_free(sub);
   }
+  mqr__mqtt_store(c->b, ss, false);
   suback(c, MQR__MQTT_UNSUBACK, p->packet_id, codes, n);
 }
 

@@ -21,6 +21,7 @@ typedef struct mqr__wreq_s mqr__wreq_t;
 /* The MQTT head's sessions outlive connections (mqtt/head.c). */
 void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now);
 void mqr__mqtt_free_sessions(mqr_broker_t *b);
+int mqr__mqtt_load_sessions(mqr_broker_t *b);
 
 /* ---- connections ---------------------------------------------------------------------------- */
 

@@ -101,7 +101,8 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   mqr_str_t *keys = b->net->stomp_keys;
   mqr_value_t *values = b->net->stomp_values;
   size_t n = 0;
-  seen_t *seen = f->n_headers > 8 ? mqr_calloc(1, sizeof *seen) : NULL;
+  seen_t table, *seen = NULL; /* on the stack: a SEND allocates nothing */
+  if (f->n_headers > 8) memset(seen = &table, 0, sizeof table);
   for (uint32_t i = 0; i < f->n_headers; i++) {
     mqr_str_t name = f->headers[i].name, v = f->headers[i].value;
     bool repeated = false;
@@ -115,7 +116,6 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
       m.durable = is(v, "true");
     } else if (is(name, "priority")) {
       if (!parse_i64(v, &x) || x < 0 || x > MQR_PRIORITY_MAX) {
-        mqr_free(seen);
         mqr__stomp_error(c, f, "bad priority", "priority must be 0-%d, not '%.*s'", MQR_PRIORITY_MAX, (int)v.len,
                          v.ptr);
         return;
@@ -123,7 +123,6 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
       m.priority = (int32_t)x;
     } else if (is(name, "expires")) {
       if (!parse_i64(v, &x) || x < 0) {
-        mqr_free(seen);
         mqr__stomp_error(c, f, "bad expires", "expires must be ms since the epoch (0: never), not '%.*s'", (int)v.len,
                          v.ptr);
         return;
@@ -142,7 +141,6 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
       values[n++] = mqr_value_string(v);
     }
   }
-  mqr_free(seen);
   m.property_keys = keys;
   m.property_values = values;
   m.n_properties = n;

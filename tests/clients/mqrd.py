@@ -53,7 +53,9 @@ class Mqrd:
             return f.read().decode("utf-8", "replace")
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
                 self.proc.wait(30)

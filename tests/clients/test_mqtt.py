@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -359,6 +360,40 @@ class Mqtt(unittest.TestCase):
         out = subprocess.run(["mosquitto_sub", "-h", "127.0.0.1", "-p", port, "-t", "mc/ret", "-C", "1", "-W", "5"],
                              capture_output=True, text=True, timeout=10).stdout
         self.assertEqual(out.strip(), "kept")
+
+    def test_sessions_survive_a_restart(self):
+        global BROKER
+        data = tempfile.mkdtemp(prefix="mqr-mqtt-restart-")
+        own = Mqrd(BROKER.mqrd, CONFIG, data_dir=data)
+        main, BROKER = BROKER, own
+        try:
+            for proto, cid in ((V3, "restart3"), (V5, "restart5")):
+                c = Client(cid, proto, clean=False, expiry=3600 if proto == V5 else None)
+                c.sub("restart/%s/#" % cid, 2)
+                c.close()
+                p = Client("restart-pub")
+                p.pub("restart/%s/a" % cid, "before", 1)  # waits, durable, in its queue
+                p.pub("restart/%s/r" % cid, "retained", 1, retain=True)
+                p.close()
+            self.assertEqual(own.stop(), 0)
+            own.start()
+            for proto, cid in ((V3, "restart3"), (V5, "restart5")):
+                p = Client("restart-pub")
+                p.pub("restart/%s/b" % cid, "after", 2)  # the kept subscription takes it
+                p.close()
+                c = Client(cid, proto, clean=False, expiry=3600 if proto == V5 else None)
+                self.assertEqual(c.connack[0], 1, cid)  # session present
+                got = c.wait(3)
+                time.sleep(0.3)
+                self.assertEqual(sorted(bodies(got)), ["after", "before", "retained"], cid)
+                c.close()
+                s = Client(cid + "-new", proto)  # the retained message was kept too
+                s.sub("restart/%s/r" % cid, 1)
+                self.assertEqual(bodies(s.wait(1)), ["retained"])
+                s.close()
+        finally:
+            BROKER = main
+            own.stop()
 
     def test_hostile_packets(self):
         watcher = Client("hostile-watch")
