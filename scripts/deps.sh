@@ -23,7 +23,29 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [ "$status" = "install ok installed" ] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# node and npm for the STOMP client test (@stomp/stompjs): Debian's nodejs and npm, unless
+# a nodejs that carries its own npm is there already.
+if [ "$what" != run ]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
+
+# The npm packages the tests use, in .deps/npm of the source tree (not in git).
+npm_deps() {
+  [ "$what" = run ] && return 0
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/npm"
+  [ -f "$dir/node_modules/@stomp/stompjs/package.json" ] && [ -f "$dir/node_modules/@stomp/tcp-wrapper/package.json" ] &&
+    return 0
+  echo "deps.sh: npm install @stomp/stompjs @stomp/tcp-wrapper into $dir" >&2
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stomp/stompjs@7 @stomp/tcp-wrapper@1 >&2
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  npm_deps
+  exit 0
+fi
 
 echo "deps.sh: installing ${missing[*]}" >&2
 sudo=""
@@ -44,3 +66,4 @@ until $sudo flock -n /var/lib/apt/lists/lock true 2>/dev/null; do
 done
 "${apt[@]}" update -q
 "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}"
+npm_deps
