@@ -11,8 +11,8 @@
 static bool consumer_ready(const mqr_broker_consumer_t *k) { return !mqr__nat_conn_paused(mqr__consumer_ctx(k)); }
 
 /* A delivery: the Message frame's head, then the stored message as it is (no copy, a
- * reference held until the write completes). MQR_ELIMIT: longer than the max_frame its
- * client declared. */
+ * reference held until the write completes; a small one is copied). MQR_ELIMIT: longer
+ * than the max_frame its client declared. */
 static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__conn_t *c = mqr__consumer_ctx(k);
   int64_t subscription = mqr__consumer_subscription(k);
@@ -28,9 +28,11 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   }
   mqr__wreq_t *w = mqr__nat_out(c);
   if (w == NULL) return MQR_ENOMEM;
-  if (w->cap_bytes - w->n_bytes < MQR_MESSAGE_HEADER_MAX + extra) {
+  bool copy = extra == 0 && len <= MQR__COPY_MAX; /* a small one: copied (native.h) */
+  size_t room = MQR_MESSAGE_HEADER_MAX + extra + (copy ? len : 0);
+  if (w->cap_bytes - w->n_bytes < room) {
     size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
-    while (ncap - w->n_bytes < MQR_MESSAGE_HEADER_MAX + extra) ncap *= 2;
+    while (ncap - w->n_bytes < room) ncap *= 2;
     uint8_t *nb = mqr_realloc(w->bytes, ncap);
     if (nb == NULL) return MQR_ENOMEM;
     w->bytes = nb;
@@ -41,6 +43,12 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
     return MQR_ENOMEM;
   size_t off = w->n_bytes;
   size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, len);
+  if (copy) {
+    memcpy(w->bytes + off + hl, e->msg->data, len);
+    w->n_bytes += hl + len;
+    mqr__nat_add_own(w, off, hl + len); /* cannot fail: room was made above */
+    return 0;
+  }
   w->n_bytes += hl;
   mqr__nat_add_own(w, off, hl); /* cannot fail: room for the segments was made above */
   if (extra) {

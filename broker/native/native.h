@@ -118,6 +118,11 @@ struct mqr__conn_s {
 };
 
 #define MQR__READ_CHUNK 65536
+/* A stored message (or body) of at most this many bytes is copied into a write's own
+ * bytes rather than written from the store: copying it costs less than an iovec of its
+ * own, and a write of many small messages is then one buffer (libuv allocates an array
+ * for more than four). */
+#define MQR__COPY_MAX 512
 #define MQR__FRAMES_PER_PASS 256 /* frames one connection has handled before the loop serves others */
 #define MQR__MIN_PEER_FRAME 1024 /* the smallest max_frame a client may declare */
 
@@ -155,8 +160,9 @@ int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len);
  * MQR_ENOMEM: then they are not sent). */
 uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off);
 int mqr__conn_commit(mqr__conn_t *c, size_t off, size_t len);
-/* A stored message's bytes [ptr, ptr + len) written as they are; hold: the write keeps a
- * reference to m until done (once per message and write). 0 or MQR_ENOMEM. */
+/* A stored message's bytes [ptr, ptr + len) written as they are (copied when small);
+ * hold: the write keeps a reference to m until done (once per message and write). 0 or
+ * MQR_ENOMEM. */
 int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size_t len, bool hold);
 /* 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame the client declared. */
 int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f);

@@ -69,6 +69,13 @@ int mqr__conn_commit(mqr__conn_t *c, size_t off, size_t len) {
 }
 
 int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size_t len, bool hold) {
+  if (len <= MQR__COPY_MAX) { /* copied: one buffer for the write, not one per message */
+    size_t off;
+    uint8_t *p = mqr__conn_reserve(c, len, &off);
+    if (p == NULL) return MQR_ENOMEM;
+    memcpy(p, ptr, len);
+    return mqr__conn_commit(c, off, len);
+  }
   mqr__wreq_t *w = mqr__nat_out(c);
   if (w == NULL || !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs) ||
       (hold && !mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs)))

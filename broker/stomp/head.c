@@ -69,12 +69,32 @@ int64_t mqr__stomp_receipt_later(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
     st->w_cap = ncap;
     st->w_head = 0;
   }
-  char *id = mqr_malloc(receipt->len + 1);
-  if (id == NULL) return -1;
-  memcpy(id, receipt->ptr, receipt->len);
+  /* The ids, in order, in one buffer: taken from the front as the answers come. */
+  if (st->ids_head == st->ids_len) st->ids_head = st->ids_len = 0;
+  if (st->ids_len + receipt->len > st->ids_cap && st->ids_head) { /* the answered ones' room, back */
+    memmove(st->ids, st->ids + st->ids_head, st->ids_len - st->ids_head);
+    for (uint32_t i = 0; i < st->w_n; i++) st->waiting[(st->w_head + i) % st->w_cap].off -= st->ids_head;
+    st->ids_len -= st->ids_head;
+    st->ids_head = 0;
+  }
+  if (st->ids_len + receipt->len > st->ids_cap) {
+    size_t ncap = st->ids_cap ? st->ids_cap : 256;
+    while (ncap < st->ids_len + receipt->len) ncap *= 2;
+    char *ni = mqr_realloc(st->ids, ncap);
+    if (ni == NULL) return -1;
+    st->ids = ni;
+    st->ids_cap = ncap;
+  }
+  memcpy(st->ids + st->ids_len, receipt->ptr, receipt->len);
   stomp_receipt_t *r = &st->waiting[(st->w_head + st->w_n++) % st->w_cap];
-  *r = (stomp_receipt_t){++st->next_token, id, receipt->len};
+  *r = (stomp_receipt_t){++st->next_token, st->ids_len, receipt->len};
+  st->ids_len += receipt->len;
   return r->token;
+}
+
+void mqr__stomp_receipt_drop_last(mqr__conn_t *c) {
+  stomp_t *st = c->hs;
+  st->ids_len = st->waiting[(st->w_head + --st->w_n) % st->w_cap].off;
 }
 
 /* ---- CONNECT ------------------------------------------------------------------------------------ */
@@ -405,26 +425,28 @@ static void bye(mqr__conn_t *c) {
 static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err) {
   (void)r;
   stomp_t *st = c->hs;
-  stomp_receipt_t w = {0, NULL, 0};
+  stomp_receipt_t w = {0, 0, 0};
+  const char *id = NULL;
   if (token && st->w_n && st->waiting[st->w_head].token == token) {
     w = st->waiting[st->w_head];
+    id = st->ids + w.off; /* valid until the next receipt_later */
+    st->ids_head = w.off + w.len;
     st->w_head = (st->w_head + 1) % st->w_cap;
     st->w_n--;
   }
-  mqr__stomp_header_t h[3] = {{MQR_STR("receipt-id"), mqr_str_n(w.id, w.len)}};
+  mqr__stomp_header_t h[3] = {{MQR_STR("receipt-id"), mqr_str_n(id, w.len)}};
   if (status != 0) {
     h[0] = (mqr__stomp_header_t){MQR_STR("message"), mqr_str(mqr_err_name(status))};
     h[1] = (mqr__stomp_header_t){MQR_STR("content-type"), MQR_STR("text/plain")};
-    if (w.id) h[2] = (mqr__stomp_header_t){MQR_STR("receipt-id"), mqr_str_n(w.id, w.len)};
+    if (id) h[2] = (mqr__stomp_header_t){MQR_STR("receipt-id"), mqr_str_n(id, w.len)};
     const char *text = err ? err->message : mqr_strerror(status);
-    (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, w.id ? 3 : 2, mqr_str(text), true);
+    (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, id ? 3 : 2, mqr_str(text), true);
     mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): a SEND failed: %s; closing it", (long long)c->sess.id, c->peer,
              text);
     mqr__nat_conn_close(c, true);
-  } else if (w.id) {
+  } else if (id) {
     mqr__stomp_written(c, mqr__stomp_write(c, MQR__STOMP_RECEIPT, h, 1, MQR_STR(""), false));
   }
-  mqr_free(w.id);
 }
 
 static void release(mqr__conn_t *c) {
@@ -432,8 +454,8 @@ static void release(mqr__conn_t *c) {
   if (st == NULL) return;
   mqr__stomp_subs_free(c);
   while (st->txs) tx_free(st, &st->txs);
-  for (uint32_t i = 0; i < st->w_n; i++) mqr_free(st->waiting[(st->w_head + i) % st->w_cap].id);
   mqr_free(st->waiting);
+  mqr_free(st->ids);
   mqr_free(st->client_id);
   mqr_free(st);
   c->hs = NULL;

@@ -84,7 +84,6 @@ static bool seen_before(seen_t *t, const mqr__stomp_header_t *h, uint32_t i) {
 
 void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   mqr_broker_t *b = c->b;
-  stomp_t *st = c->hs;
   const mqr_str_t *dest = mqr__stomp_header(f, "destination");
   if (dest == NULL || dest->len == 0) {
     mqr__stomp_error(c, f, "missing destination", "SEND needs a destination header");
@@ -163,11 +162,8 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   mqr_broker_receipt_t r;
   rc = mqr__do_send(b, &s, &r, &blocked, &err);
   if (blocked) mqr__producer_block(&c->sess.producer, blocked);
-  if (rc == MQR__PENDING) return; /* the answer comes to head.c's sent */
-  if (token) {                    /* answered now: the receipt waiting last is this one's */
-    stomp_receipt_t *w = &st->waiting[(st->w_head + --st->w_n) % st->w_cap];
-    mqr_free(w->id);
-  }
+  if (rc == MQR__PENDING) return;             /* the answer comes to head.c's sent */
+  if (token) mqr__stomp_receipt_drop_last(c); /* answered now: the receipt waiting last is this one's */
   if (rc != 0) {
     mqr__stomp_error(c, f, mqr_err_name(rc), "%s", err.message);
     return;

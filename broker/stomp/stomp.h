@@ -36,8 +36,7 @@ typedef struct stomp_tx_s {
 /* A receipt that waits for the journal: the core answers with its token, in order. */
 typedef struct {
   int64_t token;
-  char *id;
-  size_t len;
+  size_t off, len; /* its id in ids */
 } stomp_receipt_t;
 
 typedef struct {
@@ -54,6 +53,8 @@ typedef struct {
   char *client_id; /* CONNECT's client-id: durable subscriptions are named by it */
   stomp_receipt_t *waiting;
   uint32_t w_head, w_n, w_cap;
+  char *ids; /* the waiting receipts' ids, in order: [ids_head, ids_len) */
+  size_t ids_head, ids_len, ids_cap;
   int64_t next_token;
 } stomp_t;
 
@@ -75,8 +76,11 @@ void mqr__stomp_error(mqr__conn_t *c, const mqr__stomp_frame_t *f, const char *m
     __attribute__((format(printf, 4, 5)));
 /* The frame's RECEIPT, if it asked for one. */
 void mqr__stomp_receipt(mqr__conn_t *c, const mqr__stomp_frame_t *f);
-/* A send's receipt that waits for the core's answer: its token (0: no receipt). */
+/* A send's receipt that waits for the core's answer: its token (0: no receipt; -1: no
+ * memory). Allocates nothing once its buffers have grown. */
 int64_t mqr__stomp_receipt_later(mqr__conn_t *c, const mqr__stomp_frame_t *f);
+/* The last one taken back: the send was answered at once. */
+void mqr__stomp_receipt_drop_last(mqr__conn_t *c);
 
 /* session.c */
 void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f);

@@ -1,0 +1,457 @@
+/* heads: the MQTT and STOMP heads end to end, against the brokers people run for those
+ * protocols, through one raw-socket pipelined client of ours for both (a client library
+ * would be the bottleneck: libmosquitto measured ~60k QoS 0 msgs/s through mosquitto
+ * here). One publisher and one subscriber connection on 127.0.0.1, 16-byte bodies; an
+ * operation is one message sent and received. The client keeps WINDOW messages sent and
+ * not yet received, never draining between batches (finish receives what is in flight,
+ * inside the timed region).
+ *
+ *   mqtt   qos=0,1: PUBLISH at that QoS to topic bench, a subscription at that QoS
+ *          (QoS 1: the publisher reads PUBACKs, the subscriber sends one per message)
+ *       impl=mqr        mqrd (this build's) with an MQTT listener, in its own process
+ *       impl=mosquitto  Debian's mosquitto 2.0 with no limits on messages in flight or
+ *                       queued (max_inflight_messages 0, max_queued_messages 0), no
+ *                       persistence: its best configuration for this shape
+ *       impl=embedded   the broker in this process, on this thread's loop, between the
+ *                       client's reads and writes: slower (one core for both sides), but
+ *                       B/op is then the broker's allocation per message (target 0)
+ *   stomp  persistent=0: SEND to /queue/bench and a SUBSCRIBE with ack:auto;
+ *          persistent=1: SEND with persistent:true and a receipt each, WINDOW receipts
+ *          outstanding at most; a durable queue (mqr: its journal, fdatasync before each
+ *          RECEIPT; ActiveMQ: KahaDB, which syncs before its RECEIPT)
+ *       impl=mqr, impl=embedded  as above, with a STOMP listener (anycast-prefix /queue/)
+ *       impl=activemq   Debian's ActiveMQ Classic 5.17 (its STOMP NIO connector, KahaDB),
+ *                       -Xmx1G, the subscription's prefetch at WINDOW
+ *
+ * The brokers' data live under the build (MQR_BENCH_DATA). */
+#define _GNU_SOURCE /* memmem */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_proc.h"
+#include "mqr/broker.h"
+
+#define WINDOW 10000
+#define BODY 16
+
+typedef struct {
+  int fd;
+  uint8_t *in, *out;
+  size_t in_len, in_cap, out_len, out_cap;
+} conn_t;
+
+typedef struct {
+  bool stomp;
+  int impl; /* 0 mqr, 1 peer, 2 embedded */
+  int qos;  /* mqtt */
+  bool persistent;
+  int port;
+  pid_t pid;
+  char dir[600], path[700];
+  uv_loop_t loop; /* embedded */
+  mqr_config_t *cfg;
+  mqr_broker_t *b;
+  conn_t pub, sub;
+  uint64_t sent, received, answered;
+  uint16_t next_id;
+  char failure[200];
+} st_t;
+
+/* ---- sockets ------------------------------------------------------------------------------- */
+
+static bool reserve(uint8_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return true;
+  size_t n = *cap ? *cap : 65536;
+  while (n < need) n *= 2;
+  uint8_t *p = realloc(*buf, n);
+  if (p == NULL) return false;
+  *buf = p;
+  *cap = n;
+  return true;
+}
+
+static void put(conn_t *c, const void *p, size_t n) {
+  if (!reserve(&c->out, &c->out_cap, c->out_len + n)) abort();
+  memcpy(c->out + c->out_len, p, n);
+  c->out_len += n;
+}
+
+static int dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+/* Writes what it can, reads what there is; waits (at most 10 ms, or not at all when the
+ * broker is on this thread's loop) for either. */
+static int pump(st_t *s) {
+  if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
+  conn_t *cs[2] = {&s->pub, &s->sub};
+  struct pollfd p[2];
+  for (int i = 0; i < 2; i++) p[i] = (struct pollfd){cs[i]->fd, (short)(POLLIN | (cs[i]->out_len ? POLLOUT : 0)), 0};
+  if (poll(p, 2, s->impl == 2 ? 0 : 10) < 0 && errno != EINTR) return -1;
+  for (int i = 0; i < 2; i++) {
+    conn_t *c = cs[i];
+    if (c->out_len) {
+      ssize_t n = write(c->fd, c->out, c->out_len);
+      if (n > 0) {
+        memmove(c->out, c->out + n, c->out_len - (size_t)n);
+        c->out_len -= (size_t)n;
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        return -1;
+      }
+    }
+    for (;;) {
+      if (!reserve(&c->in, &c->in_cap, c->in_len + 65536)) return -1;
+      ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+      if (n > 0) {
+        c->in_len += (size_t)n;
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return -1;
+      break;
+    }
+  }
+  return 0;
+}
+
+static void consumed(conn_t *c, size_t n) {
+  memmove(c->in, c->in + n, c->in_len - n);
+  c->in_len -= n;
+}
+
+/* ---- MQTT --------------------------------------------------------------------------------- */
+
+static size_t vbi(uint8_t *p, size_t v) {
+  size_t n = 0;
+  do {
+    uint8_t b = v & 0x7F;
+    v >>= 7;
+    p[n++] = (uint8_t)(b | (v ? 0x80 : 0));
+  } while (v);
+  return n;
+}
+
+static void mqtt_connect(conn_t *c, const char *id) {
+  uint8_t b[64], body[48];
+  size_t n = 0, il = strlen(id);
+  memcpy(body, "\x00\x04MQTT\x04\x02\x00\x00", 10); /* 3.1.1, clean session, no keep-alive */
+  n = 10;
+  body[n++] = (uint8_t)(il >> 8), body[n++] = (uint8_t)il;
+  memcpy(body + n, id, il), n += il;
+  b[0] = 0x10;
+  size_t h = 1 + vbi(b + 1, n);
+  memcpy(b + h, body, n);
+  put(c, b, h + n);
+}
+
+/* Packets in c->in: returns the count of type (the high nibble; 0: CONNACK and SUBACK,
+ * the handshake's); for each QoS 1 PUBLISH a PUBACK is queued on c. -1: something else
+ * came (a refusal). */
+static long mqtt_read(conn_t *c, uint8_t type) {
+  long count = 0;
+  size_t at = 0;
+  while (c->in_len - at >= 2) {
+    size_t len = 0, i = 1;
+    int shift = 0;
+    for (; i < 5 && at + i < c->in_len; i++, shift += 7) {
+      len |= (size_t)(c->in[at + i] & 0x7F) << shift;
+      if (!(c->in[at + i] & 0x80)) break;
+    }
+    if (at + i >= c->in_len || at + i + 1 + len > c->in_len) break;
+    uint8_t t = c->in[at] >> 4;
+    const uint8_t *p = c->in + at + i + 1;
+    bool handshake = t == 2 || t == 9;
+    if (t != type && !handshake) return -1;
+    if (t == 3 && (c->in[at] & 0x06)) { /* QoS 1: its PUBACK */
+      size_t tl = (size_t)p[0] << 8 | p[1];
+      uint8_t ack[4] = {0x40, 2, p[2 + tl], p[3 + tl]};
+      put(c, ack, 4);
+    }
+    if (t == type || (type == 0 && handshake)) count++;
+    at += i + 1 + len;
+  }
+  consumed(c, at);
+  return count;
+}
+
+static void mqtt_publish(st_t *s) {
+  uint8_t b[32];
+  size_t n = 0;
+  b[n++] = (uint8_t)(0x30 | s->qos << 1);
+  b[n++] = (uint8_t)(2 + 5 + (s->qos ? 2 : 0) + BODY);
+  memcpy(b + n,
+         "\x00\x05"
+         "bench",
+         7),
+      n += 7;
+  if (s->qos) {
+    if (++s->next_id == 0) s->next_id = 1;
+    b[n++] = (uint8_t)(s->next_id >> 8), b[n++] = (uint8_t)s->next_id;
+  }
+  memset(b + n, 'm', BODY), n += BODY;
+  put(&s->pub, b, n);
+}
+
+/* ---- STOMP -------------------------------------------------------------------------------- */
+
+/* Frames in c->in: the count of those whose command is cmd (NULL: CONNECTED and RECEIPT,
+ * the handshake's); -1 on an ERROR. */
+static long stomp_read(conn_t *c, const char *cmd) {
+  long count = 0;
+  size_t at = 0, cl = cmd ? strlen(cmd) : 0;
+  for (;;) {
+    while (at < c->in_len && (c->in[at] == '\n' || c->in[at] == '\r')) at++;
+    if (at >= c->in_len) break;
+    uint8_t *start = c->in + at, *end = c->in + c->in_len;
+    uint8_t *blank = memmem(start, (size_t)(end - start), "\n\n", 2);
+    if (blank == NULL) break;
+    uint8_t *body = blank + 2, *nul;
+    uint8_t *len = memmem(start, (size_t)(blank - start), "\ncontent-length:", 16);
+    if (len) {
+      size_t n = strtoul((const char *)len + 16, NULL, 10);
+      if ((size_t)(end - body) < n + 1) break;
+      nul = body + n;
+    } else if ((nul = memchr(body, 0, (size_t)(end - body))) == NULL) {
+      break;
+    }
+    if (memcmp(start, "ERROR", 5) == 0) return -1;
+    if (cmd == NULL)
+      count += memcmp(start, "CONNECTED", 9) == 0 || memcmp(start, "RECEIPT", 7) == 0;
+    else if ((size_t)(blank - start) >= cl && memcmp(start, cmd, cl) == 0 && (start[cl] == '\n' || start[cl] == '\r'))
+      count++;
+    at = (size_t)(nul + 1 - c->in);
+  }
+  consumed(c, at);
+  return count;
+}
+
+static void stomp_send(st_t *s) {
+  char f[200];
+  int n = s->persistent
+              ? snprintf(f, sizeof f,
+                         "SEND\ndestination:/queue/bench\npersistent:true\nreceipt:%llu\ncontent-length:%d\n\n",
+                         (unsigned long long)s->sent, BODY)
+              : snprintf(f, sizeof f, "SEND\ndestination:/queue/bench\ncontent-length:%d\n\n", BODY);
+  put(&s->pub, f, (size_t)n);
+  put(&s->pub, "mmmmmmmmmmmmmmmm", BODY);
+  put(&s->pub, "", 1);
+}
+
+/* ---- brokers ------------------------------------------------------------------------------- */
+
+static const char mqr_yaml[] = "listeners:\n"
+                               "  - {name: bench, port: %d, protocols: [%s], anycast-prefix: /queue/}\n"
+                               "address-settings:\n"
+                               "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
+                               "addresses:\n"
+                               "  bench: {%s}\n"
+                               "%s";
+
+static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
+  s->port = bench_free_port();
+  snprintf(s->dir, sizeof s->dir, "%s/heads-%d", MQR_BENCH_DATA, (int)getpid());
+  char cmd[1300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", s->dir, s->dir);
+  if (system(cmd) != 0) return mqr_bench_fail(c, "cannot make %s", s->dir);
+  if (s->impl == 1 && !s->stomp) { /* mosquitto */
+    snprintf(s->path, sizeof s->path, "%s/mosquitto.conf", s->dir);
+    FILE *f = fopen(s->path, "w");
+    if (f == NULL) return mqr_bench_fail(c, "%s", s->path);
+    fprintf(f,
+            "listener %d 127.0.0.1\nallow_anonymous true\nmax_inflight_messages 0\nmax_queued_messages 0\n"
+            "persistence false\nlog_dest none\n",
+            s->port);
+    fclose(f);
+    char *argv[] = {"mosquitto", "-c", s->path, NULL};
+    s->pid = bench_spawn("/usr/sbin/mosquitto", argv);
+  } else if (s->impl == 1) { /* ActiveMQ Classic */
+    snprintf(s->path, sizeof s->path, "%s/activemq.xml", s->dir);
+    FILE *f = fopen(s->path, "w");
+    if (f == NULL) return mqr_bench_fail(c, "%s", s->path);
+    fprintf(
+        f,
+        "<beans xmlns=\"http://www.springframework.org/schema/beans\" "
+        "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:schemaLocation=\""
+        "http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans-2.0.xsd "
+        "http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd\">\n"
+        "<broker xmlns=\"http://activemq.apache.org/schema/core\" useJmx=\"false\" brokerName=\"bench\" "
+        "persistent=\"true\" dataDirectory=\"%s/data\">\n"
+        "<persistenceAdapter><kahaDB directory=\"%s/data/kahadb\"/></persistenceAdapter>\n"
+        "<transportConnectors><transportConnector name=\"stomp\" uri=\"stomp+nio://127.0.0.1:%d\"/>"
+        "</transportConnectors>\n</broker></beans>\n",
+        s->dir, s->dir, s->port);
+    fclose(f);
+    char base[700], conf[700], data[700], xbean[800];
+    snprintf(base, sizeof base, "-Dactivemq.base=%s", s->dir);
+    snprintf(conf, sizeof conf, "-Dactivemq.conf=%s", s->dir);
+    snprintf(data, sizeof data, "-Dactivemq.data=%s/data", s->dir);
+    snprintf(xbean, sizeof xbean, "xbean:file:%s", s->path);
+    char *argv[] = {"java", "-Xms1G", "-Xmx1G", "-Dactivemq.home=/usr/share/activemq",  base,
+                    conf,   data,     "-jar",   "/usr/share/activemq/bin/activemq.jar", "start",
+                    xbean,  NULL};
+    s->pid = bench_spawn("/usr/bin/java", argv);
+  } else { /* mqr: mqrd, or the broker on this thread's loop */
+    char yaml[800], persistence[700] = "";
+    if (s->persistent) snprintf(persistence, sizeof persistence, "persistence: {directory: %s}\n", s->dir);
+    snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt",
+             s->stomp ? "anycast: [bench]" : "multicast: []", persistence);
+    if (s->impl == 0) {
+      snprintf(s->path, sizeof s->path, "%s/mqrd.yaml", s->dir);
+      FILE *f = fopen(s->path, "w");
+      if (f == NULL) return mqr_bench_fail(c, "%s", s->path);
+      fputs(yaml, f);
+      fclose(f);
+      char *argv[] = {"mqrd", "--config", s->path, NULL};
+      s->pid = bench_spawn(MQR_BENCH_MQRD, argv);
+    } else {
+      uv_loop_init(&s->loop);
+      mqr_error_t err;
+      if (mqr_config_load_string("heads.yaml", yaml, strlen(yaml), &s->cfg, NULL) != 0)
+        return mqr_bench_fail(c, "config");
+      mqr_broker_options_t opt = {.config = s->cfg, .listen = true};
+      if (mqr_broker_create(&s->loop, &opt, &s->b, &err) != 0) return mqr_bench_fail(c, "%s", err.message);
+      return 0;
+    }
+  }
+  /* ActiveMQ takes seconds: up to 60 to listen. */
+  for (int i = 0; i < (s->impl == 1 && s->stomp ? 6 : 1); i++)
+    if (bench_listening(s->port)) return 0;
+  return mqr_bench_fail(c, "the broker did not listen on %d", s->port);
+}
+
+/* Waits for n packets or frames of a kind on c (a handshake), at most 10 s. */
+static int await(mqr_bench_ctx_t *c, st_t *s, conn_t *on, long n) {
+  long got = 0;
+  for (double end = bench_now() + 10; got < n && bench_now() < end;) {
+    if (pump(s) != 0) return mqr_bench_fail(c, "connection lost in the handshake");
+    long k = s->stomp ? stomp_read(on, NULL) : mqtt_read(on, 0);
+    if (k < 0) return mqr_bench_fail(c, "refused in the handshake");
+    got += k;
+  }
+  return got >= n ? 0 : mqr_bench_fail(c, "no answer in the handshake");
+}
+
+static int run(mqr_bench_ctx_t *c, uint64_t ops);
+static int finish(mqr_bench_ctx_t *c);
+
+/* Before the harness's own warmup: messages through for a while, untimed, so that a JVM
+ * peer has compiled its paths (ActiveMQ: 5 s; the others 0.5 s). */
+static int warm_up(mqr_bench_ctx_t *c, st_t *s) {
+  for (double end = bench_now() + (s->impl == 1 && s->stomp ? 5.0 : 0.5); bench_now() < end;)
+    if (run(c, 1000) != 0 || finish(c) != 0) return -1;
+  return 0;
+}
+
+static int setup(mqr_bench_ctx_t *c) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  signal(SIGPIPE, SIG_IGN);
+  s->stomp = strcmp(mqr_bench_param(c, "proto"), "stomp") == 0;
+  const char *impl = mqr_bench_param(c, "impl");
+  s->impl = strcmp(impl, "mqr") == 0 ? 0 : strcmp(impl, "embedded") == 0 ? 2 : 1;
+  s->qos = (int)mqr_bench_param_long(c, "qos");
+  s->persistent = mqr_bench_param_long(c, "persistent") != 0;
+  s->pub.fd = s->sub.fd = -1;
+  if (start_broker(c, s) != 0) return -1;
+  if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
+  if ((s->pub.fd = dial(s->port)) < 0 || (s->sub.fd = dial(s->port)) < 0) return mqr_bench_fail(c, "connect");
+  if (s->stomp) {
+    static const char hello[] = "CONNECT\naccept-version:1.2\nhost:localhost\n\n";
+    put(&s->pub, hello, sizeof hello);
+    put(&s->sub, hello, sizeof hello);
+    char sub[200];
+    int n = snprintf(sub, sizeof sub,
+                     "SUBSCRIBE\ndestination:/queue/bench\nid:1\nack:auto\nactivemq.prefetchSize:%d\nreceipt:s\n\n",
+                     WINDOW);
+    put(&s->sub, sub, (size_t)n + 1);
+  } else {
+    mqtt_connect(&s->pub, "bench-pub");
+    mqtt_connect(&s->sub, "bench-sub");
+    uint8_t sub[] = {0x82, 10, 0, 1, 0, 5, 'b', 'e', 'n', 'c', 'h', (uint8_t)s->qos};
+    put(&s->sub, sub, sizeof sub);
+  }
+  if (await(c, s, &s->pub, 1) != 0 || await(c, s, &s->sub, 2) != 0) return -1;
+  return warm_up(c, s);
+}
+
+static void teardown(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  if (s->pub.fd >= 0) close(s->pub.fd);
+  if (s->sub.fd >= 0) close(s->sub.fd);
+  if (s->impl == 2 && s->b) {
+    mqr_broker_close(s->b, NULL, NULL);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&s->loop);
+    mqr_config_destroy(s->cfg);
+  } else {
+    bench_stop(s->pid);
+  }
+  char cmd[1300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+  if (system(cmd) != 0) fprintf(stderr, "heads: %s left\n", s->dir);
+  free(s->pub.in), free(s->pub.out), free(s->sub.in), free(s->sub.out);
+  free(s);
+}
+
+/* Reads what came: messages received (their acks queued), answers to the publisher. */
+static int take(mqr_bench_ctx_t *c, st_t *s) {
+  if (pump(s) != 0) return mqr_bench_fail(c, "connection lost");
+  long got = s->stomp ? stomp_read(&s->sub, "MESSAGE") : mqtt_read(&s->sub, 3);
+  long answers = s->stomp ? stomp_read(&s->pub, "RECEIPT") : mqtt_read(&s->pub, 4);
+  if (got < 0 || answers < 0) return mqr_bench_fail(c, "the broker refused (an ERROR or a DISCONNECT)");
+  s->received += (uint64_t)got;
+  s->answered += (uint64_t)answers;
+  return 0;
+}
+
+__attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
+  st_t *s = mqr_bench_state(c);
+  uint64_t end = s->sent + ops;
+  while (s->sent < end) {
+    /* Fill the window (with receipts: also within WINDOW unanswered), then read. */
+    while (s->sent < end && s->sent - s->received < WINDOW && (!s->persistent || s->sent - s->answered < WINDOW)) {
+      if (s->stomp)
+        stomp_send(s);
+      else
+        mqtt_publish(s);
+      s->sent++;
+    }
+    if (take(c, s) != 0) return -1;
+  }
+  return 0;
+}
+
+static int finish(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  while (s->received < s->sent || (s->persistent && s->answered < s->sent))
+    if (take(c, s) != 0) return -1;
+  return 0;
+}
+
+static const mqr_bench_def_t mqtt = {
+    "heads.mqtt", "proto=mqtt;qos=0,1;impl=mqr,mosquitto,embedded", "thrpt", setup, teardown, NULL, NULL, run, finish};
+MQR_BENCH_REGISTER(mqtt)
+
+static const mqr_bench_def_t stomp = {
+    "heads.stomp", "proto=stomp;persistent=0,1;impl=mqr,activemq,embedded", "thrpt", setup, teardown, NULL, NULL, run,
+    finish};
+MQR_BENCH_REGISTER(stomp)
