@@ -252,8 +252,18 @@ static int cmd_show(const char *path) {
          wc.single_word, wc.escape);
   for (uint32_t i = 0; i < mqr_config_listener_count(cfg); i++) {
     const mqr_listener_config_t *l = mqr_config_listener(cfg, i);
-    printf("listener %s host=%s port=%u max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums", l->name, l->host,
-           l->port, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
+    char protocols[32] = "";
+    static const char *const names[] = {"mqr", "mqtt", "stomp"};
+    for (int k = 0; k < 3; k++)
+      if (l->protocols & (1u << k))
+        snprintf(protocols + strlen(protocols), sizeof protocols - strlen(protocols), "%s%s", protocols[0] ? "," : "",
+                 names[k]);
+    printf("listener %s host=%s port=%u protocols=%s max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums",
+           l->name, l->host, l->port, protocols, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
+    if (l->protocols & MQR_PROTOCOL_MQTT) printf(" mqtt-max-packet-size=%u", l->mqtt_max_packet);
+    if (l->protocols & MQR_PROTOCOL_STOMP)
+      printf(" stomp-max-frame-size=%u stomp-max-headers=%u stomp-max-header-length=%u", l->stomp_max_frame,
+             l->stomp_max_headers, l->stomp_max_header_len);
     for (uint32_t k = 0; k < l->prefixes.count; k++)
       printf(" %s-prefix=%.*s", l->prefixes.items[k].type == MQR_ANYCAST ? "anycast" : "multicast",
              (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);
