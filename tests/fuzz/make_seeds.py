@@ -4,7 +4,7 @@ fuzz_json, random datums of every schema the targets load (binary, or Avro JSON)
 behind the byte that picks its schema, in the targets' order (sorted file names, the
 schemas directory then the resolution one).
 
-usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp | mqtt
+usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp | mqtt | heads
 """
 import json
 import random
@@ -51,6 +51,48 @@ if kind == "stomp":
         for v in range(3):
             with open(os.path.join(out, "stomp-%02d-%d" % (i, v)), "wb") as f:
                 f.write(bytes([v | ((i * 13) % 64) << 2]) + fr)
+    sys.exit(0)
+if kind == "heads":
+    # Two clients' streams (fuzz_heads.c): a cut byte, then MQTT sessions and STOMP
+    # conversations, each whole, so that the fuzzer starts from the heads' paths.
+    def vbi(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    def s(t):
+        t = t.encode()
+        return len(t).to_bytes(2, "big") + t
+    def pk(first, body):
+        return bytes([first]) + vbi(len(body)) + body
+    def props(b):
+        return vbi(len(b)) + b
+    m4 = (pk(0x10, s("MQTT") + b"\x04\x2c\x00\x1e" + s("c1") + s("w/t") + s("bye"))
+          + pk(0x82, b"\x00\x01" + s("a/+") + b"\x02" + s("$share/g/q") + b"\x01")
+          + pk(0x31, s("a/r") + b"kept") + pk(0x34, s("a/b") + b"\x00\x07x") + pk(0x62, b"\x00\x07")
+          + pk(0x32, s("q") + b"\x00\x08y") + pk(0xC0, b""))
+    m5 = (pk(0x10, s("MQTT") + b"\x05\x02\x00\x1e" + props(b"\x11\x00\x00\x00\x3c\x21\x00\x02") + s("c2"))
+          + pk(0x82, b"\x00\x01" + props(b"\x0b\x07") + s("a/#") + b"\x25")
+          + pk(0x30, s("a/x") + props(b"\x23\x00\x01\x26" + s("k") + s("v")) + b"p")
+          + pk(0x30, s("") + props(b"\x23\x00\x01") + b"again") + pk(0x40, b"\x00\x01") + pk(0x50, b"\x00\x02")
+          + pk(0x70, b"\x00\x02") + pk(0xA2, b"\x00\x03" + props(b"") + s("a/#")) + pk(0xE0, b"\x00\x00"))
+    st = (b"CONNECT\naccept-version:1.2\nclient-id:s1\nheart-beat:0,0\n\n\0"
+          b"SUBSCRIBE\nid:1\ndestination:a.b\nack:client\nsubscription-type:MULTICAST\n\n\0"
+          b"SUBSCRIBE\nid:2\ndestination:q\nack:client-individual\nselector:k = 'v'\n\n\0"
+          b"SEND\ndestination:a.b\nk:v\nreceipt:r1\n\nhello\0"
+          b"BEGIN\ntransaction:t\n\n\0SEND\ndestination:q\ntransaction:t\ncontent-length:3\n\na\0b\0"
+          b"ACK\nid:1.1\ntransaction:t\n\n\0COMMIT\ntransaction:t\n\n\0NACK\nid:2.1\n\n\0"
+          b"SUBSCRIBE\nid:3\ndestination:t\ndurable-subscription-name:d\n\n\0UNSUBSCRIBE\nid:1\n\n\0"
+          b"DISCONNECT\nreceipt:bye\n\n\0")
+    s10 = b"CONNECT\n\n\0SEND\ndestination:q\n\nold\0SUBSCRIBE\ndestination:q\n\n\0ACK\nmessage-id:1\n\n\0"
+    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st)]
+    for i, (a, b) in enumerate(pairs):
+        total = 1 + len(a) + len(b)
+        cut = min(255, -(-256 * len(a) // (total - 1)))
+        with open(os.path.join(out, "heads-%02d" % i), "wb") as f:
+            f.write(bytes([cut]) + a + b)
     sys.exit(0)
 if kind == "mqtt":
     # Client streams (fuzz_mqtt.c): a level byte (0: none yet, 1: 3.1.1, 2: 5.0), then
