@@ -322,6 +322,10 @@ mqr__entry_t *mqr__idx_find(const mqr_broker_consumer_t *c, int64_t delivery);
 void mqr__idx_del(mqr_broker_consumer_t *c, int64_t delivery);
 void mqr__idx_clear(mqr_broker_consumer_t *c); /* empty, its memory freed */
 
+/* text.c: a property's value as text (STOMP headers, MQTT user properties); numbers are
+ * written into buf (24 bytes hold any). */
+mqr_str_t mqr__value_text(const mqr_value_t *v, char *buf, size_t cap);
+
 /* broker.c */
 void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -488,6 +492,8 @@ bool mqr__redeliver_take(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 /* Acts on entries taken (linked by next, in queue order): each goes to the dead-letter
  * address, or waits out its delay before going back to the head of bq. */
 void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
+/* The same with bq pinned: false when a callback deleted it meanwhile (it is gone). */
+bool mqr__redeliver_pinned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
 void mqr__redeliver_init(mqr_broker_t *b);  /* the timer (one handle) */
 void mqr__redeliver_close(mqr_broker_t *b); /* the timer closes */
 /* Releases bq's held entries (with journal, as removed), and when the queue goes its

@@ -390,11 +390,7 @@ uint32_t mqr__consumer_nack(mqr_broker_consumer_t *c, int64_t delivery, bool cum
     prev = cumulative ? x->prev : NULL;
     nacked(c, x, &taken);
   }
-  if (taken) {
-    mqr__bq_pin(bq); /* (dead-letter sends' callbacks may delete the queue) */
-    mqr__redeliver_run(c->b, bq, taken);
-    if (!mqr__bq_unpin(c->b, bq)) return n;
-  }
+  if (taken && !mqr__redeliver_pinned(c->b, bq, taken)) return n;
   mqr__dispatch(bq);
   return n;
 }

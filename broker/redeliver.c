@@ -142,6 +142,12 @@ static void due_cb(uv_timer_t *t) {
   if (b->n_held && !b->closing) uv_timer_start(&b->redeliver_timer, due_cb, b->held[0].due - now, 0);
 }
 
+bool mqr__redeliver_pinned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
+  mqr__bq_pin(bq); /* (dead-letter sends' callbacks may delete the queue) */
+  mqr__redeliver_run(b, bq, taken);
+  return mqr__bq_unpin(b, bq);
+}
+
 void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
   while (taken) {
     mqr__entry_t *e = taken;

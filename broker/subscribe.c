@@ -298,11 +298,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);
-  if (taken) { /* (their dead-letter sends' callbacks may delete the queue) */
-    mqr__bq_pin(bq);
-    mqr__redeliver_run(b, bq, taken);
-    if (!mqr__bq_unpin(b, bq)) return true;
-  }
+  if (taken && !mqr__redeliver_pinned(b, bq, taken)) return true;
   if (bq->temporary && bq->n_consumers == 0) {
     mqr__queue_drop(b, bq);
     return true;

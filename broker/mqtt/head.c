@@ -372,6 +372,10 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   mc->w_n--;
   uint8_t reason = 0;
   if (status != 0) {
+    if (type == MQR__MQTT_PUBREC && mc->ss && mc->ss->qos2_in) { /* not sent: the exchange ends here */
+      mc->ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7));
+      mqr__mqtt_store_qos2(c->b, mc->ss, true, id, false);
+    }
     if (mc->level == 4) { /* 3.1.1 has no way to say it: the connection goes (3.3.5) */
       mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): a PUBLISH failed: %s; closing it", (long long)c->sess.id,
                c->peer, err ? err->message : mqr_strerror(status));
@@ -379,8 +383,6 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
       return;
     }
     reason = status == MQR_EFULL ? 0x97 : status == MQR_ENOADDR || status == MQR_ENOQUEUE ? 0x90 : 0x80;
-    if (type == MQR__MQTT_PUBREC && mc->ss && mc->ss->qos2_in)
-      mc->ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7)); /* the exchange ends here */
   } else if (r && r->queues == 0 && mc->level == 5) {
     reason = 0x10; /* No matching subscribers */
   }

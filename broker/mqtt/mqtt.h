@@ -139,6 +139,9 @@ void mqr__mqtt_retained_to(mqr_broker_t *b, mqr_str_t filter_address, mqr_str_t 
 /* Keeps the session's state (ended: says it is gone) in $sys.mqtt.sessions, when it
  * outlives its connection. */
 void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended);
+/* A QoS 2 exchange's packet id kept (set) or forgotten: in, a PUBLISH received not yet
+ * released; out, a delivery received by the client whose PUBCOMP is due. */
+void mqr__mqtt_store_qos2(mqr_broker_t *b, mqtt_session_t *ss, bool in, uint16_t id, bool set);
 /* The sessions kept there, back as offline sessions (the registry made). 0 or MQR_ENOMEM. */
 int mqr__mqtt_load_sessions(mqr_broker_t *b);
 
@@ -148,6 +151,8 @@ void mqr__mqtt_on_unsubscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p);
 void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p);
 /* The session's subscriptions attached to connection c (resumed): their consumers made. */
 void mqr__mqtt_subs_attach(mqr__conn_t *c, mqtt_session_t *ss);
+/* A delivery the client received before a restart, its PUBREL due: back in flight. */
+void mqr__mqtt_out_released(mqtt_session_t *ss, uint16_t id);
 /* Resent at resume: PUBREL for each QoS 2 delivery the client had received. */
 void mqr__mqtt_resend_releases(mqr__conn_t *c, mqtt_session_t *ss);
 /* The session ends for good: its subscriptions' queues deleted (shared ones kept). */

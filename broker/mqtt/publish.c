@@ -221,6 +221,7 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
       return;
     }
     ss->qos2_in[id >> 3] |= (uint8_t)(1u << (id & 7));
+    mqr__mqtt_store_qos2(c->b, ss, true, id, true); /* journaled before the message */
   }
   int64_t token = 0;
   if (m->qos > 0 &&
@@ -248,7 +249,10 @@ void mqr__mqtt_on_pubrel(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   mqtt_session_t *ss = mc->ss;
   uint16_t id = p->packet_id;
   bool known = ss->qos2_in && (ss->qos2_in[id >> 3] & (1u << (id & 7)));
-  if (known) ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7));
+  if (known) {
+    ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7));
+    mqr__mqtt_store_qos2(c->b, ss, true, id, false);
+  }
   write_ack(c, MQR__MQTT_PUBCOMP, id, known || mc->level == 4 ? 0 : 0x92);
 }
 

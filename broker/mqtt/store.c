@@ -8,7 +8,8 @@
  * The body: a version byte (1), the MQTT level, the session expiry (4 bytes, big-endian),
  * the subscription count (2), then per subscription its QoS, flags (1: no-local, 2:
  * retain-as-published, 4: shared, retain handling in bits 3-4), identifier (4), filter
- * and queue name (2-byte length, bytes). */
+ * and queue name (2-byte length, bytes). The packet ids of QoS 2 exchanges under way are
+ * kept beside it ($sys.mqtt.qos2, below). */
 #include <stdio.h>
 
 #include "mqtt.h"
@@ -39,9 +40,12 @@ static void put4(uint8_t **p, uint32_t v) {
   *p += 4;
 }
 
+static void clear_qos2(mqr_broker_t *b, mqtt_session_t *ss);
+
 void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
-  if (!ended && ss->expiry == 0) return; /* it ends with its connection: nothing to keep */
+  if (b->dur == NULL || (!ended && ss->expiry == 0)) return; /* no journal; or it ends with its connection */
   if (ended && !ss->stored) return;
+  if (ended) clear_qos2(b, ss);
   if (!ensure_queue(b)) return;
   size_t len = 0, n = 0;
   if (!ended) {
@@ -88,6 +92,61 @@ void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
   else
     ss->stored = !ended;
   mqr_free(body);
+}
+
+/* ---- QoS 2 exchanges under way -------------------------------------------------------------------- */
+
+/* Each packet id of a QoS 2 exchange that a restart must not forget, as a durable marker
+ * in the last-value queue $sys.mqtt.qos2 keyed "<i|o> <id> <client id>": i, a PUBLISH
+ * received and sent on, not yet released (a repeat must not be sent again); o, a
+ * delivery the client has received (PUBREC), its PUBREL due until PUBCOMP. An empty
+ * marker clears one. Written before the PUBREC or PUBREL it stands for, so that the
+ * journal has it first. */
+#define QOS2 "$sys.mqtt.qos2"
+#define QOS2_KEY "mqtt.qos2.key"
+
+void mqr__mqtt_store_qos2(mqr_broker_t *b, mqtt_session_t *ss, bool in, uint16_t id, bool set) {
+  if (ss->expiry == 0 || b->dur == NULL) return; /* it ends with its connection; no journal */
+  if (mqr_router_find_queue(mqr_broker_router(b), MQR_STR(QOS2)) == NULL) {
+    mqr_queue_config_t qc;
+    mqr_queue_config_init(&qc, MQR_STR(QOS2), MQR_STR(QOS2), MQR_ANYCAST);
+    qc.durable = true;
+    qc.auto_create_address = true;
+    qc.last_value_key = MQR_STR(QOS2_KEY);
+    mqr_error_t err;
+    if (mqr_broker_create_queue(b, &qc, &err) != 0) {
+      mqr__log(b, MQR_LOG_WARN, "MQTT: QoS 2 state cannot be kept across a restart: %s", err.message);
+      return;
+    }
+  }
+  char key[600];
+  int n = snprintf(key, sizeof key, "%c %u %s", in ? 'i' : 'o', id, ss->client_id);
+  if (n < 0 || (size_t)n >= sizeof key) return;
+  mqr_str_t k = MQR_STR(QOS2_KEY);
+  mqr_value_t v = mqr_value_string(mqr_str_n(key, (size_t)n));
+  mqr_broker_message_t m = {MQR_STR(QOS2),
+                            MQR_ANYCAST,
+                            true,
+                            MQR_STR(""),
+                            MQR_PRIORITY_DEFAULT,
+                            0,
+                            0,
+                            MQR_STR(""),
+                            &k,
+                            &v,
+                            1,
+                            set ? MQR_STR("1") : MQR_STR("")};
+  mqr_error_t err;
+  if (mqr_broker_send(b, &m, NULL, &err) != 0)
+    mqr__log(b, MQR_LOG_WARN, "MQTT client '%s': QoS 2 state not kept: %s", ss->client_id, err.message);
+}
+
+/* Every marker of the session cleared: it ends. */
+static void clear_qos2(mqr_broker_t *b, mqtt_session_t *ss) {
+  for (uint32_t id = 1; ss->qos2_in && id < 65536; id++)
+    if (ss->qos2_in[id >> 3] & (1u << (id & 7))) mqr__mqtt_store_qos2(b, ss, true, (uint16_t)id, false);
+  for (uint32_t i = 0; i < ss->out_cap; i++)
+    if (ss->out[i].id && ss->out[i].state == OUT_RELEASED) mqr__mqtt_store_qos2(b, ss, false, ss->out[i].id, false);
 }
 
 /* ---- at start ------------------------------------------------------------------------------------ */
@@ -174,11 +233,42 @@ static void load_one(void *arg, const mqr_frame_message_t *m) {
   x->loaded++;
 }
 
+/* A QoS 2 marker: its id back in its session's state. */
+static void load_qos2(void *arg, const mqr_frame_message_t *m) {
+  load_t *x = arg;
+  mqtt_registry_t *reg = x->b->net->mqtt;
+  mqr_str_t key = MQR_STR("");
+  for (size_t i = 0; i < m->properties.count; i++)
+    if (mqr_str_eq(m->properties.keys[i], MQR_STR(QOS2_KEY)) &&
+        ((const mqr_value_t *)m->properties.values)[i].type == MQR_VALUE_STRING)
+      key = ((const mqr_value_t *)m->properties.values)[i].u.s;
+  char k[600];
+  unsigned id = 0;
+  int at = 0;
+  if (m->body.len == 0 || key.len < 5 || key.len >= sizeof k) return; /* cleared */
+  memcpy(k, key.ptr, key.len);
+  k[key.len] = 0;
+  if (sscanf(k + 2, "%u %n", &id, &at) != 1 || id == 0 || id > 65535 || at == 0) return;
+  for (mqtt_session_t *ss = reg->sessions; ss; ss = ss->next) {
+    if (strcmp(ss->client_id, k + 2 + at) != 0) continue;
+    if (k[0] == 'i' && (ss->qos2_in || (ss->qos2_in = mqr_calloc(1, 8192))))
+      ss->qos2_in[id >> 3] |= (uint8_t)(1u << (id & 7));
+    else if (k[0] == 'o')
+      mqr__mqtt_out_released(ss, (uint16_t)id);
+    x->loaded++;
+  }
+}
+
 int mqr__mqtt_load_sessions(mqr_broker_t *b) {
   if (b->net->mqtt == NULL && (b->net->mqtt = mqr_calloc(1, sizeof(mqtt_registry_t))) == NULL) return MQR_ENOMEM;
   if (mqr_router_find_queue(mqr_broker_router(b), MQR_STR(STORE)) == NULL) return 0;
   load_t x = {b, 0};
   mqr_broker_browse(b, MQR_STR(STORE), 0, load_one, &x, NULL);
   if (x.loaded) mqr__log(b, MQR_LOG_INFO, "MQTT: %u session(s) kept from before the restart", x.loaded);
+  if (x.loaded && mqr_router_find_queue(mqr_broker_router(b), MQR_STR(QOS2))) {
+    x.loaded = 0;
+    mqr_broker_browse(b, MQR_STR(QOS2), 0, load_qos2, &x, NULL);
+    if (x.loaded) mqr__log(b, MQR_LOG_INFO, "MQTT: %u QoS 2 exchange(s) under way kept", x.loaded);
+  }
   return 0;
 }

@@ -58,6 +58,11 @@ static void out_del(mqtt_session_t *ss, mqtt_out_t *o) {
   }
 }
 
+void mqr__mqtt_out_released(mqtt_session_t *ss, uint16_t id) {
+  mqtt_out_t *o = out_find(ss, id) ? NULL : out_add(ss, id);
+  if (o) o->state = OUT_RELEASED;
+}
+
 static uint16_t next_id(mqtt_session_t *ss) {
   for (;;) {
     if (++ss->next_id == 0) ss->next_id = 1;
@@ -146,9 +151,8 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     }
     char addr[1024], queue[1400];
     size_t alen = mqr__mqtt_to_address(wc, filter, addr, sizeof addr);
-    int qlen = alen ? snprintf(queue, sizeof queue, "%s.%.*s", shared ? "" : ss->client_id, (int)alen, addr) : -1;
-    if (shared && qlen > 0)
-      qlen = snprintf(queue, sizeof queue, "%.*s.%.*s", (int)group.len, group.ptr, (int)alen, addr);
+    mqr_str_t owner = shared ? group : mqr_str(ss->client_id); /* the queue: <owner>.<address> */
+    int qlen = alen ? snprintf(queue, sizeof queue, "%.*s.%.*s", (int)owner.len, owner.ptr, (int)alen, addr) : -1;
     if (alen == 0 || qlen < 0 || (size_t)qlen >= sizeof queue) {
       codes[i] = mc->level == 5 ? 0x8F : 0x80; /* Topic Filter invalid (too long) */
       continue;
@@ -187,7 +191,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
       mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): MQTT subscription '%.*s' refused: %s", (long long)c->sess.id,
                c->peer, (int)e.filter.len, e.filter.ptr, err.message);
       mqr_free(sub);
-      codes[i] = mc->level == 5 ? 0x80 : 0x80;
+      codes[i] = 0x80; /* Unspecified error (3.1.1: Failure) */
       continue;
     }
     sub->next = ss->subs;
@@ -294,7 +298,11 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   mqtt_out_t *o = out_find(ss, p->packet_id);
   bool full = ss->out_n >= mc->receive_max;
   if (p->type == MQR__MQTT_PUBCOMP) {
-    if (o && o->state == OUT_RELEASED) out_del(ss, o), wake(ss, full);
+    if (o && o->state == OUT_RELEASED) {
+      out_del(ss, o);
+      mqr__mqtt_store_qos2(c->b, ss, false, p->packet_id, false);
+      wake(ss, full);
+    }
     return;
   }
   if (o == NULL || o->state != OUT_PUBLISHED) return; /* not ours to answer: ignored */
@@ -317,6 +325,7 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   }
   o->state = OUT_RELEASED;
   o->sub = NULL;
+  mqr__mqtt_store_qos2(c->b, ss, false, p->packet_id, true); /* kept before the PUBREL goes */
   uint8_t buf[16];
   size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, p->packet_id, 0, NULL);
   if (mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
@@ -335,20 +344,6 @@ static bool ready(const mqr_broker_consumer_t *k) {
 static bool internal(mqr_str_t k) {
   return (k.len >= 5 && memcmp(k.ptr, "mqtt.", 5) == 0) || (k.len >= 4 && memcmp(k.ptr, "_AMQ", 4) == 0) ||
          (k.len >= 5 && memcmp(k.ptr, "__AMQ", 5) == 0) || mqr_str_eq(k, MQR_STR("content-type"));
-}
-
-static mqr_str_t text_of(const mqr_value_t *v, char *buf, size_t cap) {
-  int n = 0;
-  switch (v->type) {
-  case MQR_VALUE_BOOL: return v->u.b ? MQR_STR("true") : MQR_STR("false");
-  case MQR_VALUE_INT: n = snprintf(buf, cap, "%" PRId32, v->u.i); break;
-  case MQR_VALUE_LONG: n = snprintf(buf, cap, "%" PRId64, v->u.l); break;
-  case MQR_VALUE_FLOAT: n = snprintf(buf, cap, "%.9g", (double)v->u.f); break;
-  case MQR_VALUE_DOUBLE: n = snprintf(buf, cap, "%.17g", v->u.d); break;
-  case MQR_VALUE_STRING: return v->u.s;
-  default: return MQR_STR("");
-  }
-  return mqr_str_n(buf, n > 0 ? (size_t)n : 0);
 }
 
 /* Delivered and done with at once (QoS 0, or a message the client must not get). */
@@ -414,7 +409,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
       pr.have |= 1ull << 0x01, pr.payload_format = (uint8_t)(val.u.i != 0);
     else if (!internal(key) && val.type != MQR_VALUE_NULL && val.type != MQR_VALUE_BYTES) {
       reg->ukeys[nu] = key;
-      reg->uvalues[nu++] = text_of(&val, reg->text + (size_t)i * 24, 24);
+      reg->uvalues[nu++] = mqr__value_text(&val, reg->text + (size_t)i * 24, 24);
     }
   }
   /* [MQTT-4.7.2-1]: a filter that starts with a wildcard matches no topic starting with '$'. */

@@ -393,21 +393,6 @@ static bool ready(const mqr_broker_consumer_t *k) {
   return !mqr__nat_conn_paused(sub->c);
 }
 
-/* A property's value as header text: into buf for numbers. */
-static mqr_str_t text_of(const mqr_value_t *v, char *buf, size_t cap) {
-  int n = 0;
-  switch (v->type) {
-  case MQR_VALUE_BOOL: return v->u.b ? MQR_STR("true") : MQR_STR("false");
-  case MQR_VALUE_INT: n = snprintf(buf, cap, "%" PRId32, v->u.i); break;
-  case MQR_VALUE_LONG: n = snprintf(buf, cap, "%" PRId64, v->u.l); break;
-  case MQR_VALUE_FLOAT: n = snprintf(buf, cap, "%.9g", (double)v->u.f); break;
-  case MQR_VALUE_DOUBLE: n = snprintf(buf, cap, "%.17g", v->u.d); break;
-  case MQR_VALUE_STRING: return v->u.s;
-  default: return MQR_STR("");
-  }
-  return mqr_str_n(buf, n > 0 ? (size_t)n : 0);
-}
-
 /* The MESSAGE frame: its head written (headers from the message's fields, then its
  * properties), its body the stored bytes, then the NUL. */
 static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
@@ -472,7 +457,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   for (uint32_t i = 0; mqr_props_next(&it, &key, &val) == 1; i++) {
     if (val.type == MQR_VALUE_NULL || val.type == MQR_VALUE_BYTES) continue; /* no text for them */
     mqr_str_t name = mqr_str_eq(key, MQR_STR(MQR_PROP_GROUP)) ? MQR_STR("JMSXGroupID") : key;
-    h[n++] = (mqr__stomp_header_t){name, text_of(&val, text + (size_t)i * 24, 24)};
+    h[n++] = (mqr__stomp_header_t){name, mqr__value_text(&val, text + (size_t)i * 24, 24)};
   }
   size_t head = mqr__stomp_put_head(NULL, 0, st->version, MQR__STOMP_MESSAGE, h, n, true, tv.body.len), off;
   uint8_t *p = mqr__conn_reserve(c, head, &off);

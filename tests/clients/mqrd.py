@@ -8,8 +8,10 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import unittest
 
 
 class Mqrd:
@@ -105,3 +107,17 @@ def wait_for(pred, timeout=5.0):
             return True
         time.sleep(0.02)
     return pred()
+
+
+def run_suite(config, module):
+    """Starts mqrd (sys.argv[1]) on config, sets module.BROKER, runs the module's unittest
+    cases, stops mqrd, and exits: 0 when every case passed and mqrd stopped cleanly."""
+    module.BROKER = Mqrd(sys.argv[1], config)
+    try:
+        result = unittest.main(module=module, argv=[sys.argv[0], "-v"], exit=False).result
+    finally:
+        code = module.BROKER.stop()
+    if code != 0:
+        print("mqrd exited with %s:\n%s" % (code, module.BROKER.log_text()[-4000:]))
+        sys.exit(1)
+    sys.exit(0 if result.wasSuccessful() else 1)

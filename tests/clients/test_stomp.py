@@ -16,7 +16,7 @@ import unittest
 import stomp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, raw, wait_for  # noqa: E402
+from mqrd import raw, run_suite, wait_for  # noqa: E402
 
 CONFIG = """
 listeners:
@@ -325,12 +325,4 @@ class Stomp(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    BROKER = Mqrd(sys.argv[1], CONFIG)
-    try:
-        result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
-    finally:
-        code = BROKER.stop()
-    if code != 0:
-        print("mqrd exited with %s:\n%s" % (code, BROKER.log_text()[-4000:]))
-        sys.exit(1)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    run_suite(CONFIG, sys.modules[__name__])

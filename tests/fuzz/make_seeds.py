@@ -19,6 +19,32 @@ from avro_gen import gen, py_encode, to_json  # noqa: E402
 
 kind, out, src = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
+
+
+# MQTT's encodings, for the mqtt and heads seeds: a variable byte integer, a string, a
+# packet (first byte and body), 5.0 properties.
+def vbi(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def s(t):
+    t = t.encode()
+    return len(t).to_bytes(2, "big") + t
+
+
+def pk(first, body):
+    return bytes([first]) + vbi(len(body)) + body
+
+
+def props(b):
+    return vbi(len(b)) + b
+
+
 if kind == "filter":
     # Selectors (fuzz_filter.c): Artemis's own cases, each grammar rule, and some wrong.
     seeds = [
@@ -55,20 +81,6 @@ if kind == "stomp":
 if kind == "heads":
     # Two clients' streams (fuzz_heads.c): a cut byte, then MQTT sessions and STOMP
     # conversations, each whole, so that the fuzzer starts from the heads' paths.
-    def vbi(n):
-        out = b""
-        while True:
-            b, n = n & 0x7F, n >> 7
-            out += bytes([b | (0x80 if n else 0)])
-            if not n:
-                return out
-    def s(t):
-        t = t.encode()
-        return len(t).to_bytes(2, "big") + t
-    def pk(first, body):
-        return bytes([first]) + vbi(len(body)) + body
-    def props(b):
-        return vbi(len(b)) + b
     m4 = (pk(0x10, s("MQTT") + b"\x04\x2c\x00\x1e" + s("c1") + s("w/t") + s("bye"))
           + pk(0x82, b"\x00\x01" + s("a/+") + b"\x02" + s("$share/g/q") + b"\x01")
           + pk(0x31, s("a/r") + b"kept") + pk(0x34, s("a/b") + b"\x00\x07x") + pk(0x62, b"\x00\x07")
@@ -98,20 +110,6 @@ if kind == "mqtt":
     # Client streams (fuzz_mqtt.c): a level byte (0: none yet, 1: 3.1.1, 2: 5.0), then
     # packets: CONNECT of each level, PUBLISH of each QoS, acks, SUBSCRIBE, UNSUBSCRIBE,
     # PINGREQ, DISCONNECT, AUTH, with 5.0 properties.
-    def vbi(n):
-        out = b""
-        while True:
-            b, n = n & 0x7F, n >> 7
-            out += bytes([b | (0x80 if n else 0)])
-            if not n:
-                return out
-    def s(t):
-        t = t.encode()
-        return len(t).to_bytes(2, "big") + t
-    def pk(first, body):
-        return bytes([first]) + vbi(len(body)) + body
-    def props(b):
-        return vbi(len(b)) + b
     c4 = pk(0x10, s("MQTT") + b"\x04\xee\x00\x1e" + s("cid") + s("w/t") + s("bye") + s("u") + s("p"))
     c5 = pk(0x10, s("MQTT") + b"\x05\x06\x00\x1e" + props(b"\x11\x00\x00\x0e\x10\x21\x00\x14\x26" + s("k") + s("v"))
             + s("") + props(b"\x18\x00\x00\x00\x05") + s("w") + s("x"))
