@@ -37,6 +37,10 @@ static int dial(void) {
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
   FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  /* Closed with a reset: tens of thousands of runs must not use up the ephemeral ports in
+   * TIME_WAIT. */
+  struct linger lg = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   return fd;
 }
 
