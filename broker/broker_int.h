@@ -392,6 +392,10 @@ void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
  * last unpin, which returns false when the queue went then. */
 static inline void mqr__bq_pin(mqr__bq_t *bq) { bq->pins++; }
 bool mqr__bq_unpin(mqr_broker_t *b, mqr__bq_t *bq);
+/* dispatch.c: one delivery of c back to its queue (out of c's unacknowledged list): at
+ * the head, unless a newer last value replaced it; or, when it must wait a redelivery
+ * delay or has used its attempts, onto *taken for mqr__redeliver_run. */
+void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);

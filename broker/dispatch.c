@@ -359,9 +359,7 @@ uint32_t mqr__consumer_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumu
   return n;
 }
 
-/* One delivery back to its queue, as a closing consumer's (subscribe.c): at the head, or
- * held for a redelivery delay, or to the dead-letter address once its attempts are used. */
-static void nacked(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken) {
+void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken) {
   mqr_broker_t *b = c->b;
   mqr__bq_t *bq = c->bq;
   unlink_unacked(c, e);
@@ -388,7 +386,7 @@ uint32_t mqr__consumer_nack(mqr_broker_consumer_t *c, int64_t delivery, bool cum
   /* Newest first, so that each goes back in front of the one after it. */
   for (mqr__entry_t *x = e, *prev; x; x = prev, n++) {
     prev = cumulative ? x->prev : NULL;
-    nacked(c, x, &taken);
+    mqr__consumer_give_back(c, x, &taken);
   }
   if (taken && !mqr__redeliver_pinned(c->b, bq, taken)) return n;
   mqr__dispatch(bq);

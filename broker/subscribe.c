@@ -269,20 +269,8 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   mqr__entry_t *taken = NULL;
   for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
     prev = e->prev;
-    if (e->copy) { /* a non-destructive queue's: its message is still in the store */
-      mqr__msg_release(b, e->msg);
-      mqr__pool_put(&b->entries, e);
-      continue;
-    }
-    bq->in_flight--;
-    if (mqr__redeliver_take(b, bq, e)) {
-      e->next = taken;
-      taken = e;
-    } else if (!(bq->store.lvq && mqr__lvq_returned(b, bq, e))) { /* unless a newer value replaced it */
-      bq->store.ops->push_front(&bq->store, e);
-    }
+    mqr__consumer_give_back(c, e, &taken);
   }
-  c->unacked_head = c->unacked_tail = NULL;
   mqr__idx_clear(c);
   for (uint32_t i = 0; i < bq->n_consumers; i++)
     if (bq->consumers[i] == c) {

@@ -17,16 +17,18 @@
 #define STORE "$sys.mqtt.sessions"
 #define KEY "mqtt.client.id"
 
-static bool ensure_queue(mqr_broker_t *b) {
-  if (mqr_router_find_queue(mqr_broker_router(b), MQR_STR(STORE))) return true;
+/* The durable last-value queue name (of the address of that name) on key, made when
+ * missing: false when it cannot be (what is lost: what). */
+static bool ensure_queue(mqr_broker_t *b, mqr_str_t name, mqr_str_t key, const char *what) {
+  if (mqr_router_find_queue(mqr_broker_router(b), name)) return true;
   mqr_queue_config_t qc;
-  mqr_queue_config_init(&qc, MQR_STR(STORE), MQR_STR(STORE), MQR_ANYCAST);
+  mqr_queue_config_init(&qc, name, name, MQR_ANYCAST);
   qc.durable = true;
   qc.auto_create_address = true;
-  qc.last_value_key = MQR_STR(KEY);
+  qc.last_value_key = key;
   mqr_error_t err;
   if (mqr_broker_create_queue(b, &qc, &err) == 0) return true;
-  mqr__log(b, MQR_LOG_WARN, "MQTT: sessions cannot be kept across a restart: %s", err.message);
+  mqr__log(b, MQR_LOG_WARN, "MQTT: %s cannot be kept across a restart: %s", what, err.message);
   return false;
 }
 
@@ -46,7 +48,7 @@ void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
   if (b->dur == NULL || (!ended && ss->expiry == 0)) return; /* no journal; or it ends with its connection */
   if (ended && !ss->stored) return;
   if (ended) clear_qos2(b, ss);
-  if (!ensure_queue(b)) return;
+  if (!ensure_queue(b, MQR_STR(STORE), MQR_STR(KEY), "sessions")) return;
   size_t len = 0, n = 0;
   if (!ended) {
     len = 8;
@@ -107,18 +109,7 @@ void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
 
 void mqr__mqtt_store_qos2(mqr_broker_t *b, mqtt_session_t *ss, bool in, uint16_t id, bool set) {
   if (ss->expiry == 0 || b->dur == NULL) return; /* it ends with its connection; no journal */
-  if (mqr_router_find_queue(mqr_broker_router(b), MQR_STR(QOS2)) == NULL) {
-    mqr_queue_config_t qc;
-    mqr_queue_config_init(&qc, MQR_STR(QOS2), MQR_STR(QOS2), MQR_ANYCAST);
-    qc.durable = true;
-    qc.auto_create_address = true;
-    qc.last_value_key = MQR_STR(QOS2_KEY);
-    mqr_error_t err;
-    if (mqr_broker_create_queue(b, &qc, &err) != 0) {
-      mqr__log(b, MQR_LOG_WARN, "MQTT: QoS 2 state cannot be kept across a restart: %s", err.message);
-      return;
-    }
-  }
+  if (!ensure_queue(b, MQR_STR(QOS2), MQR_STR(QOS2_KEY), "QoS 2 state")) return;
   char key[600];
   int n = snprintf(key, sizeof key, "%c %u %s", in ? 'i' : 'o', id, ss->client_id);
   if (n < 0 || (size_t)n >= sizeof key) return;

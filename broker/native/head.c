@@ -26,22 +26,13 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
     size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, len);
     if (hl - MQR_FRAME_HEADER + len > c->peer_max_frame) return MQR_ELIMIT;
   }
-  mqr__wreq_t *w = mqr__nat_out(c);
-  if (w == NULL) return MQR_ENOMEM;
   bool copy = extra == 0 && len <= MQR__COPY_MAX; /* a small one: copied (native.h) */
-  size_t room = MQR_MESSAGE_HEADER_MAX + extra + (copy ? len : 0);
-  if (w->cap_bytes - w->n_bytes < room) {
-    size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
-    while (ncap - w->n_bytes < room) ncap *= 2;
-    uint8_t *nb = mqr_realloc(w->bytes, ncap);
-    if (nb == NULL) return MQR_ENOMEM;
-    w->bytes = nb;
-    w->cap_bytes = ncap;
-  }
+  size_t off;
+  if (mqr__conn_reserve(c, MQR_MESSAGE_HEADER_MAX + extra + (copy ? len : 0), &off) == NULL) return MQR_ENOMEM;
+  mqr__wreq_t *w = c->out;
   if (!mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs) ||
       !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 4, sizeof *w->segs))
     return MQR_ENOMEM;
-  size_t off = w->n_bytes;
   size_t hl = mqr_message_head(w->bytes + off, subscription, e->delivery, e->delivery_count, len);
   if (copy) {
     memcpy(w->bytes + off + hl, e->msg->data, len);
