@@ -66,7 +66,7 @@ int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id) {
 
 static mqtt_session_t *find_session(mqr_broker_t *b, mqr_str_t id, mqtt_session_t ***at) {
   for (mqtt_session_t **pp = &registry(b)->sessions; *pp; pp = &(*pp)->next)
-    if (strlen((*pp)->client_id) == id.len && memcmp((*pp)->client_id, id.ptr, id.len) == 0) {
+    if (mqr_str_eq((*pp)->id, id)) {
       if (at) *at = pp;
       return *pp;
     }
@@ -83,7 +83,7 @@ static void publish_will(mqr_broker_t *b, mqtt_session_t *ss) {
     const mqr__mqtt_connect_t *cn = &p.u.connect;
     mqr__mqtt_publish_t m = {cn->will_qos, false, cn->will_retain, cn->will_topic, cn->will_payload};
     mqr_broker_receipt_t r;
-    int rc = mqr__mqtt_send(b, NULL, ss->client_id, &m, &cn->will_props, 0, &r, &err);
+    int rc = mqr__mqtt_send(b, NULL, ss->id, &m, &cn->will_props, 0, &r, &err);
     if (rc != 0 && rc != MQR__PENDING)
       mqr__log(b, MQR_LOG_WARN, "MQTT client '%s': its will could not be published: %s", ss->client_id, err.message);
     else
@@ -214,6 +214,7 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
       return;
     }
     memcpy(ss->client_id, id.ptr, id.len);
+    ss->id = mqr_str_n(ss->client_id, id.len);
     ss->next = registry(b)->sessions;
     registry(b)->sessions = ss;
     registry(b)->n++;
@@ -416,7 +417,7 @@ static void release(mqr__conn_t *c) {
         ss->will_at = ss->gone_ms + (uint64_t)delay * 1000;
     }
     mqtt_session_t **at;
-    if (ss->expiry == 0 && !b->closing && find_session(b, mqr_str(ss->client_id), &at) == ss) session_end(b, at);
+    if (ss->expiry == 0 && !b->closing && find_session(b, ss->id, &at) == ss) session_end(b, at);
   }
   for (uint32_t i = 0; mc->aliases && i <= mc->alias_max; i++) mqr_free((void *)mc->aliases[i].ptr);
   mqr_free(mc->aliases);

@@ -56,6 +56,7 @@ struct mqtt_session_s {
   size_t will_len;
   uint64_t will_at; /* uv_now when a delayed will goes; 0: none waiting */
   bool stored;      /* its state is in $sys.mqtt.sessions (store.c) */
+  mqr_str_t id;     /* client_id as a view, its length known */
   char client_id[];
 };
 
@@ -127,7 +128,7 @@ size_t mqr__mqtt_to_topic(const mqr_wildcard_t *wc, mqr_str_t address, char *out
 /* Sends a PUBLISH (from a client, or a will: c NULL, then session ss) to its address;
  * retained ones are kept per topic. 0, MQR__PENDING (answer to token later), or an error
  * with err. */
-int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, const char *client_id, const mqr__mqtt_publish_t *m,
+int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const mqr__mqtt_publish_t *m,
                    const mqr__mqtt_props_t *props, int64_t token, mqr_broker_receipt_t *r, mqr_error_t *err);
 void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p);
 void mqr__mqtt_on_pubrel(mqr__conn_t *c, const mqr__mqtt_packet_t *p);

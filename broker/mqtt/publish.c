@@ -113,7 +113,7 @@ static void retain(mqr_broker_t *b, mqr_str_t address, const mqr_broker_message_
              err.message);
 }
 
-int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, const char *client_id, const mqr__mqtt_publish_t *m,
+int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const mqr__mqtt_publish_t *m,
                    const mqr__mqtt_props_t *pr, int64_t token, mqr_broker_receipt_t *r, mqr_error_t *err) {
   mqtt_registry_t *s = scratch(b);
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(b));
@@ -126,7 +126,7 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, const char *client_id, const
   /* As Artemis stamps them: the QoS, the retain flag, the publisher (for no-local). */
   k[n] = MQR_STR("mqtt.qos.level"), v[n++] = mqr_value_int(m->qos);
   k[n] = MQR_STR("mqtt.message.retain"), v[n++] = mqr_value_bool(m->retain);
-  k[n] = MQR_STR("__AMQ_CID"), v[n++] = mqr_value_string(mqr_str(client_id));
+  k[n] = MQR_STR("__AMQ_CID"), v[n++] = mqr_value_string(client_id);
   if (MQR__MQTT_HAS(pr, 0x03)) k[n] = MQR_STR("content-type"), v[n++] = mqr_value_string(pr->content_type);
   if (MQR__MQTT_HAS(pr, 0x08)) k[n] = MQR_STR("mqtt.response.topic"), v[n++] = mqr_value_string(pr->response_topic);
   if (MQR__MQTT_HAS(pr, 0x09)) k[n] = MQR_STR("mqtt.correlation.data"), v[n++] = mqr_value_bytes(pr->correlation_data);
@@ -231,7 +231,7 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
   }
   mqr_broker_receipt_t r;
   mqr_error_t err;
-  int rc = mqr__mqtt_send(c->b, c, ss->client_id, m, &p->props, token, &r, &err);
+  int rc = mqr__mqtt_send(c->b, c, ss->id, m, &p->props, token, &r, &err);
   if (rc == MQR__PENDING) return; /* head.c's sent answers */
   if (m->qos == 0) {
     if (rc != 0)

@@ -75,7 +75,7 @@ void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
     }
   }
   mqr_str_t key = MQR_STR(KEY);
-  mqr_value_t id = mqr_value_string(mqr_str(ss->client_id));
+  mqr_value_t id = mqr_value_string(ss->id);
   mqr_broker_message_t m = {MQR_STR(STORE),
                             MQR_ANYCAST,
                             true,
@@ -188,6 +188,7 @@ static void load_one(void *arg, const mqr_frame_message_t *m) {
   mqtt_session_t *ss = mqr_calloc(1, sizeof *ss + id.len + 1);
   if (ss == NULL) return;
   memcpy(ss->client_id, id.ptr, id.len);
+  ss->id = mqr_str_n(ss->client_id, id.len);
   ss->level = (uint8_t)get(&r, 1);
   ss->expiry = get(&r, 4);
   uv_update_time(b->loop);

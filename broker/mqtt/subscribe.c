@@ -151,7 +151,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     }
     char addr[1024], queue[1400];
     size_t alen = mqr__mqtt_to_address(wc, filter, addr, sizeof addr);
-    mqr_str_t owner = shared ? group : mqr_str(ss->client_id); /* the queue: <owner>.<address> */
+    mqr_str_t owner = shared ? group : ss->id; /* the queue: <owner>.<address> */
     int qlen = alen ? snprintf(queue, sizeof queue, "%.*s.%.*s", (int)owner.len, owner.ptr, (int)alen, addr) : -1;
     if (alen == 0 || qlen < 0 || (size_t)qlen >= sizeof queue) {
       codes[i] = mc->level == 5 ? 0x8F : 0x80; /* Topic Filter invalid (too long) */
@@ -397,7 +397,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
     else if (mqr_str_eq(key, MQR_STR("mqtt.retained.address")) && val.type == MQR_VALUE_STRING)
       from_retain = true, topic_address = val.u.s;
     else if (mqr_str_eq(key, MQR_STR("__AMQ_CID")) && val.type == MQR_VALUE_STRING)
-      mine = mqr_str_eq(val.u.s, mqr_str(ss->client_id));
+      mine = mqr_str_eq(val.u.s, ss->id);
     else if (mqr_str_eq(key, MQR_STR("content-type")) && val.type == MQR_VALUE_STRING)
       pr.have |= 1ull << 0x03, pr.content_type = val.u.s;
     else if (mqr_str_eq(key, MQR_STR("mqtt.response.topic")) && val.type == MQR_VALUE_STRING)

@@ -282,6 +282,7 @@ void mqr__stomp_on_subscribe(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   sub->id = mqr_str_n(p, id->len);
   memcpy(p + id->len + 1, dest->ptr, dest->len);
   sub->dest = mqr_str_n(p + id->len + 1, dest->len);
+  sub->address = mqr_str_n(sub->dest.ptr + (target.ptr - dest->ptr), target.len); /* (a suffix of dest) */
   sub->ack = mode;
   sub->num = ++st->next_sub;
   sub->c = c;
@@ -433,10 +434,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   snprintf(nums[0], sizeof nums[0], "%" PRId64, sv.message_id);
   h[n++] = (mqr__stomp_header_t){MQR_STR("message-id"), mqr_str(nums[0])};
   /* The destination as the subscription named it, when the message went to that address. */
-  mqr_str_t named;
-  int rt;
-  route_of(c, sub->dest, NULL, &named, &rt);
-  h[n++] = (mqr__stomp_header_t){MQR_STR("destination"), mqr_str_eq(named, sv.address) ? sub->dest : sv.address};
+  h[n++] = (mqr__stomp_header_t){MQR_STR("destination"), mqr_str_eq(sub->address, sv.address) ? sub->dest : sv.address};
   if (sub->ack != ACK_AUTO && st->version == MQR__STOMP_12) {
     snprintf(ackid, sizeof ackid, "%" PRId64 ".%" PRId64, sub->num, e->delivery);
     h[n++] = (mqr__stomp_header_t){MQR_STR("ack"), mqr_str(ackid)};

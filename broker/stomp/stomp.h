@@ -23,6 +23,7 @@ typedef struct stomp_sub_s {
   int64_t num;        /* the core's subscription id */
   uint8_t ack;        /* ACK_* */
   mqr_str_t id, dest; /* copies, in the allocation's tail */
+  mqr_str_t address;  /* dest without its prefix: a view into dest */
 } stomp_sub_t;
 
 /* A transaction: its frames (SEND, ACK, NACK) written again, to be handled at COMMIT. */
