@@ -35,15 +35,6 @@ void mqr__broker_wake(mqr_broker_t *b) {
   uv_idle_start(&b->idle, idle_cb);
 }
 
-static int mark_config_queues(mqr_address_t *a, void *arg) {
-  for (uint32_t i = 0; i < mqr_address_queue_count(a); i++) {
-    mqr__bq_t *bq = mqr__bq_of(arg, mqr_address_queue(a, i));
-    if (bq == NULL) return MQR_ENOMEM;
-    bq->from_config = true;
-  }
-  return 0;
-}
-
 int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out, mqr_error_t *err) {
   mqr_broker_t *b = mqr_calloc(1, sizeof *b);
   if (b == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory creating the broker");
@@ -78,21 +69,21 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   mqr__redeliver_init(b);
   mqr__expiry_init(b);
   b->open_handles = 3; /* the idle handle, the redelivery timer, the expiry scan's */
-  /* The config's queues are the config's to make again at each start: the journal
-   * records only those made at run time. Then what the journal holds. */
-  if (mqr_router_foreach_address(&b->router, mark_config_queues, b) != 0) {
+  /* The config's queues are the config's to make again at each start (configured.c);
+   * then what the journal holds. */
+  if (mqr__configured_start(b) != 0) {
     mqr_error_set(err, MQR_ENOMEM, "out of memory creating the broker");
     mqr_broker_close(b, NULL, NULL);
     return MQR_ENOMEM;
   }
-  if ((rc = mqr__durable_open(b, err)) != 0) {
+  /* The listeners bind first: a start that fails on a port in use leaves no journal
+   * behind. No connection is taken before the loop runs, after the journal is open. */
+  if ((b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) || (rc = mqr__durable_open(b, err)) != 0 ||
+      (b->opt.listen && (rc = mqr__server_ready(b, err)) != 0)) {
     mqr_broker_close(b, NULL, NULL);
     return rc;
   }
-  if (b->opt.listen && (rc = mqr__server_listen(b, err)) != 0) {
-    mqr_broker_close(b, NULL, NULL);
-    return rc;
-  }
+  mqr__configured_recovered(b); /* the config's queues recorded; those it no longer lists, kept or deleted */
   b->started = true;
   *out = b;
   return 0;
@@ -284,6 +275,7 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
     if (a->n_blocked && (a->max < 0 || a->bytes < a->max || !blocks)) mqr__acct_release(a);
   }
   if (rc == 0) {
+    mqr__configured_reload(b, b->config, cfg, reload_report, &x);
     b->config = cfg;
     if (b->own_config && cfg != b->own_config) {
       mqr_config_destroy(b->own_config);

@@ -195,6 +195,10 @@ typedef struct mqr__bq_s {
   uint32_t pins;                   /* held by code that sends (mqr__bq_pin) */
   bool temporary;                  /* made for one subscription; goes with it */
   bool from_config;                /* made by the config: the config makes it again at start */
+  bool configured;                 /* made by the config, now or at an earlier start (configured.c) */
+  bool topo_stale;                 /* its TOPOLOGY record is missing or older than its config */
+  bool swept;                      /* configured.c: looked at in this sweep */
+  uint32_t config_gen;             /* configured.c: the broker's config_gen when a config last listed it */
   bool deleted;                    /* recovery: a tombstone was read (it goes at the end) */
   bool had_consumer;               /* auto-delete: a queue goes only once it has had one */
   uint64_t consumer_gone_at;       /* uv_now ms its last consumer went */
@@ -271,6 +275,7 @@ struct mqr_broker_s {
   } route[MQR__SEND_DEPTH];
   uint32_t route_depth;                    /* sends in progress */
   uint64_t queue_drops;                    /* queues deleted, ever (send.c looks for a change) */
+  uint32_t config_gen;                     /* configured.c: counts the configs applied */
   uint32_t divert_level;                   /* diverted copies being sent, one in another */
   struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
   uint32_t n_transformers;
@@ -387,6 +392,15 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 /* subscribe.c: a queue's broker state and the queue itself go (what it holds is deleted,
  * in the journal too); mqr_broker_delete_queue journals the deletion first. */
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
+
+/* configured.c: the config's queues. At a start: every queue of the router just built is
+ * the config's (0 or MQR_ENOMEM); after the journal is open: their records written, and
+ * those a config no longer lists kept or deleted by config-delete-queues/-addresses; at
+ * a reload, the same against the new config (what is done reported through fn). */
+int mqr__configured_start(mqr_broker_t *b);
+void mqr__configured_recovered(mqr_broker_t *b);
+void mqr__configured_reload(mqr_broker_t *b, const mqr_config_t *old, const mqr_config_t *cfg,
+                            void (*fn)(void *ctx, bool applied, const char *line), void *ctx);
 /* Code that keeps a queue across a send whose callbacks may delete it (an expiry scan,
  * a move, a closing consumer's redeliveries) pins it: a deletion meanwhile waits for the
  * last unpin, which returns false when the queue went then. */
@@ -510,6 +524,8 @@ void mqr__hold_auto_delete(mqr_broker_t *b, mqr__bq_t *bq, mqr_str_t address, ui
  * likewise. */
 bool mqr__auto_delete_queue(mqr_broker_t *b, mqr__bq_t *bq, bool now);
 void mqr__auto_delete_address(mqr_broker_t *b, mqr_str_t address, bool now);
+/* bq goes, then its address when auto-delete-addresses takes it (the broker made it). */
+void mqr__queue_drop_then_address(mqr_broker_t *b, mqr__bq_t *bq);
 void mqr__redeliver_free(mqr_broker_t *b); /* every held entry released */
 
 /* select.c: a message's values for filters, in the router's vocabulary: the route's fill
@@ -528,6 +544,7 @@ void mqr__msg_values_clear(mqr_broker_t *b);
 /* The native protocol's head (native/), as the broker starts and stops it: its state is
  * its own (b->net), and the core calls nothing else of it. */
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err); /* makes b->net, binds the listeners */
+int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err);  /* after the journal: what heads recover (MQTT sessions) */
 void mqr__server_close(mqr_broker_t *b);                   /* each closed handle counts down */
 bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
 void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */

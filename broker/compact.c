@@ -91,7 +91,8 @@ void mqr__jlive_drop(mqr__durable_t *d, mqr__msg_t *m) {
 
 /* TOPOLOGY payload: u8 op (1: a queue made; 2: one with its kind too), u8 routing type,
  * u8 flags (1 durable, 2 purge-on-no-consumers, 4 enabled, 8 exclusive, 16
- * group-rebalance, 32 auto-created: op 1 is always), u8 0, i32 max-consumers, u16 lengths of the name, the address and
+ * group-rebalance, 32 auto-created: op 1 is always), u8 state (1 paused, 2 made by the
+ * config), i32 max-consumers, u16 lengths of the name, the address and
  * the filter, then those bytes; op 2 then: i64 ring-size, i32 group-buckets, i32
  * consumers-before-dispatch, i64 delay-before-dispatch, u16 length of the last-value key
  * and its bytes; then, when it has one, u16 length of the group-first key and its bytes
@@ -122,7 +123,7 @@ size_t mqr__topology_write(uint8_t *buf, const mqr_queue_t *q) {
                    (mqr_queue_group_rebalance(q) ? 16 : 0) | (mqr_queue_auto_created(q) ? 32 : 0) |
                    (mqr_queue_non_destructive(q) ? 64 : 0));
   const mqr__bq_t *bq = mqr_queue_data(q);
-  *p++ = bq && bq->pause_kept ? 1 : 0; /* its state: 1 paused */
+  *p++ = (uint8_t)((bq && bq->pause_kept ? 1 : 0) | (bq && bq->configured ? 2 : 0)); /* 1 paused, 2 the config's */
   uint32_t mc = (uint32_t)mqr_queue_max_consumers(q);
   for (int i = 0; i < 4; i++) *p++ = (uint8_t)(mc >> (8 * i));
   p = put16(p, name.len);
@@ -325,6 +326,15 @@ int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct) {
 }
 
 size_t mqr__address_record_size(const mqr__acct_t *acct) { return address_record_size(acct); }
+
+int mqr__durable_queue_record(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || bq->temporary || !mqr_queue_durable(bq->q)) return 0;
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  if (!topology_append(d, bq)) return MQR_EIO;
+  bq->topo_stale = false;
+  return 0;
+}
 
 int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_t *d = b->dur;

@@ -68,13 +68,19 @@ struct mqr__session_s {
  * that never pauses). */
 void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_ops_t *ops);
 
+/* A named MULTICAST subscription queue its consumers share (MQTT's $share): the broker
+ * deletes it once the last has gone (auto-delete), where a named queue otherwise stays
+ * until it is deleted by name (a durable subscription). */
+#define MQR__SUB_SHARED 1u
+
 /* Subscribes for session s (NULL: the broker's in-process consumers) as a SUBSCRIBE
- * frame does (mqr_broker_subscribe has the rules); the consumer's deliveries go through
- * ops with ctx (mqr__consumer_ctx). Dispatch does not start: the head answers its client
- * first, then calls mqr__consumer_start. */
-int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, mqr_str_t selector,
-                           uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
-                           mqr_broker_consumer_t **out, mqr_error_t *err);
+ * frame does (mqr_broker_subscribe has the rules; flags: MQR__SUB_*); the consumer's
+ * deliveries go through ops with ctx (mqr__consumer_ctx). Every queue a subscription
+ * makes is made here, under auto-create-queues. Dispatch does not start: the head
+ * answers its client first, then calls mqr__consumer_start. */
+int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, unsigned flags,
+                           mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops,
+                           void *ctx, mqr_broker_consumer_t **out, mqr_error_t *err);
 /* The consumer's subscription id, its head's context, and its queue's name. */
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k);
 void *mqr__consumer_ctx(const mqr_broker_consumer_t *k);

@@ -4,6 +4,7 @@
  * I/O error) and is taken up again, and closing. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "durable.h"
 
@@ -402,6 +403,14 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   }
   d->b = b;
   d->dir = strcpy(copy, dir);
+  bool made = false;
+  int rc = mqr_journal_lock(d->dir, &made, &d->lock_fd, err);
+  if (rc) {
+    mqr__recovery_free(rec);
+    mqr_free(d->dir);
+    mqr_free(d);
+    return rc;
+  }
   d->jopt = (mqr_journal_options_t){.directory = d->dir,
                                     .file_size = pc->journal_file_size,
                                     .no_sync = !pc->journal_sync,
@@ -416,7 +425,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   d->recovering = true;
   b->dur = d;
   uint64_t t0 = uv_hrtime();
-  int rc = mqr_journal_open(b->loop, &d->jopt, mqr__durable_recover_record, rec, &d->w, err);
+  rc = mqr_journal_open(b->loop, &d->jopt, mqr__durable_recover_record, rec, &d->w, err);
   uint64_t messages = 0, queues = 0;
   if (rc == 0) {
     mqr_journal_stats_t st;
@@ -451,6 +460,13 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
     }
     d->w = NULL;
     mqr__jfiles_free(d);
+    mqr_journal_unlock(d->lock_fd);
+    if (made) { /* a directory this start made goes again (rmdir: only when nothing else is in it) */
+      char lock[4096];
+      snprintf(lock, sizeof lock, "%s/%s", d->dir, MQR_JOURNAL_LOCK_FILE);
+      unlink(lock);
+      rmdir(d->dir);
+    }
     mqr_free(d->dir);
     mqr_free(d);
     b->dur = NULL;
@@ -509,6 +525,7 @@ void mqr__durable_free(mqr_broker_t *b) {
   mqr_free(d->pend);
   mqr_free(d->tgt);
   mqr__jfiles_free(d);
+  mqr_journal_unlock(d->lock_fd);
   mqr_free(d->dir);
   mqr_free(d);
   b->dur = NULL;

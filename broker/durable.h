@@ -15,7 +15,9 @@
  *   REF       the queue's name: the message is on that queue
  *   DELETE    the queue's name: acknowledged or dropped from that queue
  *   UPDATE    u32 delivery count, then the queue's name: written before each delivery
- *   TOPOLOGY  a queue made or removed at run time (compact.c has the layout)
+ *   TOPOLOGY  a queue made or removed (compact.c has the layout): at run time, or by
+ *             the config (configured.c), so that a config that no longer lists it
+ *             does not take its messages
  * A message's records are replayed in file order; a record for a message whose ADD is
  * gone (its file released) is dead and skipped; an ADD seen twice (a copy made by
  * compaction while the original was still there) keeps the first. */
@@ -75,6 +77,7 @@ struct mqr__durable_s {
   mqr_journal_writer_t *w; /* NULL: closed, or failed and not yet taken up again */
   mqr_journal_options_t jopt;
   char *dir;
+  int lock_fd; /* the data directory's lock (mqr_journal_lock), held until the broker goes */
   bool failed; /* durable sends are refused until the journal takes writes again */
   char why[400];
   uv_timer_t retry;
@@ -159,6 +162,9 @@ size_t mqr__address_record_size(const mqr__acct_t *acct);
 /* A redelivery delay recorded (an UPDATE with a time: MQR__UPDATE_DUE in its count). */
 #define MQR__UPDATE_DUE 0x80000000u
 void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due);
+/* bq's TOPOLOGY record written (again): a queue of the config's, or one whose record is
+ * stale. 0 (nothing to do for a non-durable or temporary queue), or MQR_EIO. */
+int mqr__durable_queue_record(mqr_broker_t *b, mqr__bq_t *bq);
 /* A queue's state (paused or not) recorded: its TOPOLOGY record written again (a queue
  * of the config gets one too). 0, or MQR_EIO. */
 int mqr__durable_queue_state(mqr_broker_t *b, mqr__bq_t *bq);

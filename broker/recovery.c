@@ -173,6 +173,20 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
   }
   mqr__bq_t *bq = mqr__bq_of(b, q);
   if (bq == NULL) return MQR_ENOMEM;
+  if (bq->from_config) { /* the latest record says whether the config changed it since */
+    size_t n = mqr__topology_size(q);
+    uint8_t small[512], *now = n != r->len ? NULL : n <= sizeof small ? small : mqr_malloc(n);
+    if (now) {
+      mqr__topology_write(now, q);
+      bq->topo_stale = memcmp(now, r->payload, 3) != 0 || memcmp(now + 4, r->payload + 4, n - 4) != 0 ||
+                       !(r->payload[3] & 2);
+      if (now != small) mqr_free(now);
+    } else {
+      bq->topo_stale = n != r->len; /* (no memory to compare: the record stays as it is) */
+    }
+  } else if (r->payload[3] & 2) {
+    bq->configured = true; /* the config made it once and lists it no more (configured.c) */
+  }
   bq->deleted = false; /* made again after a tombstone */
   bq->jfile = file;    /* (a queue of the config has a record when its state was recorded) */
   bq->paused = bq->pause_kept = (r->payload[3] & 1) != 0;

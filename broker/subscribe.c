@@ -15,8 +15,8 @@ static mqr_str_t temp_name(mqr_broker_t *b, mqr_str_t target, char *buf, size_t 
   return mqr_str_n(buf, (size_t)n);
 }
 
-static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, bool *temporary,
-                              mqr_queue_t **out, mqr_error_t *err) {
+static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, unsigned flags,
+                              bool *temporary, mqr_queue_t **out, mqr_error_t *err) {
   *temporary = false;
   mqr_str_t address = target, qname = queue;
   const char *sep = NULL;
@@ -74,7 +74,10 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
   mqr_queue_config_defaults(&cfg, &st);
   cfg.durable = !*temporary;
-  cfg.auto_created = true;
+  /* A subscription queue the client named (a durable subscription: STOMP's, an MQTT
+   * session's, address::queue) stays until it is unsubscribed by name, as Artemis makes
+   * it; the others are the broker's (auto-delete takes them). */
+  cfg.auto_created = rt == MQR_ANYCAST || *temporary || (flags & MQR__SUB_SHARED);
   cfg.auto_create_address = true;
   return mqr_router_add_queue(&b->router, &cfg, out, err);
 }
@@ -119,8 +122,8 @@ static void place(mqr__bq_t *bq, mqr_broker_consumer_t *c) {
   for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0; /* levels changed: turns anew */
 }
 
-int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, mqr_str_t selector,
-                           uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
+int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, unsigned flags,
+                           mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
                            mqr_broker_consumer_t **out, mqr_error_t *err) {
   mqr_broker_t *b = s->b;
   int32_t priority = 0;
@@ -136,7 +139,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   if (rc) return mqr_error_set(err, rc, "selector: %s", ferr.message);
   bool temporary = false;
   mqr_queue_t *q = NULL;
-  if ((rc = find_or_make_queue(b, target, rt, queue, &temporary, &q, err)) != 0) {
+  if ((rc = find_or_make_queue(b, target, rt, queue, flags, &temporary, &q, err)) != 0) {
     mqr_filter_free(sel);
     return rc;
   }
@@ -238,7 +241,7 @@ int mqr_broker_delete_queue(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err) {
   if (rc)
     return mqr_error_set(err, rc, "queue '%.*s' is kept: %s", (int)name.len, name.ptr,
                          rc == MQR_EIO ? "the journal cannot write its deletion" : mqr_strerror(rc));
-  mqr__queue_drop(b, bq);
+  mqr__queue_drop_then_address(b, bq); /* an address the broker made goes with its last queue */
   return 0;
 }
 
@@ -287,8 +290,8 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);
   if (taken && !mqr__redeliver_pinned(b, bq, taken)) return true;
-  if (bq->temporary && bq->n_consumers == 0) {
-    mqr__queue_drop(b, bq);
+  if (bq->temporary && bq->n_consumers == 0) { /* its address too, when the broker made it for the subscription */
+    mqr__queue_drop_then_address(b, bq);
     return true;
   }
   if (bq->n_consumers == 0) { /* a queue the broker made may go now (autodelete.c) */

@@ -199,6 +199,10 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
     fprintf(f, " default-non-destructive=%s", s->default_non_destructive ? "true" : "false");
   if (set & MQR_SET_DEFAULT_GROUP_FIRST_KEY)
     fprintf(f, " default-group-first-key=%.*s", (int)s->default_group_first_key.len, s->default_group_first_key.ptr);
+  if (set & MQR_SET_CONFIG_DELETE_QUEUES)
+    fprintf(f, " config-delete-queues=%s", s->config_delete_queues ? "FORCE" : "OFF");
+  if (set & MQR_SET_CONFIG_DELETE_ADDRESSES)
+    fprintf(f, " config-delete-addresses=%s", s->config_delete_addresses ? "FORCE" : "OFF");
   fputc('\n', f);
 }
 

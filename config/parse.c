@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include <strings.h>
+
 #include "config_int.h"
 #include "mqr/filter.h"
 
@@ -102,7 +104,8 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "default-last-value-key, default-group-buckets, default-group-rebalance, default-ring-size, "
         "default-consumers-before-dispatch, default-delay-before-dispatch, auto-delete-queues, "
         "auto-delete-queues-delay, auto-delete-queues-message-count, auto-delete-addresses, "
-        "auto-delete-addresses-delay, default-group-first-key, default-non-destructive";
+        "auto-delete-addresses-delay, default-group-first-key, default-non-destructive, config-delete-queues, "
+        "config-delete-addresses";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
@@ -230,6 +233,20 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
       } else if (mqr_str_eq(p.name, MQR_STR("auto-delete-addresses-delay"))) {
         if (mqr__cfg_get_duration(c, &p, INT64_MAX / 16, &s.s.auto_delete_addresses_delay))
           s.s.set |= MQR_SET_AUTO_DELETE_ADDRESSES_DELAY;
+      } else if (mqr_str_eq(p.name, MQR_STR("config-delete-queues")) ||
+                 mqr_str_eq(p.name, MQR_STR("config-delete-addresses"))) {
+        bool queues = mqr_str_eq(p.name, MQR_STR("config-delete-queues"));
+        mqr_str_t t = p.value->type == YAML_SCALAR_NODE ? mqr__cfg_scalar(p.value) : mqr_str_n(NULL, 0);
+        bool force = t.len == 5 && strncasecmp(t.ptr, "FORCE", 5) == 0;
+        if (!force && !(t.len == 3 && strncasecmp(t.ptr, "OFF", 3) == 0)) {
+          ERR(c, p.value, "%s must be OFF or FORCE", queues ? "config-delete-queues" : "config-delete-addresses");
+        } else if (queues) {
+          s.s.config_delete_queues = force;
+          s.s.set |= MQR_SET_CONFIG_DELETE_QUEUES;
+        } else {
+          s.s.config_delete_addresses = force;
+          s.s.set |= MQR_SET_CONFIG_DELETE_ADDRESSES;
+        }
       } else if (mqr_str_eq(p.name, MQR_STR("address-full-policy"))) {
         if (p.value->type != YAML_SCALAR_NODE ||
             mqr_full_policy_parse(mqr__cfg_scalar(p.value), &s.s.address_full_policy) != 0)
@@ -677,6 +694,30 @@ uint32_t mqr_config_listener_count(const mqr_config_t *cfg) { return cfg->n_list
 uint32_t mqr_config_address_count(const mqr_config_t *cfg) { return cfg->n_addresses; }
 uint32_t mqr_config_queue_count(const mqr_config_t *cfg) { return cfg->n_queues; }
 uint32_t mqr_config_settings_count(const mqr_config_t *cfg) { return cfg->n_settings; }
+
+int mqr_config_foreach_queue(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t queue, mqr_str_t address),
+                             void *arg) {
+  for (uint32_t i = 0; i < cfg->n_addresses; i++)
+    for (uint32_t k = 0; k < cfg->addresses[i].n_queues; k++) {
+      int rc = fn(arg, mqr_str(cfg->addresses[i].queues[k].name), mqr_str(cfg->addresses[i].name));
+      if (rc) return rc;
+    }
+  return 0;
+}
+
+int mqr_config_foreach_address(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t address), void *arg) {
+  for (uint32_t i = 0; i < cfg->n_addresses; i++) {
+    int rc = fn(arg, mqr_str(cfg->addresses[i].name));
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+bool mqr_config_has_address(const mqr_config_t *cfg, mqr_str_t name) {
+  for (uint32_t i = 0; i < cfg->n_addresses; i++)
+    if (mqr_str_eq(mqr_str(cfg->addresses[i].name), name)) return true;
+  return false;
+}
 
 const mqr_address_settings_t *mqr_config_settings(const mqr_config_t *cfg, uint32_t i, mqr_str_t *match) {
   if (i >= cfg->n_settings) return NULL;

@@ -104,6 +104,7 @@ static void session_free(mqtt_session_t *ss) {
   }
   mqr_free(ss->qos2_in);
   mqr_free(ss->out);
+  mqr_free(ss->resend);
   mqr_free(ss->will);
   mqr_free(ss);
 }

@@ -32,12 +32,21 @@ typedef struct mqtt_sub_s {
 /* A QoS 1 or 2 PUBLISH to the client not yet acknowledged, by packet id. */
 typedef struct {
   uint16_t id;     /* 0: a free slot */
-  uint8_t state;   /* OUT_PUBLISHED (waits PUBACK or PUBREC), OUT_RELEASED (PUBREL sent, waits PUBCOMP) */
+  uint8_t state;   /* OUT_PUBLISHED (waits PUBACK or PUBREC), OUT_RELEASED (PUBREL sent, waits PUBCOMP),
+                      OUT_RESEND (published on a connection that went: the id waits for the message) */
   mqtt_sub_t *sub; /* OUT_PUBLISHED */
   int64_t delivery;
+  int64_t msg; /* the message's id (OUT_PUBLISHED, OUT_RESEND) */
 } mqtt_out_t;
 
-enum { OUT_PUBLISHED = 1, OUT_RELEASED = 2 };
+enum { OUT_PUBLISHED = 1, OUT_RELEASED = 2, OUT_RESEND = 3 };
+
+/* A packet id kept for a message published on a connection that went: when the message is
+ * delivered again, it goes with the same id and DUP set ([MQTT-4.4.0-1]). */
+typedef struct {
+  int64_t msg;
+  uint16_t id; /* 0: used */
+} mqtt_resend_t;
 
 struct mqtt_session_s {
   mqtt_session_t *next; /* the broker's sessions */
@@ -51,6 +60,8 @@ struct mqtt_session_s {
   mqtt_out_t *out;  /* open addressing by packet id, a power of two */
   uint32_t out_cap, out_n;
   uint16_t next_id;
+  mqtt_resend_t *resend; /* by msg, sorted; resend_n of them not yet used */
+  uint32_t resend_len, resend_n;
   /* The will: the CONNECT packet's bytes kept, decoded again when it goes. */
   uint8_t *will;
   size_t will_len;

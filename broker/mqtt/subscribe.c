@@ -6,6 +6,7 @@
  * PUBREL, PUBCOMP, packet ids kept per session, within the client's receive maximum. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "mqtt.h"
@@ -38,7 +39,7 @@ static mqtt_out_t *out_add(mqtt_session_t *ss, uint16_t id) {
   }
   uint32_t k = id & (ss->out_cap - 1);
   while (ss->out[k].id) k = (k + 1) & (ss->out_cap - 1);
-  ss->out[k] = (mqtt_out_t){id, 0, NULL, 0};
+  ss->out[k] = (mqtt_out_t){id, 0, NULL, 0, 0};
   ss->out_n++;
   return &ss->out[k];
 }
@@ -175,18 +176,12 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     sub->shared = shared;
     sub->sub_id = sub_id;
     sub->num = ++ss->next_sub;
+    /* One decision for every subscription, a session's that outlives its connection too:
+     * the queue <owner>.<address> is made as auto-create-queues allows, and stays until
+     * UNSUBSCRIBE or the session's end (mqr__mqtt_subs_end). */
     mqr_error_t err;
-    int rc = 0;
-    if (ss->expiry != 0 && !shared) { /* a session that outlives its connection: its queue too */
-      mqr_queue_config_t qc;
-      mqr_queue_config_init(&qc, sub->queue, mqr_str_n(addr, alen), MQR_MULTICAST);
-      qc.durable = true;
-      qc.auto_create_address = true;
-      if ((rc = mqr_broker_create_queue(b, &qc, &err)) == MQR_EQUEUEEXISTS) rc = 0;
-    }
-    if (rc == 0)
-      rc = mqr__session_subscribe(&c->sess, mqr_str_n(addr, alen), MQR_MULTICAST, sub->queue, MQR_STR(""),
-                                  b->opt.max_credit, sub->num, &mqr__mqtt_consumer_ops, sub, &sub->k, &err);
+    int rc = mqr__session_subscribe(&c->sess, mqr_str_n(addr, alen), MQR_MULTICAST, sub->queue, shared ? MQR__SUB_SHARED : 0, MQR_STR(""),
+                                    b->opt.max_credit, sub->num, &mqr__mqtt_consumer_ops, sub, &sub->k, &err);
     if (rc) {
       mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): MQTT subscription '%.*s' refused: %s", (long long)c->sess.id,
                c->peer, (int)e.filter.len, e.filter.ptr, err.message);
@@ -246,7 +241,7 @@ void mqr__mqtt_on_unsubscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
 void mqr__mqtt_subs_attach(mqr__conn_t *c, mqtt_session_t *ss) {
   for (mqtt_sub_t *s = ss->subs; s; s = s->next) {
     mqr_error_t err;
-    if (mqr__session_subscribe(&c->sess, s->queue, MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), c->b->opt.max_credit,
+    if (mqr__session_subscribe(&c->sess, s->queue, MQR_ROUTING_NONE, MQR_STR(""), 0, MQR_STR(""), c->b->opt.max_credit,
                                s->num, &mqr__mqtt_consumer_ops, s, &s->k, &err) != 0) {
       s->k = NULL;
       mqr__log(c->b, MQR_LOG_WARN, "MQTT client '%s': subscription '%.*s' not resumed: %s", ss->client_id,
@@ -257,16 +252,78 @@ void mqr__mqtt_subs_attach(mqr__conn_t *c, mqtt_session_t *ss) {
     if (s->k) mqr__consumer_start(s->k);
 }
 
+static int by_msg(const void *a, const void *b) {
+  int64_t x = ((const mqtt_resend_t *)a)->msg, y = ((const mqtt_resend_t *)b)->msg;
+  return x < y ? -1 : x > y;
+}
+
 void mqr__mqtt_subs_detach(mqtt_session_t *ss) {
   for (mqtt_sub_t *s = ss->subs; s; s = s->next) s->k = NULL;
   /* Deliveries not acknowledged went back to their queues with the consumers; those the
-   * client has received (PUBREL sent) stay, to be released again at resume. */
+   * client has received (PUBREL sent) stay, to be released again at resume. The packet
+   * ids of the others wait for their messages, to go with them again. */
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < ss->out_cap; i++)
+    if (ss->out[i].id && (ss->out[i].state == OUT_PUBLISHED || ss->out[i].state == OUT_RESEND)) n++;
+  mqtt_resend_t *rs = n ? mqr_malloc(n * sizeof *rs) : NULL;
+  uint32_t k = 0;
   for (uint32_t i = 0; i < ss->out_cap;) {
-    if (ss->out[i].id && ss->out[i].state == OUT_PUBLISHED)
+    mqtt_out_t *o = &ss->out[i];
+    if (o->id && (o->state == OUT_PUBLISHED || o->state == OUT_RESEND)) {
+      if (rs) { /* (without memory for it: the id goes, and the message gets a new one) */
+        rs[k++] = (mqtt_resend_t){o->msg, o->id};
+        o->state = OUT_RESEND;
+        o->sub = NULL;
+        i++;
+        continue;
+      }
+      out_del(ss, o); /* the run moved back: look at i again */
+      continue;
+    }
+    i++;
+  }
+  if (k) qsort(rs, k, sizeof *rs, by_msg);
+  mqr_free(ss->resend);
+  ss->resend = rs;
+  ss->resend_len = ss->resend_n = k;
+}
+
+/* The ids kept for messages not delivered again are given up (all 65535 would be in use). */
+static void resend_forget(mqtt_session_t *ss) {
+  for (uint32_t i = 0; i < ss->out_cap;)
+    if (ss->out[i].id && ss->out[i].state == OUT_RESEND)
       out_del(ss, &ss->out[i]); /* the run moved back: look at i again */
     else
       i++;
+  mqr_free(ss->resend);
+  ss->resend = NULL;
+  ss->resend_len = ss->resend_n = 0;
+}
+
+/* The packet id kept for msg's delivery on a connection that went (its OUT_RESEND slot,
+ * made OUT_PUBLISHED again), or NULL. */
+static mqtt_out_t *resend_slot(mqtt_session_t *ss, int64_t msg) {
+  if (ss->resend_n == 0) return NULL;
+  size_t lo = 0, hi = ss->resend_len;
+  while (lo < hi) { /* the first with msg or after */
+    size_t mid = (lo + hi) / 2;
+    if (ss->resend[mid].msg < msg)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
+  for (; lo < ss->resend_len && ss->resend[lo].msg == msg; lo++) {
+    if (ss->resend[lo].id == 0) continue; /* used: a copy for another subscription may follow */
+    mqtt_out_t *o = out_find(ss, ss->resend[lo].id);
+    ss->resend[lo].id = 0;
+    if (--ss->resend_n == 0) {
+      mqr_free(ss->resend);
+      ss->resend = NULL;
+      ss->resend_len = 0;
+    }
+    if (o && o->state == OUT_RESEND) return o;
+  }
+  return NULL;
 }
 
 void mqr__mqtt_subs_end(mqr_broker_t *b, mqtt_session_t *ss) {
@@ -296,7 +353,7 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   mqtt_conn_t *mc = c->hs;
   mqtt_session_t *ss = mc->ss;
   mqtt_out_t *o = out_find(ss, p->packet_id);
-  bool full = ss->out_n >= mc->receive_max;
+  bool full = ss->out_n - ss->resend_n >= mc->receive_max;
   if (p->type == MQR__MQTT_PUBCOMP) {
     if (o && o->state == OUT_RELEASED) {
       out_del(ss, o);
@@ -338,7 +395,7 @@ static bool ready(const mqr_broker_consumer_t *k) {
   mqr__conn_t *c = sub->ss->conn;
   if (c == NULL || mqr__nat_conn_paused(c)) return false;
   const mqtt_conn_t *mc = c->hs;
-  return sub->ss->out_n < mc->receive_max;
+  return sub->ss->out_n - sub->ss->resend_n < mc->receive_max;
 }
 
 static bool internal(mqr_str_t k) {
@@ -438,14 +495,18 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__mqtt_publish_t m = {(uint8_t)qos, e->delivery_count > 1 && qos > 0,
                            from_retain || (sub->retain_as_published && retained), mqr_str_n(mc->topic, tl), tv.body};
   mqr__mqtt_out_props_t o = {&pr, reg->ukeys, reg->uvalues, nu, &sub->sub_id, sub->sub_id ? 1u : 0u};
-  uint16_t id = qos ? next_id(ss) : 0;
+  /* A message published on a connection that went goes again with its packet id. */
+  mqtt_out_t *slot = qos && e->delivery_count > 1 ? resend_slot(ss, e->msg->id) : NULL;
+  if (qos && slot == NULL && ss->out_n >= 65534 && ss->resend_n) resend_forget(ss);
+  uint16_t id = slot ? slot->id : qos ? next_id(ss) : 0;
+  if (slot) m.dup = true;
   size_t head = mqr__mqtt_put_publish(NULL, 0, mc->level, &m, id ? id : 1, tv.body.len, mc->level == 5 ? &o : NULL);
   if (head + tv.body.len > mc->max_packet) { /* [MQTT-3.1.2-25]: more than it takes: discarded */
+    if (slot) out_del(ss, slot);
     done(k, e->delivery);
     return 0;
   }
-  mqtt_out_t *slot = NULL;
-  if (qos && (slot = out_add(ss, id)) == NULL) return MQR_ENOMEM;
+  if (qos && slot == NULL && (slot = out_add(ss, id)) == NULL) return MQR_ENOMEM;
   size_t off;
   uint8_t *p = mqr__conn_reserve(c, head, &off);
   if (p == NULL) {
@@ -462,6 +523,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   }
   if (slot) {
     slot->state = OUT_PUBLISHED;
+    slot->msg = e->msg->id;
     slot->sub = sub;
     slot->delivery = qos == 2 ? -e->delivery : e->delivery; /* the sign tells the flow */
   } else {

@@ -157,9 +157,15 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     l->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
                                              : ((struct sockaddr_in *)&sa)->sin_port);
     mqr__log(b, MQR_LOG_INFO, "listener '%s' on %s:%d", l->cfg->name, l->cfg->host, l->port);
-    if ((l->cfg->protocols & MQR_PROTOCOL_MQTT) && b->net->mqtt == NULL && mqr__mqtt_load_sessions(b) != 0)
-      return mqr_error_set(err, MQR_ENOMEM, "out of memory loading MQTT sessions");
   }
+  return 0;
+}
+
+int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err) {
+  for (uint32_t i = 0; b->net && i < b->net->n_listeners; i++)
+    if ((b->net->listeners[i].cfg->protocols & MQR_PROTOCOL_MQTT) && b->net->mqtt == NULL &&
+        mqr__mqtt_load_sessions(b) != 0)
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory loading MQTT sessions");
   return 0;
 }
 

@@ -58,13 +58,14 @@ extern "C" {
   XX(ETIMEOUT, -34, "timed out")                                                                                       \
   XX(EQUEUEINUSE, -35, "queue has consumers")                                                                          \
   XX(EDIVERTEXISTS, -36, "divert already exists")                                                                      \
-  XX(ENODIVERT, -37, "divert does not exist")
+  XX(ENODIVERT, -37, "divert does not exist")                                                                           \
+  XX(EBUSY, -38, "in use by another process")
 
 typedef enum {
 #define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
 #undef MQR_ERRNO_ENUM_ITEM
-      MQR_ERRNO_LAST = -38
+      MQR_ERRNO_LAST = -39
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

@@ -117,6 +117,14 @@ MQR_EXTERN const mqr_listener_config_t *mqr_config_find_listener(const mqr_confi
 MQR_EXTERN uint32_t mqr_config_address_count(const mqr_config_t *cfg);
 MQR_EXTERN uint32_t mqr_config_queue_count(const mqr_config_t *cfg);
 MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
+/* Whether the config lists an address of that name. */
+MQR_EXTERN bool mqr_config_has_address(const mqr_config_t *cfg, mqr_str_t name);
+/* Calls fn for each queue the config lists (its name and its address's; views valid as
+ * long as cfg), in order; a non-zero return stops the walk and is returned. */
+MQR_EXTERN int mqr_config_foreach_queue(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t queue, mqr_str_t address),
+                                        void *arg);
+/* Calls fn for each address the config lists, in order; as mqr_config_foreach_queue. */
+MQR_EXTERN int mqr_config_foreach_address(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t address), void *arg);
 /* The i-th address-settings entry as written (its `set` bits say which fields it gives;
  * the others are inherited), with its match in *match; NULL past the end. Valid as long
  * as cfg. */
@@ -139,8 +147,10 @@ typedef void (*mqr_config_report_fn)(void *ctx, bool applied, const char *line);
 /* Brings a live router built from old up to cfg, without a restart: address settings
  * replaced (removed ones removed), new addresses, routing types and queues made, queues
  * enabled or disabled, diverts removed, changed and added. What needs a restart is reported and left: listeners,
- * wildcard syntax, removed addresses, queues and routing types, other queue attributes. 0, or the router's error with
- * cfg's position in err (what came before it is applied). */
+ * wildcard syntax, removed routing types, other queue attributes. Addresses and queues old lists and cfg does not
+ * are left to the caller, which holds their messages (a broker applies config-delete-queues and
+ * config-delete-addresses: mqr_broker_reload). 0, or the router's error with cfg's position in err (what came
+ * before it is applied). */
 MQR_EXTERN int mqr_config_apply(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r,
                                 mqr_config_report_fn fn, void *ctx, mqr_error_t *err);
 

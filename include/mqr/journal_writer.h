@@ -123,6 +123,21 @@ MQR_EXTERN const char *mqr_journal_error(const mqr_journal_writer_t *w);
 /* The writer's counters since it was opened. */
 MQR_EXTERN void mqr_journal_stats(const mqr_journal_writer_t *w, mqr_journal_stats_t *out);
 
+/* The lock file in a data directory: held by the one broker that writes there. */
+#define MQR_JOURNAL_LOCK_FILE "mqrd.lock"
+
+/* Locks directory (made, mode 0700, when missing: *made says so, may be NULL) for this
+ * process: an exclusive flock(2) on MQR_JOURNAL_LOCK_FILE in it, with this process's PID
+ * written there, held until mqr_journal_unlock(*fd). A broker takes it before it opens
+ * the journal and holds it across reopenings; the kernel releases it when the process
+ * ends, however it ends. Readers of the files (mqr journal check|dump) need no lock.
+ * Errors: MQR_EBUSY (another holds it: err names the directory and, when the file says,
+ * the holder's PID), MQR_EIO (the directory or the file cannot be made or locked),
+ * MQR_EINVAL (a name too long). */
+MQR_EXTERN int mqr_journal_lock(const char *directory, bool *made, int *fd, mqr_error_t *err);
+/* Releases a lock mqr_journal_lock took (fd < 0: nothing). */
+MQR_EXTERN void mqr_journal_unlock(int fd);
+
 /* Writes what is appended, closes the files, then calls cb (may be NULL) on the loop and
  * frees the writer. */
 MQR_EXTERN void mqr_journal_close(mqr_journal_writer_t *w, void (*cb)(void *arg), void *arg);

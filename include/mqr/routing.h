@@ -245,7 +245,9 @@ typedef enum {
 #define MQR_SET_AUTO_DELETE_ADDRESSES_DELAY 0x800000000ull /* auto_delete_addresses_delay */
 #define MQR_SET_DEFAULT_GROUP_FIRST_KEY 0x1000000000ull    /* default_group_first_key */
 #define MQR_SET_DEFAULT_NON_DESTRUCTIVE 0x2000000000ull    /* default_non_destructive */
-#define MQR_SET_ALL 0x3fffffffffull
+#define MQR_SET_CONFIG_DELETE_QUEUES 0x4000000000ull       /* config_delete_queues */
+#define MQR_SET_CONFIG_DELETE_ADDRESSES 0x8000000000ull    /* config_delete_addresses */
+#define MQR_SET_ALL 0xffffffffffull
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
@@ -309,6 +311,13 @@ typedef struct {
   int64_t auto_delete_queues_message_count;
   bool auto_delete_addresses;
   int64_t auto_delete_addresses_delay;
+  /* A queue (an address) the config made and a later config no longer lists, at a reload
+   * or a restart (Artemis's config-delete-queues and config-delete-addresses): false
+   * (OFF, the default) keeps it with its messages, until it is deleted explicitly
+   * (management, mqr queue delete); true (FORCE) deletes it, its messages with it (for an
+   * address: with its queues). */
+  bool config_delete_queues;
+  bool config_delete_addresses;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */

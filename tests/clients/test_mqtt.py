@@ -34,10 +34,48 @@ listeners:
     mqtt: {max-packet-size: 64KiB}
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true}
+  'test.nosubscribe': {auto-create-queues: false}
 """
 
 BROKER = None
 V3, V5 = mqtt.MQTTv311, mqtt.MQTTv5
+
+
+def pkt(first, body):
+    return bytes([first, len(body)]) + body
+
+
+def string(t):
+    return struct.pack(">H", len(t)) + t
+
+
+def raw_connect(test, port, cid):
+    """A 3.1.1 client on a raw socket, clean session off; (socket, session present)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(pkt(0x10, b"\x00\x04MQTT\x04\x00\x00\x3c" + string(cid)))  # clean session off
+    got = s.recv(4)
+    test.assertEqual(got[:3], b"\x20\x02" + got[2:3])
+    return s, got[2]
+
+
+def read_packets(s, wait=1.0):
+    """The packets that came within wait seconds: (type, flags, body) each."""
+    s.settimeout(wait)
+    buf = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    except socket.timeout:
+        pass
+    out, i = [], 0
+    while i + 2 <= len(buf):
+        n = buf[i + 1]
+        out.append((buf[i] >> 4, buf[i] & 15, buf[i + 2:i + 2 + n]))
+        i += 2 + n
+    return out
 
 
 class Client:
@@ -395,6 +433,52 @@ class Mqtt(unittest.TestCase):
             BROKER = main
             own.stop()
 
+    def test_resend_keeps_packet_id(self):
+        """[MQTT-4.4.0-1]: a QoS 1 PUBLISH not acknowledged when the connection went is sent
+        again at the reconnect with DUP set and its original packet identifier."""
+        sub, _ = raw_connect(self, BROKER.port, b"rs-sub")
+        sub.sendall(pkt(0x82, b"\x00\x01" + string(b"rs/t") + b"\x01"))
+        self.assertEqual(read_packets(sub, 0.5)[0][0], 9)  # SUBACK
+        pub = Client("rs-pub")
+        for i in range(3):
+            pub.pub("rs/t", b"m%d" % i, qos=1)
+        first = [p for p in read_packets(sub) if p[0] == 3]
+        self.assertEqual(len(first), 3)
+        ids = [p[2][2 + 4:4 + 4] for p in first]
+        self.assertEqual([p[1] & 8 for p in first], [0, 0, 0])  # not DUP the first time
+        sub.sendall(bytes([0x40, 2]) + ids[0])  # PUBACK for the first only
+        time.sleep(0.2)
+        sub.close()
+        sub, present = raw_connect(self, BROKER.port, b"rs-sub")
+        self.assertEqual(present, 1)
+        again = [p for p in read_packets(sub) if p[0] == 3]
+        self.assertEqual([p[2][8:] for p in again], [b"m1", b"m2"])
+        self.assertEqual([p[2][6:8] for p in again], ids[1:])  # the same packet ids
+        self.assertEqual([p[1] & 8 for p in again], [8, 8])  # with DUP
+        for i in ids[1:]:
+            sub.sendall(bytes([0x40, 2]) + i)
+        pub.pub("rs/t", b"m3", qos=1)  # a new one: an id not in use
+        new = [p for p in read_packets(sub) if p[0] == 3]
+        self.assertEqual(len(new), 1)
+        self.assertEqual(new[0][1] & 8, 0)
+        sub.sendall(pkt(0xA2, b"\x00\x02" + string(b"rs/t")))  # UNSUBSCRIBE
+        read_packets(sub, 0.3)
+        sub.close()
+        pub.close()
+
+    def test_refused_topic_refused_for_every_session(self):
+        """A subscription the address settings refuse (auto-create-queues off) is refused
+        alike for a clean session and a persistent one: one decision for both."""
+        for cid, clean in ((b"ns-clean", True), (b"ns-kept", False)):
+            s = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+            s.sendall(pkt(0x10, b"\x00\x04MQTT\x04" + (b"\x02" if clean else b"\x00") + b"\x00\x3c" + string(cid)))
+            self.assertEqual(s.recv(4)[:2], b"\x20\x02")
+            s.sendall(pkt(0x82, b"\x00\x05" + string(b"test/nosubscribe") + b"\x02"))
+            got = read_packets(s, 0.5)
+            self.assertEqual(got[0][:2], (9, 0))
+            self.assertEqual(got[0][2], b"\x00\x05\x80", cid)  # SUBACK: Failure
+            s.close()
+
     def test_qos2_exchanges_survive_a_restart(self):
         """Exactly once across a restart: a PUBLISH received but not released is not sent
         again when its client repeats it; a delivery the client received (PUBREC) gets its
@@ -404,36 +488,8 @@ class Mqtt(unittest.TestCase):
         own = Mqrd(BROKER.mqrd, CONFIG, data_dir=data)
         main, BROKER = BROKER, own
 
-        def pkt(first, body):
-            return bytes([first, len(body)]) + body
-
-        def string(t):
-            return struct.pack(">H", len(t)) + t
-
         def connect(cid):
-            s = socket.create_connection(("127.0.0.1", own.port), timeout=5)
-            s.sendall(pkt(0x10, b"\x00\x04MQTT\x04\x00\x00\x3c" + string(cid)))  # clean session off
-            got = s.recv(4)
-            self.assertEqual(got[:3], b"\x20\x02" + got[2:3])
-            return s, got[2]
-
-        def read_packets(s, wait=1.0):
-            s.settimeout(wait)
-            buf = b""
-            try:
-                while True:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    buf += chunk
-            except socket.timeout:
-                pass
-            out, i = [], 0
-            while i + 2 <= len(buf):
-                n = buf[i + 1]
-                out.append((buf[i] >> 4, buf[i] & 15, buf[i + 2:i + 2 + n]))
-                i += 2 + n
-            return out
+            return raw_connect(self, own.port, cid)
 
         try:
             sub, _ = connect(b"q2sub")
