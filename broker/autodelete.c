@@ -33,15 +33,19 @@ bool mqr__auto_delete_queue(mqr_broker_t *b, mqr__bq_t *bq, bool now) {
     return false;
   }
   if (mqr__durable_queue_deleted(b, bq) != 0) return false; /* the journal cannot say so: it stays */
-  mqr_address_t *a = mqr_queue_address(q);
-  mqr_str_t name = mqr_address_name(a);
-  char *copy = mqr_malloc(name.len + 1);
-  if (copy) memcpy(copy, name.ptr, name.len), copy[name.len] = 0;
   mqr__log(b, MQR_LOG_DEBUG, "auto-delete: queue '%.*s' goes", (int)mqr_queue_name(q).len, mqr_queue_name(q).ptr);
-  mqr__queue_drop(b, bq);
-  if (copy) mqr__auto_delete_address(b, mqr_str(copy), true);
-  mqr_free(copy);
+  mqr__queue_drop_then_address(b, bq);
   return true;
+}
+
+void mqr__queue_drop_then_address(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr_str_t name = mqr_address_name(mqr_queue_address(bq->q));
+  char small[256], *copy = name.len < sizeof small ? small : mqr_malloc(name.len + 1);
+  if (copy) memcpy(copy, name.ptr, name.len), copy[name.len] = 0;
+  bool pinned = bq->pins != 0; /* then it goes at the last unpin, its address after it */
+  mqr__queue_drop(b, bq);
+  if (copy && !pinned) mqr__auto_delete_address(b, mqr_str_n(copy, name.len), true);
+  if (copy != small) mqr_free(copy);
 }
 
 void mqr__auto_delete_address(mqr_broker_t *b, mqr_str_t address, bool now) {

@@ -87,7 +87,7 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   mqr_prefixes_strip(&c->l->cfg->prefixes, &target, &rt);
   mqr_broker_consumer_t *k;
   mqr_error_t err;
-  int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, s->selector, (uint32_t)s->credit, s->subscription,
+  int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, 0, s->selector, (uint32_t)s->credit, s->subscription,
                                   &mqr__nat_consumer_ops, c, &k, &err);
   if (rc) {
     mqr__nat_send_error(c, rc, s->subscription, false, "%s", err.message);
@@ -176,9 +176,20 @@ static void on_query(mqr__conn_t *c, int64_t id) {
   mqr_free(x.q);
 }
 
+/* The frame's type: its union index, an Avro int (a zigzag varint, which a writer may
+ * spread over more bytes than it needs); -1 when it does not read as one. */
+static int frame_type(const uint8_t *body, size_t len) {
+  uint32_t z = 0;
+  for (size_t i = 0; i < len && i < 5; i++) {
+    z |= (uint32_t)(body[i] & 0x7f) << (7 * i);
+    if (!(body[i] & 0x80)) return (int)((z >> 1) ^ -(z & 1));
+  }
+  return -1;
+}
+
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   mqr_broker_t *b = c->b;
-  int type = len && body[0] < 0x80 ? (body[0] >> 1) ^ -(body[0] & 1) : -1;
+  int type = len && body[0] < 0x80 ? (body[0] >> 1) ^ -(body[0] & 1) : frame_type(body, len);
   if (c->state == MQR__CONN_HANDSHAKE && type != MQR_FRAME_CONNECT) {
     mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "the first frame must be CONNECT, not %s",
                         mqr_frame_type_name(type));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,6 +81,9 @@ static inline void mqrd_start(mqrd_t *d, const char *yaml) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* A test that fails (aborts) takes its mqrd along: an orphan would hold the test's
+     * output pipe open and keep ctest waiting. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);

@@ -423,6 +423,45 @@ static void test_invalid_utf8_refused(void **state) {
   assert_false(address_listed(bad_addr, strlen(bad_addr)));
 }
 
+/* A frame whose union index is written in two bytes (a valid Avro int: a varint may carry
+ * a continuation byte of zeros) reads as the same frame: a SEND is routed and receipted, a
+ * PING answered. */
+static void send_wide_index(int s, const mqr_frame_t *f) {
+  mqr_avro_buf_t b;
+  mqr_avro_buf_init_growable(&b);
+  mqr_error_t err;
+  if (mqr_frame_encode(f, &b, &err) != 0) fail_msg("encode: %s", err.message);
+  assert_true(b.len > MQR_FRAME_HEADER && b.data[MQR_FRAME_HEADER] < 0x80);
+  uint32_t body = (uint32_t)(b.len - MQR_FRAME_HEADER) + 1;
+  uint8_t *w = malloc(b.len + 1);
+  w[0] = (uint8_t)(body >> 24), w[1] = (uint8_t)(body >> 16), w[2] = (uint8_t)(body >> 8), w[3] = (uint8_t)body;
+  w[4] = b.data[MQR_FRAME_HEADER] | 0x80;
+  w[5] = 0;
+  memcpy(w + 6, b.data + MQR_FRAME_HEADER + 1, b.len - MQR_FRAME_HEADER - 1);
+  raw_send(s, w, b.len + 1);
+  free(w);
+  mqr_avro_buf_free(&b);
+}
+
+static void test_union_index_as_long_varint(void **state) {
+  (void)state;
+  static reader_t r;
+  mqr_frame_t f;
+  memset(&r, 0, sizeof r);
+  int s = raw_client(1 << 20);
+  mqr_frame_t send = {MQR_FRAME_SEND,
+                      {.send = {MQR_STR("wide.index"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 5, 4, 0, 0,
+                                MQR_STR(""), {0}, MQR_STR("x")}}};
+  send_wide_index(s, &send);
+  assert_true(read_until(s, &r, MQR_FRAME_RECEIPT, &f, 3));
+  assert_int_equal(f.u.receipt.receipt, 5);
+  mqr_frame_t ping = {MQR_FRAME_PING, {.ping = {77}}};
+  send_wide_index(s, &ping);
+  assert_true(read_until(s, &r, MQR_FRAME_PONG, &f, 3));
+  assert_int_equal(f.u.pong.token, 77);
+  close(s);
+}
+
 /* ---- hostile management ------------------------------------------------------------------ */
 
 /* MANAGE frames a client should not send: each answered with a refusal (the connection
@@ -568,6 +607,7 @@ int main(void) {
       cmocka_unit_test(test_blocked_producer_vanishes), cmocka_unit_test(test_handshake_timeout),
       cmocka_unit_test(test_idle_timeout_and_ping),     cmocka_unit_test(test_invalid_utf8_refused),
       cmocka_unit_test(test_max_frame_honoured),        cmocka_unit_test(test_hostile_manage),
+      cmocka_unit_test(test_union_index_as_long_varint),
   };
   return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);
 }

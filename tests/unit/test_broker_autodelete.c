@@ -118,9 +118,42 @@ static void test_durable_stays_deleted(void **state) {
   fx_close(&f);
 }
 
+/* Temporary subscriptions to addresses the broker made for them: each address goes with
+ * its subscription's queue; one of the config, and one made by management, stay. Named
+ * MULTICAST subscription queues (durable subscriptions) stay after their consumer. */
+static void test_temporary_subscriptions_take_their_addresses(void **state) {
+  (void)state;
+  fx_t f;
+  fx_open(&f, false);
+  mqr_error_t err;
+  assert_int_equal(mqr_broker_create_address(f.b, MQR_STR("made"), mqr_routing_set_of(MQR_MULTICAST), &err), 0);
+  for (int i = 0; i < 500; i++) {
+    char name[32];
+    snprintf(name, sizeof name, i == 0 ? "made" : i == 1 ? "cfg" : "tmp.%d", i);
+    mqr_broker_consumer_t *c;
+    if (mqr_broker_subscribe(f.b, mqr_str(name), MQR_MULTICAST, MQR_STR(""), MQR_STR(""), 10, on_msg, NULL, &c, NULL,
+                             &err) != 0)
+      fail_msg("subscribe %s: %s", name, err.message);
+    mqr_broker_unsubscribe(c);
+    if (i > 1) assert_false(has_address(&f, name));
+  }
+  assert_true(has_address(&f, "made"));
+  assert_true(has_address(&f, "cfg"));
+  mqr_broker_consumer_t *c;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("topic.d"), MQR_MULTICAST, MQR_STR("cid.sub"), MQR_STR(""), 10,
+                                        on_msg, NULL, &c, NULL, &err),
+                   0);
+  mqr_broker_unsubscribe(c);
+  assert_true(has_queue(&f, "cid.sub"));
+  assert_int_equal(mqr_broker_delete_queue(f.b, MQR_STR("cid.sub"), &err), 0);
+  assert_false(has_address(&f, "topic.d")); /* the broker made it: it goes with its last queue */
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_made_queues_go_when_unused),
+      cmocka_unit_test(test_temporary_subscriptions_take_their_addresses),
       cmocka_unit_test(test_delays),
       cmocka_unit_test(test_durable_stays_deleted),
   };
