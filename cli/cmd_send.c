@@ -244,6 +244,7 @@ int mqr_cmd_send(int argc, char **argv) {
       }
       while (sent.waiting > 0 && lost.code == 0 && !expired) uv_run(&loop, UV_RUN_ONCE);
       long unrouted = sent.status[1], dropped = sent.status[4];
+      bool partial = queued < count || sent.errors || lost.code || sent.waiting > 0;
       if (queued < count && lost.code == 0) {
         cli_broker_error(&err); /* refused before it left: over the broker's max-frame-size, say */
       } else if (sent.errors) {
@@ -265,6 +266,14 @@ int mqr_cmd_send(int argc, char **argv) {
           explain_unrouted(url, address, unrouted, dropped);
           rc = 1;
         }
+      }
+      if (partial && count > 1) { /* what went before the error, counted as the receipts said */
+        long answered = 0;
+        for (int k = 0; k < N_STATUS; k++) answered += sent.status[k];
+        fprintf(stderr, "mqr: %ld of %ld sent to %s", answered, count, address);
+        for (int k = 0; k < N_STATUS; k++)
+          if (sent.status[k]) fprintf(stderr, " %s %ld", status_names[k], sent.status[k]);
+        fprintf(stderr, "; %ld refused, %ld not answered\n", sent.errors, sent.waiting + (count - queued));
       }
     }
     mqr_client_close(c, NULL, NULL);

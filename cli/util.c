@@ -135,6 +135,10 @@ const mqr_avro_schema_t *cli_load_schema(const char *path, mqr_avro_cache_t *cac
 
 const char *cli_connect_error(const mqr_error_t *err, char *buf, size_t cap) {
   const char *m = err->message;
+  /* The caller names the URL: the library's own "cannot connect to URL: " goes. */
+  static const char said[] = "cannot connect to ";
+  const char *colon = strncmp(m, said, sizeof said - 1) == 0 ? strstr(m + sizeof said - 1, ": ") : NULL;
+  if (colon) m = colon + 2;
   if (strstr(m, "refused"))
     snprintf(buf, cap, "connection refused (is mqrd running and listening there?)");
   else if (err->code == MQR_ETIMEOUT)

@@ -88,9 +88,9 @@ int mqr_bclient_connect(const char *url, const char *client_id, int timeout_ms, 
   if (rc == 0) rc = run_until(bc, &w.done, timeout_ms);
   if (rc == 0) rc = w.status;
   if (rc) {
-    if (w.done && w.text[0] == '\0')
-      snprintf(w.text, sizeof w.text, "cannot connect to %s: %s", url, mqr_strerror(w.status));
-    fail(rc, &w, bc, err, "connect");
+    char what[320];
+    snprintf(what, sizeof what, "cannot connect to %.280s", url);
+    fail(rc, &w, bc, err, what);
     mqr_bclient_close(bc);
     return rc;
   }

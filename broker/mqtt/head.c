@@ -37,7 +37,7 @@ void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
     size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, reason, &o);
     if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n); /* closing anyway */
   }
-  mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT 0x%02X: %s; closing it", (long long)c->sess.id, c->peer,
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): MQTT 0x%02X: %s; closing it", (long long)c->sess.id, c->peer,
            reason, text);
   mqr__nat_conn_close(c, true);
 }
@@ -379,7 +379,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
       mqr__mqtt_store_qos2(c->b, mc->ss, true, id, false);
     }
     if (mc->level == 4) { /* 3.1.1 has no way to say it: the connection goes (3.3.5) */
-      mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): a PUBLISH failed: %s; closing it", (long long)c->sess.id,
+      mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a PUBLISH failed: %s; closing it", (long long)c->sess.id,
                c->peer, err ? err->message : mqr_strerror(status));
       mqr__nat_conn_close(c, false);
       return;

@@ -43,7 +43,7 @@ void mqr__stomp_error(mqr__conn_t *c, const mqr__stomp_frame_t *f, const char *m
   const mqr_str_t *receipt = f ? mqr__stomp_header(f, "receipt") : NULL;
   if (receipt) h[n++] = (mqr__stomp_header_t){MQR_STR("receipt-id"), *receipt};
   (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, n, mqr_str(text), true); /* closing anyway */
-  mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): STOMP ERROR: %s: %s; closing it", (long long)c->sess.id, c->peer,
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): STOMP ERROR: %s: %s; closing it", (long long)c->sess.id, c->peer,
            message, text);
   mqr__nat_conn_close(c, true);
 }
@@ -441,7 +441,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
     if (id) h[2] = (mqr__stomp_header_t){MQR_STR("receipt-id"), mqr_str_n(id, w.len)};
     const char *text = err ? err->message : mqr_strerror(status);
     (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, id ? 3 : 2, mqr_str(text), true);
-    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): a SEND failed: %s; closing it", (long long)c->sess.id, c->peer,
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a SEND failed: %s; closing it", (long long)c->sess.id, c->peer,
              text);
     mqr__nat_conn_close(c, true);
   } else if (id) {

@@ -16,12 +16,14 @@ address-settings:
   "#": {auto-create-addresses: true, auto-create-queues: true}
   "closed.#": {auto-create-addresses: false}
   "block.#": {max-size-bytes: 300, address-full-policy: BLOCK}
+  "fail.#": {max-size-bytes: 150, address-full-policy: FAIL}
 addresses:
   orders: {anycast: [orders]}
   news: {multicast: [news.a, news.b]}
   weather: {anycast: [weather]}
   block.a: {anycast: [block.a]}
   tagged: {anycast: [tagged]}
+  fail.a: {anycast: [fail.a]}
 YAML
 "$mqrd" --config "$tmp/mqr.yaml" 2>"$tmp/mqrd.log" &
 pid=$!
@@ -63,6 +65,28 @@ expect bad-url 2 "" "must be tcp://HOST:PORT" -- "$mqr" stat --url http://x
 expect refused 1 "" "connection refused (is mqrd running and listening there?)" -- "$mqr" stat --url tcp://127.0.0.1:1
 expect send-refused-conn 1 "" "cannot connect to tcp://127.0.0.1:1: connection refused" -- \
   "$mqr" send --url tcp://127.0.0.1:1 --body x orders
+# The reason is said once, not "cannot connect to X: connect: cannot connect to X: ...".
+for what in "stat" "send --body x orders" "recv orders"; do
+  # shellcheck disable=SC2086
+  n=$("$mqr" $what --url tcp://127.0.0.1:1 2>&1 | grep -o "cannot connect" | wc -l)
+  [ "$n" = 1 ] && { echo "ok   once-$what"; passed=$((passed + 1)); } ||
+    { echo "FAIL once-$what: $n"; failed=$((failed + 1)); }
+done
+# A peer that accepts and closes at once.
+python3 -c 'import socket,sys
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True)
+for _ in range(2):
+    c,_=s.accept(); c.close()' >"$tmp/closer.port" &
+closer=$!
+for _ in $(seq 50); do [ -s "$tmp/closer.port" ] && break; sleep 0.05; done
+out=$("$mqr" stat --url "tcp://127.0.0.1:$(cat "$tmp/closer.port")" 2>&1)
+n=$(echo "$out" | grep -o "cannot connect" | wc -l)
+[ "$n" = 1 ] && { echo "ok   closed-once"; passed=$((passed + 1)); } ||
+  { echo "FAIL closed-once: $out"; failed=$((failed + 1)); }
+kill $closer 2>/dev/null
+# Refused part way: the error, and how many went before it.
+expect send-partial 1 "" "2 of 3 sent to fail.a OK 2; 1 refused, 0 not answered" -- \
+  "$mqr" send --url "$url" --body "$(printf '%090d' 0)" --count 3 fail.a
 
 # Option values are checked whole; usage errors exit 2 with the usage.
 expect bad-timeout 2 "" "--timeout takes seconds" -- "$mqr" recv --url "$url" --timeout abc orders
@@ -196,7 +220,7 @@ python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); q={x["name"]: x for
   && { echo "ok   stat-json-content"; passed=$((passed + 1)); } \
   || { echo "FAIL stat-json-content"; cat "$tmp/out"; failed=$((failed + 1)); }
 expect send-usage 2 "" "usage: mqr send" -- "$mqr" send --url "$url"
-expect mqrd-check 0 "$tmp/mqr.yaml: ok: 1 listeners, 5 addresses, 6 queues, 3 address-settings" "" -- "$mqrd" --check --config "$tmp/mqr.yaml"
+expect mqrd-check 0 "$tmp/mqr.yaml: ok: 1 listeners, 6 addresses, 7 queues, 4 address-settings" "" -- "$mqrd" --check --config "$tmp/mqr.yaml"
 expect mqrd-urls 0 "tcp://127.0.0.1:0" "" -- "$mqrd" --urls --config "$tmp/mqr.yaml"
 printf 'addresses:\n  a: {anycast: {q: {max-consumers: -5}}}\n' >"$tmp/bad.yaml"
 expect mqrd-check-bad 1 "" "bad.yaml:2:" -- "$mqrd" --check --config "$tmp/bad.yaml"

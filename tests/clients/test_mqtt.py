@@ -479,6 +479,29 @@ class Mqtt(unittest.TestCase):
             self.assertEqual(got[0][2], b"\x00\x05\x80", cid)  # SUBACK: Failure
             s.close()
 
+    def test_oversized_packet_logged_as_warning(self):
+        """A client cut off for a packet over max-packet-size is logged at warn, as
+        docs/operations.md says of clients cut off."""
+        s = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+        s.sendall(pkt(0x10, b"\x00\x04MQTT\x04\x02\x00\x3c" + string(b"big")))
+        self.assertEqual(s.recv(4)[:2], b"\x20\x02")
+        body = string(b"big/t") + b"x" * (70 * 1024)
+        n, rl = len(body), b""
+        while True:
+            rl += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if n == 0:
+                break
+        try:
+            s.sendall(b"\x30" + rl + body)
+        except OSError:
+            pass
+        self.assertTrue(wait_for(lambda: "at most 65536" in BROKER.log_text(), 5))
+        lines = [ln for ln in BROKER.log_text().splitlines() if "(127.0.0.1" in ln and "0x95" in ln]
+        self.assertTrue(lines)
+        self.assertIn(" WARN ", lines[-1])
+        s.close()
+
     def test_qos2_exchanges_survive_a_restart(self):
         """Exactly once across a restart: a PUBLISH received but not released is not sent
         again when its client repeats it; a delivery the client received (PUBREC) gets its
