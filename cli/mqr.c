@@ -273,6 +273,16 @@ static int cmd_show(const char *path) {
              (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);
     printf("\n");
   }
+  const mqr_persistence_config_t *pc = mqr_config_persistence(cfg);
+  printf("persistence enabled=%s directory=%s journal-file-size=%zu journal-min-files=%u journal-pool-files=%lld "
+         "journal-buffer-timeout=%lluns journal-buffer-size=%zu journal-sync=%s journal-compact-min-files=%u "
+         "journal-compact-percentage=%u\n",
+         pc->enabled ? "true" : "false", pc->directory ? pc->directory : "(none)", pc->journal_file_size,
+         pc->journal_min_files, pc->journal_pool_files ? (long long)pc->journal_pool_files : -1LL,
+         (unsigned long long)pc->journal_buffer_timeout_ns, pc->journal_buffer_size,
+         pc->journal_sync ? "true" : "false", pc->journal_compact_min_files, pc->journal_compact_percentage);
+  uint32_t scan = mqr_config_expiry_scan_ms(cfg);
+  if (scan) printf("message-expiry-scan-period=%ums\n", scan);
   mqr_address_settings_t dflt;
   mqr_address_settings_defaults(&dflt);
   print_settings(stdout, "address-settings default", &dflt);

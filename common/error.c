@@ -42,8 +42,20 @@ static int error_vset(mqr_error_t *e, int code, const char *file, uint32_t line,
   e->line = line;
   e->column = column;
   snprintf(e->file, sizeof e->file, "%s", file ? file : "");
-  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  int n = vsnprintf(e->message, sizeof e->message, fmt, ap);
+  if (n >= (int)sizeof e->message) { /* too long: cut at a word's end, and say so */
+    size_t end = sizeof e->message - 5;
+    size_t at = end;
+    while (at > end - 80 && e->message[at] != ' ' && e->message[at] != ',') at--;
+    if (e->message[at] != ' ' && e->message[at] != ',') at = end;
+    memcpy(e->message + at, " ...", 5);
+  }
   return code;
+}
+
+int mqr_error_vset_at(mqr_error_t *e, int code, const char *file, uint32_t line, uint32_t column, const char *fmt,
+                      va_list ap) {
+  return error_vset(e, code, file, line, column, fmt, ap);
 }
 
 int mqr_error_set(mqr_error_t *e, int code, const char *fmt, ...) {

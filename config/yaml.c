@@ -1,5 +1,7 @@
 /* Diagnostics, and reading YAML nodes with their positions (config_int.h). */
 
+#include <stdint.h>
+
 #include "config_int.h"
 
 /* ---- diagnostics ------------------------------------------------------------------ */
@@ -21,12 +23,7 @@ void mqr__cfg_diags_vadd(mqr_diags_t *d, int code, const char *file, uint32_t li
     d->dropped++;
     return;
   }
-  mqr_error_t *e = &d->items[d->count++];
-  e->code = code;
-  e->line = line;
-  e->column = col;
-  snprintf(e->file, sizeof e->file, "%s", file ? file : "");
-  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  mqr_error_vset_at(&d->items[d->count++], code, file, line, col, fmt, ap);
 }
 
 void mqr__cfg_diags_add(mqr_diags_t *d, int code, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -143,8 +140,45 @@ bool mqr__cfg_key(ctx_t *c, yaml_node_t *map, yaml_node_pair_t *at, pair_t *p, c
   return true;
 }
 
+/* Edit distance (insert, delete, substitute, swap of neighbours), at most 64 bytes a side. */
+static size_t distance(mqr_str_t a, mqr_str_t b) {
+  if (a.len > 64 || b.len > 64) return SIZE_MAX;
+  size_t d[65][65];
+  for (size_t i = 0; i <= a.len; i++) d[i][0] = i;
+  for (size_t j = 0; j <= b.len; j++) d[0][j] = j;
+  for (size_t i = 1; i <= a.len; i++)
+    for (size_t j = 1; j <= b.len; j++) {
+      size_t best = d[i - 1][j - 1] + (a.ptr[i - 1] != b.ptr[j - 1]);
+      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a.ptr[i - 1] == b.ptr[j - 2] && a.ptr[i - 2] == b.ptr[j - 1] && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[a.len][b.len];
+}
+
 void mqr__cfg_unknown_key(ctx_t *c, const pair_t *p, const char *where, const char *known) {
-  ERR(c, p->key, "unknown key '%.*s' in %s (expected one of: %s)", (int)p->name.len, p->name.ptr, where, known);
+  /* The known key nearest to it, when it is near enough to be a slip. */
+  mqr_str_t best = mqr_str_n(NULL, 0);
+  size_t best_d = SIZE_MAX;
+  for (const char *k = known; *k;) {
+    size_t n = strcspn(k, ",");
+    mqr_str_t cand = mqr_str_n(k, n);
+    size_t dd = distance(p->name, cand);
+    if (dd < best_d) best_d = dd, best = cand;
+    k += n;
+    while (*k == ',' || *k == ' ') k++;
+  }
+  size_t near = p->name.len / 3 > 2 ? p->name.len / 3 : 2;
+  if (best.len && best_d <= near)
+    ERR(c, p->key, "unknown key '%.*s' in %s: did you mean '%.*s'?", (int)p->name.len, p->name.ptr, where,
+        (int)best.len, best.ptr);
+  else if (strlen(known) < 300)
+    ERR(c, p->key, "unknown key '%.*s' in %s (expected one of: %s)", (int)p->name.len, p->name.ptr, where, known);
+  else
+    ERR(c, p->key, "unknown key '%.*s' in %s (docs/config.md and mqr.yaml(5) list the keys)", (int)p->name.len,
+        p->name.ptr, where);
 }
 
 bool mqr__cfg_get_bool(ctx_t *c, const pair_t *p, bool *out) {

@@ -4,6 +4,7 @@
 #define MQR_COMMON_H
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -97,6 +98,10 @@ MQR_EXTERN int mqr_error_set(mqr_error_t *e, int code, const char *fmt, ...) __a
 /* As mqr_error_set, with a source position. file may be NULL. */
 MQR_EXTERN int mqr_error_set_at(mqr_error_t *e, int code, const char *file, uint32_t line, uint32_t column,
                                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* As mqr_error_set_at, with a va_list. A message longer than mqr_error_t holds is cut
+ * at the end of a word and ends with " ...". */
+MQR_EXTERN int mqr_error_vset_at(mqr_error_t *e, int code, const char *file, uint32_t line, uint32_t column,
+                                 const char *fmt, va_list ap);
 
 /* Writes "file:line:column: message" (omitting what is absent) into buf, always NUL
  * terminated; returns buf. */

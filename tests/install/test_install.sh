@@ -60,6 +60,19 @@ check client client "$tmp/pc_client"; n=$((n + 1))
 cc -o "$tmp/pc_consumer" "$src/tests/install/consumer/main.c" $(pkg-config --cflags --libs mqr) || fail "pkg-config mqr"
 [ "$(LD_LIBRARY_PATH=$libdir "$tmp/pc_consumer")" = "OK q" ] || fail "pkg-config consumer"; n=$((n + 1))
 objdump -p "$tmp/pc_embedded" | grep -q "NEEDED.*libmqr_broker.so.0" || fail "pkg-config did not link shared"
+# pkg-config --static: every mqr library a static link needs is named (each -lmqr_X taken
+# as its archive, the system's libraries as they are).
+for pc in mqr-broker mqr-client; do
+  libs=""
+  for f in $(pkg-config --static --libs "$pc"); do
+    case "$f" in -lmqr_*) libs="$libs $libdir/lib${f#-l}.a" ;; *) libs="$libs $f" ;; esac
+  done
+  src_c="$ex/embedded.c"; [ "$pc" = mqr-client ] && src_c="$ex/client.c"
+  # shellcheck disable=SC2086
+  cc -o "$tmp/static_$pc" "$src_c" $(pkg-config --cflags "$pc") $libs || fail "pkg-config --static $pc"
+  objdump -p "$tmp/static_$pc" | grep -q "NEEDED.*libmqr_" && fail "pkg-config --static $pc linked a shared mqr"
+  n=$((n + 1))
+done
 
 # CMake, find_package with components: shared and static.
 cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$p" -DEXAMPLES="$ex" >/dev/null

@@ -266,6 +266,38 @@ static void test_filters_compile_and_several_errors_are_all_reported(void **stat
   assert_int_equal(items[1].line, 4);
 }
 
+/* An unknown key near a known one gets "did you mean"; one near none lists the keys, or
+ * where they are; no message is cut in the middle of a word. */
+static void test_unknown_keys_and_long_messages(void **state) {
+  (void)state;
+  static const struct {
+    const char *yaml, *want;
+  } cases[] = {
+      {"address-settings:\n  '#': {auto-create-queus: true}\n", "did you mean 'auto-create-queues'?"},
+      {"address-settings:\n  '#': {max-size-byte: 1}\n", "did you mean 'max-size-bytes'?"},
+      {"persistance: {}\n", "did you mean 'persistence'?"},
+      {"address-settings:\n  '#': {completely-different: 1}\n", "(docs/config.md and mqr.yaml(5) list the keys)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    mqr_error_t items[4];
+    mqr_diags_t d;
+    mqr_diags_init(&d, items, 4);
+    mqr_config_t *cfg = NULL;
+    assert_int_equal(mqr_config_load_string("k.yaml", cases[i].yaml, strlen(cases[i].yaml), &cfg, &d), MQR_ECONFIG);
+    if (strstr(items[0].message, cases[i].want) == NULL) fail_msg("%s: got %s", cases[i].yaml, items[0].message);
+  }
+  /* A message past what mqr_error_t holds ends at a word, with " ...". */
+  mqr_error_t e;
+  char word[700];
+  size_t at = 0;
+  while (at + 8 < sizeof word) at += (size_t)snprintf(word + at, sizeof word - at, "abcdefg ");
+  mqr_error_set(&e, MQR_EINVAL, "%s", word);
+  size_t n = strlen(e.message);
+  assert_true(n < sizeof e.message);
+  assert_string_equal(e.message + n - 4, " ...");
+  assert_true(e.message[n - 5] == 'g'); /* the last whole word before it */
+}
+
 static void test_empty_and_missing_files(void **state) {
   (void)state;
   mqr_config_t *cfg;
@@ -312,6 +344,7 @@ int main(void) {
       cmocka_unit_test(test_bad_files_report_file_line_and_column),
       cmocka_unit_test(test_every_key_is_read),
       cmocka_unit_test(test_filters_compile_and_several_errors_are_all_reported),
+      cmocka_unit_test(test_unknown_keys_and_long_messages),
       cmocka_unit_test(test_empty_and_missing_files),
       cmocka_unit_test(test_hostile_input_is_an_error_not_a_crash),
   };
