@@ -37,6 +37,33 @@ for o in $("$mqrd" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
 done
 [ -z "$missing" ] && ok "mqrd.8-options" || bad "mqrd.8 lacks$missing"
 
+# The daemon's page and the client's say which protocols mqrd speaks.
+for page in mqrd.8 mqr.1; do
+  grep -q MQTT "$tmp/$page" && grep -q STOMP "$tmp/$page" && ok "$page-protocols" || bad "$page names not MQTT and STOMP"
+done
+
+# The README: every option of mqr send's usage in its send synopsis, every mqr command in
+# its tool list, every installed pkg-config file in its list.
+readme=$src/README.md
+synopsis=$(sed -n '/^mqr send \[/,/^mqr recv/p' "$readme")
+missing=""
+for o in $("$mqr" send --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+  [ "$o" = --help ] && continue
+  echo "$synopsis" | grep -qF -- "$o" || missing="$missing $o"
+done
+[ -z "$missing" ] && ok "readme-send" || bad "README's mqr send lacks$missing"
+missing=""
+for c in send recv stat config route schema avro journal address queue; do
+  grep -q "^mqr $c " "$readme" || missing="$missing $c"
+done
+[ -z "$missing" ] && ok "readme-commands" || bad "README's tool list lacks$missing"
+missing=""
+for pc in "$src"/cmake/pc/*.pc.in; do
+  name=$(basename "$pc" .pc.in)
+  grep -q "\`$name\`" "$readme" || missing="$missing $name"
+done
+[ -z "$missing" ] && ok "readme-pkg-config" || bad "README's pkg-config list lacks$missing"
+
 # Every key in docs/config.md's tables is in mqr.yaml(5).
 plain "$src/man/mqr.yaml.5" >"$tmp/mqr.yaml.5"
 missing=""
