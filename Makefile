@@ -11,7 +11,7 @@ CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
 # The embedded config's journal goes under the build; a CONFIG names its own.
 DATA_ARG    = $(if $(CONFIG),,--data-dir $(BUILD)/mqr-data)
 
-.PHONY: all deps deps-test deps-bench configure build run test test-asan crash-test bench bench-docs format clean
+.PHONY: all deps deps-test deps-bench configure build build-run run test test-asan crash-test bench bench-docs format clean
 
 all: build
 
@@ -30,8 +30,12 @@ configure: $(BUILD)/CMakeCache.txt
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# What running needs, and nothing else: mqrd and mqr (no tests, no doc examples).
+build-run: deps configure
+	cmake --build $(BUILD) -j $(JOBS) --target mqrd mqr
+
 # mqrd in the foreground on conf/mqr.yaml (or CONFIG=FILE); Ctrl-C stops it cleanly.
-run: build
+run: build-run
 	@$(BUILD)/broker/mqrd --check $(CFG_ARG) >/dev/null
 	@url=$$($(BUILD)/broker/mqrd --urls $(CFG_ARG) | head -1); \
 	 echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on $${url:-no listener}"; \
