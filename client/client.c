@@ -64,7 +64,7 @@ int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_erro
   if (url == NULL || strncmp(url, "tcp://", 6) != 0)
     return mqr_error_set(err, MQR_EINVAL, "url '%s' must be tcp://HOST:PORT", url ? url : "");
   const char *h = url + 6, *colon;
-  char host[64];
+  char host[256];
   if (*h == '[') {
     const char *close = strchr(h, ']');
     if (close == NULL || close[1] != ':' || (size_t)(close - h - 1) >= sizeof host)
@@ -81,10 +81,9 @@ int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_erro
   long port = strtol(colon + 1, &end, 10);
   if (*end || end == colon + 1 || port <= 0 || port > 65535)
     return mqr_error_set(err, MQR_EINVAL, "url '%s': bad port", url);
-  if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
-  if (strchr(host, ':') ? uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)out) != 0
-                        : uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) != 0)
-    return mqr_error_set(err, MQR_EINVAL, "url '%s': host '%s' is not an IP address", url, host);
+  mqr_error_t why;
+  if (mqr_resolve(host, (uint16_t)port, out, &why) != 0)
+    return mqr_error_set(err, MQR_EINVAL, "url '%s': %s", url, why.message);
   return 0;
 }
 

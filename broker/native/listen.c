@@ -140,8 +140,11 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     }
     l->cfg = &l->own;
     struct sockaddr_storage sa;
-    int rc = strchr(l->cfg->host, ':') ? uv_ip6_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in6 *)&sa)
-                                       : uv_ip4_addr(l->cfg->host, l->cfg->port, (struct sockaddr_in *)&sa);
+    mqr_error_t why;
+    if (mqr_resolve(l->cfg->host, l->cfg->port, &sa, &why) != 0)
+      return mqr_error_set(err, MQR_EIO, "listener '%s' cannot listen on %s:%u: %s", l->cfg->name, l->cfg->host,
+                           l->cfg->port, why.message);
+    int rc = 0;
     uv_tcp_init(b->loop, &l->tcp);
     l->tcp.data = l;
     l->open = true;

@@ -24,7 +24,9 @@ extern "C" {
 typedef struct mqr_client_s mqr_client_t;
 typedef struct mqr_client_sub_s mqr_client_sub_t;
 
-/* Parses tcp://HOST:PORT (HOST an IPv4 literal, [IPv6] or localhost). 0 or MQR_EINVAL. */
+/* Parses tcp://HOST:PORT: HOST an IPv4 literal, [IPv6], or a name resolved with
+ * getaddrinfo(3) (mqr_resolve: it may block while a resolver answers). 0 or MQR_EINVAL
+ * (err says why, an unknown name included). */
 MQR_EXTERN int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_error_t *err);
 
 /* What the broker answered: status 0 with a receipt, or an error (code and frame). */

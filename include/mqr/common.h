@@ -161,6 +161,17 @@ MQR_EXTERN const char *mqr_version(void);
  * when it is, else the offset of the first byte that is not. Any thread; no allocation. */
 MQR_EXTERN size_t mqr_utf8_check(const void *text, size_t n);
 
+/* Whether name is a host name as RFC 1123 has it: dot-separated labels (at most 63
+ * bytes, 253 in all) of letters, digits and hyphens, none starting or ending with one. */
+MQR_EXTERN bool mqr_host_name_check(mqr_str_t name);
+
+struct sockaddr_storage;
+/* host (an IPv4 or IPv6 literal, or a name: getaddrinfo(3), which may block while it asks
+ * a resolver; an IPv4 address is taken first when the name has both) and port into *out.
+ * 0, or MQR_ENOTFOUND (err says why: an unknown name, no resolver), MQR_EINVAL (neither
+ * an IP literal nor a host name: no resolver is asked). */
+MQR_EXTERN int mqr_resolve(const char *host, uint16_t port, struct sockaddr_storage *out, mqr_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

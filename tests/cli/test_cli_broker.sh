@@ -257,6 +257,19 @@ else
   echo "FAIL journal-dump-broker"; cat "$tmp/dump"; failed=$((failed + 1))
 fi
 
+# Host names: a listener on "localhost" (resolved, /etc/hosts) and a client URL naming it.
+printf 'listeners:\n  - {name: named, host: localhost, port: 0}\n' >"$tmp/named.yaml"
+"$mqrd" --config "$tmp/named.yaml" 2>"$tmp/named.log" &
+npid=$!
+for _ in $(seq 100); do grep -q "ready" "$tmp/named.log" && break; sleep 0.05; done
+nport=$(grep -o "on localhost:[0-9]*" "$tmp/named.log" | head -1 | cut -d: -f2)
+expect host-name 0 "*" "" -- "$mqr" stat --url "tcp://localhost:$nport"
+grep -q "^connections=1 " "$tmp/out" && { echo "ok   host-name-stat"; passed=$((passed + 1)); } ||
+  { echo "FAIL host-name-stat"; cat "$tmp/named.log" "$tmp/out"; failed=$((failed + 1)); }
+kill -TERM $npid
+wait $npid
+expect host-bad-name 2 "" "is not an IP address or a host name" -- "$mqr" stat --url "tcp://-bad-:1"
+
 kill -TERM $pid
 wait $pid
 rc=$?
