@@ -1,7 +1,8 @@
 /* The broker's life: creating it (the router from the config, the listeners), the loop
  * pass that writes what callbacks gathered, reload, what it holds, and closing it. The
  * send path is send.c, dispatch and acknowledgements dispatch.c, subscriptions and
- * sessions subscribe.c, in-process consumers inproc.c, the native protocol server.c. */
+ * sessions subscribe.c, in-process consumers inproc.c, the native protocol native/ (listen.c,
+ * conn.c, frames.c). */
 #include <stdarg.h>
 #include <stdio.h>
 

@@ -14,7 +14,7 @@
  *             address full under BLOCK the head pauses its input, and the core resumes
  *             it (producer ops) when the address has room again.
  *
- * The native protocol's head is server.c (TCP, frames); in-process consumers are
+ * The native protocol's head is native/ (head.c, frames.c); in-process consumers are
  * inproc.c (a callback per delivery, mqr_broker_subscribe). A new protocol is one more
  * head: one more set of these ops, no change to the send path. */
 #ifndef MQR_BROKER_CORE_H

@@ -109,6 +109,7 @@ static void on_unsubscribe(mqr__conn_t *c, int64_t id) {
 }
 
 typedef struct {
+  mqr_broker_t *b;
   mqr_frame_address_info_t *a;
   uint32_t n, cap;
   mqr_frame_queue_info_t *q;
@@ -131,22 +132,24 @@ static int collect(mqr_address_t *a, void *arg) {
   x->n++;
   for (uint32_t i = 0; i < nq; i++) {
     mqr_queue_t *q = mqr_address_queue(a, i);
-    const mqr__bq_t *bq = mqr_queue_data(q);
+    mqr_broker_queue_stats_t st; /* the one count, paged messages included (docs/durability.md) */
+    if (mqr_broker_queue_stats(x->b, mqr_queue_name(q), &st) != 0) memset(&st, 0, sizeof st);
     x->q[x->nq++] = (mqr_frame_queue_info_t){mqr_queue_name(q),
                                              mqr_address_name(a),
                                              mqr_proto_rt_from_routing(mqr_queue_routing_type(q)),
-                                             bq ? (int64_t)bq->store.depth : 0,
-                                             bq ? (int64_t)bq->in_flight : 0,
-                                             (int32_t)mqr_queue_consumer_count(q),
-                                             bq ? (int64_t)bq->enqueued : 0,
-                                             bq ? (int64_t)bq->acked : 0,
-                                             bq && bq->paused};
+                                             (int64_t)st.depth,
+                                             (int64_t)st.in_flight,
+                                             (int32_t)st.consumers,
+                                             (int64_t)st.enqueued,
+                                             (int64_t)st.acknowledged,
+                                             st.paused};
   }
   return 0;
 }
 
 static void on_query(mqr__conn_t *c, int64_t id) {
   query_t x = {0};
+  x.b = c->b;
   int rc = mqr_router_foreach_address(&c->b->router, collect, &x);
   char *types = rc == 0 ? mqr_malloc((size_t)x.n * 24 + 1) : NULL;
   if (rc == 0 && types == NULL) rc = MQR_ENOMEM;

@@ -203,6 +203,17 @@ class DataSafety(unittest.TestCase):
         self.assertEqual(queue_depth(b, "q"), 2)
         self.assertIsNone(queue_depth(b, "r"))
 
+    def test_stat_counts_paged_messages(self):
+        """mqr stat's depth counts the messages waiting in an address's page files, as
+        docs/durability.md says."""
+        b = self.start(LISTENER + "address-settings:\n  'paged.#': {max-size-bytes: 2000, address-full-policy: PAGE}\n"
+                       "addresses:\n  paged.q: {anycast: [paged.q]}\n")
+        mqr("send", "--url", url(b), "--durable", "--body", "x" * 100, "--count", "200", "paged.q")
+        self.assertEqual(queue_depth(b, "paged.q"), 200)
+        self.assertTrue(glob.glob(os.path.join(self.data, "**", "*.pag*"), recursive=True) or
+                        [d for d in os.listdir(self.data) if os.path.isdir(os.path.join(self.data, d))],
+                        os.listdir(self.data))
+
     def test_stomp_durable_subscription_keeps_messages(self):
         b = self.start(LISTENER)
         sub = {"destination": "dtopic", "destination-type": "MULTICAST", "subscription-type": "MULTICAST",
