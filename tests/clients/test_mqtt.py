@@ -281,8 +281,8 @@ class Mqtt(unittest.TestCase):
         s.settimeout(5)
         self.assertEqual(s.recv(10), b"")  # closed
         elapsed = time.time() - t0
-        self.assertGreater(elapsed, 1.2)
-        self.assertLess(elapsed, 3.0)
+        self.assertGreater(elapsed, 1.2)  # not before one and a half keep-alives
+        self.assertLess(elapsed, 10.0)  # and not never (a loaded machine may be slow to say so)
         self.assertEqual(bodies(watcher.wait(1)), ["silent"])
         s.close()
         watcher.close()

@@ -651,60 +651,41 @@ static void on_count(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, voi
   (*(int *)arg)++;
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 enum { ACK_N = 65536 };
 
-/* Seconds to ack ACK_N in-flight deliveries in the given order (0: oldest first, 1:
- * newest first, 2: ACK_N acks for deliveries never made while ACK_N are in flight, 3:
- * the same with one in flight), the best of three. */
-static double ack_seconds(int order) {
-  double best = 1e9;
-  for (int round = 0; round < 3; round++) {
-    fx_t f;
-    fx_open(&f);
-    int got = 0;
-    mqr_broker_consumer_t *c;
-    assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), ACK_N,
-                                          on_count, &got, &c, NULL, NULL),
-                     0);
-    int n = order == 3 ? 1 : ACK_N;
-    for (int i = 0; i < n; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "a", NULL), 0);
-    assert_int_equal(got, n);
-    double t0 = now_s();
-    for (int i = 0; i < ACK_N; i++) {
-      if (order == 0) assert_int_equal(mqr_broker_ack(c, i + 1, false), 0);
-      if (order == 1) assert_int_equal(mqr_broker_ack(c, ACK_N - i, false), 0);
-      if (order >= 2) assert_int_equal(mqr_broker_ack(c, 1000000 + i, false), MQR_ENOTFOUND);
-    }
-    double t = now_s() - t0;
-    if (t < best) best = t;
-    mqr_broker_queue_stats_t st;
-    assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
-    assert_int_equal(st.in_flight, order >= 2 ? (uint64_t)n : 0);
-    mqr_broker_unsubscribe(c);
-    fx_close(&f);
+/* Acks ACK_N in-flight deliveries in the given order (0: oldest first, 1: newest first,
+ * 2: ACK_N acks for deliveries never made while ACK_N are in flight, 3: the same with one
+ * in flight): each answered as it should be, and what stays in flight counted. */
+static void acks(int order) {
+  fx_t f;
+  fx_open(&f);
+  int got = 0;
+  mqr_broker_consumer_t *c;
+  assert_int_equal(mqr_broker_subscribe(f.b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), ACK_N, on_count,
+                                        &got, &c, NULL, NULL),
+                   0);
+  int n = order == 3 ? 1 : ACK_N;
+  for (int i = 0; i < n; i++) assert_int_equal(send_body(f.b, "q", MQR_ANYCAST, "a", NULL), 0);
+  assert_int_equal(got, n);
+  for (int i = 0; i < ACK_N; i++) {
+    if (order == 0) assert_int_equal(mqr_broker_ack(c, i + 1, false), 0);
+    if (order == 1) assert_int_equal(mqr_broker_ack(c, ACK_N - i, false), 0);
+    if (order >= 2) assert_int_equal(mqr_broker_ack(c, 1000000 + i, false), MQR_ENOTFOUND);
   }
-  return best;
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f.b, MQR_STR("q"), &st), 0);
+  assert_int_equal(st.in_flight, order >= 2 ? (uint64_t)n : 0);
+  assert_int_equal(st.acknowledged, order >= 2 ? 0 : (uint64_t)n);
+  mqr_broker_unsubscribe(c);
+  fx_close(&f);
 }
 
-/* An ack costs the same whatever is in flight and in whatever order deliveries are
- * acked: with 65,536 unacknowledged, acking newest first took seconds (each ack walked
- * the in-flight list from its oldest), as did a flood of acks for unknown deliveries.
- * Ratios within one run, not times: the machine's speed cancels out. */
-static void test_ack_cost_does_not_grow_with_in_flight(void **state) {
+/* Acks in any order, and acks for deliveries never made, with 65,536 unacknowledged.
+ * That each costs the same whatever is in flight is the benchmark ack.inflight's to show
+ * (a ratio within one run), not a timed assertion here. */
+static void test_acks_in_any_order(void **state) {
   (void)state;
-  double oldest = ack_seconds(0), newest = ack_seconds(1);
-  double unknown_many = ack_seconds(2), unknown_one = ack_seconds(3);
-  printf(
-      "# acks of %d: oldest first %.2f ms, newest first %.2f ms; unknown with %d in flight %.2f ms, with 1 %.2f ms\n",
-      ACK_N, oldest * 1e3, newest * 1e3, ACK_N, unknown_many * 1e3, unknown_one * 1e3);
-  assert_true(newest < 8 * oldest + 0.002);
-  assert_true(unknown_many < 16 * unknown_one + 0.004); /* a bigger index misses the caches more */
+  for (int order = 0; order < 4; order++) acks(order);
 }
 
 /* Purge drops what waits in a queue and leaves what is in flight to its consumers. */
@@ -797,7 +778,7 @@ int main(void) {
       cmocka_unit_test(test_many_properties_reach_an_in_process_consumer),
       cmocka_unit_test(test_out_of_memory_delivering_to_a_network_consumer),
       cmocka_unit_test(test_listening_embedded),
-      cmocka_unit_test(test_ack_cost_does_not_grow_with_in_flight),
+      cmocka_unit_test(test_acks_in_any_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
