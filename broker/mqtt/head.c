@@ -132,6 +132,7 @@ void mqr__mqtt_free_sessions(mqr_broker_t *b) {
   mqr_free(r->keys);
   mqr_free(r->values);
   mqr_free(r->ukeys);
+  mqr_free(r->raw);
   mqr_free(r->uvalues);
   mqr_free(r->text);
   mqr_free(r);

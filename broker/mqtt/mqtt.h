@@ -113,7 +113,16 @@ typedef struct {
   char *text;
   size_t text_cap;
   uint32_t *sub_ids;
+  uint8_t *raw; /* a PUBLISH's user properties as they came, when a name repeats (publish.c) */
+  size_t raw_cap;
 } mqtt_registry_t;
+
+/* The property that keeps an MQTT 5 PUBLISH's user properties as they came, in order and
+ * with repeated names ([MQTT-3.3.2-17, -18]), when a name repeats: bytes, each pair a
+ * u16 length and the name then a u16 length and the value (big-endian, as on the wire).
+ * The message's properties hold the first value of each name, for filters and the other
+ * protocols; an MQTT subscriber gets the list (subscribe.c). */
+#define MQR__MQTT_USER_LIST "mqtt.user.properties"
 
 /* head.c */
 /* Writes n bytes made by put (called with the room): 0 or MQR_ENOMEM. */

@@ -117,7 +117,7 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const m
                    const mqr__mqtt_props_t *pr, int64_t token, mqr_broker_receipt_t *r, mqr_error_t *err) {
   mqtt_registry_t *s = scratch(b);
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(b));
-  if (!grow_addr(s, m->topic.len * 2 + 1) || !grow_kv(s, 8 + pr->n_users))
+  if (!grow_addr(s, m->topic.len * 2 + 1) || !grow_kv(s, 9 + pr->n_users))
     return mqr_error_set(err, MQR_ENOMEM, "out of memory");
   size_t alen = mqr__mqtt_to_address(wc, m->topic, s->addr, s->addr_cap);
   mqr_str_t *k = s->keys;
@@ -132,14 +132,34 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const m
   if (MQR__MQTT_HAS(pr, 0x09)) k[n] = MQR_STR("mqtt.correlation.data"), v[n++] = mqr_value_bytes(pr->correlation_data);
   if (MQR__MQTT_HAS(pr, 0x01))
     k[n] = MQR_STR("mqtt.payload.format.indicator"), v[n++] = mqr_value_int(pr->payload_format);
-  /* User properties are the message's properties (the first of a name counts). */
-  size_t at = 0;
+  /* User properties are the message's properties (the first of a name counts); when a
+   * name repeats, the list as it came goes too, for MQTT subscribers. */
+  size_t at = 0, raw = 0;
   mqr_str_t uk, uv;
   uint32_t first_user = n;
+  bool repeats = false;
   while (mqr__mqtt_user_next(pr, &at, &uk, &uv) == 1) {
     bool repeated = false;
     for (uint32_t i = first_user; i < n && !repeated; i++) repeated = mqr_str_eq(k[i], uk);
     if (!repeated) k[n] = uk, v[n++] = mqr_value_string(uv);
+    repeats |= repeated;
+    raw += 4 + uk.len + uv.len;
+  }
+  if (repeats) {
+    if (raw > s->raw_cap) {
+      uint8_t *grown = mqr_realloc(s->raw, raw);
+      if (grown == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+      s->raw = grown;
+      s->raw_cap = raw;
+    }
+    uint8_t *w = s->raw;
+    for (at = 0; mqr__mqtt_user_next(pr, &at, &uk, &uv) == 1;) {
+      *w++ = (uint8_t)(uk.len >> 8), *w++ = (uint8_t)uk.len;
+      memcpy(w, uk.ptr, uk.len), w += uk.len;
+      *w++ = (uint8_t)(uv.len >> 8), *w++ = (uint8_t)uv.len;
+      memcpy(w, uv.ptr, uv.len), w += uv.len;
+    }
+    k[n] = MQR_STR(MQR__MQTT_USER_LIST), v[n++] = mqr_value_bytes(mqr_str_n((const char *)s->raw, raw));
   }
   int64_t now = wall_ms();
   mqr_broker_message_t msg = {mqr_str_n(s->addr, alen),

@@ -403,6 +403,35 @@ static bool internal(mqr_str_t k) {
          (k.len >= 5 && memcmp(k.ptr, "__AMQ", 5) == 0) || mqr_str_eq(k, MQR_STR("content-type"));
 }
 
+/* The pairs of a kept user-property list (MQR__MQTT_USER_LIST); 0 when it does not read
+ * as one (the broker wrote it: it cannot be, short of a foreign writer). */
+static uint32_t user_list_count(mqr_str_t list) {
+  uint32_t n = 0;
+  size_t at = 0;
+  while (at < list.len) {
+    const uint8_t *p = (const uint8_t *)list.ptr + at;
+    if (at + 2 > list.len) return 0;
+    size_t kl = (size_t)(p[0] << 8 | p[1]);
+    if (at + 4 + kl > list.len) return 0;
+    size_t vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
+    if (at + 4 + kl + vl > list.len) return 0;
+    at += 4 + kl + vl;
+    n++;
+  }
+  return n;
+}
+
+/* Whether name is one of the kept list's (its first value is also a message property). */
+static bool user_list_has(mqr_str_t list, mqr_str_t name) {
+  for (size_t at = 0; at + 4 <= list.len;) {
+    const uint8_t *p = (const uint8_t *)list.ptr + at;
+    size_t kl = (size_t)(p[0] << 8 | p[1]), vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
+    if (mqr_str_eq(mqr_str_n((const char *)p + 2, kl), name)) return true;
+    at += 4 + kl + vl;
+  }
+  return false;
+}
+
 /* Delivered and done with at once (QoS 0, or a message the client must not get). */
 static void done(mqr_broker_consumer_t *k, int64_t delivery) {
   mqr_broker_ack(k, delivery, false);
@@ -427,8 +456,15 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr_props_iter_t it;
   mqr_str_t key;
   mqr_value_t val;
+  mqr_str_t list = mqr_str_n(NULL, 0); /* the user properties as they came, when kept */
   mqr_props_iter_init(&it, tv.props, tv.props_len);
-  while (mqr_props_next(&it, &key, &val) == 1) props++;
+  while (mqr_props_next(&it, &key, &val) == 1) {
+    props++;
+    if (val.type == MQR_VALUE_BYTES && mqr_str_eq(key, MQR_STR(MQR__MQTT_USER_LIST))) list = val.u.s;
+  }
+  uint32_t listed = user_list_count(list);
+  if (listed == 0) list = mqr_str_n(NULL, 0);
+  props += listed;
   if (props > reg->u_cap || (size_t)props * 24 > reg->text_cap) {
     uint32_t cap = props < 16 ? 16 : props;
     mqr_str_t *uk = mqr_realloc(reg->ukeys, cap * sizeof *uk);
@@ -464,10 +500,18 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
       pr.have |= 1ull << 0x09, pr.correlation_data = val.u.s;
     else if (mqr_str_eq(key, MQR_STR("mqtt.payload.format.indicator")) && val.type == MQR_VALUE_INT)
       pr.have |= 1ull << 0x01, pr.payload_format = (uint8_t)(val.u.i != 0);
-    else if (!internal(key) && val.type != MQR_VALUE_NULL && val.type != MQR_VALUE_BYTES) {
+    else if (!internal(key) && val.type != MQR_VALUE_NULL && val.type != MQR_VALUE_BYTES &&
+             !user_list_has(list, key)) {
       reg->ukeys[nu] = key;
       reg->uvalues[nu++] = mqr__value_text(&val, reg->text + (size_t)i * 24, 24);
     }
+  }
+  for (size_t at = 0; at + 4 <= list.len;) { /* the list, in order, repeats and all */
+    const uint8_t *p = (const uint8_t *)list.ptr + at;
+    size_t kl = (size_t)(p[0] << 8 | p[1]), vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
+    reg->ukeys[nu] = mqr_str_n((const char *)p + 2, kl);
+    reg->uvalues[nu++] = mqr_str_n((const char *)p + 4 + kl, vl);
+    at += 4 + kl + vl;
   }
   /* [MQTT-4.7.2-1]: a filter that starts with a wildcard matches no topic starting with '$'. */
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(c->b));

@@ -381,6 +381,26 @@ class Mqtt(unittest.TestCase):
         c.close()
         other.close()
 
+    def test_repeated_user_properties(self):
+        """[MQTT-3.3.2-17, -18]: user properties reach a subscriber in order, a repeated
+        name with every value; a selector sees the first value of the name."""
+        sub = Client("up-sub")
+        sub.sub("up/t", 1)
+        pub = Client("up-pub")
+        pp = Properties(PacketTypes.PUBLISH)
+        pp.UserProperty = [("k", "v1"), ("color", "red"), ("k", "v2")]
+        pub.pub("up/t", "x", 1, props=pp)
+        got = sub.wait(1)
+        self.assertEqual(list(got[0].properties.UserProperty), [("k", "v1"), ("color", "red"), ("k", "v2")])
+        # Without a repeat, nothing is kept twice: the properties as before.
+        pp = Properties(PacketTypes.PUBLISH)
+        pp.UserProperty = [("a", "1"), ("b", "2")]
+        pub.pub("up/t", "y", 1, props=pp)
+        got = sub.wait(2)
+        self.assertEqual(list(got[1].properties.UserProperty), [("a", "1"), ("b", "2")])
+        sub.close()
+        pub.close()
+
     def test_mosquitto_clients(self):
         port = str(BROKER.port)
         for v in ("mqttv311", "mqttv5"):
