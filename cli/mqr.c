@@ -264,7 +264,9 @@ static int cmd_show(const char *path) {
                  names[k]);
     printf("listener %s host=%s port=%u protocols=%s max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums",
            l->name, l->host, l->port, protocols, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
-    if (l->protocols & MQR_PROTOCOL_MQTT) printf(" mqtt-max-packet-size=%u", l->mqtt_max_packet);
+    if (l->protocols & MQR_PROTOCOL_MQTT)
+      printf(" mqtt-max-packet-size=%u mqtt-receive-maximum=%u mqtt-server-keep-alive=%d mqtt-topic-alias-maximum=%u",
+             l->mqtt_max_packet, l->mqtt_receive_max, l->mqtt_server_keep_alive, l->mqtt_topic_alias_max);
     if (l->protocols & MQR_PROTOCOL_STOMP)
       printf(" stomp-max-frame-size=%u stomp-max-headers=%u stomp-max-header-length=%u", l->stomp_max_frame,
              l->stomp_max_headers, l->stomp_max_header_len);

@@ -36,22 +36,40 @@ static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
   return set;
 }
 
-/* stomp: {max-frame-size, max-headers, max-header-length}; mqtt: {max-packet-size}. */
-static void parse_limits(ctx_t *c, const pair_t *p, bool stomp, int64_t *frame, int64_t *headers, int64_t *line) {
-  const char *where = stomp ? "a listener's stomp" : "a listener's mqtt";
+/* stomp: {max-frame-size, max-headers, max-header-length}. */
+static void parse_stomp(ctx_t *c, const pair_t *p, int64_t *frame, int64_t *headers, int64_t *line) {
+  const char *where = "a listener's stomp";
   if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
   FOREACH_PAIR(c, p->value, q) {
     if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
-    if (stomp && mqr_str_eq(q.name, MQR_STR("max-frame-size")))
+    if (mqr_str_eq(q.name, MQR_STR("max-frame-size")))
       mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, frame);
-    else if (!stomp && mqr_str_eq(q.name, MQR_STR("max-packet-size")))
-      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, frame);
-    else if (stomp && mqr_str_eq(q.name, MQR_STR("max-headers")))
+    else if (mqr_str_eq(q.name, MQR_STR("max-headers")))
       mqr__cfg_get_int(c, &q, false, 1, 1000000, headers);
-    else if (stomp && mqr_str_eq(q.name, MQR_STR("max-header-length")))
+    else if (mqr_str_eq(q.name, MQR_STR("max-header-length")))
       mqr__cfg_get_int(c, &q, true, 64, MQR_MAX_FRAME_LIMIT, line);
     else
-      mqr__cfg_unknown_key(c, &q, where, stomp ? "max-frame-size, max-headers, max-header-length" : "max-packet-size");
+      mqr__cfg_unknown_key(c, &q, where, "max-frame-size, max-headers, max-header-length");
+  }
+}
+
+/* mqtt: {max-packet-size, receive-maximum, server-keep-alive, topic-alias-maximum}:
+ * v[0..3] in that order. */
+static void parse_mqtt(ctx_t *c, const pair_t *p, int64_t v[4]) {
+  const char *where = "a listener's mqtt";
+  if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
+  FOREACH_PAIR(c, p->value, q) {
+    if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
+    if (mqr_str_eq(q.name, MQR_STR("max-packet-size")))
+      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, &v[0]);
+    else if (mqr_str_eq(q.name, MQR_STR("receive-maximum")))
+      mqr__cfg_get_int(c, &q, false, 1, 65535, &v[1]);
+    else if (mqr_str_eq(q.name, MQR_STR("server-keep-alive")))
+      mqr__cfg_get_int(c, &q, false, -1, 65535, &v[2]);
+    else if (mqr_str_eq(q.name, MQR_STR("topic-alias-maximum")))
+      mqr__cfg_get_int(c, &q, false, 0, 65535, &v[3]);
+    else
+      mqr__cfg_unknown_key(c, &q, where, "max-packet-size, receive-maximum, server-keep-alive, topic-alias-maximum");
   }
 }
 
@@ -67,7 +85,7 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   const yaml_node_t *name_node = map, *px_node = NULL;
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
   int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
-  int64_t mqtt_packet = MQR_DEFAULT_MAX_FRAME, unused = 0, stomp_frame = MQR_DEFAULT_MAX_FRAME;
+  int64_t mqtt[4] = {MQR_DEFAULT_MAX_FRAME, 65535, -1, 64}, stomp_frame = MQR_DEFAULT_MAX_FRAME;
   int64_t stomp_headers = MQR_DEFAULT_STOMP_MAX_HEADERS, stomp_line = MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH;
   uint32_t protocols = MQR_PROTOCOL_MQR;
   FOREACH_PAIR(c, map, p) {
@@ -100,9 +118,9 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
     } else if (mqr_str_eq(p.name, MQR_STR("protocols"))) {
       protocols = parse_protocols(c, &p);
     } else if (mqr_str_eq(p.name, MQR_STR("mqtt"))) {
-      parse_limits(c, &p, false, &mqtt_packet, &unused, &unused);
+      parse_mqtt(c, &p, mqtt);
     } else if (mqr_str_eq(p.name, MQR_STR("stomp"))) {
-      parse_limits(c, &p, true, &stomp_frame, &stomp_headers, &stomp_line);
+      parse_stomp(c, &p, &stomp_frame, &stomp_headers, &stomp_line);
     } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
       mqr__cfg_get_string(c, &p, &px[0]);
       px_node = p.value;
@@ -128,7 +146,10 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.port = (uint16_t)port;
   l->pub.protocols = protocols;
   l->pub.max_frame = (uint32_t)max_frame;
-  l->pub.mqtt_max_packet = (uint32_t)mqtt_packet;
+  l->pub.mqtt_max_packet = (uint32_t)mqtt[0];
+  l->pub.mqtt_receive_max = (uint16_t)mqtt[1];
+  l->pub.mqtt_server_keep_alive = (int32_t)mqtt[2];
+  l->pub.mqtt_topic_alias_max = (uint16_t)mqtt[3];
   l->pub.stomp_max_frame = (uint32_t)stomp_frame;
   l->pub.stomp_max_headers = (uint32_t)stomp_headers;
   l->pub.stomp_max_header_len = (uint32_t)stomp_line;

@@ -235,15 +235,22 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
   ss->conn = c;
   mc->level = level;
   mc->connected = true;
-  mc->keep_alive_ms = (uint64_t)cn->keep_alive * 1500;
+  /* A server keep-alive of the listener's goes over the client's (5.0; 3.1.1 has no way
+   * to say it, so the client's stands). */
+  int32_t ska = c->l->cfg->mqtt_server_keep_alive;
+  uint16_t keep_alive = level == 5 && ska >= 0 ? (uint16_t)ska : cn->keep_alive;
+  mc->keep_alive_ms = (uint64_t)keep_alive * 1500;
   mc->receive_max = level == 5 && MQR__MQTT_HAS(&p->props, 0x21) ? p->props.receive_max : 65535;
   mc->max_packet = level == 5 && MQR__MQTT_HAS(&p->props, 0x27) ? p->props.max_packet : 268435455;
-  mc->alias_max = MQTT_SERVER_ALIAS_MAX;
+  mc->alias_max = level == 5 ? c->l->cfg->mqtt_topic_alias_max : 0;
+  mc->in_max = c->l->cfg->mqtt_receive_max ? c->l->cfg->mqtt_receive_max : 65535;
   c->state = MQR__CONN_OPEN;
   mqr__mqtt_props_t pr = {0};
   if (level == 5) {
-    pr.have = 1ull << 0x22 | 1ull << 0x27;
+    pr.have = 1ull << 0x22 | 1ull << 0x27 | 1ull << 0x21;
     pr.topic_alias_max = mc->alias_max;
+    pr.receive_max = mc->in_max;
+    if (ska >= 0) pr.have |= 1ull << 0x13, pr.server_keep_alive = (uint16_t)ska;
     pr.max_packet = c->l->cfg->mqtt_max_packet;
     if (cn->client_id.len == 0) pr.have |= 1ull << 0x12, pr.assigned_client_id = id;
   }
@@ -373,6 +380,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   uint8_t type = mc->waiting[mc->w_head].type;
   mc->w_head = (mc->w_head + 1) % mc->w_cap;
   mc->w_n--;
+  if ((type == MQR__MQTT_PUBACK || status != 0) && mc->in_open) mc->in_open--; /* answered: its place is free */
   uint8_t reason = 0;
   if (status != 0) {
     if (type == MQR__MQTT_PUBREC && mc->ss && mc->ss->qos2_in) { /* not sent: the exchange ends here */

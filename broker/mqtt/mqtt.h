@@ -80,6 +80,8 @@ typedef struct {
   uint16_t receive_max;         /* QoS 1 and 2 PUBLISHes in flight to it, at most */
   uint32_t max_packet;          /* the largest packet it takes */
   uint16_t alias_max;           /* topic aliases it may use (ours) */
+  uint16_t in_max;              /* QoS 1 and 2 PUBLISHes it may have unanswered (our Receive Maximum) */
+  uint32_t in_open;             /* those it has: PUBACK not yet sent, or PUBREC sent and PUBCOMP not */
   mqr_str_t *aliases;           /* alias_max + 1, copies */
   /* Answers that wait for the journal: a PUBACK or PUBREC per token, in order. */
   struct {
@@ -93,7 +95,6 @@ typedef struct {
   size_t topic_cap;
 } mqtt_conn_t;
 
-#define MQTT_SERVER_ALIAS_MAX 64    /* topic aliases a client may set */
 #define MQTT_MAX_SUBSCRIPTIONS 1024 /* per session */
 #define MQTT_RETAIN_PREFIX "$sys.mqtt.retain."
 

@@ -230,6 +230,13 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
     mqr__mqtt_close(c, 0x82, "a PUBLISH without a topic or an alias");
     return;
   }
+  /* Our Receive Maximum: a QoS 1 or 2 PUBLISH past it ends the connection ([MQTT-3.3.4-7]);
+   * a QoS 2 PUBLISH sent again (its id known) is not a new one. */
+  bool again = m->qos == 2 && ss->qos2_in && (ss->qos2_in[p->packet_id >> 3] & (1u << (p->packet_id & 7)));
+  if (m->qos > 0 && !again && mc->in_open >= mc->in_max) {
+    mqr__mqtt_close(c, 0x93, "more than Receive Maximum (%u) QoS 1 and 2 PUBLISHes unanswered", mc->in_max);
+    return;
+  }
   if (m->qos == 2) {
     if (ss->qos2_in == NULL && (ss->qos2_in = mqr_calloc(1, 8192)) == NULL) {
       mqr__mqtt_close(c, 0x97, "out of memory");
@@ -243,6 +250,7 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
     ss->qos2_in[id >> 3] |= (uint8_t)(1u << (id & 7));
     mqr__mqtt_store_qos2(c->b, ss, true, id, true); /* journaled before the message */
   }
+  if (m->qos > 0) mc->in_open++; /* until its PUBACK, or its PUBCOMP */
   int64_t token = 0;
   if (m->qos > 0 &&
       (token = mqr__mqtt_answer_later(c, m->qos == 1 ? MQR__MQTT_PUBACK : MQR__MQTT_PUBREC, p->packet_id)) < 0) {
@@ -270,6 +278,7 @@ void mqr__mqtt_on_pubrel(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   uint16_t id = p->packet_id;
   bool known = ss->qos2_in && (ss->qos2_in[id >> 3] & (1u << (id & 7)));
   if (known) {
+    if (mc->in_open) mc->in_open--; /* PUBCOMP goes now */
     ss->qos2_in[id >> 3] &= (uint8_t) ~(1u << (id & 7));
     mqr__mqtt_store_qos2(c->b, ss, true, id, false);
   }

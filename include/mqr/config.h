@@ -48,11 +48,14 @@ typedef struct mqr_config_s mqr_config_t;
 /* A listener as configured (mqrd binds them). Strings live as long as the config. */
 typedef struct {
   const char *name;
-  const char *host;              /* an IPv4 or IPv6 literal */
+  const char *host;              /* an IPv4 or IPv6 literal, or a host name */
   uint16_t port;                 /* 0: an ephemeral port */
   uint32_t protocols;            /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
   uint32_t max_frame;            /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
   uint32_t mqtt_max_packet;      /* the largest MQTT packet either side may send (mqtt: max-packet-size) */
+  uint16_t mqtt_receive_max;     /* QoS 1 and 2 PUBLISHes a client may have unanswered (mqtt: receive-maximum) */
+  int32_t mqtt_server_keep_alive; /* s, sent in a 5.0 CONNACK and used over the client's; -1: the client's */
+  uint16_t mqtt_topic_alias_max;  /* topic aliases either side may set (mqtt: topic-alias-maximum); 0: none */
   uint32_t stomp_max_frame;      /* the largest STOMP frame a client may send (stomp: max-frame-size) */
   uint32_t stomp_max_headers;    /* headers in one STOMP frame (stomp: max-headers) */
   uint32_t stomp_max_header_len; /* bytes of one STOMP header line (stomp: max-header-length) */

@@ -32,6 +32,10 @@ listeners:
     port: 0
     protocols: [mqtt, stomp, mqr]
     mqtt: {max-packet-size: 64KiB}
+  - name: strict
+    port: 0
+    protocols: [mqtt]
+    mqtt: {receive-maximum: 2, server-keep-alive: 7, topic-alias-maximum: 0}
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true}
   'test.nosubscribe': {auto-create-queues: false}
@@ -380,6 +384,40 @@ class Mqtt(unittest.TestCase):
         self.assertEqual([(m.topic, m.payload) for m in got[-2:]], [("pp/alias", b"set"), ("pp/alias", b"used")])
         c.close()
         other.close()
+
+    def test_receive_maximum_and_server_keep_alive(self):
+        """A listener's receive-maximum and server-keep-alive are sent in a 5.0 CONNACK; a
+        client past the Receive Maximum is disconnected with 0x93 [MQTT-3.3.4-7]."""
+        import re
+        port = int(re.search(r"listener 'strict' on 127\.0\.0\.1:(\d+)", BROKER.log_text()).group(1))
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        # 5.0 CONNECT, clean start, keep-alive 60, no properties, client id "rm".
+        s.sendall(pkt(0x10, b"\x00\x04MQTT\x05\x02\x00\x3c\x00" + string(b"rm")))
+        ack = read_packets(s, 0.5)[0]
+        self.assertEqual(ack[0], 2)
+        props = ack[2][3:]  # flags, reason, properties length, then the properties
+        self.assertIn(b"\x21\x00\x02", props)  # Receive Maximum 2
+        self.assertIn(b"\x13\x00\x07", props)  # Server Keep Alive 7
+        self.assertIn(b"\x22\x00\x00", props)  # Topic Alias Maximum 0
+        # QoS 2 PUBLISHes left open (no PUBREL): two are taken, the third is one too many.
+        for pid in (1, 2):
+            s.sendall(pkt(0x34, string(b"rm/t") + struct.pack(">H", pid) + b"\x00m"))
+            self.assertEqual(read_packets(s, 0.5)[0][:2], (5, 0))  # PUBREC
+        s.sendall(pkt(0x34, string(b"rm/t") + b"\x00\x03\x00m"))
+        got = read_packets(s, 1.0)
+        self.assertEqual(got[-1][0], 14)  # DISCONNECT
+        self.assertEqual(got[-1][2][:1], b"\x93")  # Receive Maximum exceeded
+        s.close()
+        # With PUBREL/PUBCOMP in between, any number go through.
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(pkt(0x10, b"\x00\x04MQTT\x05\x02\x00\x3c\x00" + string(b"rm2")))
+        read_packets(s, 0.5)
+        for pid in range(1, 6):
+            s.sendall(pkt(0x34, string(b"rm/t") + struct.pack(">H", pid) + b"\x00m"))
+            self.assertEqual(read_packets(s, 0.5)[0][:2], (5, 0))
+            s.sendall(bytes([0x62, 2]) + struct.pack(">H", pid))  # PUBREL
+            self.assertEqual(read_packets(s, 0.5)[0][:2], (7, 0))  # PUBCOMP
+        s.close()
 
     def test_repeated_user_properties(self):
         """[MQTT-3.3.2-17, -18]: user properties reach a subscriber in order, a repeated
