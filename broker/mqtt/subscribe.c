@@ -539,6 +539,20 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__mqtt_publish_t m = {(uint8_t)qos, e->delivery_count > 1 && qos > 0,
                            from_retain || (sub->retain_as_published && retained), mqr_str_n(mc->topic, tl), tv.body};
   mqr__mqtt_out_props_t o = {&pr, reg->ukeys, reg->uvalues, nu, &sub->sub_id, sub->sub_id ? 1u : 0u};
+  int64_t new_alias = -1; /* the slot of an alias this PUBLISH sets, until it has gone */
+  if (mc->out_aliases_on && tl) { /* a topic it has an alias for goes as the alias alone */
+    int64_t slot = mqr__smap_find(&mc->out_aliases, m.topic);
+    uintptr_t alias = slot >= 0 ? (uintptr_t)mc->out_aliases.slots[slot].val : 0;
+    if (alias) {
+      m.topic = mqr_str_n(mc->topic, 0);
+    } else if (mc->out_alias_next < mc->out_alias_max &&
+               (slot = mqr__smap_slot(&mc->out_aliases, m.topic, NULL)) >= 0) {
+      alias = ++mc->out_alias_next;
+      mc->out_aliases.slots[slot].val = (void *)alias;
+      new_alias = slot;
+    }
+    if (alias) pr.have |= 1ull << 0x23, pr.topic_alias = (uint16_t)alias;
+  }
   /* A message published on a connection that went goes again with its packet id. */
   mqtt_out_t *slot = qos && e->delivery_count > 1 ? resend_slot(ss, e->msg->id) : NULL;
   if (qos && slot == NULL && ss->out_n >= 65534 && ss->resend_n) resend_forget(ss);
@@ -546,6 +560,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   if (slot) m.dup = true;
   size_t head = mqr__mqtt_put_publish(NULL, 0, mc->level, &m, id ? id : 1, tv.body.len, mc->level == 5 ? &o : NULL);
   if (head + tv.body.len > mc->max_packet) { /* [MQTT-3.1.2-25]: more than it takes: discarded */
+    if (new_alias >= 0) mc->out_aliases.slots[new_alias].val = NULL, mc->out_alias_next--; /* never set */
     if (slot) out_del(ss, slot);
     done(k, e->delivery);
     return 0;

@@ -419,6 +419,32 @@ class Mqtt(unittest.TestCase):
             self.assertEqual(read_packets(s, 0.5)[0][:2], (7, 0))  # PUBCOMP
         s.close()
 
+    def test_topic_aliases_to_the_client(self):
+        """A 5.0 client that allows topic aliases (Topic Alias Maximum in CONNECT) gets a
+        topic once with its alias, then the alias alone; past its maximum, topics whole."""
+        s = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+        # 5.0 CONNECT, clean start, keep-alive 60, properties: Topic Alias Maximum 2.
+        s.sendall(pkt(0x10, b"\x00\x04MQTT\x05\x02\x00\x3c\x03\x22\x00\x02" + string(b"ta")))
+        self.assertEqual(read_packets(s, 0.5)[0][0], 2)
+        s.sendall(pkt(0x82, b"\x00\x01\x00" + string(b"ta/#") + b"\x00"))  # QoS 0
+        self.assertEqual(read_packets(s, 0.5)[0][0], 9)
+        pub = Client("ta-pub")
+        for t in ("ta/a", "ta/a", "ta/b", "ta/c", "ta/b", "ta/c"):
+            pub.pub(t, t.encode(), 0)
+        got = [p for p in read_packets(s, 1.0) if p[0] == 3]
+        seen = []
+        for _, _, body in got:
+            tl = body[0] << 8 | body[1]
+            topic = body[2:2 + tl]
+            plen = body[2 + tl]
+            props = body[3 + tl:3 + tl + plen]
+            alias = struct.unpack(">H", props[props.index(0x23) + 1:props.index(0x23) + 3])[0] if 0x23 in props else 0
+            seen.append((topic, alias, body[3 + tl + plen:]))
+        self.assertEqual(seen, [(b"ta/a", 1, b"ta/a"), (b"", 1, b"ta/a"), (b"ta/b", 2, b"ta/b"),
+                                (b"ta/c", 0, b"ta/c"), (b"", 2, b"ta/b"), (b"ta/c", 0, b"ta/c")])
+        pub.close()
+        s.close()
+
     def test_repeated_user_properties(self):
         """[MQTT-3.3.2-17, -18]: user properties reach a subscriber in order, a repeated
         name with every value; a selector sees the first value of the name."""
