@@ -53,6 +53,17 @@ static val_t arith(mqr__fkind_t op, const val_t *a, const val_t *b) {
   return (val_t){MQR_VALUE_LONG, {.l = (int64_t)r}};
 }
 
+/* A number as Java promotes it to float: a long or an int in one rounding (through a
+ * double would round twice: 4611686293305294849L is not 4.611686018427388E18f). */
+static float as_float(const val_t *a) {
+  switch (a->type) {
+  case MQR_VALUE_INT: return (float)a->u.i;
+  case MQR_VALUE_LONG: return (float)a->u.l;
+  case MQR_VALUE_FLOAT: return a->u.f;
+  default: return (float)as_double(a);
+  }
+}
+
 static val_t negate(const val_t *a) {
   switch (a->type) {
   case MQR_VALUE_INT: return (val_t){MQR_VALUE_INT, {.i = (int32_t)(0u - (uint32_t)a->u.i)}};
@@ -68,8 +79,8 @@ static int order(const val_t *a, const val_t *b) {
   if (is_num(a) && is_num(b)) {
     if (a->type == MQR_VALUE_DOUBLE || b->type == MQR_VALUE_DOUBLE)
       return mqr__filter_cmp_double(as_double(a), as_double(b));
-    if (a->type == MQR_VALUE_FLOAT || b->type == MQR_VALUE_FLOAT)
-      return mqr__filter_cmp_double((float)as_double(a), (float)as_double(b)); /* compared as floats */
+    if (a->type == MQR_VALUE_FLOAT || b->type == MQR_VALUE_FLOAT) /* compared as floats */
+      return mqr__filter_cmp_double(as_float(a), as_float(b));
     int64_t x = as_long(a), y = as_long(b);
     return x < y ? -1 : x > y;
   }

@@ -347,7 +347,9 @@ static int32_t number(px_t *p, uint64_t u, bool negate, bool is_long, double d, 
     return -1;
   }
   int64_t x = negate ? (int64_t)(0 - u) : (int64_t)u;
-  if (!is_long && x >= INT32_MIN && x <= INT32_MAX)
+  /* Its type is the literal's before the sign, as Artemis negates a literal when it runs:
+   * -2147483648 is a long (2147483648 is one), so -2147483648 - 1 does not wrap. */
+  if (!is_long && u <= INT32_MAX)
     *v = (mqr_value_t){MQR_VALUE_INT, {.i = (int32_t)x}};
   else
     *v = (mqr_value_t){MQR_VALUE_LONG, {.l = x}};
@@ -412,7 +414,7 @@ static int32_t parse_unary(px_t *p) {
     bool neg = p->t == T_MINUS;
     size_t at = p->start;
     next(p);
-    if (neg && (p->t == T_INT || p->t == T_FLOAT)) { /* a negative literal: -2147483648 is an int */
+    if (neg && (p->t == T_INT || p->t == T_FLOAT)) { /* a negative literal, typed by its magnitude */
       int32_t n = number(p, p->u, true, p->is_long, p->d, p->t == T_FLOAT, at);
       next(p);
       return n;

@@ -96,6 +96,22 @@ static void sel(const char *text, bool expected) {
 
 /* ---- Artemis's SelectorTest ---------------------------------------------------------------------- */
 
+/* Where Artemis (Java) and a C evaluation could part: a long promoted to float in one
+ * rounding, as Java does (through a double it rounds twice and compares equal); a
+ * negative literal typed by its magnitude (Artemis negates when it runs), so
+ * -2147483648 is a long and minus one does not wrap. */
+static void test_java_promotion_and_negative_literals(void **state) {
+  (void)state;
+  const prop_t m[] = {{"l", L(4611686293305294849LL)}, {"f", F(4.611686018427388e18f)}, {NULL, NUL}};
+  assert_int_equal(eval_on("l = f", m), MQR_FILTER_FALSE);
+  assert_int_equal(eval_on("l <> f", m), MQR_FILTER_TRUE);
+  assert_int_equal(eval_on("f = 4611686018427387904", m), MQR_FILTER_TRUE); /* the float itself */
+  FA("-2147483648 - 1 = 2147483647");
+  T("-2147483648 - 1 = -2147483649");
+  T("-2147483647 - 1 = -2147483648"); /* an int stays an int */
+  T("-5 * 2 = -10");
+}
+
 static void test_artemis_selector_cases(void **state) {
   (void)state;
   sel("(trueProp OR falseProp) AND trueProp", true);
@@ -676,6 +692,7 @@ int main(void) {
       cmocka_unit_test(test_slots),
       cmocka_unit_test(test_program_against_tree),
       cmocka_unit_test(test_leaves_against_tree),
+      cmocka_unit_test(test_java_promotion_and_negative_literals),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_vocabulary),
   };
