@@ -192,8 +192,22 @@ static void lex_number(px_t *p) {
       return;
     }
     uint64_t base = octal ? 8 : 10;
-    if (v > (UINT64_MAX - d) / base) {
-      fail(p, p->start, MQR_ESYNTAX, "a number too large");
+    if (v > (UINT64_MAX - d) / base || (!octal && v * base + d > (uint64_t)INT64_MAX + 1)) {
+      if (octal) {
+        fail(p, p->start, MQR_ESYNTAX, "a number too large");
+        return;
+      }
+      /* Past the long range, as Artemis reads it: a decimal, taken as a double. */
+      char buf[128];
+      if (end - at >= sizeof buf) {
+        fail(p, p->start, MQR_ESYNTAX, "a number too long");
+        return;
+      }
+      memcpy(buf, s + at, end - at);
+      buf[end - at] = 0;
+      p->d = strtod(buf, NULL);
+      p->t = T_FLOAT;
+      p->pos = end;
       return;
     }
     v = v * base + d;
@@ -205,9 +219,41 @@ static void lex_number(px_t *p) {
   p->pos = end;
 }
 
+/* White space (a form feed too) and comments, from "--" to the end of the line and from
+ * slash-star to star-slash, as Artemis's grammar skips them. */
+static void skip_space(px_t *p) {
+  const char *s = p->s;
+  for (;;) {
+    while (p->pos < p->len && (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' || s[p->pos] == '\r' ||
+                               s[p->pos] == '\f'))
+      p->pos++;
+    if (p->pos + 1 < p->len && s[p->pos] == '-' && s[p->pos + 1] == '-') {
+      while (p->pos < p->len && s[p->pos] != '\n' && s[p->pos] != '\r') p->pos++;
+      continue;
+    }
+    if (p->pos + 1 < p->len && s[p->pos] == '/' && s[p->pos + 1] == '*') {
+      size_t at = p->pos;
+      const char *end = NULL;
+      for (size_t i = p->pos + 2; i + 1 < p->len; i++)
+        if (s[i] == '*' && s[i + 1] == '/') {
+          end = s + i;
+          break;
+        }
+      if (end == NULL) {
+        fail(p, at, MQR_ESYNTAX, "a comment that does not end");
+        p->pos = p->len;
+        return;
+      }
+      p->pos = (size_t)(end - s) + 2;
+      continue;
+    }
+    return;
+  }
+}
+
 static void next(px_t *p) {
   const char *s = p->s;
-  while (p->pos < p->len && (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' || s[p->pos] == '\r')) p->pos++;
+  skip_space(p);
   p->start = p->pos;
   if (p->pos >= p->len) {
     p->t = T_END;
@@ -283,6 +329,8 @@ static int32_t cond(px_t *p, int32_t n, size_t at) {
   if (n < 0) return n;
   if (is_cond(p->f, n)) return n;
   if (p->f->nodes[n].kind == F_IDENT) return node(p, F_BOOLCAST, n, -1, -1, at);
+  const mqr__fnode_t *x = &p->f->nodes[n];
+  if (x->kind == F_CONST && x->v.type == MQR_VALUE_NULL) return n; /* NULL: UNKNOWN, as Artemis takes it */
   fail(p, p->f->nodes[n].start - 1, MQR_ESYNTAX, "a condition is wanted here, not a value");
   return -1;
 }
@@ -342,9 +390,9 @@ static int32_t number(px_t *p, uint64_t u, bool negate, bool is_long, double d, 
     *v = (mqr_value_t){MQR_VALUE_DOUBLE, {.d = negate ? -d : d}};
     return n;
   }
-  if (u > (uint64_t)INT64_MAX + (negate ? 1 : 0)) {
-    fail(p, at, MQR_ESYNTAX, "a number too large for a long");
-    return -1;
+  if (u > (uint64_t)INT64_MAX) { /* past the long range, before the sign too: a double, as Artemis reads it */
+    *v = (mqr_value_t){MQR_VALUE_DOUBLE, {.d = negate ? -(double)u : (double)u}};
+    return n;
   }
   int64_t x = negate ? (int64_t)(0 - u) : (int64_t)u;
   /* Its type is the literal's before the sign, as Artemis negates a literal when it runs:
@@ -584,33 +632,23 @@ static int32_t parse_in(px_t *p, int32_t a, bool neg, size_t at) {
   return n;
 }
 
-static int32_t parse_comparison(px_t *p) {
+/* A relational comparison (<, <=, >, >=, BETWEEN, LIKE, IN) or a value; equality binds
+ * looser (parse_comparison), as in Artemis's grammar: a < b = TRUE is (a < b) = TRUE. */
+static int32_t parse_relational(px_t *p) {
   int32_t a = parse_sum(p);
   if (a < 0) return -1;
   size_t at = p->start;
   static const struct {
     tok_t t;
     mqr__fkind_t k;
-  } ops[] = {{T_EQ, F_EQ}, {T_NE, F_NE}, {T_LT, F_LT}, {T_LE, F_LE}, {T_GT, F_GT}, {T_GE, F_GE}};
+  } ops[] = {{T_LT, F_LT}, {T_LE, F_LE}, {T_GT, F_GT}, {T_GE, F_GE}};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (p->t == ops[i].t) {
-      bool equality = ops[i].k == F_EQ || ops[i].k == F_NE;
       next(p);
       int32_t b = parse_sum(p);
-      if (b < 0 || !value_ok(p, a, equality) || !value_ok(p, b, equality)) return -1;
-      const mqr__fnode_t *x = &p->f->nodes[a], *y = &p->f->nodes[b];
-      if (x->kind == F_CONST && y->kind == F_CONST && (x->v.type == MQR_VALUE_BOOL) != (y->v.type == MQR_VALUE_BOOL))
-        return fail(p, at, MQR_ESYNTAX, "a boolean cannot be compared with another type"), -1;
+      if (b < 0 || !value_ok(p, a, false) || !value_ok(p, b, false)) return -1;
       return node(p, ops[i].k, a, b, -1, at);
     }
-  if (p->t == T_IS) {
-    next(p);
-    bool neg = p->t == T_NOT;
-    if (neg) next(p);
-    if (p->t != T_NULL) return fail(p, p->start, MQR_ESYNTAX, "NULL expected after IS"), -1;
-    next(p);
-    return node(p, neg ? F_IS_NOT_NULL : F_IS_NULL, a, -1, -1, at);
-  }
   bool neg = false;
   if (p->t == T_NOT) {
     neg = true;
@@ -635,6 +673,32 @@ static int32_t parse_comparison(px_t *p) {
   if (p->t == T_IN) {
     next(p);
     return parse_in(p, a, neg, at);
+  }
+  return a;
+}
+
+/* Equality over relational comparisons, left to right (a = 1 = TRUE is (a = 1) = TRUE),
+ * and IS [NOT] NULL. Values of unlike types compare FALSE (JMS), constants too. */
+static int32_t parse_comparison(px_t *p) {
+  int32_t a = parse_relational(p);
+  while (a >= 0) {
+    size_t at = p->start;
+    if (p->t == T_EQ || p->t == T_NE) {
+      mqr__fkind_t k = p->t == T_EQ ? F_EQ : F_NE;
+      next(p);
+      int32_t b = parse_relational(p);
+      if (b < 0 || !value_ok(p, a, true) || !value_ok(p, b, true)) return -1;
+      a = node(p, k, a, b, -1, at);
+    } else if (p->t == T_IS) {
+      next(p);
+      bool neg = p->t == T_NOT;
+      if (neg) next(p);
+      if (p->t != T_NULL) return fail(p, p->start, MQR_ESYNTAX, "NULL expected after IS"), -1;
+      next(p);
+      a = node(p, neg ? F_IS_NOT_NULL : F_IS_NULL, a, -1, -1, at);
+    } else {
+      break;
+    }
   }
   return a;
 }
