@@ -24,7 +24,9 @@ void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
  * also keeps the poll from blocking while something waits). */
 static void idle_cb(uv_idle_t *h) {
   mqr_broker_t *b = h->data;
-  if (!mqr__server_flush(b)) {
+  bool more = mqr__server_flush(b);
+  if (mqr__grave_step(b)) more = true; /* a slice of what deleted queues left */
+  if (!more) {
     uv_idle_stop(&b->idle);
     b->idle_on = false;
   }
@@ -91,6 +93,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
 }
 
 static void free_broker(mqr_broker_t *b) {
+  mqr__grave_drain(b);
   mqr__redeliver_free(b);
   while (b->queues) {
     mqr__bq_t *bq = b->queues;
@@ -221,9 +224,9 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
   for (mqr__entry_t *e; bq && (e = bq->store.ops->pop(&bq->store)) != NULL; n++) {
     bq->acked++; /* it left the queue as an acknowledged message does */
     if (e->jbq) mqr__durable_removed(b, e);
-    mqr__msg_release(b, e->msg);
-    mqr__pool_put(&b->entries, e);
+    mqr__grave_put(b, e); /* released in slices (grave.c) */
   }
+  mqr__grave_step(b); /* the first slice now: a small purge is done at once */
   if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
     uint64_t h = mqr__redeliver_drop_queue(b, bq, true, false);
     bq->acked += h;

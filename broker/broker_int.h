@@ -276,6 +276,11 @@ struct mqr_broker_s {
   uint32_t route_depth;                    /* sends in progress */
   uint64_t queue_drops;                    /* queues deleted, ever (send.c looks for a change) */
   uint32_t config_gen;                     /* configured.c: counts the configs applied */
+  /* Entries that left their queue for good (a deleted queue's, a purge's), out of the
+   * journal already: their messages are released a slice at a time (grave.c), so that a
+   * queue of 100,000 does not hold the loop. */
+  mqr__entry_t *grave_head, *grave_tail;
+  uint64_t grave_n;
   uint32_t divert_level;                   /* diverted copies being sent, one in another */
   struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
   uint32_t n_transformers;
@@ -392,6 +397,12 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 /* subscribe.c: a queue's broker state and the queue itself go (what it holds is deleted,
  * in the journal too); mqr_broker_delete_queue journals the deletion first. */
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
+
+/* grave.c: e (off every list, its journal record written) to be released later; a slice
+ * of the graveyard released (true: some are left); all of it (the broker closing). */
+void mqr__grave_put(mqr_broker_t *b, mqr__entry_t *e);
+bool mqr__grave_step(mqr_broker_t *b);
+void mqr__grave_drain(mqr_broker_t *b);
 
 /* configured.c: the config's queues. At a start: every queue of the router just built is
  * the config's (0 or MQR_ENOMEM); after the journal is open: their records written, and

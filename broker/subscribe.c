@@ -211,11 +211,11 @@ void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_forget_queue(b, bq);
   mqr__pager_forget_queue(bq);
   mqr__entry_t *e;
-  while ((e = bq->store.ops->pop(&bq->store)) != NULL) {
+  while ((e = bq->store.ops->pop(&bq->store)) != NULL) { /* their records now, their release in slices */
     if (e->jbq) mqr__durable_removed(b, e);
-    mqr__msg_release(b, e->msg);
-    mqr__pool_put(&b->entries, e);
+    mqr__grave_put(b, e);
   }
+  mqr__grave_step(b); /* the first slice now: a small queue is gone at once */
   if (bq->prev)
     bq->prev->next = bq->next;
   else
