@@ -51,6 +51,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   mqr__session_init(b, &b->inproc, NULL);
   int rc = 0;
   b->config = b->opt.config;
+  b->global_max = -1; /* (set from the config below) */
   if (b->config == NULL) {
     mqr_error_t items[4];
     mqr_diags_t d;
@@ -62,6 +63,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
     }
     b->config = b->own_config;
   }
+  b->global_max = mqr_config_global_max_size(b->config);
   if ((rc = mqr_config_build_router(b->config, &b->router, err)) != 0) {
     mqr_config_destroy(b->own_config);
     mqr_free(b);
@@ -273,10 +275,13 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
   int rc = mqr_config_apply(cfg, b->config, &b->router, reload_report, &x, err);
   /* Accounts take the settings as they now resolve; producers paused on a limit that grew
    * may go on. */
+  b->global_max = mqr_config_global_max_size(cfg);
+  bool global_room = b->global_max < 0 || (int64_t)b->stats.bytes < b->global_max;
+  if (global_room) b->global_blocked = false;
   for (mqr__acct_t *a = b->accts; a; a = a->next) {
     mqr__acct_settings(a);
     bool blocks = a->policy == MQR_FULL_BLOCK || (a->policy == MQR_FULL_PAGE && b->dur == NULL);
-    if (a->n_blocked && (a->max < 0 || a->bytes < a->max || !blocks)) mqr__acct_release(a);
+    if (a->n_blocked && ((global_room && (a->max < 0 || a->bytes < a->max)) || !blocks)) mqr__acct_release(a);
   }
   if (rc == 0) {
     mqr__configured_reload(b, b->config, cfg, reload_report, &x);

@@ -316,7 +316,19 @@ struct mqr_broker_s {
   uint32_t open_handles;
   void (*close_cb)(void *arg);
   void *close_arg;
+  /* global-max-size (mqr_config_global_max_size): the bytes of messages held in memory,
+   * every address together, past which each address acts on its full policy; -1: none.
+   * global_blocked: a producer paused on it, to be resumed once below. */
+  int64_t global_max;
+  bool global_blocked;
 };
+
+/* Whether a's address is full: its own max-size-bytes, or the broker's global-max-size. */
+static inline bool mqr__full(const mqr_broker_t *b, const mqr__acct_t *a) {
+  return (a->max >= 0 && a->bytes >= a->max) || (b->global_max >= 0 && (int64_t)b->stats.bytes >= b->global_max);
+}
+/* The producers paused on the global limit go on once under it (store.c, reload). */
+void mqr__global_release(mqr_broker_t *b);
 
 /* store.c: a message of room for len bytes (its caller sets len and counts it in the
  * stats); the release that drops its last reference uncounts it and recycles it. */

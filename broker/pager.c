@@ -388,7 +388,7 @@ static void page_written(void *arg, int status) {
 bool mqr__pager_wants(mqr_broker_t *b, const mqr__acct_t *acct) {
   if (acct->policy != MQR_FULL_PAGE || b->dur == NULL || b->dur->failed) return false;
   if (acct->pager && acct->pager->paging) return true;
-  return acct->max >= 0 && acct->bytes >= acct->max;
+  return mqr__full(b, acct); /* its own limit, or the broker's */
 }
 
 int mqr__pager_send(mqr_broker_t *b, mqr__acct_t *acct, const mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n,

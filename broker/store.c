@@ -88,8 +88,10 @@ void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m) {
   if (a) {
     bool was_full = a->max >= 0 && a->bytes >= a->max;
     a->bytes -= m->len;
-    if (was_full && a->bytes < a->max && a->n_blocked) mqr__acct_release(a); /* below the limit again */
+    if (was_full && a->bytes < a->max && a->n_blocked && !b->global_blocked)
+      mqr__acct_release(a); /* below the limit again */
   }
+  if (b->global_blocked && (int64_t)b->stats.bytes < b->global_max) mqr__global_release(b);
   if (b->msg_n_free[m->cls] >= class_cap(m->cls)) {
     mqr_free(m);
     return;

@@ -283,6 +283,7 @@ static int cmd_show(const char *path) {
          pc->journal_min_files, pc->journal_pool_files ? (long long)pc->journal_pool_files : -1LL,
          (unsigned long long)pc->journal_buffer_timeout_ns, pc->journal_buffer_size,
          pc->journal_sync ? "true" : "false", pc->journal_compact_min_files, pc->journal_compact_percentage);
+  printf("global-max-size=%lld\n", (long long)mqr_config_global_max_size(cfg));
   uint32_t scan = mqr_config_expiry_scan_ms(cfg);
   if (scan) printf("message-expiry-scan-period=%ums\n", scan);
   mqr_address_settings_t dflt;

@@ -487,19 +487,19 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (root == NULL || mqr__cfg_is_null(root)) return;
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
   static const char *const keys[] = {
-      "wildcard-addresses",        "address-settings", "listeners", "addresses", "persistence", "diverts",
-      "message-expiry-scan-period"};
-  yaml_node_t *found[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+      "wildcard-addresses",         "address-settings", "listeners", "addresses", "persistence", "diverts",
+      "message-expiry-scan-period", "global-max-size"};
+  yaml_node_t *found[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
                            "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence, "
-                           "message-expiry-scan-period");
+                           "message-expiry-scan-period, global-max-size");
       continue;
     }
     if (found[k]) {
@@ -523,6 +523,16 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
         ERR(c, found[6], "message-expiry-scan-period must be at least 1 ms");
       else
         c->cfg->expiry_scan_ms = ms;
+    }
+  }
+  if (found[7]) { /* bytes, or -1: no broker-wide limit */
+    pair_t p = {NULL, found[7], MQR_STR("global-max-size")};
+    int64_t v;
+    if (mqr__cfg_get_int(c, &p, true, -1, INT64_MAX / 2, &v)) {
+      if (v == 0)
+        ERR(c, found[7], "global-max-size must be a size in bytes, or -1 for none");
+      else
+        c->cfg->global_max_size = v;
     }
   }
 }

@@ -1,6 +1,8 @@
 /* The persistence section: the journal that keeps durable messages (docs/durability.md),
  * with the names and meanings of Artemis's broker.xml settings where they share them. */
 
+#include <unistd.h>
+
 #include "config_int.h"
 
 void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p) {
@@ -73,3 +75,12 @@ void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map) {
 const mqr_persistence_config_t *mqr_config_persistence(const mqr_config_t *cfg) { return &cfg->persistence; }
 
 uint32_t mqr_config_expiry_scan_ms(const mqr_config_t *cfg) { return (uint32_t)cfg->expiry_scan_ms; }
+
+int64_t mqr_config_global_max_size(const mqr_config_t *cfg) {
+  if (cfg->global_max_size) return cfg->global_max_size;
+  /* Artemis's default is half the JVM's heap, whose own default is a quarter of the
+   * machine's memory: an eighth of it. */
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return -1;
+  return (int64_t)pages * size / 8;
+}

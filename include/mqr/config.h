@@ -89,6 +89,13 @@ MQR_EXTERN const mqr_persistence_config_t *mqr_config_persistence(const mqr_conf
  * messages); 0 when the config does not give it. */
 MQR_EXTERN uint32_t mqr_config_expiry_scan_ms(const mqr_config_t *cfg);
 
+/* global-max-size: the bytes of messages the broker holds in memory, all addresses
+ * together, past which every address acts on its address-full-policy (PAGE, BLOCK, FAIL,
+ * DROP) as when its own max-size-bytes is reached (Artemis's global-max-size). -1: no
+ * limit. Not given: an eighth of the machine's memory (Artemis's default, half of a JVM
+ * heap that defaults to a quarter of it). */
+MQR_EXTERN int64_t mqr_config_global_max_size(const mqr_config_t *cfg);
+
 /* Loads the file at path. On success writes *out (free with mqr_config_destroy) and
  * returns 0; warnings may still be in diags. Otherwise returns MQR_ECONFIG (problems
  * in diags, which may be NULL), MQR_EIO (cannot read the file) or MQR_ENOMEM; *out is

@@ -257,6 +257,21 @@ else
   echo "FAIL journal-dump-broker"; cat "$tmp/dump"; failed=$((failed + 1))
 fi
 
+# global-max-size: every address together; past it, each acts on its full policy.
+printf 'global-max-size: 4KiB\nlisteners:\n  - {name: g, host: 127.0.0.1, port: 0}\naddress-settings:\n  "f.#": {address-full-policy: FAIL}\n  "b.#": {address-full-policy: BLOCK}\naddresses:\n  f.1: {anycast: [f.1]}\n  f.2: {anycast: [f.2]}\n  b.1: {anycast: [b.1]}\n' >"$tmp/global.yaml"
+"$mqrd" --config "$tmp/global.yaml" 2>"$tmp/global.log" &
+gpid=$!
+for _ in $(seq 100); do grep -q "ready" "$tmp/global.log" && break; sleep 0.05; done
+gport=$(grep -o "on 127.0.0.1:[0-9]*" "$tmp/global.log" | head -1 | cut -d: -f2)
+gurl="tcp://127.0.0.1:$gport"
+"$mqr" send --url "$gurl" --body "$(printf '%0200d' 0)" --count 10 f.1 >/dev/null 2>&1
+expect global-full 1 "" "global-max-size" -- "$mqr" send --url "$gurl" --body "$(printf '%0200d' 0)" --count 10 f.2
+expect global-block 1 "" "timed out" -- "$mqr" send --url "$gurl" --timeout 1 --count 3 --body x b.1
+"$mqr" recv --url "$gurl" --count 10 f.1 >/dev/null 2>&1
+expect global-room 0 "sent 1 to f.2: OK 1" "" -- "$mqr" send --url "$gurl" --body x f.2
+kill -TERM $gpid
+wait $gpid
+
 # Host names: a listener on "localhost" (resolved, /etc/hosts) and a client URL naming it.
 printf 'listeners:\n  - {name: named, host: localhost, port: 0}\n' >"$tmp/named.yaml"
 "$mqrd" --config "$tmp/named.yaml" 2>"$tmp/named.log" &

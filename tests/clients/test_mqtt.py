@@ -39,6 +39,7 @@ listeners:
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true}
   'test.nosubscribe': {auto-create-queues: false}
+  'blk.#': {max-size-bytes: 16KiB, address-full-policy: BLOCK}
 """
 
 BROKER = None
@@ -444,6 +445,38 @@ class Mqtt(unittest.TestCase):
                                 (b"ta/c", 0, b"ta/c"), (b"", 2, b"ta/b"), (b"ta/c", 0, b"ta/c")])
         pub.close()
         s.close()
+
+    def test_qos0_producer_held_by_a_full_address(self):
+        """QoS 0 has no flow control of its own: a producer to an address full under BLOCK
+        is held by TCP (the broker stops reading its connection), and goes on when the
+        address has room again."""
+        sub = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)  # subscribes, then reads nothing
+        sub.sendall(pkt(0x10, b"\x00\x04MQTT\x04\x02\x00\x3c" + string(b"blk-sub")))  # clean session
+        self.assertEqual(sub.recv(4)[:2], b"\x20\x02")
+        sub.sendall(pkt(0x82, b"\x00\x01" + string(b"blk/t") + b"\x00"))
+        time.sleep(0.3)
+        pub = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+        pub.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        pub.sendall(pkt(0x10, b"\x00\x04MQTT\x04\x02\x00\x3c" + string(b"blk-pub")))
+        self.assertEqual(pub.recv(4)[:2], b"\x20\x02")
+        one = pkt(0x30, string(b"blk/t") + b"x" * 100)
+        pub.settimeout(2)
+        sent, held = 0, False
+        try:
+            for _ in range(200000):  # 21 MB, far past what the broker and the socket buffers take
+                pub.sendall(one)
+                sent += 1
+        except socket.timeout:
+            held = True
+        self.assertTrue(held, "the producer was never held (%d sent)" % sent)
+        self.assertLess(sent, 200000)
+        # The subscriber goes (clean session: its queue with it): the address has room, the producer goes on.
+        sub.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sub.close()
+        pub.settimeout(10)
+        for _ in range(200):
+            pub.sendall(one)
+        pub.close()
 
     def test_repeated_user_properties(self):
         """[MQTT-3.3.2-17, -18]: user properties reach a subscriber in order, a repeated
