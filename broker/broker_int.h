@@ -77,7 +77,7 @@ typedef struct mqr__acct_s {
 typedef struct mqr__msg_s {
   uint32_t refs;
   uint32_t len;
-  uint8_t cls; /* size class: data holds 64 << cls bytes */
+  uint8_t cls; /* size class: data holds mqr__msg_class_size(cls) bytes */
   int64_t id;
   mqr__acct_t *acct;
   struct mqr__msg_s *next_free;
@@ -94,7 +94,20 @@ typedef struct mqr__msg_s {
   uint8_t data[];
 } mqr__msg_t;
 
-#define MQR__MSG_CLASSES 21 /* 64 B to 64 MiB */
+/* Size classes of a message's data, four to each doubling as jemalloc's are (64, 80, 96,
+ * 112, 128, 160, ...): a 1 KiB body with its headers takes 1280 bytes, not 2048. */
+#define MQR__MSG_CLASSES 81 /* 64 B to 64 MiB */
+static inline size_t mqr__msg_class_size(int cls) {
+  if (cls == 0) return 64;
+  int p = 6 + (cls - 1) / 4, sub = (cls - 1) % 4;
+  return ((size_t)1 << p) + (size_t)(sub + 1) * ((size_t)1 << (p - 2));
+}
+static inline int mqr__msg_class(size_t len) {
+  if (len <= 64) return 0;
+  int p = 63 - __builtin_clzll((unsigned long long)(len - 1)); /* 2^p < len <= 2^(p+1) */
+  int sub = (int)(((len - 1) >> (p - 2)) & 3);
+  return 1 + (p - 6) * 4 + sub;
+}
 
 /* A message in a queue, or in flight to a consumer (then on its unacked list). */
 struct mqr__entry_s {

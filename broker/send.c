@@ -232,7 +232,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   if (id == 0) id = ++b->next_message_id;
   mqr__msg_t *m = mqr__msg_alloc(b, bound);
   if (m == NULL) {
-    if (bound > ((size_t)64 << (MQR__MSG_CLASSES - 1)))
+    if (bound > mqr__msg_class_size(MQR__MSG_CLASSES - 1))
       return mqr_error_set(err, MQR_ELIMIT, "a message of %zu bytes is more than the broker stores", bound);
     return mqr_error_set(err, MQR_ENOMEM, "out of memory storing a message");
   }

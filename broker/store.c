@@ -49,19 +49,18 @@ void mqr__pool_free(mqr__pool_t *p) {
 #define MSG_CACHE_BYTES (8u << 20)
 
 static uint32_t class_cap(int cls) {
-  uint32_t n = (MSG_CACHE_BYTES >> 6) >> cls;
-  return n < 4 ? 4 : n;
+  size_t n = MSG_CACHE_BYTES / mqr__msg_class_size(cls);
+  return n < 4 ? 4 : (uint32_t)n;
 }
 
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
-  /* The class: the least power of two, 64 or more, that holds len. */
-  int cls = len <= 64 ? 0 : 64 - __builtin_clzll((unsigned long long)(len - 1)) - 6;
+  int cls = mqr__msg_class(len); /* the least class that holds len */
   if (cls >= MQR__MSG_CLASSES) return NULL;
   mqr__msg_t *m = b->msg_free[cls];
   if (m) {
     b->msg_free[cls] = m->next_free;
     b->msg_n_free[cls]--;
-  } else if ((m = mqr_malloc(sizeof *m + ((size_t)64 << cls))) == NULL) {
+  } else if ((m = mqr_malloc(sizeof *m + mqr__msg_class_size(cls))) == NULL) {
     return NULL;
   }
   m->refs = 0;
