@@ -1,10 +1,12 @@
 /* heads: the MQTT and STOMP heads end to end, against the brokers people run for those
  * protocols, through one raw-socket pipelined client of ours for both (a client library
  * would be the bottleneck: libmosquitto measured ~60k QoS 0 msgs/s through mosquitto
- * here). One publisher and one subscriber connection on 127.0.0.1, 16-byte bodies; an
- * operation is one message sent and received. The client keeps WINDOW messages sent and
- * not yet received, never draining between batches (finish receives what is in flight,
- * inside the timed region).
+ * here). One publisher and one subscriber connection on 127.0.0.1, bodies of size=16,
+ * 1024 or 65536 bytes; an operation is one message sent and received. The client keeps
+ * a window of messages sent and not yet received (WINDOW, and at most WINDOW_BYTES of
+ * bodies), never draining between batches (finish receives what is in flight, inside the
+ * timed region): the producer is faster than the consumer whenever the broker lets it
+ * be. Each iteration reports the broker process's peak RSS (VmHWM) as peak_rss_mb.
  *
  *   mqtt   qos=0,1: PUBLISH at that QoS to topic bench, a subscription at that QoS
  *          (QoS 1: the publisher reads PUBACKs, the subscriber sends one per message)
@@ -42,7 +44,7 @@
 #include "mqr/broker.h"
 
 #define WINDOW 10000
-#define BODY 16
+#define WINDOW_BYTES (32u << 20)
 
 typedef struct {
   int fd;
@@ -64,6 +66,8 @@ typedef struct {
   conn_t pub, sub;
   uint64_t sent, received, answered;
   uint16_t next_id;
+  size_t body;     /* bytes of each message's body */
+  uint64_t window; /* messages in flight at most */
   char failure[200];
 } st_t;
 
@@ -193,11 +197,23 @@ static long mqtt_read(conn_t *c, uint8_t type) {
   return count;
 }
 
+static const uint8_t *body_bytes(size_t n) {
+  static uint8_t *b;
+  static size_t cap;
+  if (n > cap) {
+    free(b);
+    if ((b = malloc(n)) == NULL) abort();
+    memset(b, 'm', n);
+    cap = n;
+  }
+  return b;
+}
+
 static void mqtt_publish(st_t *s) {
   uint8_t b[32];
   size_t n = 0;
   b[n++] = (uint8_t)(0x30 | s->qos << 1);
-  b[n++] = (uint8_t)(2 + 5 + (s->qos ? 2 : 0) + BODY);
+  n += vbi(b + n, 2 + 5 + (s->qos ? 2 : 0) + s->body);
   memcpy(b + n,
          "\x00\x05"
          "bench",
@@ -207,8 +223,8 @@ static void mqtt_publish(st_t *s) {
     if (++s->next_id == 0) s->next_id = 1;
     b[n++] = (uint8_t)(s->next_id >> 8), b[n++] = (uint8_t)s->next_id;
   }
-  memset(b + n, 'm', BODY), n += BODY;
   put(&s->pub, b, n);
+  put(&s->pub, body_bytes(s->body), s->body);
 }
 
 /* ---- STOMP -------------------------------------------------------------------------------- */
@@ -248,11 +264,11 @@ static void stomp_send(st_t *s) {
   char f[200];
   int n = s->persistent
               ? snprintf(f, sizeof f,
-                         "SEND\ndestination:/queue/bench\npersistent:true\nreceipt:%llu\ncontent-length:%d\n\n",
-                         (unsigned long long)s->sent, BODY)
-              : snprintf(f, sizeof f, "SEND\ndestination:/queue/bench\ncontent-length:%d\n\n", BODY);
+                         "SEND\ndestination:/queue/bench\npersistent:true\nreceipt:%llu\ncontent-length:%zu\n\n",
+                         (unsigned long long)s->sent, s->body)
+              : snprintf(f, sizeof f, "SEND\ndestination:/queue/bench\ncontent-length:%zu\n\n", s->body);
   put(&s->pub, f, (size_t)n);
-  put(&s->pub, "mmmmmmmmmmmmmmmm", BODY);
+  put(&s->pub, body_bytes(s->body), s->body);
   put(&s->pub, "", 1);
 }
 
@@ -370,6 +386,9 @@ static int setup(mqr_bench_ctx_t *c) {
   s->impl = strcmp(impl, "mqr") == 0 ? 0 : strcmp(impl, "embedded") == 0 ? 2 : 1;
   s->qos = (int)mqr_bench_param_long(c, "qos");
   s->persistent = mqr_bench_param_long(c, "persistent") != 0;
+  s->body = (size_t)mqr_bench_param_long(c, "size");
+  if (s->body == 0) s->body = 16;
+  s->window = WINDOW_BYTES / s->body < WINDOW ? WINDOW_BYTES / s->body : WINDOW;
   s->pub.fd = s->sub.fd = -1;
   if (start_broker(c, s) != 0) return -1;
   if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
@@ -381,7 +400,7 @@ static int setup(mqr_bench_ctx_t *c) {
     char sub[200];
     int n = snprintf(sub, sizeof sub,
                      "SUBSCRIBE\ndestination:/queue/bench\nid:1\nack:auto\nactivemq.prefetchSize:%d\nreceipt:s\n\n",
-                     WINDOW);
+                     (int)s->window);
     put(&s->sub, sub, (size_t)n + 1);
   } else {
     mqtt_connect(&s->pub, "bench-pub");
@@ -428,7 +447,8 @@ __attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
   uint64_t end = s->sent + ops;
   while (s->sent < end) {
     /* Fill the window (with receipts: also within WINDOW unanswered), then read. */
-    while (s->sent < end && s->sent - s->received < WINDOW && (!s->persistent || s->sent - s->answered < WINDOW)) {
+    while (s->sent < end && s->sent - s->received < s->window &&
+           (!s->persistent || s->sent - s->answered < s->window)) {
       if (s->stomp)
         stomp_send(s);
       else
@@ -447,11 +467,32 @@ static int finish(mqr_bench_ctx_t *c) {
   return 0;
 }
 
-static const mqr_bench_def_t mqtt = {
-    "heads.mqtt", "proto=mqtt;qos=0,1;impl=mqr,mosquitto,embedded", "thrpt", setup, teardown, NULL, NULL, run, finish};
+/* The broker's peak RSS so far (VmHWM of its process; this one's when embedded), MiB. */
+static void peak_rss(mqr_bench_ctx_t *c) {
+  st_t *s = mqr_bench_state(c);
+  char path[64], line[256];
+  snprintf(path, sizeof path, s->impl == 2 ? "/proc/self/status" : "/proc/%d/status", (int)s->pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmHWM:", 6) == 0) mqr_bench_aux(c, "peak_rss_mb", strtod(line + 6, NULL) / 1024.0, "MiB");
+  fclose(f);
+}
+
+static const mqr_bench_def_t mqtt = {"heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded",
+                                     "thrpt",      setup,
+                                     teardown,     NULL,
+                                     peak_rss,     run,
+                                     finish};
 MQR_BENCH_REGISTER(mqtt)
 
-static const mqr_bench_def_t stomp = {
-    "heads.stomp", "proto=stomp;persistent=0,1;impl=mqr,activemq,embedded", "thrpt", setup, teardown, NULL, NULL, run,
-    finish};
+static const mqr_bench_def_t stomp = {"heads.stomp",
+                                      "proto=stomp;persistent=0,1;size=16,1024,65536;impl=mqr,activemq,embedded",
+                                      "thrpt",
+                                      setup,
+                                      teardown,
+                                      NULL,
+                                      peak_rss,
+                                      run,
+                                      finish};
 MQR_BENCH_REGISTER(stomp)
