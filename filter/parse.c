@@ -123,6 +123,20 @@ static void lex_string(px_t *p) {
   p->str_len = (uint32_t)f->n_strings - off;
 }
 
+/* The text [at, end) read as a double: a T_FLOAT token that ends at next. */
+static void lex_double(px_t *p, size_t at, size_t end, size_t next) {
+  char buf[128];
+  if (end - at >= sizeof buf) {
+    fail(p, p->start, MQR_ESYNTAX, "a number too long");
+    return;
+  }
+  memcpy(buf, p->s + at, end - at);
+  buf[end - at] = 0;
+  p->d = strtod(buf, NULL);
+  p->t = T_FLOAT;
+  p->pos = next;
+}
+
 static void lex_number(px_t *p) {
   const char *s = p->s;
   size_t at = p->pos, n = p->len;
@@ -169,17 +183,8 @@ static void lex_number(px_t *p) {
     }
   }
   if (fp || (end < n && ((s[end] | 32) == 'd' || (s[end] | 32) == 'f'))) {
-    char buf[128];
-    if (end - at >= sizeof buf) {
-      fail(p, p->start, MQR_ESYNTAX, "a number too long");
-      return;
-    }
-    memcpy(buf, s + at, end - at);
-    buf[end - at] = 0;
-    p->d = strtod(buf, NULL);
-    if (end < n && ((s[end] | 32) == 'd' || (s[end] | 32) == 'f')) end++;
-    p->t = T_FLOAT;
-    p->pos = end;
+    bool suffix = end < n && ((s[end] | 32) == 'd' || (s[end] | 32) == 'f');
+    lex_double(p, at, end, end + suffix);
     return;
   }
   /* Decimal, or octal with a leading 0. */
@@ -197,17 +202,7 @@ static void lex_number(px_t *p) {
         fail(p, p->start, MQR_ESYNTAX, "a number too large");
         return;
       }
-      /* Past the long range, as Artemis reads it: a decimal, taken as a double. */
-      char buf[128];
-      if (end - at >= sizeof buf) {
-        fail(p, p->start, MQR_ESYNTAX, "a number too long");
-        return;
-      }
-      memcpy(buf, s + at, end - at);
-      buf[end - at] = 0;
-      p->d = strtod(buf, NULL);
-      p->t = T_FLOAT;
-      p->pos = end;
+      lex_double(p, at, end, end); /* past the long range, as Artemis reads it: a double */
       return;
     }
     v = v * base + d;

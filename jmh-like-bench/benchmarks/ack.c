@@ -13,14 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "mqr/broker.h"
+#include "bench_inproc.h"
 
 static const char yaml[] = "addresses:\n  q: {anycast: [q]}\n";
 
 typedef struct {
-  uv_loop_t loop;
-  mqr_config_t *cfg;
+  bench_inproc_t x;
   mqr_broker_t *b;
   mqr_broker_consumer_t *c;
   mqr_broker_message_t msg;
@@ -37,12 +35,10 @@ static void on_msg(mqr_broker_consumer_t *c, const mqr_frame_message_t *m, void 
 static int setup(mqr_bench_ctx_t *c) {
   st_t *s = calloc(1, sizeof *s);
   mqr_bench_set_state(c, s);
-  uv_loop_init(&s->loop);
   mqr_error_t err;
-  if (mqr_config_load_string("ack.yaml", yaml, sizeof yaml - 1, &s->cfg, NULL) != 0) return mqr_bench_fail(c, "config");
   long n = mqr_bench_param_long(c, "in_flight");
-  mqr_broker_options_t opt = {.config = s->cfg, .max_credit = (uint32_t)n + 1};
-  if (mqr_broker_create(&s->loop, &opt, &s->b, &err) != 0) return mqr_bench_fail(c, "broker: %s", err.message);
+  if (bench_inproc_open(c, &s->x, yaml, (uint32_t)n + 1) != 0) return -1;
+  s->b = s->x.b;
   const char *order = mqr_bench_param(c, "order");
   s->order = strcmp(order, "oldest") == 0 ? 0 : strcmp(order, "newest") == 0 ? 1 : 2;
   if (mqr_broker_subscribe(s->b, MQR_STR("q"), MQR_ROUTING_NONE, MQR_STR(""), MQR_STR(""), (uint32_t)n + 1, on_msg, s,
@@ -63,10 +59,7 @@ static int setup(mqr_bench_ctx_t *c) {
 static void teardown(mqr_bench_ctx_t *c) {
   st_t *s = mqr_bench_state(c);
   if (s->c) mqr_broker_unsubscribe(s->c);
-  if (s->b) mqr_broker_close(s->b, NULL, NULL);
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&s->loop);
-  mqr_config_destroy(s->cfg);
+  bench_inproc_close(&s->x);
   free(s);
 }
 

@@ -10,14 +10,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bench.h"
-#include "mqr/broker.h"
+#include "bench_inproc.h"
 
 static const char yaml[] = "address-settings:\n  '#': {auto-create-queues: true}\n";
 
 typedef struct {
-  uv_loop_t loop;
-  mqr_config_t *cfg;
+  bench_inproc_t x;
   mqr_broker_t *b;
   long queued;
 } st_t;
@@ -43,12 +41,8 @@ static int fill(mqr_bench_ctx_t *c) {
 static int setup(mqr_bench_ctx_t *c) {
   st_t *s = calloc(1, sizeof *s);
   mqr_bench_set_state(c, s);
-  uv_loop_init(&s->loop);
-  mqr_error_t err;
-  if (mqr_config_load_string("teardown.yaml", yaml, sizeof yaml - 1, &s->cfg, NULL) != 0)
-    return mqr_bench_fail(c, "config");
-  mqr_broker_options_t opt = {.config = s->cfg};
-  if (mqr_broker_create(&s->loop, &opt, &s->b, &err) != 0) return mqr_bench_fail(c, "broker: %s", err.message);
+  if (bench_inproc_open(c, &s->x, yaml, 0) != 0) return -1;
+  s->b = s->x.b;
   s->queued = mqr_bench_param_long(c, "queued");
   return fill(c);
 }
@@ -62,10 +56,7 @@ static int setup_iteration(mqr_bench_ctx_t *c) {
 
 static void teardown(mqr_bench_ctx_t *c) {
   st_t *s = mqr_bench_state(c);
-  if (s->b) mqr_broker_close(s->b, NULL, NULL);
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&s->loop);
-  mqr_config_destroy(s->cfg);
+  bench_inproc_close(&s->x);
   free(s);
 }
 
@@ -86,7 +77,7 @@ static void teardown_iteration(mqr_bench_ctx_t *c) {
   mqr_broker_stats_t st;
   for (mqr_broker_stats(s->b, &st); st.messages; mqr_broker_stats(s->b, &st)) {
     double t0 = now_us();
-    uv_run(&s->loop, UV_RUN_NOWAIT);
+    uv_run(&s->x.loop, UV_RUN_NOWAIT);
     double t = now_us() - t0;
     if (t > longest) longest = t;
   }
