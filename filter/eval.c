@@ -10,8 +10,11 @@
  * else to long if either is a long, else int; arithmetic on floats is done in double,
  * and / and % are always done in double (as Artemis does). */
 #define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "filter_int.h"
 
@@ -132,12 +135,58 @@ static val_t boolcast(const val_t *a) {
   return vbool(a->type == MQR_VALUE_BOOL && a->u.b);
 }
 
-static val_t between(const val_t *v, const val_t *lo, const val_t *hi, bool neg) {
+/* convert_string_expressions: (Artemis's selector prefix): a string compared with a number
+ * or a boolean is read as that type first, as Java's valueOf reads it (Integer.valueOf
+ * for an int, ...; Boolean.valueOf: "true" in any case); one that does not read makes
+ * the comparison FALSE. */
+static bool read_as(const val_t *s, mqr_value_type_t type, val_t *out) {
+  char buf[128];
+  if (s->u.s.len == 0 || s->u.s.len >= sizeof buf) return type == MQR_VALUE_BOOL ? (*out = vbool(false), true) : false;
+  memcpy(buf, s->u.s.ptr, s->u.s.len);
+  buf[s->u.s.len] = 0;
+  char *end;
+  errno = 0;
+  switch (type) {
+  case MQR_VALUE_BOOL: *out = vbool(strcasecmp(buf, "true") == 0); return true;
+  case MQR_VALUE_INT:
+  case MQR_VALUE_LONG: {
+    if (buf[0] == ' ' || buf[0] == '\t') return false; /* valueOf takes no white space */
+    long long v = strtoll(buf, &end, 10);
+    if (*end || errno || (type == MQR_VALUE_INT && (v < INT32_MIN || v > INT32_MAX))) return false;
+    *out = type == MQR_VALUE_INT ? (val_t){MQR_VALUE_INT, {.i = (int32_t)v}} : (val_t){MQR_VALUE_LONG, {.l = v}};
+    return true;
+  }
+  case MQR_VALUE_FLOAT:
+  case MQR_VALUE_DOUBLE: {
+    double d = strtod(buf, &end);
+    while (*end == ' ' || *end == '\t') end++; /* Double.valueOf trims */
+    if (*end || end == buf) return false;
+    *out = type == MQR_VALUE_FLOAT ? (val_t){MQR_VALUE_FLOAT, {.f = (float)d}} : (val_t){MQR_VALUE_DOUBLE, {.d = d}};
+    return true;
+  }
+  default: return false;
+  }
+}
+
+static bool convertible(const val_t *v) { return is_num(v) || v->type == MQR_VALUE_BOOL; }
+
+static val_t compare_f(const mqr_filter_t *f, mqr__fkind_t op, const val_t *a, const val_t *b) {
+  if (f->convert_strings) {
+    val_t c;
+    if (a->type == MQR_VALUE_STRING && convertible(b))
+      return read_as(a, b->type, &c) ? compare(op, &c, b) : vbool(false);
+    if (b->type == MQR_VALUE_STRING && convertible(a))
+      return read_as(b, a->type, &c) ? compare(op, a, &c) : vbool(false);
+  }
+  return compare(op, a, b);
+}
+
+static val_t between(const mqr_filter_t *f, const val_t *v, const val_t *lo, const val_t *hi, bool neg) {
   if (neg) { /* v < lo OR v > hi */
-    val_t x = compare(F_LT, v, lo), y = compare(F_GT, v, hi);
+    val_t x = compare_f(f, F_LT, v, lo), y = compare_f(f, F_GT, v, hi);
     return or3(&x, &y);
   }
-  val_t x = compare(F_GE, v, lo), y = compare(F_LE, v, hi);
+  val_t x = compare_f(f, F_GE, v, lo), y = compare_f(f, F_LE, v, hi);
   return and3(&x, &y);
 }
 
@@ -253,12 +302,12 @@ static val_t apply(const mqr_filter_t *f, mqr__fkind_t kind, uint32_t aux, const
   case F_LT:
   case F_LE:
   case F_GT:
-  case F_GE: return compare(kind, &arg[0], &arg[1]);
+  case F_GE: return compare_f(f, kind, &arg[0], &arg[1]);
   case F_AND: return and3(&arg[0], &arg[1]);
   case F_OR: return or3(&arg[0], &arg[1]);
   case F_NOT: return not3(arg);
   case F_BETWEEN:
-  case F_NOT_BETWEEN: return between(&arg[0], &arg[1], &arg[2], kind == F_NOT_BETWEEN);
+  case F_NOT_BETWEEN: return between(f, &arg[0], &arg[1], &arg[2], kind == F_NOT_BETWEEN);
   case F_LIKE:
   case F_NOT_LIKE: return like(f, aux, arg, kind == F_NOT_LIKE);
   case F_IN:
@@ -460,7 +509,7 @@ static void cgen(cemit_t *c, int32_t node) {
   case F_GE: {
     int32_t id = is_ident(f, x->a) ? x->a : is_ident(f, x->b) ? x->b : -1;
     int32_t k = id == x->a ? x->b : x->a;
-    if (id < 0) break;
+    if (id < 0 || f->convert_strings) break; /* converting strings: the general compare */
     if ((x->kind == F_EQ || x->kind == F_NE) && is_const(f, k, false)) {
       op = (mqr__cop_t){C_STR_EQ, x->kind == F_NE, 0, f->nodes[id].slot, k, 0};
     } else if (is_const(f, k, true)) {
@@ -496,7 +545,7 @@ static void cgen(cemit_t *c, int32_t node) {
     return;
   case F_BETWEEN:
   case F_NOT_BETWEEN:
-    if (!is_ident(f, x->a) || !is_const(f, x->b, true) || !is_const(f, x->c, true)) break;
+    if (!is_ident(f, x->a) || !is_const(f, x->b, true) || !is_const(f, x->c, true) || f->convert_strings) break;
     cemit(c, (mqr__cop_t){C_BETWEEN, x->kind == F_NOT_BETWEEN, 0, f->nodes[x->a].slot, x->b, x->c}, 0, 1);
     return;
   default: break;
@@ -673,7 +722,7 @@ static inline __attribute__((always_inline)) int8_t tv_bool(const mqr__cop_t *op
 
 static inline __attribute__((always_inline)) int8_t tv_between(const mqr_filter_t *f, const mqr__cop_t *op,
                                                                const val_t *values, uint32_t n) {
-  val_t r = between(slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
+  val_t r = between(f, slot_value(values, n, op->slot), &f->nodes[op->arg].v, &f->nodes[op->arg2].v, op->neg);
   return (int8_t)tv(&r);
 }
 
@@ -794,6 +843,7 @@ int mqr__filter_run_leaf(const mqr__fleaf_t *l, const mqr_value_t *values, uint3
 /* ---- the public calls ------------------------------------------------------------------------- */
 
 #define HYPHENATED "hyphenated_props:"
+#define CONVERT "convert_string_expressions:"
 
 void mqr_filter_free(mqr_filter_t *f) {
   if (f == NULL) return;
@@ -816,9 +866,17 @@ int mqr_filter_compile(mqr_str_t text, mqr_filter_resolve_fn resolve, void *ctx,
   if (text.len > 65536) return mqr_error_set(err, MQR_ELIMIT, "a selector of %zu bytes: at most 65536", text.len);
   mqr_filter_t *f = mqr_calloc(1, sizeof *f);
   if (f == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory compiling a filter");
-  size_t skip =
-      text.len >= strlen(HYPHENATED) && memcmp(text.ptr, HYPHENATED, strlen(HYPHENATED)) == 0 ? strlen(HYPHENATED) : 0;
-  f->hyphenated = skip != 0;
+  /* Artemis's prefixes, in either order: hyphenated_props: (a '-' inside a name) and
+   * convert_string_expressions: (strings compared with numbers read as numbers). */
+  size_t skip = 0;
+  for (bool more = true; more;) {
+    more = false;
+    mqr_str_t rest = mqr_str_n(text.ptr + skip, text.len - skip);
+    if (!f->hyphenated && rest.len >= strlen(HYPHENATED) && memcmp(rest.ptr, HYPHENATED, strlen(HYPHENATED)) == 0)
+      skip += strlen(HYPHENATED), f->hyphenated = more = true;
+    if (!f->convert_strings && rest.len >= strlen(CONVERT) && memcmp(rest.ptr, CONVERT, strlen(CONVERT)) == 0)
+      skip += strlen(CONVERT), f->convert_strings = more = true;
+  }
   f->text_len = text.len - skip;
   f->text = mqr_malloc(f->text_len + 1);
   f->strings = mqr_malloc(16);

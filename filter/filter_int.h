@@ -202,6 +202,7 @@ struct mqr_filter_s {
   uint32_t n_cprog, cap_cprog;
   uint32_t cdepth; /* its stack of truth values */
   bool hyphenated;
+  bool convert_strings; /* convert_string_expressions: (eval.c) */
 };
 
 /* The condition program: truth values (1, 0, -1 for UNKNOWN) on a stack; the common

@@ -126,6 +126,38 @@ static void test_what_artemis_accepts(void **state) {
 }
 
 /* Where mqr keeps to JMS 2.0 and Artemis does not (docs/filters.md lists each, with why). */
+/* convert_string_expressions: as Artemis has it: a string compared with a number or a
+ * boolean is read as that type (valueOf), one that does not read is FALSE; without the
+ * prefix, unlike types are FALSE as ever. */
+static void test_convert_string_expressions(void **state) {
+  (void)state;
+  const prop_t m[] = {{"s", S("123")}, {"d", S("2.5")}, {"t", S("TRUE")}, {"x", S("abc")}, {"n", I(123)},
+                      {"l", L(123)},   {"f", D(2.5)},   {NULL, NUL}};
+  static const struct {
+    const char *text;
+    int want;
+  } cases[] = {
+      {"convert_string_expressions:s = 123", MQR_FILTER_TRUE},
+      {"convert_string_expressions:123 = s", MQR_FILTER_TRUE},
+      {"convert_string_expressions:s = n AND s = l", MQR_FILTER_TRUE},
+      {"convert_string_expressions:s > 100 AND s < 200", MQR_FILTER_TRUE},
+      {"convert_string_expressions:s BETWEEN 100 AND 200", MQR_FILTER_TRUE},
+      {"convert_string_expressions:d = 2.5 AND d = f", MQR_FILTER_TRUE},
+      {"convert_string_expressions:d = 2", MQR_FILTER_FALSE}, /* Integer.valueOf("2.5") fails */
+      {"convert_string_expressions:t = TRUE", MQR_FILTER_TRUE},
+      {"convert_string_expressions:x = 1", MQR_FILTER_FALSE},
+      {"convert_string_expressions:x <> 1", MQR_FILTER_FALSE},
+      {"convert_string_expressions:hyphenated_props:s = 123", MQR_FILTER_TRUE},
+      {"hyphenated_props:convert_string_expressions:s = 123", MQR_FILTER_TRUE},
+      {"s = 123", MQR_FILTER_FALSE}, /* without it: unlike types */
+      {"s > 100", MQR_FILTER_FALSE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int got = eval_on(cases[i].text, m);
+    if (got != cases[i].want) fail_msg("%s: %d, expected %d", cases[i].text, got, cases[i].want);
+  }
+}
+
 static void test_where_mqr_keeps_to_jms(void **state) {
   (void)state;
   FA("name <> 1");          /* unlike types: FALSE for <> too (Artemis: NOT (=), TRUE) */
@@ -734,6 +766,7 @@ int main(void) {
       cmocka_unit_test(test_java_promotion_and_negative_literals),
       cmocka_unit_test(test_what_artemis_accepts),
       cmocka_unit_test(test_where_mqr_keeps_to_jms),
+      cmocka_unit_test(test_convert_string_expressions),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_vocabulary),
   };
