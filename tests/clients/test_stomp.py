@@ -8,6 +8,7 @@ usage: test_stomp.py MQRD"""
 
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ listeners:
     stomp: {max-headers: 64, max-header-length: 1024, max-frame-size: 64KiB}
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}
+  'blk.#': {max-size-bytes: 16KiB, address-full-policy: BLOCK}
 addresses:
   orders: {anycast: [orders]}
   prices: {multicast: []}
@@ -284,6 +286,36 @@ class Stomp(unittest.TestCase):
         m = l.wait(1)[0]
         self.assertEqual(m.headers["weird"], "a:b\nc\\d")
         c.disconnect()
+
+    def test_producer_held_by_a_full_address(self):
+        """A non-persistent SEND has no flow control of its own: a producer to an address
+        full under BLOCK is held by TCP (the broker stops reading it), and goes on when the
+        address has room again."""
+        sub = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+        sub.sendall(b"CONNECT\naccept-version:1.2\n\n\0SUBSCRIBE\ndestination:/topic/blk.t\nid:1\n"
+                    b"ack:client-individual\nreceipt:r\n\n\0")  # then acks nothing, reads nothing
+        time.sleep(0.3)
+        pub = socket.create_connection(("127.0.0.1", BROKER.port), timeout=5)
+        pub.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        pub.sendall(b"CONNECT\naccept-version:1.2\n\n\0")
+        one = b"SEND\ndestination:/topic/blk.t\ncontent-length:100\n\n" + b"x" * 100 + b"\0"
+        pub.settimeout(2)
+        sent, held = 0, False
+        try:
+            for _ in range(150000):  # 21 MB, far past what the broker and the socket buffers take
+                pub.sendall(one)
+                sent += 1
+        except socket.timeout:
+            held = True
+        self.assertTrue(held, "the producer was never held (%d sent)" % sent)
+        # The subscriber goes (its subscription queue with it): room, and the producer goes on.
+        sub.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sub.close()
+        pub.settimeout(10)
+        for _ in range(200):
+            pub.sendall(one)
+        pub.sendall(b"DISCONNECT\nreceipt:bye\n\n\0")
+        pub.close()
 
     def test_hostile_frames(self):
         watcher, wl = connect()
