@@ -72,6 +72,10 @@ void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_o
  * deletes it once the last has gone (auto-delete), where a named queue otherwise stays
  * until it is deleted by name (a durable subscription). */
 #define MQR__SUB_SHARED 1u
+/* A named queue made for this subscription alone that goes with its consumer (an MQTT
+ * session that ends with its connection): not durable, and what its consumer had not
+ * acknowledged goes with it, not back to it first. */
+#define MQR__SUB_TEMPORARY 2u
 
 /* Subscribes for session s (NULL: the broker's in-process consumers) as a SUBSCRIBE
  * frame does (mqr_broker_subscribe has the rules; flags: MQR__SUB_*); the consumer's

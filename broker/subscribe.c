@@ -69,7 +69,7 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
   if (!st.auto_create_queues && !*temporary)
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist and auto-create-queues is off for '%.*s'",
                          (int)qname.len, qname.ptr, (int)address.len, address.ptr);
-  *temporary |= wild;
+  *temporary |= wild || (flags & MQR__SUB_TEMPORARY);
   mqr_queue_config_t cfg;
   mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
   mqr_queue_config_defaults(&cfg, &st);
@@ -270,6 +270,17 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
    * reached max-delivery-attempts, or must wait a redelivery delay, are taken aside and
    * dealt with once the consumer is gone. */
   mqr__entry_t *taken = NULL;
+  if (bq->temporary && bq->n_consumers == 1) {
+    /* The last consumer of a queue made for it: the queue goes next, so what it had not
+     * acknowledged goes with it, to the graveyard (released in slices), not back first. */
+    for (mqr__entry_t *e = c->unacked_head, *next; e; e = next) {
+      next = e->next;
+      if (!e->copy) bq->in_flight--;
+      if (e->jbq) mqr__durable_removed(b, e);
+      mqr__grave_put(b, e);
+    }
+    c->unacked_head = c->unacked_tail = NULL;
+  }
   for (mqr__entry_t *e = c->unacked_tail, *prev; e; e = prev) {
     prev = e->prev;
     mqr__consumer_give_back(c, e, &taken);

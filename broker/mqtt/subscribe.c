@@ -180,7 +180,8 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
      * the queue <owner>.<address> is made as auto-create-queues allows, and stays until
      * UNSUBSCRIBE or the session's end (mqr__mqtt_subs_end). */
     mqr_error_t err;
-    int rc = mqr__session_subscribe(&c->sess, mqr_str_n(addr, alen), MQR_MULTICAST, sub->queue, shared ? MQR__SUB_SHARED : 0, MQR_STR(""),
+    unsigned flags = shared ? MQR__SUB_SHARED : ss->expiry == 0 ? MQR__SUB_TEMPORARY : 0; /* clean: goes with it */
+    int rc = mqr__session_subscribe(&c->sess, mqr_str_n(addr, alen), MQR_MULTICAST, sub->queue, flags, MQR_STR(""),
                                     b->opt.max_credit, sub->num, &mqr__mqtt_consumer_ops, sub, &sub->k, &err);
     if (rc) {
       mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): MQTT subscription '%.*s' refused: %s", (long long)c->sess.id,
