@@ -55,6 +55,9 @@ int mqr_broker_delete_address(mqr_broker_t *b, mqr_str_t name, bool force, mqr_e
   }
   if (rc == 0 && (a = mqr_router_find_address(&b->router, name)) != NULL) {
     if ((acct = mqr_address_data(a)) != NULL) {
+      /* Its deleted queues' messages wait in the graveyard with this account on them:
+       * released first (an address's deletion is rare; this is the one place it waits). */
+      if (acct->bytes) mqr__grave_drain(b);
       if ((rc = mqr__durable_address_deleted(b, acct)) != 0) {
         mqr_free(copy);
         return mqr_error_set(err, rc, "address '%.*s' is kept: the journal cannot record its deletion", (int)name.len,
