@@ -25,7 +25,8 @@ void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
 static void idle_cb(uv_idle_t *h) {
   mqr_broker_t *b = h->data;
   bool more = mqr__server_flush(b);
-  if (mqr__grave_step(b)) more = true; /* a slice of what deleted queues left */
+  if (mqr__grave_step(b)) more = true;  /* a slice of what deleted queues left */
+  if (mqr__movers_step(b)) more = true; /* and of the moves under way */
   if (!more) {
     uv_idle_stop(&b->idle);
     b->idle_on = false;
@@ -95,6 +96,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
 }
 
 static void free_broker(mqr_broker_t *b) {
+  mqr__movers_free(b);
   mqr__grave_drain(b);
   mqr__redeliver_free(b);
   while (b->queues) {

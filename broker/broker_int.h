@@ -294,6 +294,7 @@ struct mqr_broker_s {
    * queue of 100,000 does not hold the loop. */
   mqr__entry_t *grave_head, *grave_tail;
   uint64_t grave_n;
+  struct mqr__mover_s *movers; /* moves of many messages, a slice a pass (manage.c) */
   uint32_t divert_level;                   /* diverted copies being sent, one in another */
   struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
   uint32_t n_transformers;
@@ -524,6 +525,11 @@ typedef struct {
 /* Sends a copy of e's message there. true: e is done with (sent, or dropped); false: the
  * send failed (no memory, the journal cannot write) and e must stay. e is not touched. */
 bool mqr__move(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const mqr__move_t *to);
+
+/* manage.c: a slice of the moves under way (true: some are left); all of them dropped,
+ * their messages released (the broker closing). */
+bool mqr__movers_step(mqr_broker_t *b);
+void mqr__movers_free(mqr_broker_t *b);
 
 /* expiry.c. The wall clock (ms since the epoch); whether m has expired (its expiration
  * read from its bytes once); e's message expired (e is out of any store, not in flight):

@@ -160,6 +160,78 @@ int64_t mqr_broker_browse(mqr_broker_t *b, mqr_str_t name, uint32_t max, mqr_bro
   return n;
 }
 
+/* A move of many messages (mqr_broker_move_messages): the entries taken out of their
+ * queue, moved MOVE_SLICE at a time, the first slice in the call and the rest in the
+ * loop's idle phase, so that a move of 100,000 does not hold the loop. The queue stays
+ * pinned until the last has gone. */
+#define MOVE_SLICE 1024
+
+struct mqr__mover_s {
+  mqr__bq_t *bq;
+  mqr__entry_t *head; /* linked by next */
+  char *fq;           /* the target, address::queue */
+  mqr__move_t mv;
+  uint64_t moved, failed;
+  struct mqr__mover_s *next;
+};
+
+/* Moves up to n of m's entries; an entry whose copy cannot be sent goes back to its queue. */
+static void move_some(mqr_broker_t *b, struct mqr__mover_s *m, uint32_t n) {
+  for (; n && m->head; n--) {
+    mqr__entry_t *e = m->head;
+    m->head = e->next;
+    e->next = NULL;
+    if (m->failed == 0 && mqr__move(b, m->bq, e, &m->mv)) {
+      m->bq->acked++; /* it left the queue as an acknowledged message does */
+      if (e->jbq) mqr__durable_removed(b, e);
+      mqr__msg_release(b, e->msg);
+      mqr__pool_put(&b->entries, e);
+      m->moved++;
+    } else {
+      m->failed++;
+      m->bq->store.ops->push(&m->bq->store, e); /* kept, behind what stays */
+    }
+  }
+}
+
+static void mover_done(mqr_broker_t *b, struct mqr__mover_s *m) {
+  if (m->failed)
+    mqr__log(b, MQR_LOG_WARN, "move to '%s': %llu messages could not be moved (%llu were); they stay in '%.*s'", m->fq,
+             (unsigned long long)m->failed, (unsigned long long)m->moved, (int)mqr_queue_name(m->bq->q).len,
+             mqr_queue_name(m->bq->q).ptr);
+  mqr__dispatch(m->bq);
+  mqr__bq_unpin(b, m->bq);
+  mqr_free(m->fq);
+  mqr_free(m);
+}
+
+bool mqr__movers_step(mqr_broker_t *b) {
+  struct mqr__mover_s *m = b->movers;
+  if (m == NULL) return false;
+  move_some(b, m, MOVE_SLICE);
+  if (m->head == NULL) {
+    b->movers = m->next;
+    mover_done(b, m);
+  }
+  return b->movers != NULL;
+}
+
+void mqr__movers_free(mqr_broker_t *b) {
+  while (b->movers) {
+    struct mqr__mover_s *m = b->movers;
+    b->movers = m->next;
+    while (m->head) { /* back to their queue, which the broker then frees with the rest */
+      mqr__entry_t *e = m->head;
+      m->head = e->next;
+      e->next = NULL;
+      m->bq->store.ops->push(&m->bq->store, e);
+    }
+    m->bq->pins--;
+    mqr_free(m->fq);
+    mqr_free(m);
+  }
+}
+
 int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filter, mqr_str_t to, mqr_error_t *err) {
   mqr__bq_t *bq = queue_of(b, from, err);
   if (bq == NULL) return err ? err->code : MQR_ENOQUEUE;
@@ -169,20 +241,25 @@ int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filt
   mqr_filter_t *f = NULL;
   int rc = mqr_router_compile_filter(&b->router, filter, &f, err);
   if (rc) return rc;
+  struct mqr__mover_s *m = mqr_calloc(1, sizeof *m);
   /* To `to` alone: its address::queue. */
   mqr_str_t an = mqr_address_name(mqr_queue_address(tq)), qn = mqr_queue_name(tq);
-  char *fq = mqr_malloc(an.len + 2 + qn.len);
+  char *fq = m ? mqr_malloc(an.len + 3 + qn.len) : NULL;
   if (fq == NULL) {
+    mqr_free(m);
     mqr_filter_free(f);
     return mqr_error_set(err, MQR_ENOMEM, "out of memory");
   }
   memcpy(fq, an.ptr, an.len);
   memcpy(fq + an.len, "::", 2);
   memcpy(fq + an.len + 2, qn.ptr, qn.len);
-  mqr__move_t mv = {.why = "moved", .address = mqr_str_n(fq, an.len + 2 + qn.len)};
-  int64_t n = 0;
+  fq[an.len + 2 + qn.len] = 0;
+  m->bq = bq;
+  m->fq = fq;
+  m->mv = (mqr__move_t){.why = "moved", .address = mqr_str_n(fq, an.len + 2 + qn.len)};
   /* The matching entries, taken out first (a copy may come back to this queue's address). */
-  mqr__entry_t *list = NULL, **last = &list;
+  int64_t n = 0;
+  mqr__entry_t **last = &m->head;
   for (mqr__entry_t *e = bq->store.ops->peek(&bq->store), *next; e; e = next) {
     next = bq->store.ops->next(&bq->store, e);
     if (f) {
@@ -196,29 +273,26 @@ int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filt
     e->next = NULL;
     *last = e;
     last = &e->next;
+    n++;
   }
-  mqr__bq_pin(bq); /* the copies' callbacks may delete it */
-  while (list) {
-    mqr__entry_t *e = list;
-    list = e->next;
-    e->next = NULL;
-    if (rc == 0 && mqr__move(b, bq, e, &mv)) {
-      bq->acked++; /* it left the queue as an acknowledged message does */
-      if (e->jbq) mqr__durable_removed(b, e);
-      mqr__msg_release(b, e->msg);
-      mqr__pool_put(&b->entries, e);
-      n++;
-    } else {
-      if (rc == 0)
-        rc = mqr_error_set(err, MQR_EIO, "a message could not be moved (%lld moved before it)", (long long)n);
-      bq->store.ops->push(&bq->store, e); /* kept, behind what stays */
-    }
-  }
-  mqr_free(fq);
   mqr_filter_free(f);
-  mqr__dispatch(bq);
-  mqr__bq_unpin(b, bq);
-  return rc ? rc : n;
+  mqr__bq_pin(bq); /* the copies' callbacks may delete it; it stays until the last is moved */
+  move_some(b, m, MOVE_SLICE);
+  if (m->failed) { /* the first slice could not go: nothing more is tried, and the call says so */
+    move_some(b, m, UINT32_MAX);
+    int64_t moved = (int64_t)m->moved;
+    mover_done(b, m);
+    return mqr_error_set(err, MQR_EIO, "a message could not be moved (%lld moved before it)", (long long)moved);
+  }
+  if (m->head == NULL) {
+    mover_done(b, m);
+    return n;
+  }
+  struct mqr__mover_s **at = &b->movers; /* the rest, in the idle phase, after the moves before it */
+  while (*at) at = &(*at)->next;
+  *at = m;
+  mqr__broker_wake(b);
+  return n;
 }
 
 int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,

@@ -287,9 +287,12 @@ MQR_EXTERN int64_t mqr_broker_browse(mqr_broker_t *b, mqr_str_t name, uint32_t m
 /* Moves the messages waiting in queue `from` that match filter (empty: all) to queue
  * `to` (Artemis's moveMessages): each goes as a copy to `to` alone, with its origin
  * stamped (_AMQ_ORIG_ADDRESS, _AMQ_ORIG_QUEUE, _AMQ_ORIG_MESSAGE_ID), and leaves `from`
- * as an acknowledged message does. Those in flight stay. Returns how many moved, or
- * MQR_ENOQUEUE, MQR_EINVAL (from and to the same queue), MQR_ESYNTAX (the filter's), or
- * the error of a copy that could not be sent (the ones before it moved). */
+ * as an acknowledged message does. Those in flight stay. The first 1,024 move before it
+ * returns; the rest in the loop's next passes, 1,024 a pass (a move of 100,000 does not
+ * hold the loop); one of those whose copy cannot be sent stays in `from`, and the log
+ * says so. Returns how many it moves, or MQR_ENOQUEUE, MQR_EINVAL (from and to the same
+ * queue), MQR_ESYNTAX (the filter's), or the error of a copy of the first 1,024 that
+ * could not be sent (the ones before it moved; none after it). */
 MQR_EXTERN int64_t mqr_broker_move_messages(mqr_broker_t *b, mqr_str_t from, mqr_str_t filter, mqr_str_t to,
                                             mqr_error_t *err);
 
