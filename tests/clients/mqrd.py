@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,26 @@ def raw_closed(port, data=b"", timeout=5.0):
             return s, got, True
         got += chunk
     return s, got, False
+
+
+def held_by_tcp(sock, one, most=200000, timeout=2.0):
+    """Sends `one` until the broker stops reading (a send blocks for timeout), at most
+    `most` times: how many went, and whether it was held."""
+    sock.settimeout(timeout)
+    sent = 0
+    try:
+        for _ in range(most):
+            sock.sendall(one)
+            sent += 1
+    except socket.timeout:
+        return sent, True
+    return sent, False
+
+
+def reset(sock):
+    """Closes with a reset (SO_LINGER 0), as a client that vanishes."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 def wait_for(pred, timeout=5.0):

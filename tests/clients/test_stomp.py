@@ -8,7 +8,6 @@ usage: test_stomp.py MQRD"""
 
 import os
 import socket
-import struct
 import sys
 import threading
 import time
@@ -17,7 +16,7 @@ import unittest
 import stomp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import raw, run_suite, wait_for  # noqa: E402
+from mqrd import held_by_tcp, raw, reset, run_suite, wait_for  # noqa: E402
 
 CONFIG = """
 listeners:
@@ -299,18 +298,10 @@ class Stomp(unittest.TestCase):
         pub.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
         pub.sendall(b"CONNECT\naccept-version:1.2\n\n\0")
         one = b"SEND\ndestination:/topic/blk.t\ncontent-length:100\n\n" + b"x" * 100 + b"\0"
-        pub.settimeout(2)
-        sent, held = 0, False
-        try:
-            for _ in range(150000):  # 21 MB, far past what the broker and the socket buffers take
-                pub.sendall(one)
-                sent += 1
-        except socket.timeout:
-            held = True
+        sent, held = held_by_tcp(pub, one, 150000)  # 21 MB at most, far past what the buffers take
         self.assertTrue(held, "the producer was never held (%d sent)" % sent)
         # The subscriber goes (its subscription queue with it): room, and the producer goes on.
-        sub.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        sub.close()
+        reset(sub)
         pub.settimeout(10)
         for _ in range(200):
             pub.sendall(one)
