@@ -17,7 +17,8 @@
  * that keeps the subscriber's client-side queue from growing without end. Neither
  * drains its pipeline between batches: what is in flight at the end of an iteration is
  * received in the harness's finish hook, inside the timed region, so every message
- * counted was received. size: the body's bytes. */
+ * counted was received. size: the body's bytes (16 B to 64 KiB); for large bodies the window
+ * and the guard are also held to WINDOW_BYTES and NATS_AHEAD_BYTES of bodies. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <nats/nats.h>
@@ -38,6 +39,7 @@
 #include "mqr/client.h"
 
 #define WINDOW 20000
+#define WINDOW_BYTES (32u << 20)
 
 /* mqrd's config, with the port the benchmark picked. */
 static const char yaml[] = "listeners:\n"
@@ -48,7 +50,8 @@ static const char yaml[] = "listeners:\n"
 typedef struct {
   bool nats;
   size_t size;
-  char body[256];
+  char *body;
+  uint64_t window, ahead; /* mqr's window and NATS's guard for this size */
   /* mqr */
   pid_t mqrd;
   char config_path[64];
@@ -92,7 +95,8 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
   snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   uv_loop_init(&s->loop);
   char why[600];
-  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, on_message, s, why, sizeof why))
+  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, (uint32_t)(2 * s->window), on_message, s,
+                        why, sizeof why))
     return mqr_bench_fail(c, "%s", why);
   return 0;
 }
@@ -103,7 +107,7 @@ static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
   uint64_t end = s->sent + ops;
   while (s->sent < end) {
     /* Fill the window, let the loop write and read, again. */
-    while (s->sent < end && s->sent - s->received < WINDOW) {
+    while (s->sent < end && s->sent - s->received < s->window) {
       if (mqr_client_send(s->pub, &m, NULL, NULL, NULL) != 0) return mqr_bench_fail(c, "send");
       s->sent++;
     }
@@ -176,14 +180,15 @@ static void wait_received(st_t *s, uint64_t n) {
  * brake is this guard on that queue: more than NATS_AHEAD sent and not received waits
  * for half of them. */
 #define NATS_AHEAD 1000000
+#define NATS_AHEAD_BYTES (256u << 20)
 
 static int run_nats(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
   uint64_t end = s->sent + ops;
   while (s->sent < end) {
     if (natsConnection_Publish(s->npub, "bench", s->body, (int)s->size) != NATS_OK) return mqr_bench_fail(c, "publish");
     s->sent++;
-    if (s->sent - atomic_load_explicit(&s->nreceived, memory_order_relaxed) > NATS_AHEAD)
-      wait_received(s, s->sent - NATS_AHEAD / 2);
+    if (s->sent - atomic_load_explicit(&s->nreceived, memory_order_relaxed) > s->ahead)
+      wait_received(s, s->sent - s->ahead / 2);
   }
   return 0;
 }
@@ -210,8 +215,11 @@ static int setup(mqr_bench_ctx_t *c) {
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->size = (size_t)mqr_bench_param_long(c, "size");
-  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
+  if (s->size == 0 || s->size > (64u << 10) || (s->body = malloc(s->size)) == NULL)
+    return mqr_bench_fail(c, "size %zu", s->size);
   memset(s->body, 'm', s->size);
+  s->window = WINDOW_BYTES / s->size < WINDOW ? WINDOW_BYTES / s->size : WINDOW;
+  s->ahead = NATS_AHEAD_BYTES / s->size < NATS_AHEAD ? NATS_AHEAD_BYTES / s->size : NATS_AHEAD;
   return s->nats ? setup_nats(c, s) : setup_mqr(c, s);
 }
 
@@ -223,6 +231,7 @@ static void teardown(mqr_bench_ctx_t *c) {
     teardown_mqr(s);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
+  free(s->body);
   free(s);
 }
 
@@ -237,5 +246,5 @@ static int finish(mqr_bench_ctx_t *c) {
 }
 
 static const mqr_bench_def_t loopback = {
-    "loopback", "size=16,128;impl=mqr,nats", "thrpt", setup, teardown, NULL, NULL, run, finish};
+    "loopback", "size=16,128,1024,65536;impl=mqr,nats", "thrpt", setup, teardown, NULL, NULL, run, finish};
 MQR_BENCH_REGISTER(loopback)
