@@ -52,7 +52,6 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   mqr__session_init(b, &b->inproc, NULL);
   int rc = 0;
   b->config = b->opt.config;
-  b->global_max = -1; /* (set from the config below) */
   if (b->config == NULL) {
     mqr_error_t items[4];
     mqr_diags_t d;
@@ -186,6 +185,11 @@ mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
 int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_queue_stats_t *out) {
   mqr_queue_t *q = mqr_router_find_queue(&b->router, queue);
   if (q == NULL) return MQR_ENOQUEUE;
+  mqr__queue_stats(q, out);
+  return 0;
+}
+
+void mqr__queue_stats(const mqr_queue_t *q, mqr_broker_queue_stats_t *out) {
   const mqr__bq_t *bq = mqr_queue_data(q);
   memset(out, 0, sizeof *out);
   out->consumers = mqr_queue_consumer_count(q);
@@ -200,7 +204,6 @@ int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_qu
     out->scheduled = bq->scheduled;
     out->paused = bq->paused;
   }
-  return 0;
 }
 
 void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
@@ -230,7 +233,7 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     if (e->jbq) mqr__durable_removed(b, e);
     mqr__grave_put(b, e); /* released in slices (grave.c) */
   }
-  mqr__grave_step(b); /* the first slice now: a small purge is done at once */
+  mqr__grave_step(b);                      /* the first slice now: a small purge is done at once */
   if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
     uint64_t h = mqr__redeliver_drop_queue(b, bq, true, false);
     bq->acked += h;

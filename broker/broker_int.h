@@ -210,7 +210,6 @@ typedef struct mqr__bq_s {
   bool from_config;                /* made by the config: the config makes it again at start */
   bool configured;                 /* made by the config, now or at an earlier start (configured.c) */
   bool topo_stale;                 /* its TOPOLOGY record is missing or older than its config */
-  bool swept;                      /* configured.c: looked at in this sweep */
   uint32_t config_gen;             /* configured.c: the broker's config_gen when a config last listed it */
   bool deleted;                    /* recovery: a tombstone was read (it goes at the end) */
   bool had_consumer;               /* auto-delete: a queue goes only once it has had one */
@@ -286,15 +285,14 @@ struct mqr_broker_s {
     mqr_value_t *values;
     size_t kv_cap;
   } route[MQR__SEND_DEPTH];
-  uint32_t route_depth;                    /* sends in progress */
-  uint64_t queue_drops;                    /* queues deleted, ever (send.c looks for a change) */
-  uint32_t config_gen;                     /* configured.c: counts the configs applied */
+  uint32_t route_depth; /* sends in progress */
+  uint64_t queue_drops; /* queues deleted, ever (send.c looks for a change) */
+  uint32_t config_gen;  /* configured.c: counts the configs applied */
   /* Entries that left their queue for good (a deleted queue's, a purge's), out of the
    * journal already: their messages are released a slice at a time (grave.c), so that a
    * queue of 100,000 does not hold the loop. */
   mqr__entry_t *grave_head, *grave_tail;
-  uint64_t grave_n;
-  struct mqr__mover_s *movers; /* moves of many messages, a slice a pass (manage.c) */
+  struct mqr__mover_s *movers;             /* moves of many messages, a slice a pass (manage.c) */
   uint32_t divert_level;                   /* diverted copies being sent, one in another */
   struct mqr__transformer_s *transformers; /* by divert name (divert.c) */
   uint32_t n_transformers;
@@ -337,10 +335,14 @@ struct mqr_broker_s {
   bool global_blocked;
 };
 
-/* Whether a's address is full: its own max-size-bytes, or the broker's global-max-size. */
+/* Whether a's address is at its own max-size-bytes; whether it is full, by that or by
+ * the broker's global-max-size. */
+static inline bool mqr__acct_over(const mqr__acct_t *a) { return a->max >= 0 && a->bytes >= a->max; }
 static inline bool mqr__full(const mqr_broker_t *b, const mqr__acct_t *a) {
-  return (a->max >= 0 && a->bytes >= a->max) || (b->global_max >= 0 && (int64_t)b->stats.bytes >= b->global_max);
+  return mqr__acct_over(a) || (b->global_max >= 0 && (int64_t)b->stats.bytes >= b->global_max);
 }
+/* q's counts (mqr_broker_queue_stats, for a queue in hand: paged messages included). */
+void mqr__queue_stats(const mqr_queue_t *q, mqr_broker_queue_stats_t *out);
 /* The producers paused on the global limit go on once under it (store.c, reload). */
 void mqr__global_release(mqr_broker_t *b);
 

@@ -68,26 +68,21 @@ static void gone(mqr_broker_t *b, mqr__bq_t *bq, bool address_listed, report_fn 
     snprintf(line, sizeof line, "queue '%.*s' is gone from the config: deleted, with its %llu messages (%s)",
              (int)name.len, copy, (unsigned long long)n, why);
   else
-    snprintf(line, sizeof line, "queue '%.*s' is gone from the config but is kept (%s): %s", (int)name.len, copy,
-             why, err.message);
+    snprintf(line, sizeof line, "queue '%.*s' is gone from the config but is kept (%s): %s", (int)name.len, copy, why,
+             err.message);
   mqr_free(copy);
   say(b, fn, ctx, rc == 0, line);
 }
 
-/* The queues the config made that it no longer lists (config_gen behind), one by one:
- * each decision may delete a queue, so the list is walked again from its head. */
+/* The queues the config made that it no longer lists (config_gen behind). A decision
+ * deletes at most that queue (and an address with no queue left), so the next one is
+ * read before it. */
 static void sweep(mqr_broker_t *b, const mqr_config_t *cfg, report_fn fn, void *ctx) {
-  for (bool again = true; again;) {
-    again = false;
-    for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
-      if (bq->configured && !bq->swept && (!bq->from_config || bq->config_gen != b->config_gen)) {
-        bq->swept = true;
-        gone(b, bq, mqr_config_has_address(cfg, mqr_address_name(mqr_queue_address(bq->q))), fn, ctx);
-        again = true;
-        break;
-      }
+  for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
+    next = bq->next;
+    if (bq->configured && (!bq->from_config || bq->config_gen != b->config_gen))
+      gone(b, bq, mqr_config_has_address(cfg, mqr_address_name(mqr_queue_address(bq->q))), fn, ctx);
   }
-  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next) bq->swept = false;
 }
 
 /* Records what lacks one (or has an older one) of the config's durable queues. */
@@ -148,11 +143,13 @@ static int drop_address(void *arg, mqr_str_t address) {
   mqr_error_t err;
   int rc = mqr_broker_delete_address(b, address, true, &err);
   if (rc == 0)
-    snprintf(line, sizeof line, "address '%.*s' is gone from the config: deleted with its queues "
-             "(config-delete-addresses: FORCE)", (int)address.len, address.ptr);
+    snprintf(line, sizeof line,
+             "address '%.*s' is gone from the config: deleted with its queues "
+             "(config-delete-addresses: FORCE)",
+             (int)address.len, address.ptr);
   else
-    snprintf(line, sizeof line, "address '%.*s' is gone from the config but is kept: %s", (int)address.len,
-             address.ptr, err.message);
+    snprintf(line, sizeof line, "address '%.*s' is gone from the config but is kept: %s", (int)address.len, address.ptr,
+             err.message);
   say(b, w->fn, w->ctx, rc == 0, line);
   return 0;
 }

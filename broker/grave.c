@@ -16,7 +16,6 @@ void mqr__grave_put(mqr_broker_t *b, mqr__entry_t *e) {
   else
     b->grave_head = e;
   b->grave_tail = e;
-  b->grave_n++;
   mqr__broker_wake(b);
 }
 
@@ -25,7 +24,6 @@ static void release(mqr_broker_t *b, uint64_t n) {
     mqr__entry_t *e = b->grave_head;
     b->grave_head = e->next;
     if (b->grave_head == NULL) b->grave_tail = NULL;
-    b->grave_n--;
     mqr__msg_release(b, e->msg);
     mqr__pool_put(&b->entries, e);
   }

@@ -95,8 +95,8 @@ int mqr_broker_subscribe(mqr_broker_t *b, mqr_str_t target, int routing_type, mq
                          mqr_str_t *queue_name, mqr_error_t *err) {
   if (fn == NULL) return mqr_error_set(err, MQR_EINVAL, "no delivery function");
   mqr_broker_consumer_t *c;
-  int rc =
-      mqr__session_subscribe(&b->inproc, target, routing_type, queue, 0, selector, credit, 0, &inproc_ops, arg, &c, err);
+  int rc = mqr__session_subscribe(&b->inproc, target, routing_type, queue, 0, selector, credit, 0, &inproc_ops, arg, &c,
+                                  err);
   if (rc) return rc;
   c->fn = fn;
   if (queue_name) *queue_name = mqr_queue_name(c->bq->q);

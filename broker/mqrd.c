@@ -31,7 +31,8 @@ typedef struct {
  * (its first touch costs about as much as the message's delivery), and a background
  * thread returns it, not the loop. MALLOC_CONF in the environment goes over it. */
 extern const char *malloc_conf;
-__attribute__((visibility("default"))) const char *malloc_conf = "background_thread:true,dirty_decay_ms:30000,muzzy_decay_ms:30000";
+__attribute__((visibility("default"))) const char *malloc_conf =
+    "background_thread:true,dirty_decay_ms:30000,muzzy_decay_ms:30000";
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 

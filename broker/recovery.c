@@ -178,8 +178,8 @@ static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record
     uint8_t small[512], *now = n != r->len ? NULL : n <= sizeof small ? small : mqr_malloc(n);
     if (now) {
       mqr__topology_write(now, q);
-      bq->topo_stale = memcmp(now, r->payload, 3) != 0 || memcmp(now + 4, r->payload + 4, n - 4) != 0 ||
-                       !(r->payload[3] & 2);
+      bq->topo_stale =
+          memcmp(now, r->payload, 3) != 0 || memcmp(now + 4, r->payload + 4, n - 4) != 0 || !(r->payload[3] & 2);
       if (now != small) mqr_free(now);
     } else {
       bq->topo_stale = n != r->len; /* (no memory to compare: the record stays as it is) */

@@ -76,14 +76,14 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p) {
   p->blocked_on = 0;
 }
 
-/* The account has room again (or its limit or policy changed): every producer it
- * paused that waits on nothing else reads on. */
 void mqr__global_release(mqr_broker_t *b) {
   b->global_blocked = false;
   for (mqr__acct_t *a = b->accts; a; a = a->next)
-    if (a->n_blocked && !(a->max >= 0 && a->bytes >= a->max)) mqr__acct_release(a);
+    if (a->n_blocked && !mqr__acct_over(a)) mqr__acct_release(a);
 }
 
+/* The account has room again (or its limit or policy changed): every producer it
+ * paused that waits on nothing else reads on. */
 void mqr__acct_release(mqr__acct_t *a) {
   for (uint32_t i = 0; i < a->n_blocked; i++) {
     mqr__producer_t *p = a->blocked[i];
@@ -184,18 +184,18 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   bool page = acct->policy == MQR_FULL_PAGE && mqr__pager_wants(b, acct);
   if (!page && mqr__full(b, acct)) {
     mqr_str_t an = mqr_address_name(res.address);
-    bool own = acct->max >= 0 && acct->bytes >= acct->max;
+    bool own = mqr__acct_over(acct);
     if (acct->policy == MQR_FULL_DROP) {
       b->stats.dropped++;
       if (r) r->status = MQR_RECEIPT_DROPPED;
       return 0;
     }
-    if ((acct->policy == MQR_FULL_FAIL || blocked == NULL) && own)
-      return mqr_error_set(err, MQR_EFULL, "address '%.*s' is full (%lld of max-size-bytes %lld)", (int)an.len, an.ptr,
-                           (long long)acct->bytes, (long long)acct->max);
     if (acct->policy == MQR_FULL_FAIL || blocked == NULL)
-      return mqr_error_set(err, MQR_EFULL, "the broker is full (%llu bytes of global-max-size %lld held): address '%.*s' refuses",
-                           (unsigned long long)b->stats.bytes, (long long)b->global_max, (int)an.len, an.ptr);
+      return own ? mqr_error_set(err, MQR_EFULL, "address '%.*s' is full (%lld of max-size-bytes %lld)", (int)an.len,
+                                 an.ptr, (long long)acct->bytes, (long long)acct->max)
+                 : mqr_error_set(err, MQR_EFULL,
+                                 "the broker is full (%llu bytes of global-max-size %lld held): address '%.*s' refuses",
+                                 (unsigned long long)b->stats.bytes, (long long)b->global_max, (int)an.len, an.ptr);
     if (!own) b->global_blocked = true;
     *blocked = acct; /* BLOCK: take this one, then the producer pauses */
   }

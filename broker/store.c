@@ -85,9 +85,9 @@ void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m) {
   b->stats.bytes -= m->len;
   mqr__acct_t *a = m->acct;
   if (a) {
-    bool was_full = a->max >= 0 && a->bytes >= a->max;
+    bool was_full = mqr__acct_over(a);
     a->bytes -= m->len;
-    if (was_full && a->bytes < a->max && a->n_blocked && !b->global_blocked)
+    if (was_full && !mqr__acct_over(a) && a->n_blocked && !b->global_blocked)
       mqr__acct_release(a); /* below the limit again */
   }
   if (b->global_blocked && (int64_t)b->stats.bytes < b->global_max) mqr__global_release(b);

@@ -123,8 +123,8 @@ static void place(mqr__bq_t *bq, mqr_broker_consumer_t *c) {
 }
 
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, unsigned flags,
-                           mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops, void *ctx,
-                           mqr_broker_consumer_t **out, mqr_error_t *err) {
+                           mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops,
+                           void *ctx, mqr_broker_consumer_t **out, mqr_error_t *err) {
   mqr_broker_t *b = s->b;
   int32_t priority = 0;
   int prc = target_params(&target, &priority, err);

@@ -12,7 +12,7 @@
 
 /* A host name as RFC 1123 has it: dot-separated labels of letters, digits and hyphens,
  * none starting or ending with a hyphen. */
-bool mqr_host_name_check(mqr_str_t h) {
+static bool host_name(mqr_str_t h) {
   if (h.len == 0 || h.len > 253) return false;
   size_t label = 0;
   for (size_t i = 0; i < h.len; i++) {
@@ -30,11 +30,20 @@ bool mqr_host_name_check(mqr_str_t h) {
   return label > 0 && h.ptr[h.len - 1] != '-';
 }
 
+bool mqr_host_check(mqr_str_t host) {
+  char buf[64];
+  unsigned char literal[16];
+  if (host.len < sizeof buf) {
+    memcpy(buf, host.ptr, host.len);
+    buf[host.len] = 0;
+    if (inet_pton(AF_INET, buf, literal) == 1 || inet_pton(AF_INET6, buf, literal) == 1) return true;
+  }
+  return host_name(host);
+}
+
 int mqr_resolve(const char *host, uint16_t port, struct sockaddr_storage *out, mqr_error_t *err) {
   if (host == NULL || *host == '\0') return mqr_error_set(err, MQR_EINVAL, "no host");
-  unsigned char literal[16];
-  if (inet_pton(AF_INET, host, literal) != 1 && inet_pton(AF_INET6, host, literal) != 1 &&
-      !mqr_host_name_check(mqr_str(host))) /* asked of no resolver */
+  if (!mqr_host_check(mqr_str(host))) /* asked of no resolver */
     return mqr_error_set(err, MQR_EINVAL, "host '%s' is not an IP address or a host name", host);
   char service[8];
   snprintf(service, sizeof service, "%u", (unsigned)port);

@@ -84,7 +84,7 @@ struct mqr_config_s {
   uint32_t n_diverts, cap_diverts;
   mqr_persistence_config_t persistence;
   char *persistence_dir;
-  int64_t expiry_scan_ms; /* message-expiry-scan-period; 0: not given */
+  int64_t expiry_scan_ms;  /* message-expiry-scan-period; 0: not given */
   int64_t global_max_size; /* bytes; -1: none; 0: not given (the default, from the machine's memory) */
 };
 

@@ -96,14 +96,9 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
         if (name.len == 0) ERR(c, p.value, "empty listener name");
       }
     } else if (mqr_str_eq(p.name, MQR_STR("host"))) {
-      if (mqr__cfg_get_string(c, &p, &host)) {
-        char buf[64];
-        unsigned char addr[16];
-        snprintf(buf, sizeof buf, "%.*s", (int)host.len, host.ptr);
-        if (host.len >= sizeof buf ||
-            (inet_pton(AF_INET, buf, addr) != 1 && inet_pton(AF_INET6, buf, addr) != 1 && !mqr_host_name_check(host)))
-          ERR(c, p.value, "host must be an IPv4 or IPv6 address such as 127.0.0.1, or a host name, not '%.*s'",
-              (int)host.len, host.ptr);
+      if (mqr__cfg_get_string(c, &p, &host) && !mqr_host_check(host)) {
+        ERR(c, p.value, "host must be an IPv4 or IPv6 address such as 127.0.0.1, or a host name, not '%.*s'",
+            (int)host.len, host.ptr);
       }
     } else if (mqr_str_eq(p.name, MQR_STR("port"))) {
       mqr__cfg_get_int(c, &p, false, 0, 65535, &port);

@@ -219,8 +219,8 @@ static void lex_number(px_t *p) {
 static void skip_space(px_t *p) {
   const char *s = p->s;
   for (;;) {
-    while (p->pos < p->len && (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' || s[p->pos] == '\r' ||
-                               s[p->pos] == '\f'))
+    while (p->pos < p->len &&
+           (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' || s[p->pos] == '\r' || s[p->pos] == '\f'))
       p->pos++;
     if (p->pos + 1 < p->len && s[p->pos] == '-' && s[p->pos + 1] == '-') {
       while (p->pos < p->len && s[p->pos] != '\n' && s[p->pos] != '\r') p->pos++;

@@ -244,11 +244,9 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
   mc->max_packet = level == 5 && MQR__MQTT_HAS(&p->props, 0x27) ? p->props.max_packet : 268435455;
   mc->alias_max = level == 5 ? c->l->cfg->mqtt_topic_alias_max : 0;
   mc->in_max = c->l->cfg->mqtt_receive_max ? c->l->cfg->mqtt_receive_max : 65535;
-  if (level == 5 && MQR__MQTT_HAS(&p->props, 0x22) && p->props.topic_alias_max && c->l->cfg->mqtt_topic_alias_max) {
-    mc->out_alias_max = p->props.topic_alias_max < c->l->cfg->mqtt_topic_alias_max ? p->props.topic_alias_max
-                                                                                    : c->l->cfg->mqtt_topic_alias_max;
-    mc->out_aliases_on = mqr__smap_init(&mc->out_aliases); /* (without memory: no aliases) */
-  }
+  uint16_t out_max = level == 5 && MQR__MQTT_HAS(&p->props, 0x22) ? p->props.topic_alias_max : 0;
+  if (out_max > c->l->cfg->mqtt_topic_alias_max) out_max = c->l->cfg->mqtt_topic_alias_max;
+  if (out_max && mqr__smap_init(&mc->out_aliases)) mc->out_alias_max = out_max; /* (without memory: no aliases) */
   c->state = MQR__CONN_OPEN;
   mqr__mqtt_props_t pr = {0};
   if (level == 5) {
@@ -435,7 +433,7 @@ static void release(mqr__conn_t *c) {
     if (ss->expiry == 0 && !b->closing && find_session(b, ss->id, &at) == ss) session_end(b, at);
   }
   for (uint32_t i = 0; mc->aliases && i <= mc->alias_max; i++) mqr_free((void *)mc->aliases[i].ptr);
-  if (mc->out_aliases_on) mqr__smap_free(&mc->out_aliases);
+  if (mc->out_alias_max) mqr__smap_free(&mc->out_aliases);
   mqr_free(mc->aliases);
   mqr_free(mc->waiting);
   mqr_free(mc->topic);

@@ -84,11 +84,10 @@ typedef struct {
   /* Topic aliases toward it (5.0): at most out_alias_max (its Topic Alias Maximum, and the
    * listener's), each topic given one the first time it goes, used without the topic
    * after; past the maximum, topics go whole. */
-  uint16_t out_alias_max, out_alias_next;
-  mqr__smap_t out_aliases; /* topic -> alias (as a pointer-sized number) */
-  bool out_aliases_on;
-  uint32_t in_open;             /* those it has: PUBACK not yet sent, or PUBREC sent and PUBCOMP not */
-  mqr_str_t *aliases;           /* alias_max + 1, copies */
+  uint16_t out_alias_max, out_alias_next; /* out_alias_max 0: none (out_aliases unmade) */
+  mqr__smap_t out_aliases;                /* topic -> alias (as a pointer-sized number) */
+  uint32_t in_open;                       /* those it has: PUBACK not yet sent, or PUBREC sent and PUBCOMP not */
+  mqr_str_t *aliases;                     /* alias_max + 1, copies */
   /* Answers that wait for the journal: a PUBACK or PUBREC per token, in order. */
   struct {
     int64_t token;

@@ -404,32 +404,38 @@ static bool internal(mqr_str_t k) {
          (k.len >= 5 && memcmp(k.ptr, "__AMQ", 5) == 0) || mqr_str_eq(k, MQR_STR("content-type"));
 }
 
-/* The pairs of a kept user-property list (MQR__MQTT_USER_LIST); 0 when it does not read
- * as one (the broker wrote it: it cannot be, short of a foreign writer). */
+/* The next pair of a kept user-property list (MQR__MQTT_USER_LIST) from *at: true, or
+ * false at its end (or where it stops reading as one: the broker wrote it, so that is a
+ * foreign writer's). */
+static bool user_list_next(mqr_str_t list, size_t *at, mqr_str_t *k, mqr_str_t *v) {
+  size_t left = list.len - *at;
+  if (left < 4) return false;
+  const uint8_t *p = (const uint8_t *)list.ptr + *at;
+  size_t kl = (size_t)(p[0] << 8 | p[1]);
+  if (left < 4 + kl) return false;
+  size_t vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
+  if (left < 4 + kl + vl) return false;
+  *k = mqr_str_n((const char *)p + 2, kl);
+  *v = mqr_str_n((const char *)p + 4 + kl, vl);
+  *at += 4 + kl + vl;
+  return true;
+}
+
+/* The pairs of a kept list; 0 when the whole of it does not read. */
 static uint32_t user_list_count(mqr_str_t list) {
   uint32_t n = 0;
   size_t at = 0;
-  while (at < list.len) {
-    const uint8_t *p = (const uint8_t *)list.ptr + at;
-    if (at + 2 > list.len) return 0;
-    size_t kl = (size_t)(p[0] << 8 | p[1]);
-    if (at + 4 + kl > list.len) return 0;
-    size_t vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
-    if (at + 4 + kl + vl > list.len) return 0;
-    at += 4 + kl + vl;
-    n++;
-  }
-  return n;
+  mqr_str_t k, v;
+  while (user_list_next(list, &at, &k, &v)) n++;
+  return at == list.len ? n : 0;
 }
 
 /* Whether name is one of the kept list's (its first value is also a message property). */
 static bool user_list_has(mqr_str_t list, mqr_str_t name) {
-  for (size_t at = 0; at + 4 <= list.len;) {
-    const uint8_t *p = (const uint8_t *)list.ptr + at;
-    size_t kl = (size_t)(p[0] << 8 | p[1]), vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
-    if (mqr_str_eq(mqr_str_n((const char *)p + 2, kl), name)) return true;
-    at += 4 + kl + vl;
-  }
+  size_t at = 0;
+  mqr_str_t k, v;
+  while (user_list_next(list, &at, &k, &v))
+    if (mqr_str_eq(k, name)) return true;
   return false;
 }
 
@@ -501,19 +507,13 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
       pr.have |= 1ull << 0x09, pr.correlation_data = val.u.s;
     else if (mqr_str_eq(key, MQR_STR("mqtt.payload.format.indicator")) && val.type == MQR_VALUE_INT)
       pr.have |= 1ull << 0x01, pr.payload_format = (uint8_t)(val.u.i != 0);
-    else if (!internal(key) && val.type != MQR_VALUE_NULL && val.type != MQR_VALUE_BYTES &&
-             !user_list_has(list, key)) {
+    else if (!internal(key) && val.type != MQR_VALUE_NULL && val.type != MQR_VALUE_BYTES && !user_list_has(list, key)) {
       reg->ukeys[nu] = key;
       reg->uvalues[nu++] = mqr__value_text(&val, reg->text + (size_t)i * 24, 24);
     }
   }
-  for (size_t at = 0; at + 4 <= list.len;) { /* the list, in order, repeats and all */
-    const uint8_t *p = (const uint8_t *)list.ptr + at;
-    size_t kl = (size_t)(p[0] << 8 | p[1]), vl = (size_t)(p[2 + kl] << 8 | p[3 + kl]);
-    reg->ukeys[nu] = mqr_str_n((const char *)p + 2, kl);
-    reg->uvalues[nu++] = mqr_str_n((const char *)p + 4 + kl, vl);
-    at += 4 + kl + vl;
-  }
+  for (size_t at = 0; user_list_next(list, &at, &reg->ukeys[nu], &reg->uvalues[nu]);)
+    nu++; /* in order, repeats and all */
   /* [MQTT-4.7.2-1]: a filter that starts with a wildcard matches no topic starting with '$'. */
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(c->b));
   bool dollar = topic_address.len && topic_address.ptr[0] == '$';
@@ -540,8 +540,8 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__mqtt_publish_t m = {(uint8_t)qos, e->delivery_count > 1 && qos > 0,
                            from_retain || (sub->retain_as_published && retained), mqr_str_n(mc->topic, tl), tv.body};
   mqr__mqtt_out_props_t o = {&pr, reg->ukeys, reg->uvalues, nu, &sub->sub_id, sub->sub_id ? 1u : 0u};
-  int64_t new_alias = -1; /* the slot of an alias this PUBLISH sets, until it has gone */
-  if (mc->out_aliases_on && tl) { /* a topic it has an alias for goes as the alias alone */
+  int64_t new_alias = -1;        /* the slot of an alias this PUBLISH sets, until it has gone */
+  if (mc->out_alias_max && tl) { /* a topic it has an alias for goes as the alias alone */
     int64_t slot = mqr__smap_find(&mc->out_aliases, m.topic);
     uintptr_t alias = slot >= 0 ? (uintptr_t)mc->out_aliases.slots[slot].val : 0;
     if (alias) {

@@ -109,7 +109,6 @@ static void on_unsubscribe(mqr__conn_t *c, int64_t id) {
 }
 
 typedef struct {
-  mqr_broker_t *b;
   mqr_frame_address_info_t *a;
   uint32_t n, cap;
   mqr_frame_queue_info_t *q;
@@ -133,23 +132,17 @@ static int collect(mqr_address_t *a, void *arg) {
   for (uint32_t i = 0; i < nq; i++) {
     mqr_queue_t *q = mqr_address_queue(a, i);
     mqr_broker_queue_stats_t st; /* the one count, paged messages included (docs/durability.md) */
-    if (mqr_broker_queue_stats(x->b, mqr_queue_name(q), &st) != 0) memset(&st, 0, sizeof st);
-    x->q[x->nq++] = (mqr_frame_queue_info_t){mqr_queue_name(q),
-                                             mqr_address_name(a),
-                                             mqr_proto_rt_from_routing(mqr_queue_routing_type(q)),
-                                             (int64_t)st.depth,
-                                             (int64_t)st.in_flight,
-                                             (int32_t)st.consumers,
-                                             (int64_t)st.enqueued,
-                                             (int64_t)st.acknowledged,
-                                             st.paused};
+    mqr__queue_stats(q, &st);
+    x->q[x->nq++] = (mqr_frame_queue_info_t){
+        mqr_queue_name(q),    mqr_address_name(a),      mqr_proto_rt_from_routing(mqr_queue_routing_type(q)),
+        (int64_t)st.depth,    (int64_t)st.in_flight,    (int32_t)st.consumers,
+        (int64_t)st.enqueued, (int64_t)st.acknowledged, st.paused};
   }
   return 0;
 }
 
 static void on_query(mqr__conn_t *c, int64_t id) {
   query_t x = {0};
-  x.b = c->b;
   int rc = mqr_router_foreach_address(&c->b->router, collect, &x);
   char *types = rc == 0 ? mqr_malloc((size_t)x.n * 24 + 1) : NULL;
   if (rc == 0 && types == NULL) rc = MQR_ENOMEM;
@@ -181,7 +174,7 @@ static void on_query(mqr__conn_t *c, int64_t id) {
 
 /* The frame's type: its union index, an Avro int (a zigzag varint, which a writer may
  * spread over more bytes than it needs); -1 when it does not read as one. */
-static int frame_type(const uint8_t *body, size_t len) {
+static inline int frame_type(const uint8_t *body, size_t len) {
   uint32_t z = 0;
   for (size_t i = 0; i < len && i < 5; i++) {
     z |= (uint32_t)(body[i] & 0x7f) << (7 * i);
@@ -192,7 +185,7 @@ static int frame_type(const uint8_t *body, size_t len) {
 
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   mqr_broker_t *b = c->b;
-  int type = len && body[0] < 0x80 ? (body[0] >> 1) ^ -(body[0] & 1) : frame_type(body, len);
+  int type = frame_type(body, len);
   if (c->state == MQR__CONN_HANDSHAKE && type != MQR_FRAME_CONNECT) {
     mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "the first frame must be CONNECT, not %s",
                         mqr_frame_type_name(type));

@@ -3,8 +3,8 @@
 #ifndef MQR_COMMON_H
 #define MQR_COMMON_H
 
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -59,7 +59,7 @@ extern "C" {
   XX(ETIMEOUT, -34, "timed out")                                                                                       \
   XX(EQUEUEINUSE, -35, "queue has consumers")                                                                          \
   XX(EDIVERTEXISTS, -36, "divert already exists")                                                                      \
-  XX(ENODIVERT, -37, "divert does not exist")                                                                           \
+  XX(ENODIVERT, -37, "divert does not exist")                                                                          \
   XX(EBUSY, -38, "in use by another process")
 
 typedef enum {
@@ -161,9 +161,10 @@ MQR_EXTERN const char *mqr_version(void);
  * when it is, else the offset of the first byte that is not. Any thread; no allocation. */
 MQR_EXTERN size_t mqr_utf8_check(const void *text, size_t n);
 
-/* Whether name is a host name as RFC 1123 has it: dot-separated labels (at most 63
- * bytes, 253 in all) of letters, digits and hyphens, none starting or ending with one. */
-MQR_EXTERN bool mqr_host_name_check(mqr_str_t name);
+/* Whether host is one mqr_resolve takes: an IPv4 or IPv6 literal, or a host name as RFC
+ * 1123 has it (dot-separated labels, at most 63 bytes each and 253 in all, of letters,
+ * digits and hyphens, none starting or ending with one). */
+MQR_EXTERN bool mqr_host_check(mqr_str_t host);
 
 struct sockaddr_storage;
 /* host (an IPv4 or IPv6 literal, or a name: getaddrinfo(3), which may block while it asks

@@ -48,20 +48,20 @@ typedef struct mqr_config_s mqr_config_t;
 /* A listener as configured (mqrd binds them). Strings live as long as the config. */
 typedef struct {
   const char *name;
-  const char *host;              /* an IPv4 or IPv6 literal, or a host name */
-  uint16_t port;                 /* 0: an ephemeral port */
-  uint32_t protocols;            /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
-  uint32_t max_frame;            /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
-  uint32_t mqtt_max_packet;      /* the largest MQTT packet either side may send (mqtt: max-packet-size) */
-  uint16_t mqtt_receive_max;     /* QoS 1 and 2 PUBLISHes a client may have unanswered (mqtt: receive-maximum) */
+  const char *host;               /* an IPv4 or IPv6 literal, or a host name */
+  uint16_t port;                  /* 0: an ephemeral port */
+  uint32_t protocols;             /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
+  uint32_t max_frame;             /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
+  uint32_t mqtt_max_packet;       /* the largest MQTT packet either side may send (mqtt: max-packet-size) */
+  uint16_t mqtt_receive_max;      /* QoS 1 and 2 PUBLISHes a client may have unanswered (mqtt: receive-maximum) */
   int32_t mqtt_server_keep_alive; /* s, sent in a 5.0 CONNACK and used over the client's; -1: the client's */
   uint16_t mqtt_topic_alias_max;  /* topic aliases either side may set (mqtt: topic-alias-maximum); 0: none */
-  uint32_t stomp_max_frame;      /* the largest STOMP frame a client may send (stomp: max-frame-size) */
-  uint32_t stomp_max_headers;    /* headers in one STOMP frame (stomp: max-headers) */
-  uint32_t stomp_max_header_len; /* bytes of one STOMP header line (stomp: max-header-length) */
-  uint32_t handshake_timeout_ms; /* a connection that has not said CONNECT by then is closed; 0: never */
-  uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
-                                    (the broker sends PING after half of it); 0: never */
+  uint32_t stomp_max_frame;       /* the largest STOMP frame a client may send (stomp: max-frame-size) */
+  uint32_t stomp_max_headers;     /* headers in one STOMP frame (stomp: max-headers) */
+  uint32_t stomp_max_header_len;  /* bytes of one STOMP header line (stomp: max-header-length) */
+  uint32_t handshake_timeout_ms;  /* a connection that has not said CONNECT by then is closed; 0: never */
+  uint32_t idle_timeout_ms;       /* a connection the broker hears nothing from for this long is closed
+                                     (the broker sends PING after half of it); 0: never */
   mqr_prefixes_t prefixes;
   uint32_t line, column;
 } mqr_listener_config_t;
@@ -131,8 +131,8 @@ MQR_EXTERN uint32_t mqr_config_settings_count(const mqr_config_t *cfg);
 MQR_EXTERN bool mqr_config_has_address(const mqr_config_t *cfg, mqr_str_t name);
 /* Calls fn for each queue the config lists (its name and its address's; views valid as
  * long as cfg), in order; a non-zero return stops the walk and is returned. */
-MQR_EXTERN int mqr_config_foreach_queue(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t queue, mqr_str_t address),
-                                        void *arg);
+MQR_EXTERN int mqr_config_foreach_queue(const mqr_config_t *cfg,
+                                        int (*fn)(void *arg, mqr_str_t queue, mqr_str_t address), void *arg);
 /* Calls fn for each address the config lists, in order; as mqr_config_foreach_queue. */
 MQR_EXTERN int mqr_config_foreach_address(const mqr_config_t *cfg, int (*fn)(void *arg, mqr_str_t address), void *arg);
 /* The i-th address-settings entry as written (its `set` bits say which fields it gives;

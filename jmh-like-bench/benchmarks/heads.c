@@ -486,13 +486,10 @@ static const mqr_bench_def_t mqtt = {"heads.mqtt", "proto=mqtt;qos=0,1;size=16,1
                                      finish};
 MQR_BENCH_REGISTER(mqtt)
 
-static const mqr_bench_def_t stomp = {"heads.stomp",
-                                      "proto=stomp;persistent=0,1;size=16,1024,65536;impl=mqr,activemq,embedded",
-                                      "thrpt",
-                                      setup,
-                                      teardown,
-                                      NULL,
-                                      peak_rss,
-                                      run,
-                                      finish};
+static const mqr_bench_def_t stomp = {
+    "heads.stomp", "proto=stomp;persistent=0,1;size=16,1024,65536;impl=mqr,activemq,embedded",
+    "thrpt",       setup,
+    teardown,      NULL,
+    peak_rss,      run,
+    finish};
 MQR_BENCH_REGISTER(stomp)

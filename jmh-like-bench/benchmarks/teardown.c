@@ -84,6 +84,6 @@ static void teardown_iteration(mqr_bench_ctx_t *c) {
   mqr_bench_aux(c, "slice_us", longest, "us");
 }
 
-static const mqr_bench_def_t teardown_delete = {
-    "teardown.delete", "queued=100000", "ss", setup, teardown, setup_iteration, teardown_iteration, run, NULL};
+static const mqr_bench_def_t teardown_delete = {"teardown.delete", "queued=100000",    "ss", setup, teardown,
+                                                setup_iteration,   teardown_iteration, run,  NULL};
 MQR_BENCH_REGISTER(teardown_delete)

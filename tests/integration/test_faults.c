@@ -450,8 +450,17 @@ static void test_union_index_as_long_varint(void **state) {
   memset(&r, 0, sizeof r);
   int s = raw_client(1 << 20);
   mqr_frame_t send = {MQR_FRAME_SEND,
-                      {.send = {MQR_STR("wide.index"), MQR_PROTO_RT_ANYCAST, false, MQR_STR(""), 5, 4, 0, 0,
-                                MQR_STR(""), {0}, MQR_STR("x")}}};
+                      {.send = {MQR_STR("wide.index"),
+                                MQR_PROTO_RT_ANYCAST,
+                                false,
+                                MQR_STR(""),
+                                5,
+                                4,
+                                0,
+                                0,
+                                MQR_STR(""),
+                                {0},
+                                MQR_STR("x")}}};
   send_wide_index(s, &send);
   assert_true(read_until(s, &r, MQR_FRAME_RECEIPT, &f, 3));
   assert_int_equal(f.u.receipt.receipt, 5);
@@ -603,10 +612,14 @@ static int group_teardown(void **state) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN); /* this process's own sockets; mqrd_start resets it for mqrd */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sigpipe_ignored),           cmocka_unit_test(test_consumer_reset_does_not_kill),
-      cmocka_unit_test(test_blocked_producer_vanishes), cmocka_unit_test(test_handshake_timeout),
-      cmocka_unit_test(test_idle_timeout_and_ping),     cmocka_unit_test(test_invalid_utf8_refused),
-      cmocka_unit_test(test_max_frame_honoured),        cmocka_unit_test(test_hostile_manage),
+      cmocka_unit_test(test_sigpipe_ignored),
+      cmocka_unit_test(test_consumer_reset_does_not_kill),
+      cmocka_unit_test(test_blocked_producer_vanishes),
+      cmocka_unit_test(test_handshake_timeout),
+      cmocka_unit_test(test_idle_timeout_and_ping),
+      cmocka_unit_test(test_invalid_utf8_refused),
+      cmocka_unit_test(test_max_frame_honoured),
+      cmocka_unit_test(test_hostile_manage),
       cmocka_unit_test(test_union_index_as_long_varint),
   };
   return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);

@@ -131,8 +131,8 @@ static void test_what_artemis_accepts(void **state) {
  * prefix, unlike types are FALSE as ever. */
 static void test_convert_string_expressions(void **state) {
   (void)state;
-  const prop_t m[] = {{"s", S("123")}, {"d", S("2.5")}, {"t", S("TRUE")}, {"x", S("abc")}, {"n", I(123)},
-                      {"l", L(123)},   {"f", D(2.5)},   {NULL, NUL}};
+  const prop_t m[] = {{"s", S("123")}, {"d", S("2.5")}, {"t", S("TRUE")}, {"x", S("abc")},
+                      {"n", I(123)},   {"l", L(123)},   {"f", D(2.5)},    {NULL, NUL}};
   static const struct {
     const char *text;
     int want;
@@ -160,10 +160,10 @@ static void test_convert_string_expressions(void **state) {
 
 static void test_where_mqr_keeps_to_jms(void **state) {
   (void)state;
-  FA("name <> 1");          /* unlike types: FALSE for <> too (Artemis: NOT (=), TRUE) */
-  U("nope1 = nope2");       /* both absent: UNKNOWN (Artemis: TRUE) */
-  T("NOT rank = 1");        /* NOT over the comparison, as JMS orders them */
-  U("name + 1 = 2");        /* arithmetic on a string: UNKNOWN */
+  FA("name <> 1");                                      /* unlike types: FALSE for <> too (Artemis: NOT (=), TRUE) */
+  U("nope1 = nope2");                                   /* both absent: UNKNOWN (Artemis: TRUE) */
+  T("NOT rank = 1");                                    /* NOT over the comparison, as JMS orders them */
+  U("name + 1 = 2");                                    /* arithmetic on a string: UNKNOWN */
   T("0x2AL = 42 AND 0L = 0 AND 1.5f = 1.5 AND 2d = 2"); /* Java's literal syntax */
   const prop_t m[] = {{"gr\xc3\xb6\xc3\x9f\x65", I(3)}, {NULL, NUL}};
   assert_int_equal(eval_on("gr\xc3\xb6\xc3\x9f\x65 = 3", m), MQR_FILTER_TRUE); /* a Java identifier */
