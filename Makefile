@@ -36,8 +36,8 @@ build-run: deps configure
 
 # mqrd in the foreground on conf/mqr.yaml (or CONFIG=FILE); Ctrl-C stops it cleanly.
 run: build-run
-	@$(BUILD)/broker/mqrd --check $(CFG_ARG) >/dev/null
-	@url=$$($(BUILD)/broker/mqrd --urls $(CFG_ARG) | head -1); \
+	@$(BUILD)/daemon/mqrd --check $(CFG_ARG) >/dev/null
+	@url=$$($(BUILD)/daemon/mqrd --urls $(CFG_ARG) | head -1); \
 	 echo "== mqrd $(if $(CONFIG),--config $(CONFIG),(the embedded conf/mqr.yaml)) on $${url:-no listener}"; \
 	 case "$$url" in *:0) echo "   (port 0: the port it gets is in mqrd's 'ready on' line below)";; esac; \
 	 echo "   In another terminal:"; \
@@ -46,7 +46,7 @@ run: build-run
 	 echo "     $(BUILD)/cli/mqr stat --url $$url                                 # addresses, queues, counters"; \
 	 echo "   Durable messages (mqr send --durable) are kept in $(if $(CONFIG),the config's persistence directory,$(BUILD)/mqr-data)."; \
 	 echo "   Ctrl-C (SIGINT) stops mqrd cleanly; SIGHUP reloads the config."; echo
-	@exec $(BUILD)/broker/mqrd $(CFG_ARG) $(DATA_ARG)
+	@exec $(BUILD)/daemon/mqrd $(CFG_ARG) $(DATA_ARG)
 
 $(BUILD_ASAN)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(BUILD_ASAN) -DMQR_SANITIZE=ON -DMQR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
@@ -72,7 +72,7 @@ CRASH_SECONDS ?= 600
 crash-test: deps-test $(BUILD_ASAN)/CMakeCache.txt
 	cmake -S . -B $(BUILD_ASAN) -DMQR_BUILD_TESTS=ON >/dev/null
 	cmake --build $(BUILD_ASAN) -j $(JOBS) --target mqrd test_crash
-	MQRD=$(BUILD_ASAN)/broker/mqrd MQR_CRASH_SECONDS=$(CRASH_SECONDS) $(BUILD_ASAN)/tests/test_crash
+	MQRD=$(BUILD_ASAN)/daemon/mqrd MQR_CRASH_SECONDS=$(CRASH_SECONDS) $(BUILD_ASAN)/tests/test_crash
 
 bench: deps-bench build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null

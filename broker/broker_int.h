@@ -256,7 +256,7 @@ struct mqr_broker_consumer_s {
 };
 
 /* The native protocol's state is its own (native/native.h); the broker holds a pointer. */
-struct mqr__native_s;
+struct mqr__net_s;
 
 /* ---- the broker ------------------------------------------------------------------------------ */
 
@@ -304,7 +304,7 @@ struct mqr_broker_s {
   mqr__acct_t *accts;
   mqr__session_t inproc;      /* in-process consumers' */
   struct mqr__durable_s *dur; /* the journal and what it holds (durable.h); NULL: no persistence */
-  struct mqr__native_s *net;  /* the native protocol's listeners and connections; NULL without listen */
+  struct mqr__net_s *net;  /* the native protocol's listeners and connections; NULL without listen */
   uv_idle_t idle;             /* started when a head has work for the next pass (writes, resumes) */
   bool idle_on;
   /* Entries waiting out a redelivery delay: a min-heap by when they are due (uv_now ms),

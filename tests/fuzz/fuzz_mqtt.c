@@ -1,4 +1,4 @@
-/* libFuzzer: MQTT packets as the MQTT head reads them (broker/mqtt/packet.h). The first
+/* libFuzzer: MQTT packets as the MQTT head reads them (heads/mqtt/packet.h). The first
  * byte picks the level the connection speaks (none yet, 3.1.1 or 5.0); the rest is a
  * client's stream, read packet by packet. Each packet is measured or refused; each is
  * decoded or refused with a 5.0 reason code and a message; what is decoded lies inside
@@ -7,7 +7,7 @@
  * by the server's encoder reads back the same. */
 #include <string.h>
 
-#include "../../broker/mqtt/packet.h"
+#include "../../heads/mqtt/packet.h"
 #include "fuzz_check.h"
 
 static bool inside(mqr_str_t s, const uint8_t *p, size_t n) {

@@ -1,4 +1,4 @@
-/* libFuzzer: STOMP frames as the STOMP head reads them (broker/stomp/frame.h). The first
+/* libFuzzer: STOMP frames as the STOMP head reads them (heads/stomp/frame.h). The first
  * byte picks the version and a cut; the rest is a client's stream. Any bytes are read as
  * frames or refused with an error; reading the stream cut in two (the first part waiting
  * for more, its progress kept for the rest) gives the same frames as reading it whole,
@@ -6,7 +6,7 @@
  * with its headers escaped it reads back the same. */
 #include <string.h>
 
-#include "../../broker/stomp/frame.h"
+#include "../../heads/stomp/frame.h"
 #include "fuzz_check.h"
 
 static const mqr__stomp_limits_t lim = {2048, 12, 200};

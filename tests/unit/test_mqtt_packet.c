@@ -1,9 +1,9 @@
-/* MQTT packets as a server reads and writes them (broker/mqtt/packet.h), each rule of the MQTT 3.1.1
+/* MQTT packets as a server reads and writes them (heads/mqtt/packet.h), each rule of the MQTT 3.1.1
  * and 5.0 specifications the decoder enforces, with the reason code it answers: packets
  * are built here byte by byte. */
 #include "testutil.h"
 
-#include "../../broker/mqtt/packet.h"
+#include "../../heads/mqtt/packet.h"
 
 typedef struct {
   uint8_t b[2048];

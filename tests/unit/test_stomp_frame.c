@@ -1,10 +1,10 @@
-/* STOMP frames (broker/stomp/frame.h) as the STOMP 1.0, 1.1 and 1.2 specifications
+/* STOMP frames (heads/stomp/frame.h) as the STOMP 1.0, 1.1 and 1.2 specifications
  * frame them: commands, header lines, EOLs, bodies by NUL or content-length, escaping by
  * version and command, repeated headers, heart-beats, limits; every split of a stream
  * waits for more without changing a byte. */
 #include "testutil.h"
 
-#include "../../broker/stomp/frame.h"
+#include "../../heads/stomp/frame.h"
 
 static const mqr__stomp_limits_t lim = {4096, 16, 256};
 static mqr__stomp_header_t hdrs[16];

@@ -97,8 +97,8 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   }
   mqr_broker_message_t m = {address, rt,   false, MQR_STR(""), MQR_PRIORITY_DEFAULT, wall_ms(), 0, MQR_STR(""),
                             NULL,    NULL, 0,     f->body};
-  mqr_str_t *keys = b->net->stomp_keys;
-  mqr_value_t *values = b->net->stomp_values;
+  mqr_str_t *keys = mqr__stomp_broker(b)->keys;
+  mqr_value_t *values = mqr__stomp_broker(b)->values;
   size_t n = 0;
   seen_t table, *seen = NULL; /* on the stack: a SEND allocates nothing */
   if (f->n_headers > 8) memset(seen = &table, 0, sizeof table);
@@ -391,7 +391,7 @@ void mqr__stomp_on_ack(mqr__conn_t *c, const mqr__stomp_frame_t *f, bool ack) {
 
 static bool ready(const mqr_broker_consumer_t *k) {
   const stomp_sub_t *sub = mqr__consumer_ctx(k);
-  return !mqr__nat_conn_paused(sub->c);
+  return !mqr__conn_paused(sub->c);
 }
 
 /* The MESSAGE frame: its head written (headers from the message's fields, then its
@@ -400,7 +400,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   stomp_sub_t *sub = mqr__consumer_ctx(k);
   mqr__conn_t *c = sub->c;
   stomp_t *st = c->hs;
-  struct mqr__native_s *net = c->b->net;
+  stomp_broker_t *net = mqr__stomp_broker(c->b);
   mqr_stored_view_t sv;
   mqr_tail_view_t tv;
   if (mqr_message_read_stored(e->msg->data, e->msg->len, &sv, NULL) != 0 ||
@@ -414,21 +414,21 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr_props_iter_init(&it, tv.props, tv.props_len);
   while (mqr_props_next(&it, &key, &val) == 1) props++;
   uint32_t need = 10 + props;
-  if (need > net->stomp_out_cap) {
+  if (need > net->out_cap) {
     uint32_t cap = need < 64 ? 64 : need;
-    void *h = mqr_realloc(net->stomp_out, cap * sizeof(mqr__stomp_header_t));
+    void *h = mqr_realloc(net->out, cap * sizeof(mqr__stomp_header_t));
     if (h == NULL) return MQR_ENOMEM;
-    net->stomp_out = h;
-    net->stomp_out_cap = cap;
+    net->out = h;
+    net->out_cap = cap;
   }
-  if ((size_t)props * 24 > net->stomp_text_cap) { /* numbers of the properties as text, 24 bytes each */
-    char *t = mqr_realloc(net->stomp_text, (size_t)props * 24);
+  if ((size_t)props * 24 > net->text_cap) { /* numbers of the properties as text, 24 bytes each */
+    char *t = mqr_realloc(net->text, (size_t)props * 24);
     if (t == NULL) return MQR_ENOMEM;
-    net->stomp_text = t;
-    net->stomp_text_cap = (size_t)props * 24;
+    net->text = t;
+    net->text_cap = (size_t)props * 24;
   }
-  mqr__stomp_header_t *h = net->stomp_out;
-  char nums[4][24], ackid[48], *text = net->stomp_text;
+  mqr__stomp_header_t *h = net->out;
+  char nums[4][24], ackid[48], *text = net->text;
   uint32_t n = 0;
   h[n++] = (mqr__stomp_header_t){MQR_STR("subscription"), sub->id};
   snprintf(nums[0], sizeof nums[0], "%" PRId64, sv.message_id);

@@ -12,7 +12,7 @@
 #ifndef MQR_BROKER_MQTT_H
 #define MQR_BROKER_MQTT_H
 
-#include "../native/native.h"
+#include "../../net/net.h"
 #include "packet.h"
 
 typedef struct mqtt_session_s mqtt_session_t;
@@ -103,7 +103,7 @@ typedef struct {
 #define MQTT_MAX_SUBSCRIPTIONS 1024 /* per session */
 #define MQTT_RETAIN_PREFIX "$sys.mqtt.retain."
 
-/* The broker's MQTT sessions (b->net->mqtt). */
+/* The broker's MQTT sessions (the head's slot: mqr__mqtt_registry). */
 typedef struct {
   mqtt_session_t *sessions;
   uint32_t n;
@@ -138,6 +138,9 @@ int mqr__mqtt_out(mqr__conn_t *c, const uint8_t *bytes, size_t n);
 void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A PUBACK or PUBREC that waits for the core's answer to a send: its token. */
 int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id);
+extern const mqr__head_t mqr__mqtt_head;
+/* The broker's registry, made on first use (NULL: no memory), or NULL when none. */
+mqtt_registry_t *mqr__mqtt_registry(mqr_broker_t *b, bool make);
 /* Every session, at the broker's close. */
 void mqr__mqtt_free_sessions(mqr_broker_t *b);
 /* Sessions past their expiry, delayed wills: every tick. */

@@ -1,14 +1,14 @@
-/* The native protocol's writes: frames and deliveries gathered per connection in a
- * write request and handed to libuv once per loop pass (the idle phase of the next), a
- * delivery being a small head and the stored message's own bytes; what backs a
- * connection's output up, and what follows when a write completes. */
+/* Writes, whatever the protocol: a head's bytes and deliveries gathered per connection
+ * in a write request and handed to the transport once per loop pass (the idle phase of
+ * the next), a delivery being a small head and the stored message's own bytes; what
+ * backs a connection's output up, and what follows when a write completes. */
 #include <stdio.h>
 
-#include "native.h"
+#include "net.h"
 
 /* ---- writes ------------------------------------------------------------------------------- */
 
-mqr__wreq_t *mqr__nat_out(mqr__conn_t *c) {
+mqr__wreq_t *mqr__conn_out(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->out) return c->out;
   mqr__wreq_t *w = b->net->wreq_free;
@@ -32,7 +32,7 @@ mqr__wreq_t *mqr__nat_out(mqr__conn_t *c) {
 
 /* A segment of the request's own bytes [off, off + len): joined to the last when they
  * touch. */
-int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len) {
+int mqr__wreq_add_own(mqr__wreq_t *w, size_t off, size_t len) {
   if (w->n_segs && w->segs[w->n_segs - 1].ptr == NULL &&
       w->segs[w->n_segs - 1].off + w->segs[w->n_segs - 1].len == off) {
     w->segs[w->n_segs - 1].len += len;
@@ -47,7 +47,7 @@ int mqr__nat_add_own(mqr__wreq_t *w, size_t off, size_t len) {
 /* Room for n more own bytes in this pass's write: where they go (at w->bytes + *off),
  * or NULL for want of memory. The head writes them, then mqr__conn_commit. */
 uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off) {
-  mqr__wreq_t *w = mqr__nat_out(c);
+  mqr__wreq_t *w = mqr__conn_out(c);
   if (w == NULL) return NULL;
   if (w->cap_bytes - w->n_bytes < n) {
     size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
@@ -63,7 +63,7 @@ uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off) {
 
 int mqr__conn_commit(mqr__conn_t *c, size_t off, size_t len) {
   mqr__wreq_t *w = c->out;
-  int rc = mqr__nat_add_own(w, off, len);
+  int rc = mqr__wreq_add_own(w, off, len);
   if (rc == 0) w->n_bytes = off + len;
   return rc;
 }
@@ -76,7 +76,7 @@ int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size
     memcpy(p, ptr, len);
     return mqr__conn_commit(c, off, len);
   }
-  mqr__wreq_t *w = mqr__nat_out(c);
+  mqr__wreq_t *w = mqr__conn_out(c);
   if (w == NULL || !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs) ||
       (hold && !mqr__grow((void **)&w->msgs, &w->cap_msgs, w->n_msgs + 1, sizeof *w->msgs)))
     return MQR_ENOMEM;
@@ -89,48 +89,17 @@ int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size
   return 0;
 }
 
-/* Appends a frame to this pass's write: MQR_ENOMEM, or MQR_ELIMIT when it is longer than
- * the max_frame the client declared (then nothing was added). */
-int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f) {
-  mqr__wreq_t *w = mqr__nat_out(c);
-  if (w == NULL) return MQR_ENOMEM;
-  mqr_avro_buf_t buf = {w->bytes, w->n_bytes, w->cap_bytes, true};
-  size_t off = buf.len;
-  int rc = mqr_frame_encode(f, &buf, NULL);
-  w->bytes = buf.data;
-  w->cap_bytes = buf.cap;
-  if (rc) return rc;
-  if (buf.len - off - MQR_FRAME_HEADER > c->peer_max_frame) return MQR_ELIMIT;
-  if ((rc = mqr__nat_add_own(w, off, buf.len - off)) != 0) return rc;
-  w->n_bytes = buf.len;
-  return 0;
-}
-
-/* An answer the client waits for (CONNECTED, RECEIPT, SUBSCRIBED, an ERROR...): if it
- * cannot be written, the client must not wait forever for it, so the connection closes
- * (its consumers' deliveries go back to their queues). */
-void mqr__nat_reply_failed(mqr__conn_t *c, int type, int rc) {
-  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a %s frame could not be written (%s); closing it",
-           (long long)c->sess.id, c->peer, mqr_frame_type_name(type), mqr_strerror(rc));
-  mqr__nat_conn_close(c, false);
-}
-
-void mqr__nat_reply(mqr__conn_t *c, const mqr_frame_t *f) {
-  int rc = mqr__nat_write_frame(c, f);
-  if (rc) mqr__nat_reply_failed(c, f->type, rc);
-}
-
 /* A connection whose answers it does not read (receipts, errors) would make its output
  * grow: past max_pending_write unwritten, it gets no deliveries and is not read from until
  * that drains. */
-bool mqr__nat_output_full(const mqr__conn_t *c) {
+bool mqr__conn_output_full(const mqr__conn_t *c) {
   return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
 }
 
-bool mqr__nat_conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || mqr__nat_output_full(c); }
+bool mqr__conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || mqr__conn_output_full(c); }
 
 /* A request done with: its messages released, its arrays kept for the next. */
-void mqr__nat_wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
+void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
   for (uint32_t i = 0; i < w->n_msgs; i++) mqr__msg_release(b, w->msgs[i]);
   w->n_msgs = w->n_segs = 0;
   w->n_bytes = w->total = 0;
@@ -152,27 +121,26 @@ static void redispatch(mqr__conn_t *c) {
   for (mqr_broker_consumer_t *k = c->sess.consumers; k; k = k->session_next) mqr__consumer_ready(k);
 }
 
-static void write_cb(uv_write_t *req, int status) {
-  mqr__wreq_t *w = req->data;
+void mqr__conn_written(mqr__wreq_t *w, int status) {
   mqr__conn_t *c = w->conn;
   mqr_broker_t *b = c->b;
-  bool was_paused = mqr__nat_conn_paused(c);
+  bool was_paused = mqr__conn_paused(c);
   c->progress_ms = uv_now(b->loop);
   c->in_flight -= w->total;
   c->writes--;
-  mqr__nat_wreq_recycle(b, w);
+  mqr__wreq_recycle(b, w);
   if (status < 0 && c->state != MQR__CONN_CLOSING) {
     mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): write failed: %s", (long long)c->sess.id, c->peer,
              uv_strerror(status));
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
   }
   if (c->state == MQR__CONN_CLOSING) {
-    mqr__nat_maybe_finish_close(c);
+    mqr__conn_maybe_finish_close(c);
     return;
   }
-  if (was_paused && !mqr__nat_conn_paused(c)) {
+  if (was_paused && !mqr__conn_paused(c)) {
     redispatch(c);
-    if (!c->reading && c->sess.producer.blocked_on == 0) mqr__nat_process(c); /* held for its output: read on */
+    if (!c->reading && c->sess.producer.blocked_on == 0) mqr__conn_process(c); /* held for its output: read on */
   }
 }
 
@@ -181,22 +149,22 @@ static void flush_conn(mqr__conn_t *c) {
   c->out = NULL;
   if (w == NULL) return;
   if (w->n_segs == 0 || c->closed) {
-    mqr__nat_wreq_recycle(c->b, w);
+    mqr__wreq_recycle(c->b, w);
     return;
   }
   if (!mqr__grow((void **)&w->bufs, &w->cap_bufs, w->n_segs, sizeof *w->bufs)) {
-    mqr__nat_wreq_recycle(c->b, w);
-    mqr__nat_conn_close(c, false);
+    mqr__wreq_recycle(c->b, w);
+    mqr__conn_close(c, false);
     return;
   }
   for (uint32_t i = 0; i < w->n_segs; i++) {
     const mqr__seg_t *s = &w->segs[i];
     w->bufs[i] = uv_buf_init((char *)(s->ptr ? s->ptr : w->bytes + s->off), (unsigned)s->len);
   }
-  int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, w->bufs, w->n_segs, write_cb);
+  int rc = c->tr->write(c, w);
   if (rc < 0) {
-    mqr__nat_wreq_recycle(c->b, w);
-    mqr__nat_conn_close(c, false);
+    mqr__wreq_recycle(c->b, w);
+    mqr__conn_close(c, false);
     return;
   }
   if (c->writes == 0) c->progress_ms = uv_now(c->b->loop); /* its clock starts with the wait */
@@ -215,19 +183,19 @@ bool mqr__server_flush(mqr_broker_t *b) {
     c->resume = false;
     c->deferred = false;
     if (c->state == MQR__CONN_CLOSING || c->sess.producer.blocked_on) continue;
-    mqr__nat_process(c);
+    mqr__conn_process(c);
   }
   while (b->net->dirty) {
     mqr__conn_t *c = b->net->dirty;
     b->net->dirty = c->next_dirty;
     c->dirty = false;
     flush_conn(c);
-    if (c->state == MQR__CONN_CLOSING) mqr__nat_maybe_finish_close(c);
+    if (c->state == MQR__CONN_CLOSING) mqr__conn_maybe_finish_close(c);
   }
   return b->net->dirty != NULL || b->net->resume != NULL;
 }
 
-void mqr__nat_schedule(mqr__conn_t *c) {
+void mqr__conn_schedule(mqr__conn_t *c) {
   if (c->resume || c->state == MQR__CONN_CLOSING) return;
   c->resume = true;
   c->next_resume = c->b->net->resume;

@@ -1,6 +1,6 @@
 /* MQTT 3.1.1 and 5.0 control packets as a server reads them (OASIS MQTT Version 3.1.1 and
  * Version 5.0): the fixed header's remaining length, and each packet a client sends
- * decoded into views of its bytes. Private to the MQTT head (broker/mqtt/).
+ * decoded into views of its bytes. Private to the MQTT head (heads/mqtt/).
  *
  * What the specifications make a Malformed Packet or a Protocol Error is refused here
  * with the reason code a 5.0 server sends (0x81, 0x82; 0x84 for a protocol level it does

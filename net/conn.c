@@ -1,5 +1,5 @@
-/* Connections, whatever their protocol: reading into pooled buffers, the protocol told
- * by the first byte, the head's frames taken in place with a budget per pass, errors and
+/* Connections, whatever their protocol: reading into pooled buffers, the head told by the
+ * first bytes, the head's frames taken in place with a budget per pass, errors and
  * closing, and the clocks (the handshake timeout, stalled output, peers that went away
  * while paused; the head's own idle and heart-beat clocks). */
 #include <netinet/in.h>
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "native.h"
+#include "net.h"
 
 /* ---- read buffers ------------------------------------------------------------------------ */
 
@@ -36,7 +36,7 @@ static void rbuf_release(mqr__conn_t *c) {
   c->rpos = c->rlen = c->rcap = 0;
 }
 
-void mqr__nat_close_cb(uv_handle_t *h) {
+void mqr__conn_close_cb(uv_handle_t *h) {
   mqr__conn_t *c = h->data;
   mqr_broker_t *b = c->b;
   /* Out of the lists the next pass walks: it may have been put on them in the pass that
@@ -61,10 +61,10 @@ void mqr__nat_close_cb(uv_handle_t *h) {
   mqr__broker_handle_closed(b);
 }
 
-void mqr__nat_maybe_finish_close(mqr__conn_t *c) {
+void mqr__conn_maybe_finish_close(mqr__conn_t *c) {
   if (c->state == MQR__CONN_CLOSING && !c->closed && c->writes == 0 && c->out == NULL) {
     c->closed = true;
-    uv_close((uv_handle_t *)&c->tcp, mqr__nat_close_cb);
+    uv_close((uv_handle_t *)&c->tcp, mqr__conn_close_cb);
   }
 }
 
@@ -83,59 +83,44 @@ __attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int co
   }
   mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): %s: %s; closing it", (long long)c->sess.id, c->peer,
            mqr_err_name(code), text);
-  mqr__nat_conn_close(c, false);
+  mqr__conn_close(c, false);
 }
 
-__attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
-                                                               const char *fmt, ...) {
-  char text[600];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  mqr_frame_t f = {MQR_FRAME_ERROR, {.error = {code, mqr_str(mqr_err_name(code)), mqr_str(text), receipt, fatal}}};
-  mqr__nat_reply(c, &f);
-  if (fatal) {
-    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): %s: %s; closing it", (long long)c->sess.id, c->peer,
-             mqr_err_name(code), text);
-    mqr__nat_conn_close(c, true);
-  }
-}
-
-void mqr__nat_conn_close(mqr__conn_t *c, bool graceful) {
+void mqr__conn_close(mqr__conn_t *c, bool graceful) {
   if (c->state == MQR__CONN_CLOSING) return;
   c->state = MQR__CONN_CLOSING;
-  if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
+  if (c->reading) c->tr->read_stop(c);
   c->reading = false;
   /* Its session ends: what its consumers had not acknowledged returns to the queues. */
   mqr__session_end(&c->sess);
   if (c->head && c->head->release) c->head->release(c);
+  if (c->tr && c->tr->release) c->tr->release(c);
   rbuf_release(c);
   if (!graceful && c->out) { /* nothing more will reach it */
-    mqr__nat_wreq_recycle(c->b, c->out);
+    mqr__wreq_recycle(c->b, c->out);
     c->out = NULL;
   }
-  mqr__nat_maybe_finish_close(c);
+  mqr__conn_maybe_finish_close(c);
 }
 
-/* The head a connection's first byte names, among its listener's protocols (Artemis
- * tells them apart on its single port the same way): false when none (it is closing). */
-static bool pick_head(mqr__conn_t *c) {
+/* The head a connection's first bytes name, among its listener's protocols (Artemis
+ * tells them apart on its single port the same way): 1 chosen, 0 more bytes needed, -1
+ * none (it is closing). */
+static int pick_head(mqr__conn_t *c) {
   uint32_t set = c->l->cfg->protocols;
-  const mqr__head_t *h = NULL;
-  uint8_t x = c->rbuf[c->rpos];
-  if (x <= 0x03 && (set & MQR_PROTOCOL_MQR)) /* a native frame's length: at most 64 MiB */
-    h = &mqr__native_head;
-  else if (x == 0x10 && (set & MQR_PROTOCOL_MQTT)) /* CONNECT */
-    h = &mqr__mqtt_head;
-  else if ((x == 'C' || x == 'S' || x == '\n' || x == '\r') && (set & MQR_PROTOCOL_STOMP)) /* CONNECT, STOMP */
-    h = &mqr__stomp_head;
-  if (h == NULL) {
-    mqr__conn_fail(c, MQR_EPROTOCOL, "its first byte (0x%02x) starts none of the protocols listener '%s' accepts", x,
-                   c->l->cfg->name);
-    return false;
+  const uint8_t *p = c->rbuf + c->rpos;
+  size_t n = c->rlen - c->rpos;
+  bool wait = false;
+  for (const mqr__head_t *const *h = mqr__heads; *h; h++) {
+    if (!((*h)->protocol & set)) continue;
+    int r = (*h)->sniff(p, n);
+    if (r > 0) return mqr__conn_set_head(c, *h) ? 1 : -1;
+    if (r < 0) wait = true;
   }
-  return mqr__conn_set_head(c, h);
+  if (wait && n < 16) return 0;
+  mqr__conn_fail(c, MQR_EPROTOCOL, "its first bytes (0x%02x...) start none of the protocols listener '%s' accepts",
+                 p[0], c->l->cfg->name);
+  return -1;
 }
 
 bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h) {
@@ -150,36 +135,37 @@ bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h) {
 }
 
 /* Takes every whole frame in the read buffer, while the connection may go on. */
-void mqr__nat_process(mqr__conn_t *c) {
+void mqr__conn_process(mqr__conn_t *c) {
   uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
-  if (c->head == NULL && c->rbuf && c->rpos < c->rlen && !pick_head(c)) return;
-  while (c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf && !mqr__nat_output_full(c)) {
+  if (c->head == NULL && c->rbuf && c->rpos < c->rlen) {
+    int r = pick_head(c);
+    if (r < 0) return;
+  }
+  while (c->head && c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf &&
+         !mqr__conn_output_full(c)) {
     if (budget-- == 0) {
       c->deferred = true;
-      mqr__nat_schedule(c);
+      mqr__conn_schedule(c);
       break;
     }
     if (c->rpos == c->rlen || c->head->take(c) <= 0) break;
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
-  bool hold = c->sess.producer.blocked_on || mqr__nat_output_full(c) || c->deferred;
+  bool hold = c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred;
   if (!hold && !c->reading) {
     c->reading = true;
     c->heard_ms = uv_now(c->b->loop); /* it was not listened to while held */
-    mqr__nat_start_reading(c);
+    if (c->tr->read_start(c) != 0) mqr__conn_close(c, false);
   } else if (hold && c->reading) {
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->tr->read_stop(c);
     c->reading = false;
   }
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)suggested;
-  mqr__conn_t *c = h->data;
-  *buf = uv_buf_init(NULL, 0);
+uv_buf_t mqr__conn_room(mqr__conn_t *c) {
   if (c->rbuf == NULL) {
-    if ((c->rbuf = rbuf_get(c->b)) == NULL) return; /* UV_ENOBUFS: the read fails, the connection closes */
+    if ((c->rbuf = rbuf_get(c->b)) == NULL) return uv_buf_init(NULL, 0);
     c->rbuf_pooled = true;
     c->rcap = MQR__READ_CHUNK;
     c->rpos = c->rlen = 0;
@@ -194,7 +180,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
      * protocol's limit, which the head checked). */
     size_t need = c->head->room(c);
     uint8_t *nb = mqr_malloc(need);
-    if (nb == NULL) return;
+    if (nb == NULL) return uv_buf_init(NULL, 0);
     memcpy(nb, c->rbuf, c->rlen);
     size_t keep = c->rlen;
     rbuf_release(c);
@@ -203,30 +189,23 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     c->rcap = need;
     c->rlen = keep;
   }
-  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+  return uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
-void mqr__nat_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  (void)buf;
-  mqr__conn_t *c = s->data;
+void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
   if (nread < 0) {
     if (nread != UV_EOF)
       mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): %s", (long long)c->sess.id, c->peer, uv_strerror((int)nread));
     else
       mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): closed by the peer", (long long)c->sess.id, c->peer);
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
     return;
   }
   if (nread == 0) return;
   c->heard_ms = uv_now(c->b->loop);
-  c->ping_out = false;
   c->rlen += (size_t)nread;
   c->reading = true;
-  mqr__nat_process(c);
-}
-
-void mqr__nat_start_reading(mqr__conn_t *c) {
-  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, mqr__nat_read_cb) != 0) mqr__nat_conn_close(c, false);
+  mqr__conn_process(c);
 }
 
 /* ---- clocks: timeouts, heartbeats, peers that went away -------------------------------------- */
@@ -247,7 +226,7 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
   if (!c->reading && !c->deferred && peer_gone(c)) {
     mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): closed by the peer while %s", (long long)c->sess.id, c->peer,
              c->sess.producer.blocked_on ? "held by a full address" : "not read from");
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
     return;
   }
   if (c->state == MQR__CONN_HANDSHAKE) {
@@ -259,10 +238,10 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
     /* Nothing it was sent has been taken for a whole idle-timeout: it is not reading. */
     mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): took none of %zu bytes written to it in %u ms; closing it",
              (long long)c->sess.id, c->peer, c->in_flight, cfg->idle_timeout_ms);
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
     return;
   }
-  if (c->head->tick) c->head->tick(c, now);
+  if (c->head && c->head->tick) c->head->tick(c, now);
 }
 
 /* ---- the session's producer ---------------------------------------------------------------- */
@@ -272,7 +251,7 @@ static mqr__conn_t *conn_of(mqr__producer_t *p) {
 }
 
 /* Every full address that paused this producer has room: read on, next pass. */
-static void producer_resume(mqr__producer_t *p) { mqr__nat_schedule(conn_of(p)); }
+static void producer_resume(mqr__producer_t *p) { mqr__conn_schedule(conn_of(p)); }
 
 static void producer_sent(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r,
                           const mqr_error_t *err) {
@@ -282,19 +261,20 @@ static void producer_sent(mqr__producer_t *p, int64_t token, int status, const m
 
 const mqr__producer_ops_t mqr__conn_producer_ops = {producer_resume, producer_sent};
 
-void mqr__nat_tick(uv_timer_t *t) {
+void mqr__net_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
   uint64_t now = uv_now(b->loop);
   for (uint32_t i = 0; i < b->net->n_listeners; i++) {
     mqr__listener_t *l = &b->net->listeners[i];
     if (l->open && l->accept_pending && !l->refusing) {
       l->accept_pending = false;
-      mqr__nat_on_connection((uv_stream_t *)&l->tcp, 0);
+      mqr__net_on_connection((uv_stream_t *)&l->tcp, 0);
     }
   }
   for (mqr__conn_t *c = b->net->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
   }
-  if (b->net->mqtt) mqr__mqtt_tick_sessions(b, now); /* offline sessions: expiry, delayed wills */
+  for (const mqr__head_t *const *h = mqr__heads; *h; h++) /* (MQTT's offline sessions: expiry, delayed wills) */
+    if ((*h)->tick_all && *mqr__head_slot(b, *h)) (*h)->tick_all(b, now);
 }

@@ -163,7 +163,7 @@ static void on_query(mqr__conn_t *c, int64_t id) {
       mqr__nat_send_error(
           c, MQR_ELIMIT, id, false,
           "the query's result (%u addresses, %u queues) is more than the max_frame %u this connection declared", x.n,
-          x.nq, c->peer_max_frame);
+          x.nq, mqr__nat(c)->peer_max_frame);
     else if (rc)
       mqr__nat_reply_failed(c, f.type, rc);
   }
@@ -197,7 +197,8 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   }
   mqr_frame_t f;
   mqr_error_t err;
-  mqr_avro_arena_t arena = {b->net->scratch, sizeof b->net->scratch, 0};
+  mqr__nat_broker_t *nb = *mqr__head_slot(b, &mqr__native_head);
+  mqr_avro_arena_t arena = {nb->scratch, sizeof nb->scratch, 0};
   int rc = mqr_frame_decode(body, len, &f, &arena, &err);
   if (rc) {
     mqr__nat_send_error(c, rc, 0, true, "bad frame: %s", err.message);
@@ -218,7 +219,7 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
       return;
     } else {
       c->state = MQR__CONN_OPEN;
-      c->peer_max_frame = (uint32_t)f.u.connect.max_frame;
+      mqr__nat(c)->peer_max_frame = (uint32_t)f.u.connect.max_frame;
       mqr_frame_t r = {MQR_FRAME_CONNECTED,
                        {.connected = {MQR_PROTOCOL_VERSION, mqr_str(b->opt.server_name), c->sess.id,
                                       (int32_t)c->l->cfg->max_frame}}};
@@ -249,14 +250,14 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   case MQR_FRAME_MANAGE: mqr__nat_on_manage(c, &f.u.manage); return;
   case MQR_FRAME_DISCONNECT:
     mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): disconnected", (long long)c->sess.id, c->peer);
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
     return;
   case MQR_FRAME_PING: {
     mqr_frame_t r = {MQR_FRAME_PONG, {.pong = {f.u.ping.token}}};
     mqr__nat_reply(c, &r);
     return;
   }
-  case MQR_FRAME_PONG: return; /* hearing it was the point (mqr__nat_read_cb) */
+  case MQR_FRAME_PONG: return; /* hearing it was the point (the connection's heard_ms) */
   default:
     mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "a %s frame is not one a client sends", mqr_frame_type_name(f.type));
     return;

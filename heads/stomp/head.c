@@ -28,7 +28,7 @@ void mqr__stomp_written(mqr__conn_t *c, int rc) {
   if (rc == 0) return;
   mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a STOMP frame could not be written (%s); closing it",
            (long long)c->sess.id, c->peer, mqr_strerror(rc));
-  mqr__nat_conn_close(c, false);
+  mqr__conn_close(c, false);
 }
 
 void mqr__stomp_error(mqr__conn_t *c, const mqr__stomp_frame_t *f, const char *message, const char *fmt, ...) {
@@ -45,7 +45,7 @@ void mqr__stomp_error(mqr__conn_t *c, const mqr__stomp_frame_t *f, const char *m
   (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, n, mqr_str(text), true); /* closing anyway */
   mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): STOMP ERROR: %s: %s; closing it", (long long)c->sess.id, c->peer,
            message, text);
-  mqr__nat_conn_close(c, true);
+  mqr__conn_close(c, true);
 }
 
 void mqr__stomp_receipt(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
@@ -139,7 +139,7 @@ static void on_connect(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   if (v < 0) {
     mqr__stomp_header_t h = {MQR_STR("version"), MQR_STR("1.0,1.1,1.2")};
     (void)mqr__stomp_write(c, MQR__STOMP_ERROR, &h, 1, MQR_STR("Supported protocol versions are 1.0 1.1 1.2"), true);
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
     return;
   }
   st->version = (mqr__stomp_version_t)v;
@@ -262,10 +262,10 @@ static void on_commit(mqr__conn_t *c, const mqr__stomp_frame_t *f, stomp_tx_t **
   *at = tx->next; /* out of the list: a frame of it cannot reach it */
   st->n_txs--;
   mqr__stomp_receipt(c, f); /* f's views are overwritten by the frames read below */
-  mqr__stomp_limits_t lim = {UINT32_MAX, c->b->net->stomp_cap, UINT32_MAX};
+  mqr__stomp_limits_t lim = {UINT32_MAX, mqr__stomp_broker(c->b)->cap, UINT32_MAX};
   mqr__stomp_version_t v = st->version;
   for (size_t pos = 0; pos < tx->len && c->state != MQR__CONN_CLOSING;) {
-    mqr__stomp_frame_t g = {.headers = c->b->net->stomp_headers};
+    mqr__stomp_frame_t g = {.headers = mqr__stomp_broker(c->b)->headers};
     size_t used = 0;
     mqr_error_t err;
     st->version = MQR__STOMP_12; /* as written */
@@ -334,7 +334,7 @@ static void handle(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   case MQR__STOMP_DISCONNECT:
     mqr__stomp_receipt(c, f);
     mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): STOMP client disconnected", (long long)c->sess.id, c->peer);
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
     return;
   case MQR__STOMP_CONNECT:
   case MQR__STOMP_STOMP:
@@ -349,18 +349,20 @@ static void handle(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
 /* ---- the head's ops ------------------------------------------------------------------------------ */
 
 static int stomp_open(mqr__conn_t *c) {
-  struct mqr__native_s *net = c->b->net;
+  void **slot = mqr__head_slot(c->b, &mqr__stomp_head);
+  if (*slot == NULL && (*slot = mqr_calloc(1, sizeof(stomp_broker_t))) == NULL) return MQR_ENOMEM;
+  stomp_broker_t *net = *slot;
   uint32_t want = c->l->cfg->stomp_max_headers;
-  if (net->stomp_cap < want) { /* the broker's, shared: one frame is handled at a time */
+  if (net->cap < want) { /* the broker's, shared: one frame is handled at a time */
     void *h = mqr_malloc(want * sizeof(mqr__stomp_header_t)), *k = mqr_malloc(want * sizeof(mqr_str_t)),
          *v = mqr_malloc(want * sizeof(mqr_value_t));
     if (h == NULL || k == NULL || v == NULL) {
       mqr_free(h), mqr_free(k), mqr_free(v);
       return MQR_ENOMEM;
     }
-    mqr_free(net->stomp_headers), mqr_free(net->stomp_keys), mqr_free(net->stomp_values);
-    net->stomp_headers = h, net->stomp_keys = k, net->stomp_values = v;
-    net->stomp_cap = want;
+    mqr_free(net->headers), mqr_free(net->keys), mqr_free(net->values);
+    net->headers = h, net->keys = k, net->values = v;
+    net->cap = want;
   }
   stomp_t *st = mqr_calloc(1, sizeof *st);
   if (st == NULL) return MQR_ENOMEM;
@@ -373,7 +375,7 @@ static int take(mqr__conn_t *c) {
   stomp_t *st = c->hs;
   const mqr_listener_config_t *cfg = c->l->cfg;
   mqr__stomp_limits_t lim = {cfg->stomp_max_frame, cfg->stomp_max_headers, cfg->stomp_max_header_len};
-  mqr__stomp_frame_t f = {.headers = c->b->net->stomp_headers, .progress = st->progress};
+  mqr__stomp_frame_t f = {.headers = mqr__stomp_broker(c->b)->headers, .progress = st->progress};
   size_t used = 0;
   mqr_error_t err;
   int rc = mqr__stomp_parse(c->rbuf + c->rpos, c->rlen - c->rpos, st->version, &lim, &f, &used, &err);
@@ -443,7 +445,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
     (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, id ? 3 : 2, mqr_str(text), true);
     mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a SEND failed: %s; closing it", (long long)c->sess.id, c->peer,
              text);
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
   } else if (id) {
     mqr__stomp_written(c, mqr__stomp_write(c, MQR__STOMP_RECEIPT, h, 1, MQR_STR(""), false));
   }
@@ -461,5 +463,34 @@ static void release(mqr__conn_t *c) {
   c->hs = NULL;
 }
 
-const mqr__head_t mqr__stomp_head = {"STOMP", MQR_PROTOCOL_STOMP, stomp_open, take, room, tick, fail, bye, sent,
-                                     release};
+/* CONNECT or STOMP, after the end-of-lines a 1.1 client may send as heart-beats. */
+static int sniff(const uint8_t *p, size_t n) {
+  (void)n;
+  return p[0] == 'C' || p[0] == 'S' || p[0] == '\n' || p[0] == '\r';
+}
+
+static void free_broker(mqr_broker_t *b) {
+  stomp_broker_t *net = mqr__stomp_broker(b);
+  mqr_free(net->headers);
+  mqr_free(net->keys);
+  mqr_free(net->values);
+  mqr_free(net->out);
+  mqr_free(net->text);
+  mqr_free(net);
+  *mqr__head_slot(b, &mqr__stomp_head) = NULL;
+}
+
+const mqr__head_t mqr__stomp_head = {
+    .name = "STOMP",
+    .protocol = MQR_PROTOCOL_STOMP,
+    .sniff = sniff,
+    .free = free_broker,
+    .open = stomp_open,
+    .take = take,
+    .room = room,
+    .tick = tick,
+    .fail = fail,
+    .bye = bye,
+    .sent = sent,
+    .release = release,
+};

@@ -51,7 +51,7 @@ size_t mqr__mqtt_to_topic(const mqr_wildcard_t *wc, mqr_str_t address, char *out
 
 /* ---- sending ------------------------------------------------------------------------------------- */
 
-static mqtt_registry_t *scratch(mqr_broker_t *b) { return b->net->mqtt; }
+static mqtt_registry_t *scratch(mqr_broker_t *b) { return mqr__mqtt_registry(b, false); }
 
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -193,7 +193,7 @@ static void write_ack(mqr__conn_t *c, mqr__mqtt_type_t type, uint16_t id, uint8_
   mqtt_conn_t *mc = c->hs;
   uint8_t buf[16];
   size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, type, id, reason, NULL);
-  if (mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+  if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
 }
 
 void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {

@@ -1,10 +1,10 @@
-/* The native protocol's listeners: binding, accepting (a connection with no memory for it
- * is closed, not left unaccepted), SIGPIPE, and closing them all. */
+/* Listeners: binding, accepting (a connection with no memory for it is closed, not left
+ * unaccepted), SIGPIPE; the connection layer started, made ready and closed. */
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 
-#include "native.h"
+#include "net.h"
 
 /* ---- listeners --------------------------------------------------------------------------------- */
 
@@ -30,7 +30,7 @@ static void refuse(mqr__listener_t *l) {
   uv_close((uv_handle_t *)&l->spare, refuse_closed);
 }
 
-void mqr__nat_on_connection(uv_stream_t *server, int status) {
+void mqr__net_on_connection(uv_stream_t *server, int status) {
   mqr__listener_t *l = server->data;
   mqr_broker_t *b = l->b;
   if (status < 0 || b->closing) return;
@@ -45,7 +45,6 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
   c->l = l;
   mqr__session_init(b, &c->sess, &mqr__conn_producer_ops);
   c->state = MQR__CONN_HANDSHAKE;
-  c->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
   c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
   mqr__broker_handle_opened(b);
   b->net->n_conns++;
@@ -55,7 +54,7 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     c->state = MQR__CONN_CLOSING;
     c->closed = true;
-    uv_close((uv_handle_t *)&c->tcp, mqr__nat_close_cb);
+    uv_close((uv_handle_t *)&c->tcp, mqr__conn_close_cb);
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
@@ -70,16 +69,18 @@ void mqr__nat_on_connection(uv_stream_t *server, int status) {
     snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(((struct sockaddr_in *)&sa)->sin_port));
   }
   mqr__log(b, MQR_LOG_DEBUG, "connection %lld from %s on listener '%s'", (long long)c->sess.id, c->peer, l->cfg->name);
+  c->tr = l->transport;
+  if (c->tr->open && c->tr->open(c) != 0) {
+    c->tr = NULL;
+    mqr__conn_fail(c, MQR_ENOMEM, "out of memory for a %s connection", l->transport->name);
+    return;
+  }
   /* One protocol: its head at once (its handshake timeout is its own); several: the
-   * first byte tells (conn.c). */
-  uint32_t set = l->cfg->protocols;
-  const mqr__head_t *h = set == MQR_PROTOCOL_MQR     ? &mqr__native_head
-                         : set == MQR_PROTOCOL_STOMP ? &mqr__stomp_head
-                         : set == MQR_PROTOCOL_MQTT  ? &mqr__mqtt_head
-                                                     : NULL;
-  if (h && !mqr__conn_set_head(c, h)) return;
+   * first bytes tell (conn.c). */
+  for (const mqr__head_t *const *h = mqr__heads; *h; h++)
+    if ((*h)->protocol == l->cfg->protocols && !mqr__conn_set_head(c, *h)) return;
   c->reading = true;
-  mqr__nat_start_reading(c);
+  if (c->tr->read_start(c) != 0) mqr__conn_close(c, false);
 }
 
 static void listener_closed(uv_handle_t *h) { mqr__broker_handle_closed(((mqr__listener_t *)h->data)->b); }
@@ -109,7 +110,7 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
   uv_timer_init(b->loop, &b->net->tick);
   b->net->tick.data = b;
   mqr__broker_handle_opened(b);
-  uv_timer_start(&b->net->tick, mqr__nat_tick, MQR__TICK_MS, MQR__TICK_MS);
+  uv_timer_start(&b->net->tick, mqr__net_tick, MQR__TICK_MS, MQR__TICK_MS);
   uv_unref((uv_handle_t *)&b->net->tick); /* it keeps no loop alive by itself */
   uint32_t n = mqr_config_listener_count(b->config);
   if (n == 0) return 0;
@@ -139,6 +140,8 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
       p += t.len + 1;
     }
     l->cfg = &l->own;
+    l->transport = mqr__transports[0]; /* TCP */
+    b->net->protocols |= l->cfg->protocols;
     struct sockaddr_storage sa;
     mqr_error_t why;
     if (mqr_resolve(l->cfg->host, l->cfg->port, &sa, &why) != 0)
@@ -151,7 +154,7 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     mqr__broker_handle_opened(b);
     b->net->n_listeners = i + 1;
     if (rc == 0) rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&sa, 0);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 1024, mqr__nat_on_connection);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 1024, mqr__net_on_connection);
     if (rc != 0)
       return mqr_error_set(err, MQR_EIO, "listener '%s' cannot listen on %s:%u: %s", l->cfg->name, l->cfg->host,
                            l->cfg->port, uv_strerror(rc));
@@ -165,11 +168,16 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
 }
 
 int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err) {
-  for (uint32_t i = 0; b->net && i < b->net->n_listeners; i++)
-    if ((b->net->listeners[i].cfg->protocols & MQR_PROTOCOL_MQTT) && b->net->mqtt == NULL &&
-        mqr__mqtt_load_sessions(b) != 0)
-      return mqr_error_set(err, MQR_ENOMEM, "out of memory loading MQTT sessions");
+  for (const mqr__head_t *const *h = mqr__heads; b->net && *h; h++)
+    if (((*h)->protocol & b->net->protocols) && (*h)->ready && (*h)->ready(b) != 0)
+      return mqr_error_set(err, MQR_ENOMEM, "out of memory making the %s head ready", (*h)->name);
   return 0;
+}
+
+void **mqr__head_slot(mqr_broker_t *b, const mqr__head_t *h) {
+  uint32_t i = 0;
+  while (mqr__heads[i] != h) i++;
+  return &b->net->heads[i];
 }
 
 void mqr__server_close(mqr_broker_t *b) {
@@ -184,7 +192,7 @@ void mqr__server_close(mqr_broker_t *b) {
   for (mqr__conn_t *c = b->net->conns; c; c = c->next) {
     if (c->state == MQR__CONN_CLOSING) continue;
     if (c->state == MQR__CONN_OPEN && c->head->bye) c->head->bye(c); /* not waited for if it cannot be written */
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
   }
   mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
 }
@@ -195,12 +203,8 @@ void mqr__server_free(mqr_broker_t *b) {
   if (b->net == NULL) return;
   for (uint32_t i = 0; i < b->net->n_listeners; i++) mqr_free(b->net->listeners[i].strings);
   mqr_free(b->net->listeners);
-  mqr__mqtt_free_sessions(b);
-  mqr_free(b->net->stomp_headers);
-  mqr_free(b->net->stomp_keys);
-  mqr_free(b->net->stomp_values);
-  mqr_free(b->net->stomp_out);
-  mqr_free(b->net->stomp_text);
+  for (const mqr__head_t *const *h = mqr__heads; *h; h++)
+    if ((*h)->free && *mqr__head_slot(b, *h)) (*h)->free(b);
   while (b->net->wreq_free) {
     mqr__wreq_t *w = b->net->wreq_free;
     b->net->wreq_free = w->next_free;
@@ -220,6 +224,6 @@ void mqr__server_free(mqr_broker_t *b) {
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {
-  const struct mqr__native_s *n = b->net;
+  const struct mqr__net_s *n = b->net;
   return n && i < n->n_listeners && n->listeners[i].open ? n->listeners[i].port : -1;
 }

@@ -98,11 +98,11 @@ static void suback(mqr__conn_t *c, mqr__mqtt_type_t type, uint16_t id, const uin
   size_t need = mqr__mqtt_put_suback(NULL, 0, mc->level, type, id, codes, n, NULL), off;
   uint8_t *p = mqr__conn_reserve(c, need, &off);
   if (p == NULL) {
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
     return;
   }
   mqr__mqtt_put_suback(p, need, mc->level, type, id, codes, n, NULL);
-  if (mqr__conn_commit(c, off, need) != 0) mqr__nat_conn_close(c, false);
+  if (mqr__conn_commit(c, off, need) != 0) mqr__conn_close(c, false);
 }
 
 void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
@@ -386,7 +386,7 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   mqr__mqtt_store_qos2(c->b, ss, false, p->packet_id, true); /* kept before the PUBREL goes */
   uint8_t buf[16];
   size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, p->packet_id, 0, NULL);
-  if (mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+  if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
 }
 
 /* ---- PUBLISH to a subscriber ----------------------------------------------------------------------- */
@@ -394,7 +394,7 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
 static bool ready(const mqr_broker_consumer_t *k) {
   const mqtt_sub_t *sub = mqr__consumer_ctx(k);
   mqr__conn_t *c = sub->ss->conn;
-  if (c == NULL || mqr__nat_conn_paused(c)) return false;
+  if (c == NULL || mqr__conn_paused(c)) return false;
   const mqtt_conn_t *mc = c->hs;
   return sub->ss->out_n - sub->ss->resend_n < mc->receive_max;
 }
@@ -450,7 +450,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqtt_session_t *ss = sub->ss;
   mqr__conn_t *c = ss->conn;
   mqtt_conn_t *mc = c->hs;
-  mqtt_registry_t *reg = c->b->net->mqtt;
+  mqtt_registry_t *reg = mqr__mqtt_registry(c->b, false);
   mqr_stored_view_t sv;
   mqr_tail_view_t tv;
   if (mqr_message_read_stored(e->msg->data, e->msg->len, &sv, NULL) != 0 ||
@@ -578,7 +578,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   if (rc == 0 && tv.body.len) rc = mqr__conn_add_stored(c, e->msg, (const uint8_t *)tv.body.ptr, tv.body.len, true);
   if (rc) { /* part of it written: the connection goes, the delivery back to its queue */
     if (slot) out_del(ss, slot);
-    mqr__nat_conn_close(c, false);
+    mqr__conn_close(c, false);
     return 0;
   }
   if (slot) {

@@ -10,7 +10,7 @@
 #ifndef MQR_BROKER_STOMP_H
 #define MQR_BROKER_STOMP_H
 
-#include "../native/native.h"
+#include "../../net/net.h"
 #include "frame.h"
 
 enum { ACK_AUTO, ACK_CLIENT, ACK_INDIVIDUAL };
@@ -58,6 +58,21 @@ typedef struct {
   size_t ids_head, ids_len, ids_cap;
   int64_t next_token;
 } stomp_t;
+
+/* The head's buffers for a broker (its slot), shared: one frame is handled at a time. */
+typedef struct {
+  mqr__stomp_header_t *headers; /* the frame being handled: its headers, and properties */
+  mqr_str_t *keys;
+  mqr_value_t *values;
+  uint32_t cap;
+  mqr__stomp_header_t *out; /* a MESSAGE frame's headers, and its properties' numbers as text */
+  uint32_t out_cap;
+  char *text;
+  size_t text_cap;
+} stomp_broker_t;
+
+extern const mqr__head_t mqr__stomp_head;
+static inline stomp_broker_t *mqr__stomp_broker(mqr_broker_t *b) { return *mqr__head_slot(b, &mqr__stomp_head); }
 
 #define STOMP_MAX_SUBSCRIPTIONS 1024 /* per connection */
 #define STOMP_MAX_TRANSACTIONS 64    /* open at once, per connection */

@@ -8,7 +8,7 @@
 
 /* ---- the native protocol as a head of the core (core.h) --------------------------------------- */
 
-static bool consumer_ready(const mqr_broker_consumer_t *k) { return !mqr__nat_conn_paused(mqr__consumer_ctx(k)); }
+static bool consumer_ready(const mqr_broker_consumer_t *k) { return !mqr__conn_paused(mqr__consumer_ctx(k)); }
 
 /* A delivery: the Message frame's head, then the stored message as it is (no copy, a
  * reference held until the write completes; a small one is copied). MQR_ELIMIT: longer
@@ -21,10 +21,10 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   uint32_t at = 0;
   size_t extra = k->group_first.len ? mqr__group_first_block(e->msg, k->group_first, NULL, &at) : 0;
   size_t len = e->msg->len + extra;
-  if ((uint64_t)len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > c->peer_max_frame) {
+  if ((uint64_t)len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > mqr__nat(c)->peer_max_frame) {
     uint8_t head[MQR_MESSAGE_HEADER_MAX];
     size_t hl = mqr_message_head(head, subscription, e->delivery, e->delivery_count, len);
-    if (hl - MQR_FRAME_HEADER + len > c->peer_max_frame) return MQR_ELIMIT;
+    if (hl - MQR_FRAME_HEADER + len > mqr__nat(c)->peer_max_frame) return MQR_ELIMIT;
   }
   bool copy = extra == 0 && len <= MQR__COPY_MAX; /* a small one: copied (native.h) */
   size_t off;
@@ -37,15 +37,15 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   if (copy) {
     memcpy(w->bytes + off + hl, e->msg->data, len);
     w->n_bytes += hl + len;
-    mqr__nat_add_own(w, off, hl + len); /* cannot fail: room was made above */
+    mqr__wreq_add_own(w, off, hl + len); /* cannot fail: room was made above */
     return 0;
   }
   w->n_bytes += hl;
-  mqr__nat_add_own(w, off, hl); /* cannot fail: room for the segments was made above */
+  mqr__wreq_add_own(w, off, hl); /* cannot fail: room for the segments was made above */
   if (extra) {
     w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, at};
     mqr__group_first_block(e->msg, k->group_first, w->bytes + w->n_bytes, &at);
-    mqr__nat_add_own(w, w->n_bytes, extra);
+    mqr__wreq_add_own(w, w->n_bytes, extra);
     w->n_bytes += extra;
     w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data + at, 0, e->msg->len - at};
   } else {
@@ -64,8 +64,8 @@ static void consumer_refused(mqr_broker_consumer_t *k, const mqr__entry_t *e) {
       c, MQR_ELIMIT, mqr__consumer_subscription(k), false,
       "message %lld (a frame of %u bytes) is more than the max_frame %u this connection declared: it stays at "
       "the head of queue '%.*s' until a consumer that can take it does",
-      (long long)e->msg->id, (unsigned)(e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER), c->peer_max_frame,
-      (int)q.len, q.ptr);
+      (long long)e->msg->id, (unsigned)(e->msg->len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER),
+      mqr__nat(c)->peer_max_frame, (int)q.len, q.ptr);
 }
 
 const mqr__consumer_ops_t mqr__nat_consumer_ops = {consumer_ready, consumer_deliver, consumer_refused};
@@ -99,13 +99,15 @@ static size_t room(const mqr__conn_t *c) {
 /* Silence for half of idle-timeout: a PING; for all of it: closed. */
 static void tick(mqr__conn_t *c, uint64_t now) {
   const mqr_listener_config_t *cfg = c->l->cfg;
+  mqr__nat_conn_t *n = mqr__nat(c);
   if (cfg->idle_timeout_ms == 0 || !c->reading) return; /* held by the broker: its silence is not its own */
   uint64_t silent = now - c->heard_ms;
+  if (n->ping_ms && c->heard_ms >= n->ping_ms) n->ping_ms = 0; /* heard since (it had been silent when it went) */
   if (silent >= cfg->idle_timeout_ms) {
     mqr__nat_send_error(c, MQR_ETIMEOUT, 0, true, "nothing heard for idle-timeout (%u ms)", cfg->idle_timeout_ms);
-  } else if (silent >= cfg->idle_timeout_ms / 2 && !c->ping_out) {
+  } else if (silent >= cfg->idle_timeout_ms / 2 && n->ping_ms == 0) {
     mqr_frame_t f = {MQR_FRAME_PING, {.ping = {(int64_t)now}}};
-    c->ping_out = true;
+    n->ping_ms = now;
     mqr__nat_reply(c, &f);
   }
 }
@@ -130,4 +132,44 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   }
 }
 
-const mqr__head_t mqr__native_head = {"mqr", MQR_PROTOCOL_MQR, NULL, take, room, tick, fail, bye, sent, NULL};
+/* A frame's 4-byte length, big-endian, of at most 64 MiB: its first byte is 0 to 3. */
+static int sniff(const uint8_t *p, size_t n) {
+  (void)n;
+  return p[0] <= 0x03;
+}
+
+static int open_conn(mqr__conn_t *c) {
+  void **slot = mqr__head_slot(c->b, &mqr__native_head);
+  if (*slot == NULL && (*slot = mqr_malloc(sizeof(mqr__nat_broker_t))) == NULL) return MQR_ENOMEM;
+  mqr__nat_conn_t *n = mqr_calloc(1, sizeof *n);
+  if (n == NULL) return MQR_ENOMEM;
+  n->peer_max_frame = MQR__MIN_PEER_FRAME; /* until its CONNECT says */
+  c->hs = n;
+  return 0;
+}
+
+static void release(mqr__conn_t *c) {
+  mqr_free(c->hs);
+  c->hs = NULL;
+}
+
+static void free_broker(mqr_broker_t *b) {
+  void **slot = mqr__head_slot(b, &mqr__native_head);
+  mqr_free(*slot);
+  *slot = NULL;
+}
+
+const mqr__head_t mqr__native_head = {
+    .name = "mqr",
+    .protocol = MQR_PROTOCOL_MQR,
+    .sniff = sniff,
+    .free = free_broker,
+    .open = open_conn,
+    .take = take,
+    .room = room,
+    .tick = tick,
+    .fail = fail,
+    .bye = bye,
+    .sent = sent,
+    .release = release,
+};

@@ -176,7 +176,7 @@ typedef struct {
 static void load_one(void *arg, const mqr_frame_message_t *m) {
   load_t *x = arg;
   mqr_broker_t *b = x->b;
-  mqtt_registry_t *reg = b->net->mqtt;
+  mqtt_registry_t *reg = mqr__mqtt_registry(b, false);
   mqr_str_t id = MQR_STR("");
   for (size_t i = 0; i < m->properties.count; i++)
     if (mqr_str_eq(m->properties.keys[i], MQR_STR(KEY)) &&
@@ -228,7 +228,7 @@ static void load_one(void *arg, const mqr_frame_message_t *m) {
 /* A QoS 2 marker: its id back in its session's state. */
 static void load_qos2(void *arg, const mqr_frame_message_t *m) {
   load_t *x = arg;
-  mqtt_registry_t *reg = x->b->net->mqtt;
+  mqtt_registry_t *reg = mqr__mqtt_registry(x->b, false);
   mqr_str_t key = MQR_STR("");
   for (size_t i = 0; i < m->properties.count; i++)
     if (mqr_str_eq(m->properties.keys[i], MQR_STR(QOS2_KEY)) &&
@@ -252,7 +252,7 @@ static void load_qos2(void *arg, const mqr_frame_message_t *m) {
 }
 
 int mqr__mqtt_load_sessions(mqr_broker_t *b) {
-  if (b->net->mqtt == NULL && (b->net->mqtt = mqr_calloc(1, sizeof(mqtt_registry_t))) == NULL) return MQR_ENOMEM;
+  if (mqr__mqtt_registry(b, true) == NULL) return MQR_ENOMEM;
   if (mqr_router_find_queue(mqr_broker_router(b), MQR_STR(STORE)) == NULL) return 0;
   load_t x = {b, 0};
   mqr_broker_browse(b, MQR_STR(STORE), 0, load_one, &x, NULL);

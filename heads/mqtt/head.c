@@ -9,7 +9,13 @@
 
 #include "mqtt.h"
 
-static mqtt_registry_t *registry(mqr_broker_t *b) { return b->net->mqtt; }
+mqtt_registry_t *mqr__mqtt_registry(mqr_broker_t *b, bool make) {
+  void **slot = mqr__head_slot(b, &mqr__mqtt_head);
+  if (*slot == NULL && make) *slot = mqr_calloc(1, sizeof(mqtt_registry_t));
+  return *slot;
+}
+
+static mqtt_registry_t *registry(mqr_broker_t *b) { return mqr__mqtt_registry(b, false); }
 
 /* ---- writing ------------------------------------------------------------------------------------- */
 
@@ -39,7 +45,7 @@ void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
   }
   mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): MQTT 0x%02X: %s; closing it", (long long)c->sess.id, c->peer,
            reason, text);
-  mqr__nat_conn_close(c, true);
+  mqr__conn_close(c, true);
 }
 
 int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id) {
@@ -121,7 +127,7 @@ static void session_end(mqr_broker_t *b, mqtt_session_t **at) {
 }
 
 void mqr__mqtt_free_sessions(mqr_broker_t *b) {
-  mqtt_registry_t *r = b->net ? registry(b) : NULL;
+  mqtt_registry_t *r = registry(b);
   if (r == NULL) return;
   while (r->sessions) {
     mqtt_session_t *ss = r->sessions;
@@ -136,7 +142,7 @@ void mqr__mqtt_free_sessions(mqr_broker_t *b) {
   mqr_free(r->uvalues);
   mqr_free(r->text);
   mqr_free(r);
-  b->net->mqtt = NULL;
+  *mqr__head_slot(b, &mqr__mqtt_head) = NULL;
 }
 
 void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now) {
@@ -159,14 +165,14 @@ static void connack(mqr__conn_t *c, uint8_t level, bool present, uint8_t code, c
   mqr__mqtt_out_props_t o = {pr, NULL, NULL, 0, NULL, 0};
   uint8_t buf[512];
   size_t n = mqr__mqtt_put_connack(buf, sizeof buf, level, present, code, &o);
-  if (n > sizeof buf || mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+  if (n > sizeof buf || mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
 }
 
 /* A CONNECT refused: its CONNACK's code (3.1.1's or 5.0's), then the close. */
 static void refuse(mqr__conn_t *c, uint8_t level, uint8_t code5, uint8_t code4, const char *why) {
   connack(c, level, false, level == 5 ? code5 : code4, NULL);
   mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT CONNECT refused: %s", (long long)c->sess.id, c->peer, why);
-  mqr__nat_conn_close(c, true);
+  mqr__conn_close(c, true);
 }
 
 static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_t *raw, size_t raw_len) {
@@ -288,7 +294,7 @@ static void handle(mqr__conn_t *c, mqr__mqtt_packet_t *p, const uint8_t *raw, si
   case MQR__MQTT_UNSUBSCRIBE: mqr__mqtt_on_unsubscribe(c, p); return;
   case MQR__MQTT_PINGREQ: {
     uint8_t buf[2];
-    if (mqr__mqtt_out(c, buf, mqr__mqtt_put_pingresp(buf, sizeof buf)) != 0) mqr__nat_conn_close(c, false);
+    if (mqr__mqtt_out(c, buf, mqr__mqtt_put_pingresp(buf, sizeof buf)) != 0) mqr__conn_close(c, false);
     return;
   }
   case MQR__MQTT_DISCONNECT:
@@ -303,7 +309,7 @@ static void handle(mqr__conn_t *c, mqr__mqtt_packet_t *p, const uint8_t *raw, si
       if (mc->ss->expiry) mqr__mqtt_store(c->b, mc->ss, false);
     }
     mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT client disconnected", (long long)c->sess.id, c->peer);
-    mqr__nat_conn_close(c, true);
+    mqr__conn_close(c, true);
     return;
   case MQR__MQTT_CONNECT: mqr__mqtt_close(c, 0x82, "a second CONNECT"); return;
   default: mqr__mqtt_close(c, 0x82, "packet type %d is not taken", (int)p->type); return;
@@ -313,7 +319,7 @@ static void handle(mqr__conn_t *c, mqr__mqtt_packet_t *p, const uint8_t *raw, si
 /* ---- the head's ops ------------------------------------------------------------------------------ */
 
 static int mqtt_open(mqr__conn_t *c) {
-  if (c->b->net->mqtt == NULL && (c->b->net->mqtt = mqr_calloc(1, sizeof(mqtt_registry_t))) == NULL) return MQR_ENOMEM;
+  if (mqr__mqtt_registry(c->b, true) == NULL) return MQR_ENOMEM;
   mqtt_conn_t *mc = mqr_calloc(1, sizeof *mc);
   if (mc == NULL) return MQR_ENOMEM;
   c->hs = mc;
@@ -393,7 +399,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
     if (mc->level == 4) { /* 3.1.1 has no way to say it: the connection goes (3.3.5) */
       mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a PUBLISH failed: %s; closing it", (long long)c->sess.id,
                c->peer, err ? err->message : mqr_strerror(status));
-      mqr__nat_conn_close(c, false);
+      mqr__conn_close(c, false);
       return;
     }
     reason = status == MQR_EFULL ? 0x97 : status == MQR_ENOADDR || status == MQR_ENOQUEUE ? 0x90 : 0x80;
@@ -402,7 +408,7 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   }
   uint8_t buf[16];
   size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, (mqr__mqtt_type_t)type, id, reason, NULL);
-  if (mqr__mqtt_out(c, buf, n) != 0) mqr__nat_conn_close(c, false);
+  if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
 }
 
 static void release(mqr__conn_t *c) {
@@ -441,4 +447,27 @@ static void release(mqr__conn_t *c) {
   c->hs = NULL;
 }
 
-const mqr__head_t mqr__mqtt_head = {"MQTT", MQR_PROTOCOL_MQTT, mqtt_open, take, room, tick, fail, bye, sent, release};
+/* CONNECT: the fixed header's first byte is 0x10. */
+static int sniff(const uint8_t *p, size_t n) {
+  (void)n;
+  return p[0] == 0x10;
+}
+
+static int ready(mqr_broker_t *b) { return mqr__mqtt_load_sessions(b); }
+
+const mqr__head_t mqr__mqtt_head = {
+    .name = "MQTT",
+    .protocol = MQR_PROTOCOL_MQTT,
+    .sniff = sniff,
+    .ready = ready,
+    .tick_all = mqr__mqtt_tick_sessions,
+    .free = mqr__mqtt_free_sessions,
+    .open = mqtt_open,
+    .take = take,
+    .room = room,
+    .tick = tick,
+    .fail = fail,
+    .bye = bye,
+    .sent = sent,
+    .release = release,
+};

@@ -1,5 +1,5 @@
 /* STOMP frames (STOMP 1.0, 1.1 and 1.2): reading a client's frames from a connection's
- * bytes, in place, and writing the broker's. Private to the STOMP head (broker/stomp/).
+ * bytes, in place, and writing the broker's. Private to the STOMP head (heads/stomp/).
  *
  * A frame is a command line, header lines, an empty line, a body and a NUL octet:
  *

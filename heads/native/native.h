@@ -1,0 +1,45 @@
+/* The native protocol's head (private to it): its frames on the connection layer.
+ *
+ *   head.c     the head's ops, its consumers' deliveries, its per-connection state
+ *   frames.c   CONNECT, SEND, SUBSCRIBE, ACK, CREDIT, QUERY and the rest
+ *   manage.c   MANAGE frames: addresses, queues, consumers
+ *   write.c    frames written, answers a client waits for, errors */
+#ifndef MQR_HEADS_NATIVE_H
+#define MQR_HEADS_NATIVE_H
+
+#include "../../net/net.h"
+
+#define MQR__MIN_PEER_FRAME 1024 /* the smallest max_frame a client may declare */
+
+/* A connection's native state (c->hs). */
+typedef struct {
+  uint32_t peer_max_frame; /* the largest frame the client takes (its CONNECT) */
+  uint64_t ping_ms;        /* uv_now a PING went with nothing heard since; 0: none out */
+} mqr__nat_conn_t;
+
+static inline mqr__nat_conn_t *mqr__nat(const mqr__conn_t *c) { return c->hs; }
+
+/* The head's state for a broker: a decoding arena for control frames. */
+typedef struct {
+  uint8_t scratch[16384];
+} mqr__nat_broker_t;
+
+extern const mqr__head_t mqr__native_head;
+
+/* write.c. 0, MQR_ENOMEM, or MQR_ELIMIT: longer than the max_frame the client declared. */
+int mqr__nat_write_frame(mqr__conn_t *c, const mqr_frame_t *f);
+void mqr__nat_reply_failed(mqr__conn_t *c, int type, int rc);
+/* An answer the client waits for: if it cannot be written, the connection closes. */
+void mqr__nat_reply(mqr__conn_t *c, const mqr_frame_t *f);
+__attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
+                                                               const char *fmt, ...);
+
+/* frames.c */
+void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len);
+/* manage.c: a MANAGE frame, carried out and answered. */
+void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m);
+
+/* head.c */
+extern const mqr__consumer_ops_t mqr__nat_consumer_ops;
+
+#endif
