@@ -1,22 +1,11 @@
 /* The broker's life: creating it (the router from the config, the listeners), the loop
- * pass that writes what callbacks gathered, reload, what it holds, and closing it. The
- * send path is send.c, dispatch and acknowledgements dispatch.c, subscriptions and
- * sessions subscribe.c, in-process consumers inproc.c, the native protocol native/ (listen.c,
- * conn.c, frames.c). */
-#include <stdarg.h>
+ * pass that writes what callbacks gathered, reload, and closing it. The send path is
+ * send.c, dispatch and acknowledgements dispatch.c, subscriptions and sessions
+ * subscribe.c, in-process consumers inproc.c, statistics stats.c; the connection layer
+ * is ../net, the protocol heads ../heads. */
 #include <stdio.h>
 
 #include "durable.h"
-
-void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
-  if (b->opt.log == NULL || level > b->opt.log_level) return;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  b->opt.log(b->opt.log_ctx, level, line);
-}
 
 /* ---- the embedding API --------------------------------------------------------------------- */
 
@@ -149,6 +138,15 @@ static void free_broker(mqr_broker_t *b) {
 
 void mqr__broker_handle_opened(mqr_broker_t *b) { b->open_handles++; }
 
+uv_loop_t *mqr__loop(const mqr_broker_t *b) { return b->loop; }
+const mqr_broker_options_t *mqr__options(const mqr_broker_t *b) { return &b->opt; }
+const mqr_config_t *mqr__config(const mqr_broker_t *b) { return b->config; }
+bool mqr__closing(const mqr_broker_t *b) { return b->closing; }
+bool mqr__has_journal(const mqr_broker_t *b) { return b->dur != NULL; }
+struct mqr__net_s **mqr__net_slot(const mqr_broker_t *b) {
+  return (struct mqr__net_s **)&b->net;
+}
+
 /* A handle of the broker's closed: the last one frees it. */
 void mqr__broker_handle_closed(mqr_broker_t *b) {
   if (--b->open_handles == 0 && b->closing) free_broker(b);
@@ -182,49 +180,6 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
 
 mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
 
-int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_queue_stats_t *out) {
-  mqr_queue_t *q = mqr_router_find_queue(&b->router, queue);
-  if (q == NULL) return MQR_ENOQUEUE;
-  mqr__queue_stats(q, out);
-  return 0;
-}
-
-void mqr__queue_stats(const mqr_queue_t *q, mqr_broker_queue_stats_t *out) {
-  const mqr__bq_t *bq = mqr_queue_data(q);
-  memset(out, 0, sizeof *out);
-  out->consumers = mqr_queue_consumer_count(q);
-  if (bq) {
-    out->depth = bq->store.depth + mqr__pager_backlog(bq); /* paged messages wait too */
-    out->in_flight = bq->in_flight;
-    out->enqueued = bq->enqueued;
-    out->acknowledged = bq->acked;
-    out->held = bq->held;
-    out->killed = bq->killed;
-    out->expired = bq->expired;
-    out->scheduled = bq->scheduled;
-    out->paused = bq->paused;
-  }
-}
-
-void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
-  *out = b->stats;
-  out->connections = mqr__server_connections(b);
-  const mqr__durable_t *d = b->dur;
-  if (d) {
-    out->persistence = true;
-    out->journal_failed = d->failed;
-    out->durable = d->live_msgs;
-    out->journal_files = d->n_files;
-    out->compactions = d->compactions;
-    if (d->w) {
-      mqr_journal_stats_t st;
-      mqr_journal_stats(d->w, &st);
-      out->journal_records = st.records;
-      out->journal_writes = st.writes;
-    }
-  }
-}
-
 uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
   mqr__bq_t *bq = mqr_queue_data(q);
   uint64_t n = 0;
@@ -240,12 +195,6 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     n += h;
   }
   return n;
-}
-
-int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address) {
-  mqr_address_t *a = mqr_router_find_address(&b->router, address);
-  const mqr__acct_t *acct = a ? mqr_address_data(a) : NULL;
-  return acct ? acct->bytes : 0;
 }
 
 /* ---- reload -------------------------------------------------------------------------------- */

@@ -72,79 +72,6 @@ typedef struct mqr__acct_s {
   struct mqr__acct_s *next; /* the broker's list */
 } mqr__acct_t;
 
-/* A message, stored once for every queue that takes it: the stored part of a Message
- * frame (protocol.h). refs: queue entries and writes in flight. */
-typedef struct mqr__msg_s {
-  uint32_t refs;
-  uint32_t len;
-  uint8_t cls; /* size class: data holds mqr__msg_class_size(cls) bytes */
-  int64_t id;
-  mqr__acct_t *acct;
-  struct mqr__msg_s *next_free;
-  /* In the journal (durable.h): the file of its first record (0: not journaled), the
-   * bytes its records take there, its entries on durable queues (linked by jnext), and
-   * its place in the list of live journaled messages, in file order. */
-  uint64_t jfile;
-  uint32_t jbytes;
-  int64_t expiration;            /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
-  int64_t scheduled;             /* its MQR_PROP_SCHEDULED, ms since the epoch, 0: none; -1: not read yet */
-  uint32_t group_off, group_len; /* its MQR_PROP_GROUP in data; len 0: none, UINT32_MAX: not read yet */
-  struct mqr__entry_s *jentries;
-  struct mqr__msg_s *jlive_next, *jlive_prev;
-  uint8_t data[];
-} mqr__msg_t;
-
-/* Size classes of a message's data, four to each doubling as jemalloc's are (64, 80, 96,
- * 112, 128, 160, ...): a 1 KiB body with its headers takes 1280 bytes, not 2048. */
-#define MQR__MSG_CLASSES 81 /* 64 B to 64 MiB */
-static inline size_t mqr__msg_class_size(int cls) {
-  if (cls == 0) return 64;
-  int p = 6 + (cls - 1) / 4, sub = (cls - 1) % 4;
-  return ((size_t)1 << p) + (size_t)(sub + 1) * ((size_t)1 << (p - 2));
-}
-static inline int mqr__msg_class(size_t len) {
-  if (len <= 64) return 0;
-  int p = 63 - __builtin_clzll((unsigned long long)(len - 1)); /* 2^p < len <= 2^(p+1) */
-  int sub = (int)(((len - 1) >> (p - 2)) & 3);
-  return 1 + (p - 6) * 4 + sub;
-}
-
-/* A message in a queue, or in flight to a consumer (then on its unacked list). */
-struct mqr__entry_s {
-  struct mqr__entry_s *next, *prev;
-  mqr__msg_t *msg;
-  int64_t delivery;       /* while in flight */
-  int32_t delivery_count; /* deliveries so far */
-  uint32_t lv_slot;       /* a last-value queue's holder of its key: its slot + 1 (kinds.c); 0: none */
-  /* A reference the journal holds (a durable message on a durable queue): its queue, and
-   * the message's next such entry. NULL: nothing of it is in the journal. */
-  struct mqr__bq_s *jbq;
-  struct mqr__entry_s *jnext;
-  bool copy; /* a non-destructive queue's delivery: its message stays in the store (dispatch.c) */
-};
-
-/* ---- keys to values (strmap.c) -------------------------------------------------------------- */
-
-typedef struct {
-  char *key; /* NULL: an empty slot */
-  uint32_t len;
-  uint64_t hash;
-  void *val; /* NULL: the key has no value now (it stays, until a rebuild drops it) */
-} mqr__smap_slot_t;
-
-typedef struct {
-  mqr__smap_slot_t *slots;
-  uint32_t mask, used;
-} mqr__smap_t;
-
-bool mqr__smap_init(mqr__smap_t *m); /* false: out of memory */
-void mqr__smap_free(mqr__smap_t *m);
-/* The slot of key, or -1. */
-int64_t mqr__smap_find(const mqr__smap_t *m, mqr_str_t key);
-/* The slot of key, made (value NULL) when new; -1: out of memory. Making one may rebuild
- * the table: moved (may be NULL) is told each value's new slot. */
-int64_t mqr__smap_slot(mqr__smap_t *m, mqr_str_t key, void (*moved)(void *val, uint32_t slot));
-
 /* ---- queue storage ------------------------------------------------------------------------ */
 
 /* Where a queue keeps its waiting entries. In memory here; a journal goes under durable
@@ -255,7 +182,7 @@ struct mqr_broker_consumer_s {
   struct mqr_broker_consumer_s *session_next; /* the session's consumers */
 };
 
-/* The native protocol's state is its own (native/native.h); the broker holds a pointer. */
+/* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */
 struct mqr__net_s;
 
 /* ---- the broker ------------------------------------------------------------------------------ */
@@ -304,7 +231,7 @@ struct mqr_broker_s {
   mqr__acct_t *accts;
   mqr__session_t inproc;      /* in-process consumers' */
   struct mqr__durable_s *dur; /* the journal and what it holds (durable.h); NULL: no persistence */
-  struct mqr__net_s *net;  /* the native protocol's listeners and connections; NULL without listen */
+  struct mqr__net_s *net;     /* the connection layer: listeners and connections; NULL without listen */
   uv_idle_t idle;             /* started when a head has work for the next pass (writes, resumes) */
   bool idle_on;
   /* Entries waiting out a redelivery delay: a min-heap by when they are due (uv_now ms),
@@ -347,9 +274,8 @@ void mqr__queue_stats(const mqr_queue_t *q, mqr_broker_queue_stats_t *out);
 void mqr__global_release(mqr_broker_t *b);
 
 /* store.c: a message of room for len bytes (its caller sets len and counts it in the
- * stats); the release that drops its last reference uncounts it and recycles it. */
+ * stats); the message pools freed. */
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len);
-void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m);
 void mqr__msg_pools_free(mqr_broker_t *b);
 
 /* ack.c: the in-flight index of a consumer. reserve makes room for one more (false:
@@ -360,61 +286,6 @@ mqr__entry_t *mqr__idx_find(const mqr_broker_consumer_t *c, int64_t delivery);
 void mqr__idx_del(mqr_broker_consumer_t *c, int64_t delivery);
 void mqr__idx_clear(mqr_broker_consumer_t *c); /* empty, its memory freed */
 
-/* text.c: a property's value as text (STOMP headers, MQTT user properties); numbers are
- * written into buf (24 bytes hold any). */
-mqr_str_t mqr__value_text(const mqr_value_t *v, char *buf, size_t cap);
-
-/* broker.c */
-void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* A send from a frame or in-process: tail is the properties and body as a Send encodes
- * them. *blocked (may be NULL) tells a network producer to pause: the message went to
- * an address over max-size-bytes whose policy is BLOCK. */
-/* The answer to a send comes later (MQR__PENDING): through the producer's ops, or fn. */
-#define MQR__PENDING 1
-
-typedef struct { /* a field added here is set in mqr__send_init too */
-  mqr_str_t address;
-  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
-  bool durable;
-  mqr_str_t duplicate_id;
-  int64_t scheduled;   /* its MQR_PROP_SCHEDULED (0: none) */
-  mqr_str_t group;     /* its MQR_PROP_GROUP: a view into tail, or (in-process) anywhere; empty: none */
-  const uint8_t *tail; /* a SEND frame's tail, checked (mqr_frame_send_view) */
-  size_t tail_len;
-  const mqr_tail_t *made; /* in-process (tail NULL): the tail is made from these, checked */
-  const mqr_prefixes_t *prefixes;
-  /* Who hears the answer, when it must wait for the journal or for an earlier answer to
-   * the same producer: the producer's ops->sent with token, or fn with fn_arg. With
-   * neither (producer NULL), a journaled message is still enqueued only once durable. */
-  mqr__producer_t *producer;
-  int64_t token;
-  mqr_broker_sent_fn fn;
-  void *fn_arg;
-} mqr__send_t;
-
-/* A send's fields zero, each set: gcc zeroes a compound literal this size with rep stos,
- * whose start-up costs more than a send's checks together (perf annotate). */
-static inline void mqr__send_init(mqr__send_t *s) {
-  s->address = s->duplicate_id = s->group = (mqr_str_t){NULL, 0};
-  s->routing_type = 0;
-  s->durable = false;
-  s->scheduled = 0;
-  s->tail = NULL;
-  s->tail_len = 0;
-  s->made = NULL;
-  s->prefixes = NULL;
-  s->producer = NULL;
-  s->token = 0;
-  s->fn = NULL;
-  s->fn_arg = NULL;
-  _Static_assert(sizeof(mqr__send_t) == offsetof(mqr__send_t, fn_arg) + sizeof(void *), "a field not set here");
-}
-
-/* 0 or an error (*r and err say which), or MQR__PENDING: the answer comes later, in send
- * order per producer, once the message is durable (*r already says where it goes). */
-int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, mqr__acct_t **blocked,
-                 mqr_error_t *err);
 /* send.c: a queue's and an address's state, made on first use (NULL: out of memory). */
 mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q);
 mqr__acct_t *mqr__acct_of(mqr_broker_t *b, mqr_address_t *addr);
@@ -461,8 +332,6 @@ void mqr__acct_drop(mqr_broker_t *b, mqr__acct_t *acct);
 void mqr__divert_forward(mqr_broker_t *b, const mqr__send_t *s, const mqr_route_result_t *res, int routing_type,
                          int64_t id);
 void mqr__divert_free(mqr_broker_t *b);
-/* send.c: an in-process message checked and made a send, as mqr_broker_send does. */
-int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err);
 /* dispatch.c: a non-destructive queue's store entry e leaves: consumers placed on it move
  * back to the one before it. */
 void mqr__nd_removed(struct mqr__bq_s *bq, const mqr__entry_t *e);
@@ -509,10 +378,6 @@ int64_t mqr__held_until(mqr_broker_t *b, const mqr__entry_t *e);
 void mqr__hold_gate(mqr_broker_t *b, mqr__bq_t *bq, uint64_t delay);
 mqr_broker_consumer_t *mqr__group_owner(mqr__bq_t *bq, mqr_str_t group);
 void mqr__group_assign(mqr__bq_t *bq, mqr_str_t group, mqr_broker_consumer_t *c);
-/* kinds.c: for a delivery of m carrying group-first-key `key` (true): the offset in m's
- * stored bytes where the extra property block goes (the end of its properties), and the
- * block's length (0 when m does not read); the block written to out unless NULL. */
-size_t mqr__group_first_block(const mqr__msg_t *m, mqr_str_t key, uint8_t *out, uint32_t *at);
 void mqr__group_forget(mqr__bq_t *bq, const mqr_broker_consumer_t *c);
 
 /* move.c: where a message that leaves its queue for good goes. */
@@ -584,20 +449,5 @@ typedef struct {
 void mqr__fill_send(void *ctx, mqr_filter_vocab_t *v);
 const mqr_value_t *mqr__msg_values(mqr_broker_t *b, const mqr__msg_t *m, uint32_t *n);
 void mqr__msg_values_clear(mqr_broker_t *b);
-
-/* The native protocol's head (native/), as the broker starts and stops it: its state is
- * its own (b->net), and the core calls nothing else of it. */
-int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err); /* makes b->net, binds the listeners */
-int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err);  /* after the journal: what heads recover (MQTT sessions) */
-void mqr__server_close(mqr_broker_t *b);                   /* each closed handle counts down */
-bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
-void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */
-uint32_t mqr__server_connections(const mqr_broker_t *b);
-
-/* broker.c, for heads: work for the next loop pass (the idle phase), and handles that
- * count until the broker may be freed. */
-void mqr__broker_wake(mqr_broker_t *b);
-void mqr__broker_handle_opened(mqr_broker_t *b);
-void mqr__broker_handle_closed(mqr_broker_t *b);
 
 #endif

@@ -1,6 +1,6 @@
-/* The broker core's interfaces: what a protocol head implements and calls. The core
- * (broker.c, dispatch.c, send.c, store.c, ack.c) has no sockets; a head turns its
- * protocol into these calls and back:
+/* The broker core's interfaces: all that a protocol head (../heads) and the connection
+ * layer (../net) may use of the broker. The core (broker.c, dispatch.c, send.c, store.c,
+ * ack.c) has no sockets; a head turns its protocol into these calls and back:
  *
  *   session   one client: its consumers and its producer. The head makes it when the
  *             client says hello and ends it when the client goes; ending it closes its
@@ -14,15 +14,22 @@
  *             address full under BLOCK the head pauses its input, and the core resumes
  *             it (producer ops) when the address has room again.
  *
- * The native protocol's head is native/ (head.c, frames.c); in-process consumers are
+ *   message   stored once (its bytes are a Message frame's tail), an entry per queue that
+ *             holds it; a head writes a delivery from the stored bytes.
+ *
+ * The network heads are ../heads (native, MQTT, STOMP); in-process consumers are
  * inproc.c (a callback per delivery, mqr_broker_subscribe). A new protocol is one more
  * head: one more set of these ops, no change to the send path. */
 #ifndef MQR_BROKER_CORE_H
 #define MQR_BROKER_CORE_H
 
+#include <stddef.h>
+
 #include "mqr/broker.h"
+#include "strmap.h"
 
 typedef struct mqr__entry_s mqr__entry_t;
+struct mqr__acct_s;
 typedef struct mqr__session_s mqr__session_t;
 typedef struct mqr__producer_s mqr__producer_t;
 
@@ -104,10 +111,162 @@ uint32_t mqr__consumer_nack(mqr_broker_consumer_t *k, int64_t delivery, bool cum
 int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *k, int64_t message_id);
 /* The session's consumer of subscription id, or NULL. */
 mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription);
+/* How many consumers the session has. */
+uint32_t mqr__session_consumer_count(const mqr__session_t *s);
+/* Every consumer of the session may take deliveries again (its head's output drained). */
+void mqr__session_ready(mqr__session_t *s);
 /* Ends one consumer of the session (its deliveries back to the queue). */
 void mqr__session_unsubscribe(mqr__session_t *s, mqr_broker_consumer_t *k);
 /* Ends the session: every consumer, and the producer leaves every account it waits on. */
 void mqr__session_end(mqr__session_t *s);
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+/* A message, stored once for every queue that takes it: the stored part of a Message
+ * frame (protocol.h). refs: queue entries and writes in flight. */
+typedef struct mqr__msg_s {
+  uint32_t refs;
+  uint32_t len;
+  uint8_t cls; /* size class: data holds mqr__msg_class_size(cls) bytes */
+  int64_t id;
+  struct mqr__acct_s *acct; /* its address's accounting (send.c) */
+  struct mqr__msg_s *next_free;
+  /* In the journal (durable.h): the file of its first record (0: not journaled), the
+   * bytes its records take there, its entries on durable queues (linked by jnext), and
+   * its place in the list of live journaled messages, in file order. */
+  uint64_t jfile;
+  uint32_t jbytes;
+  int64_t expiration;            /* ms since the epoch, 0: never; -1: not read from data yet (expiry.c) */
+  int64_t scheduled;             /* its MQR_PROP_SCHEDULED, ms since the epoch, 0: none; -1: not read yet */
+  uint32_t group_off, group_len; /* its MQR_PROP_GROUP in data; len 0: none, UINT32_MAX: not read yet */
+  struct mqr__entry_s *jentries;
+  struct mqr__msg_s *jlive_next, *jlive_prev;
+  uint8_t data[];
+} mqr__msg_t;
+
+/* Size classes of a message's data, four to each doubling as jemalloc's are (64, 80, 96,
+ * 112, 128, 160, ...): a 1 KiB body with its headers takes 1280 bytes, not 2048. */
+#define MQR__MSG_CLASSES 81 /* 64 B to 64 MiB */
+static inline size_t mqr__msg_class_size(int cls) {
+  if (cls == 0) return 64;
+  int p = 6 + (cls - 1) / 4, sub = (cls - 1) % 4;
+  return ((size_t)1 << p) + (size_t)(sub + 1) * ((size_t)1 << (p - 2));
+}
+static inline int mqr__msg_class(size_t len) {
+  if (len <= 64) return 0;
+  int p = 63 - __builtin_clzll((unsigned long long)(len - 1)); /* 2^p < len <= 2^(p+1) */
+  int sub = (int)(((len - 1) >> (p - 2)) & 3);
+  return 1 + (p - 6) * 4 + sub;
+}
+
+/* A message in a queue, or in flight to a consumer (then on its unacked list). */
+struct mqr__entry_s {
+  struct mqr__entry_s *next, *prev;
+  mqr__msg_t *msg;
+  int64_t delivery;       /* while in flight */
+  int32_t delivery_count; /* deliveries so far */
+  uint32_t lv_slot;       /* a last-value queue's holder of its key: its slot + 1 (kinds.c); 0: none */
+  /* A reference the journal holds (a durable message on a durable queue): its queue, and
+   * the message's next such entry. NULL: nothing of it is in the journal. */
+  struct mqr__bq_s *jbq;
+  struct mqr__entry_s *jnext;
+  bool copy; /* a non-destructive queue's delivery: its message stays in the store (dispatch.c) */
+};
+
+/* store.c: drops a reference to m (a write that held it is done); the last release
+ * uncounts it and recycles it. */
+void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m);
+/* kinds.c: for a delivery of m carrying group-first-key `key` (true): the offset in m's
+ * stored bytes where the extra property block goes (the end of its properties), and the
+ * block's length (0 when m does not read); the block written to out unless NULL. */
+size_t mqr__group_first_block(const mqr__msg_t *m, mqr_str_t key, uint8_t *out, uint32_t *at);
+/* The key of group-first-key when the delivery being made is the first of its group to
+ * consumer k (the head adds that property, true); empty otherwise. */
+mqr_str_t mqr__consumer_group_first(const mqr_broker_consumer_t *k);
+/* text.c: a property's value as text (STOMP headers, MQTT user properties); numbers are
+ * written into buf (24 bytes hold any). */
+mqr_str_t mqr__value_text(const mqr_value_t *v, char *buf, size_t cap);
+
+/* ---- sends --------------------------------------------------------------------------------- */
+
+/* A send from a frame or in-process: tail is the properties and body as a Send encodes
+ * them. *blocked (may be NULL) tells a network producer to pause: the message went to
+ * an address over max-size-bytes whose policy is BLOCK. */
+/* The answer to a send comes later (MQR__PENDING): through the producer's ops, or fn. */
+#define MQR__PENDING 1
+
+typedef struct { /* a field added here is set in mqr__send_init too */
+  mqr_str_t address;
+  int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
+  bool durable;
+  mqr_str_t duplicate_id;
+  int64_t scheduled;   /* its MQR_PROP_SCHEDULED (0: none) */
+  mqr_str_t group;     /* its MQR_PROP_GROUP: a view into tail, or (in-process) anywhere; empty: none */
+  const uint8_t *tail; /* a SEND frame's tail, checked (mqr_frame_send_view) */
+  size_t tail_len;
+  const mqr_tail_t *made; /* in-process (tail NULL): the tail is made from these, checked */
+  const mqr_prefixes_t *prefixes;
+  /* Who hears the answer, when it must wait for the journal or for an earlier answer to
+   * the same producer: the producer's ops->sent with token, or fn with fn_arg. With
+   * neither (producer NULL), a journaled message is still enqueued only once durable. */
+  mqr__producer_t *producer;
+  int64_t token;
+  mqr_broker_sent_fn fn;
+  void *fn_arg;
+} mqr__send_t;
+
+/* A send's fields zero, each set: gcc zeroes a compound literal this size with rep stos,
+ * whose start-up costs more than a send's checks together (perf annotate). */
+static inline void mqr__send_init(mqr__send_t *s) {
+  s->address = s->duplicate_id = s->group = (mqr_str_t){NULL, 0};
+  s->routing_type = 0;
+  s->durable = false;
+  s->scheduled = 0;
+  s->tail = NULL;
+  s->tail_len = 0;
+  s->made = NULL;
+  s->prefixes = NULL;
+  s->producer = NULL;
+  s->token = 0;
+  s->fn = NULL;
+  s->fn_arg = NULL;
+  _Static_assert(sizeof(mqr__send_t) == offsetof(mqr__send_t, fn_arg) + sizeof(void *), "a field not set here");
+}
+
+/* 0 or an error (*r and err say which), or MQR__PENDING: the answer comes later, in send
+ * order per producer, once the message is durable (*r already says where it goes). */
+int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r, struct mqr__acct_s **blocked,
+                 mqr_error_t *err);
+/* send.c: an in-process message checked and made a send, as mqr_broker_send does. */
+int mqr__send_from_message(const mqr_broker_message_t *m, mqr_tail_t *t, mqr__send_t *s, mqr_error_t *err);
+
+/* ---- the broker, for heads and the connection layer ---------------------------------------------- */
+
+/* A line for the broker's log (log.c). */
+void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* broker.c, for heads: work for the next loop pass (the idle phase), and handles that
+ * count until the broker may be freed. */
+void mqr__broker_wake(mqr_broker_t *b);
+void mqr__broker_handle_opened(mqr_broker_t *b);
+void mqr__broker_handle_closed(mqr_broker_t *b);
+/* Its loop, options and config (the one it runs on now), whether it is closing, and
+ * whether it has a journal. */
+uv_loop_t *mqr__loop(const mqr_broker_t *b);
+const mqr_broker_options_t *mqr__options(const mqr_broker_t *b);
+const mqr_config_t *mqr__config(const mqr_broker_t *b);
+bool mqr__closing(const mqr_broker_t *b);
+bool mqr__has_journal(const mqr_broker_t *b);
+/* Where the connection layer keeps its state (../net: struct mqr__net_s). */
+struct mqr__net_s **mqr__net_slot(const mqr_broker_t *b);
+
+/* The connection layer (../net), as the broker starts and stops it: its state is its own
+ * (mqr__net_slot), and the core calls nothing else of it. */
+int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err); /* makes b->net, binds the listeners */
+int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err);  /* after the journal: what heads recover (MQTT sessions) */
+void mqr__server_close(mqr_broker_t *b);                   /* each closed handle counts down */
+bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
+void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */
+uint32_t mqr__server_connections(const mqr_broker_t *b);
 
 /* The producer was told by mqr__do_send that its message went to a full BLOCK address
  * (acct): it waits there, and its head stops reading. */

@@ -497,6 +497,8 @@ void mqr__pager_forget_queue(mqr__bq_t *bq) {
   bq->pcursors = NULL;
 }
 
+bool mqr__pager_paging(const mqr__acct_t *acct) { return acct->pager && acct->pager->paging; }
+
 uint64_t mqr__pager_backlog(const mqr__bq_t *bq) {
   uint64_t n = 0;
   for (const mqr__pcursor_t *c = bq->pcursors; c; c = c->bq_next) n += c->waiting;

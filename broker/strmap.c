@@ -1,9 +1,10 @@
-/* Keys (bytes) to values, for a queue's last-value keys and message groups: open
+/* Keys (bytes) to values, for a queue's last-value keys and message groups, and MQTT's
+ * topic aliases: open
  * addressing, linear probing, at most half full, FNV-1a hashes. A key stays when its
  * value goes (NULL), so a steady set of keys allocates nothing; when keys fill the table
  * it is rebuilt without the ones that have no value, and each value that moves is told
  * its new slot. */
-#include "broker_int.h"
+#include "strmap.h"
 
 static uint64_t hash_of(mqr_str_t k) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -341,3 +341,14 @@ void mqr__session_end(mqr__session_t *s) {
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k) { return k->subscription; }
 void *mqr__consumer_ctx(const mqr_broker_consumer_t *k) { return k->ctx; }
 mqr_str_t mqr__consumer_queue_name(const mqr_broker_consumer_t *k) { return mqr_queue_name(k->bq->q); }
+mqr_str_t mqr__consumer_group_first(const mqr_broker_consumer_t *k) { return k->group_first; }
+
+void mqr__session_ready(mqr__session_t *s) {
+  for (mqr_broker_consumer_t *k = s->consumers; k; k = k->session_next) mqr__consumer_ready(k);
+}
+
+uint32_t mqr__session_consumer_count(const mqr__session_t *s) {
+  uint32_t n = 0;
+  for (const mqr_broker_consumer_t *k = s->consumers; k; k = k->session_next) n++;
+  return n;
+}

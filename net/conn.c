@@ -13,22 +13,22 @@
 /* ---- read buffers ------------------------------------------------------------------------ */
 
 static uint8_t *rbuf_get(mqr_broker_t *b) {
-  void *p = b->net->rbuf_free;
+  struct mqr__net_s *net = mqr__net(b);
+  void *p = net->rbuf_free;
   if (p) {
-    b->net->rbuf_free = *(void **)p;
-    b->net->n_rbuf_free--;
+    net->rbuf_free = *(void **)p;
+    net->n_rbuf_free--;
     return p;
   }
   return mqr_malloc(MQR__READ_CHUNK);
 }
 
 static void rbuf_release(mqr__conn_t *c) {
-  mqr_broker_t *b = c->b;
   if (c->rbuf == NULL) return;
-  if (c->rbuf_pooled && b->net->n_rbuf_free < 256) {
-    *(void **)c->rbuf = b->net->rbuf_free;
-    b->net->rbuf_free = c->rbuf;
-    b->net->n_rbuf_free++;
+  if (c->rbuf_pooled && c->net->n_rbuf_free < 256) {
+    *(void **)c->rbuf = c->net->rbuf_free;
+    c->net->rbuf_free = c->rbuf;
+    c->net->n_rbuf_free++;
   } else {
     mqr_free(c->rbuf);
   }
@@ -39,14 +39,15 @@ static void rbuf_release(mqr__conn_t *c) {
 void mqr__conn_close_cb(uv_handle_t *h) {
   mqr__conn_t *c = h->data;
   mqr_broker_t *b = c->b;
+  struct mqr__net_s *net = c->net;
   /* Out of the lists the next pass walks: it may have been put on them in the pass that
    * closed it (a drained address resuming it, an answer written to it). */
-  for (mqr__conn_t **pp = &b->net->dirty; *pp; pp = &(*pp)->next_dirty)
+  for (mqr__conn_t **pp = &net->dirty; *pp; pp = &(*pp)->next_dirty)
     if (*pp == c) {
       *pp = c->next_dirty;
       break;
     }
-  for (mqr__conn_t **pp = &b->net->resume; *pp; pp = &(*pp)->next_resume)
+  for (mqr__conn_t **pp = &net->resume; *pp; pp = &(*pp)->next_resume)
     if (*pp == c) {
       *pp = c->next_resume;
       break;
@@ -54,9 +55,9 @@ void mqr__conn_close_cb(uv_handle_t *h) {
   if (c->prev)
     c->prev->next = c->next;
   else
-    b->net->conns = c->next;
+    net->conns = c->next;
   if (c->next) c->next->prev = c->prev;
-  b->net->n_conns--;
+  net->n_conns--;
   mqr_free(c);
   mqr__broker_handle_closed(b);
 }
@@ -155,7 +156,7 @@ void mqr__conn_process(mqr__conn_t *c) {
   bool hold = c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred;
   if (!hold && !c->reading) {
     c->reading = true;
-    c->heard_ms = uv_now(c->b->loop); /* it was not listened to while held */
+    c->heard_ms = uv_now(mqr__loop(c->b)); /* it was not listened to while held */
     if (c->tr->read_start(c) != 0) mqr__conn_close(c, false);
   } else if (hold && c->reading) {
     c->tr->read_stop(c);
@@ -202,7 +203,7 @@ void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
     return;
   }
   if (nread == 0) return;
-  c->heard_ms = uv_now(c->b->loop);
+  c->heard_ms = uv_now(mqr__loop(c->b));
   c->rlen += (size_t)nread;
   c->reading = true;
   mqr__conn_process(c);
@@ -263,15 +264,16 @@ const mqr__producer_ops_t mqr__conn_producer_ops = {producer_resume, producer_se
 
 void mqr__net_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
-  uint64_t now = uv_now(b->loop);
-  for (uint32_t i = 0; i < b->net->n_listeners; i++) {
-    mqr__listener_t *l = &b->net->listeners[i];
+  struct mqr__net_s *net = mqr__net(b);
+  uint64_t now = uv_now(mqr__loop(b));
+  for (uint32_t i = 0; i < net->n_listeners; i++) {
+    mqr__listener_t *l = &net->listeners[i];
     if (l->open && l->accept_pending && !l->refusing) {
       l->accept_pending = false;
       mqr__net_on_connection((uv_stream_t *)&l->tcp, 0);
     }
   }
-  for (mqr__conn_t *c = b->net->conns, *next; c; c = next) {
+  for (mqr__conn_t *c = net->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
   }

@@ -22,7 +22,7 @@ static void refuse(mqr__listener_t *l) {
     return;
   }
   l->refusing = true;
-  uv_tcp_init(b->loop, &l->spare);
+  uv_tcp_init(mqr__loop(b), &l->spare);
   l->spare.data = l;
   mqr__broker_handle_opened(b);
   if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0)
@@ -33,24 +33,26 @@ static void refuse(mqr__listener_t *l) {
 void mqr__net_on_connection(uv_stream_t *server, int status) {
   mqr__listener_t *l = server->data;
   mqr_broker_t *b = l->b;
-  if (status < 0 || b->closing) return;
+  struct mqr__net_s *net = mqr__net(b);
+  if (status < 0 || mqr__closing(b)) return;
   mqr__conn_t *c = mqr_calloc(1, sizeof *c);
   if (c == NULL) {
     refuse(l);
     return;
   }
-  uv_tcp_init(b->loop, &c->tcp);
+  uv_tcp_init(mqr__loop(b), &c->tcp);
   c->tcp.data = c;
   c->b = b;
+  c->net = net;
   c->l = l;
   mqr__session_init(b, &c->sess, &mqr__conn_producer_ops);
   c->state = MQR__CONN_HANDSHAKE;
-  c->opened_ms = c->heard_ms = c->progress_ms = uv_now(b->loop);
+  c->opened_ms = c->heard_ms = c->progress_ms = uv_now(mqr__loop(b));
   mqr__broker_handle_opened(b);
-  b->net->n_conns++;
-  c->next = b->net->conns;
-  if (b->net->conns) b->net->conns->prev = c;
-  b->net->conns = c;
+  net->n_conns++;
+  c->next = net->conns;
+  if (net->conns) net->conns->prev = c;
+  net->conns = c;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     c->state = MQR__CONN_CLOSING;
     c->closed = true;
@@ -104,24 +106,25 @@ static void sigpipe_ignore(mqr_broker_t *b) {
 static void tick_closed(uv_handle_t *h) { mqr__broker_handle_closed(h->data); }
 
 int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
-  if ((b->net = mqr_calloc(1, sizeof *b->net)) == NULL)
+  if ((*mqr__net_slot(b) = mqr_calloc(1, sizeof(struct mqr__net_s))) == NULL)
     return mqr_error_set(err, MQR_ENOMEM, "out of memory starting the listeners");
+  struct mqr__net_s *net = mqr__net(b);
   /* The connections' clocks: timeouts, heartbeats, peers gone while paused. */
-  uv_timer_init(b->loop, &b->net->tick);
-  b->net->tick.data = b;
+  uv_timer_init(mqr__loop(b), &net->tick);
+  net->tick.data = b;
   mqr__broker_handle_opened(b);
-  uv_timer_start(&b->net->tick, mqr__net_tick, MQR__TICK_MS, MQR__TICK_MS);
-  uv_unref((uv_handle_t *)&b->net->tick); /* it keeps no loop alive by itself */
-  uint32_t n = mqr_config_listener_count(b->config);
+  uv_timer_start(&net->tick, mqr__net_tick, MQR__TICK_MS, MQR__TICK_MS);
+  uv_unref((uv_handle_t *)&net->tick); /* it keeps no loop alive by itself */
+  uint32_t n = mqr_config_listener_count(mqr__config(b));
   if (n == 0) return 0;
   sigpipe_ignore(b);
-  if ((b->net->listeners = mqr_calloc(n, sizeof *b->net->listeners)) == NULL)
+  if ((net->listeners = mqr_calloc(n, sizeof *net->listeners)) == NULL)
     return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
   for (uint32_t i = 0; i < n; i++) {
-    mqr__listener_t *l = &b->net->listeners[i];
+    mqr__listener_t *l = &net->listeners[i];
     l->b = b;
     /* Its own copy of what it was configured with: the config may go with a reload. */
-    const mqr_listener_config_t *lc = mqr_config_listener(b->config, i);
+    const mqr_listener_config_t *lc = mqr_config_listener(mqr__config(b), i);
     size_t bytes = strlen(lc->name) + strlen(lc->host) + 2;
     for (uint32_t k = 0; k < lc->prefixes.count; k++) bytes += lc->prefixes.items[k].text.len + 1;
     if ((l->strings = mqr_malloc(bytes)) == NULL)
@@ -141,18 +144,18 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     }
     l->cfg = &l->own;
     l->transport = mqr__transports[0]; /* TCP */
-    b->net->protocols |= l->cfg->protocols;
+    net->protocols |= l->cfg->protocols;
     struct sockaddr_storage sa;
     mqr_error_t why;
     if (mqr_resolve(l->cfg->host, l->cfg->port, &sa, &why) != 0)
       return mqr_error_set(err, MQR_EIO, "listener '%s' cannot listen on %s:%u: %s", l->cfg->name, l->cfg->host,
                            l->cfg->port, why.message);
     int rc = 0;
-    uv_tcp_init(b->loop, &l->tcp);
+    uv_tcp_init(mqr__loop(b), &l->tcp);
     l->tcp.data = l;
     l->open = true;
     mqr__broker_handle_opened(b);
-    b->net->n_listeners = i + 1;
+    net->n_listeners = i + 1;
     if (rc == 0) rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 1024, mqr__net_on_connection);
     if (rc != 0)
@@ -168,8 +171,9 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
 }
 
 int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err) {
-  for (const mqr__head_t *const *h = mqr__heads; b->net && *h; h++)
-    if (((*h)->protocol & b->net->protocols) && (*h)->ready && (*h)->ready(b) != 0)
+  struct mqr__net_s *net = mqr__net(b);
+  for (const mqr__head_t *const *h = mqr__heads; net && *h; h++)
+    if (((*h)->protocol & net->protocols) && (*h)->ready && (*h)->ready(b) != 0)
       return mqr_error_set(err, MQR_ENOMEM, "out of memory making the %s head ready", (*h)->name);
   return 0;
 }
@@ -177,19 +181,20 @@ int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err) {
 void **mqr__head_slot(mqr_broker_t *b, const mqr__head_t *h) {
   uint32_t i = 0;
   while (mqr__heads[i] != h) i++;
-  return &b->net->heads[i];
+  return &mqr__net(b)->heads[i];
 }
 
 void mqr__server_close(mqr_broker_t *b) {
-  if (b->net == NULL) return;
-  uv_timer_stop(&b->net->tick);
-  uv_close((uv_handle_t *)&b->net->tick, tick_closed);
-  for (uint32_t i = 0; i < b->net->n_listeners; i++)
-    if (b->net->listeners[i].open) {
-      b->net->listeners[i].open = false;
-      uv_close((uv_handle_t *)&b->net->listeners[i].tcp, listener_closed);
+  struct mqr__net_s *net = mqr__net(b);
+  if (net == NULL) return;
+  uv_timer_stop(&net->tick);
+  uv_close((uv_handle_t *)&net->tick, tick_closed);
+  for (uint32_t i = 0; i < net->n_listeners; i++)
+    if (net->listeners[i].open) {
+      net->listeners[i].open = false;
+      uv_close((uv_handle_t *)&net->listeners[i].tcp, listener_closed);
     }
-  for (mqr__conn_t *c = b->net->conns; c; c = c->next) {
+  for (mqr__conn_t *c = net->conns; c; c = c->next) {
     if (c->state == MQR__CONN_CLOSING) continue;
     if (c->state == MQR__CONN_OPEN && c->head->bye) c->head->bye(c); /* not waited for if it cannot be written */
     mqr__conn_close(c, true);
@@ -197,33 +202,37 @@ void mqr__server_close(mqr_broker_t *b) {
   mqr__server_flush(b); /* the idle handle is closing: write what is queued now */
 }
 
-uint32_t mqr__server_connections(const mqr_broker_t *b) { return b->net ? b->net->n_conns : 0; }
+uint32_t mqr__server_connections(const mqr_broker_t *b) {
+  const struct mqr__net_s *net = mqr__net(b);
+  return net ? net->n_conns : 0;
+}
 
 void mqr__server_free(mqr_broker_t *b) {
-  if (b->net == NULL) return;
-  for (uint32_t i = 0; i < b->net->n_listeners; i++) mqr_free(b->net->listeners[i].strings);
-  mqr_free(b->net->listeners);
+  struct mqr__net_s *net = net;
+  if (net == NULL) return;
+  for (uint32_t i = 0; i < net->n_listeners; i++) mqr_free(net->listeners[i].strings);
+  mqr_free(net->listeners);
   for (const mqr__head_t *const *h = mqr__heads; *h; h++)
     if ((*h)->free && *mqr__head_slot(b, *h)) (*h)->free(b);
-  while (b->net->wreq_free) {
-    mqr__wreq_t *w = b->net->wreq_free;
-    b->net->wreq_free = w->next_free;
+  while (net->wreq_free) {
+    mqr__wreq_t *w = net->wreq_free;
+    net->wreq_free = w->next_free;
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);
     mqr_free(w->bufs);
     mqr_free(w);
   }
-  while (b->net->rbuf_free) {
-    void *next = *(void **)b->net->rbuf_free;
-    mqr_free(b->net->rbuf_free);
-    b->net->rbuf_free = next;
+  while (net->rbuf_free) {
+    void *next = *(void **)net->rbuf_free;
+    mqr_free(net->rbuf_free);
+    net->rbuf_free = next;
   }
-  mqr_free(b->net);
-  b->net = NULL;
+  mqr_free(net);
+  *mqr__net_slot(b) = NULL;
 }
 
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {
-  const struct mqr__net_s *n = b->net;
+  const struct mqr__net_s *n = mqr__net(b);
   return n && i < n->n_listeners && n->listeners[i].open ? n->listeners[i].port : -1;
 }

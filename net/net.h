@@ -15,7 +15,7 @@
 #ifndef MQR_NET_H
 #define MQR_NET_H
 
-#include "../broker/broker_int.h" /* (for now) */
+#include "../broker/core.h"
 #include "../common/grow.h"
 
 typedef struct mqr__listener_s mqr__listener_t;
@@ -132,6 +132,7 @@ typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__con
 struct mqr__conn_s {
   uv_tcp_t tcp; /* the socket, under its transport */
   mqr_broker_t *b;
+  struct mqr__net_s *net; /* the layer's state (b's) */
   mqr__listener_t *l;
   mqr__conn_state_t state; /* the head sets OPEN once its client has said hello */
   const mqr__transport_t *tr;
@@ -218,6 +219,8 @@ struct mqr__net_s {
   void *heads[8];     /* each head's state, in the order of mqr__heads */
   uint32_t protocols; /* the protocols some listener names */
 };
+
+static inline struct mqr__net_s *mqr__net(const mqr_broker_t *b) { return *mqr__net_slot(b); }
 
 void mqr__conn_process(mqr__conn_t *c);
 void mqr__conn_maybe_finish_close(mqr__conn_t *c);

@@ -11,10 +11,10 @@
 mqr__wreq_t *mqr__conn_out(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->out) return c->out;
-  mqr__wreq_t *w = b->net->wreq_free;
+  mqr__wreq_t *w = c->net->wreq_free;
   if (w) {
-    b->net->wreq_free = w->next_free;
-    b->net->n_wreq_free--;
+    c->net->wreq_free = w->next_free;
+    c->net->n_wreq_free--;
   } else if ((w = mqr_calloc(1, sizeof *w)) == NULL) {
     return NULL;
   }
@@ -23,8 +23,8 @@ mqr__wreq_t *mqr__conn_out(mqr__conn_t *c) {
   c->out = w;
   if (!c->dirty) {
     c->dirty = true;
-    c->next_dirty = b->net->dirty;
-    b->net->dirty = c;
+    c->next_dirty = c->net->dirty;
+    c->net->dirty = c;
     mqr__broker_wake(b);
   }
   return w;
@@ -93,18 +93,19 @@ int mqr__conn_add_stored(mqr__conn_t *c, mqr__msg_t *m, const uint8_t *ptr, size
  * grow: past max_pending_write unwritten, it gets no deliveries and is not read from until
  * that drains. */
 bool mqr__conn_output_full(const mqr__conn_t *c) {
-  return c->in_flight + (c->out ? c->out->total : 0) > c->b->opt.max_pending_write;
+  return c->in_flight + (c->out ? c->out->total : 0) > mqr__options(c->b)->max_pending_write;
 }
 
 bool mqr__conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || mqr__conn_output_full(c); }
 
 /* A request done with: its messages released, its arrays kept for the next. */
 void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
+  struct mqr__net_s *net = mqr__net(b);
   for (uint32_t i = 0; i < w->n_msgs; i++) mqr__msg_release(b, w->msgs[i]);
   w->n_msgs = w->n_segs = 0;
   w->n_bytes = w->total = 0;
   w->conn = NULL;
-  if (b->net->n_wreq_free >= 64 || w->cap_bytes > (1u << 20)) {
+  if (net->n_wreq_free >= 64 || w->cap_bytes > (1u << 20)) {
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);
@@ -112,20 +113,16 @@ void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
     mqr_free(w);
     return;
   }
-  w->next_free = b->net->wreq_free;
-  b->net->wreq_free = w;
-  b->net->n_wreq_free++;
-}
-
-static void redispatch(mqr__conn_t *c) {
-  for (mqr_broker_consumer_t *k = c->sess.consumers; k; k = k->session_next) mqr__consumer_ready(k);
+  w->next_free = net->wreq_free;
+  net->wreq_free = w;
+  net->n_wreq_free++;
 }
 
 void mqr__conn_written(mqr__wreq_t *w, int status) {
   mqr__conn_t *c = w->conn;
   mqr_broker_t *b = c->b;
   bool was_paused = mqr__conn_paused(c);
-  c->progress_ms = uv_now(b->loop);
+  c->progress_ms = uv_now(mqr__loop(b));
   c->in_flight -= w->total;
   c->writes--;
   mqr__wreq_recycle(b, w);
@@ -139,7 +136,7 @@ void mqr__conn_written(mqr__wreq_t *w, int status) {
     return;
   }
   if (was_paused && !mqr__conn_paused(c)) {
-    redispatch(c);
+    mqr__session_ready(&c->sess);
     if (!c->reading && c->sess.producer.blocked_on == 0) mqr__conn_process(c); /* held for its output: read on */
   }
 }
@@ -167,16 +164,17 @@ static void flush_conn(mqr__conn_t *c) {
     mqr__conn_close(c, false);
     return;
   }
-  if (c->writes == 0) c->progress_ms = uv_now(c->b->loop); /* its clock starts with the wait */
+  if (c->writes == 0) c->progress_ms = uv_now(mqr__loop(c->b)); /* its clock starts with the wait */
   c->in_flight += w->total;
   c->writes++;
 }
 
 bool mqr__server_flush(mqr_broker_t *b) {
-  if (b->net == NULL) return false;
+  struct mqr__net_s *net = mqr__net(b);
+  if (net == NULL) return false;
   /* Producers a drained address lets go: what they sent meanwhile is in their buffers. */
-  mqr__conn_t *list = b->net->resume;
-  b->net->resume = NULL;
+  mqr__conn_t *list = net->resume;
+  net->resume = NULL;
   while (list) {
     mqr__conn_t *c = list;
     list = c->next_resume;
@@ -185,20 +183,20 @@ bool mqr__server_flush(mqr_broker_t *b) {
     if (c->state == MQR__CONN_CLOSING || c->sess.producer.blocked_on) continue;
     mqr__conn_process(c);
   }
-  while (b->net->dirty) {
-    mqr__conn_t *c = b->net->dirty;
-    b->net->dirty = c->next_dirty;
+  while (net->dirty) {
+    mqr__conn_t *c = net->dirty;
+    net->dirty = c->next_dirty;
     c->dirty = false;
     flush_conn(c);
     if (c->state == MQR__CONN_CLOSING) mqr__conn_maybe_finish_close(c);
   }
-  return b->net->dirty != NULL || b->net->resume != NULL;
+  return net->dirty != NULL || net->resume != NULL;
 }
 
 void mqr__conn_schedule(mqr__conn_t *c) {
   if (c->resume || c->state == MQR__CONN_CLOSING) return;
   c->resume = true;
-  c->next_resume = c->b->net->resume;
-  c->b->net->resume = c;
+  c->next_resume = c->net->resume;
+  c->net->resume = c;
   mqr__broker_wake(c->b);
 }

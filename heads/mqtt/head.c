@@ -418,10 +418,10 @@ static void release(mqr__conn_t *c) {
   mqtt_session_t *ss = mc->ss;
   if (ss && ss->conn == c) {
     ss->conn = NULL;
-    uv_update_time(b->loop);
-    ss->gone_ms = uv_now(b->loop);
+    uv_update_time(mqr__loop(b));
+    ss->gone_ms = uv_now(mqr__loop(b));
     mqr__mqtt_subs_detach(ss);
-    if (mc->disconnected || b->closing) { /* no will after DISCONNECT (or when the broker goes) */
+    if (mc->disconnected || mqr__closing(b)) { /* no will after DISCONNECT (or when the broker goes) */
       mqr_free(ss->will);
       ss->will = NULL;
     } else if (ss->will) {
@@ -436,7 +436,7 @@ static void release(mqr__conn_t *c) {
         ss->will_at = ss->gone_ms + (uint64_t)delay * 1000;
     }
     mqtt_session_t **at;
-    if (ss->expiry == 0 && !b->closing && find_session(b, ss->id, &at) == ss) session_end(b, at);
+    if (ss->expiry == 0 && !mqr__closing(b) && find_session(b, ss->id, &at) == ss) session_end(b, at);
   }
   for (uint32_t i = 0; mc->aliases && i <= mc->alias_max; i++) mqr_free((void *)mc->aliases[i].ptr);
   if (mc->out_alias_max) mqr__smap_free(&mc->out_aliases);

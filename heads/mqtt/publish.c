@@ -181,7 +181,7 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const m
   if (rc) return rc;
   send.producer = c ? &c->sess.producer : NULL;
   send.token = token;
-  mqr__acct_t *blocked = NULL;
+  struct mqr__acct_s *blocked = NULL;
   rc = mqr__do_send(b, &send, r, c ? &blocked : NULL, err);
   if (blocked) mqr__producer_block(&c->sess.producer, blocked);
   return rc;

@@ -45,7 +45,7 @@ static void put4(uint8_t **p, uint32_t v) {
 static void clear_qos2(mqr_broker_t *b, mqtt_session_t *ss);
 
 void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
-  if (b->dur == NULL || (!ended && ss->expiry == 0)) return; /* no journal; or it ends with its connection */
+  if (!mqr__has_journal(b) || (!ended && ss->expiry == 0)) return; /* no journal; or it ends with its connection */
   if (ended && !ss->stored) return;
   if (ended) clear_qos2(b, ss);
   if (!ensure_queue(b, MQR_STR(STORE), MQR_STR(KEY), "sessions")) return;
@@ -108,7 +108,7 @@ void mqr__mqtt_store(mqr_broker_t *b, mqtt_session_t *ss, bool ended) {
 #define QOS2_KEY "mqtt.qos2.key"
 
 void mqr__mqtt_store_qos2(mqr_broker_t *b, mqtt_session_t *ss, bool in, uint16_t id, bool set) {
-  if (ss->expiry == 0 || b->dur == NULL) return; /* it ends with its connection; no journal */
+  if (ss->expiry == 0 || !mqr__has_journal(b)) return; /* it ends with its connection; no journal */
   if (!ensure_queue(b, MQR_STR(QOS2), MQR_STR(QOS2_KEY), "QoS 2 state")) return;
   char key[600];
   int n = snprintf(key, sizeof key, "%c %u %s", in ? 'i' : 'o', id, ss->client_id);
@@ -191,8 +191,8 @@ static void load_one(void *arg, const mqr_frame_message_t *m) {
   ss->id = mqr_str_n(ss->client_id, id.len);
   ss->level = (uint8_t)get(&r, 1);
   ss->expiry = get(&r, 4);
-  uv_update_time(b->loop);
-  ss->gone_ms = uv_now(b->loop);
+  uv_update_time(mqr__loop(b));
+  ss->gone_ms = uv_now(mqr__loop(b));
   ss->stored = true;
   uint32_t n = get(&r, 2);
   mqtt_sub_t **tail = &ss->subs;

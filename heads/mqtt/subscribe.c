@@ -182,7 +182,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     mqr_error_t err;
     unsigned flags = shared ? MQR__SUB_SHARED : ss->expiry == 0 ? MQR__SUB_TEMPORARY : 0; /* clean: goes with it */
     int rc = mqr__session_subscribe(&c->sess, mqr_str_n(addr, alen), MQR_MULTICAST, sub->queue, flags, MQR_STR(""),
-                                    b->opt.max_credit, sub->num, &mqr__mqtt_consumer_ops, sub, &sub->k, &err);
+                                    mqr__options(b)->max_credit, sub->num, &mqr__mqtt_consumer_ops, sub, &sub->k, &err);
     if (rc) {
       mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): MQTT subscription '%.*s' refused: %s", (long long)c->sess.id,
                c->peer, (int)e.filter.len, e.filter.ptr, err.message);
@@ -242,8 +242,8 @@ void mqr__mqtt_on_unsubscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
 void mqr__mqtt_subs_attach(mqr__conn_t *c, mqtt_session_t *ss) {
   for (mqtt_sub_t *s = ss->subs; s; s = s->next) {
     mqr_error_t err;
-    if (mqr__session_subscribe(&c->sess, s->queue, MQR_ROUTING_NONE, MQR_STR(""), 0, MQR_STR(""), c->b->opt.max_credit,
-                               s->num, &mqr__mqtt_consumer_ops, s, &s->k, &err) != 0) {
+    if (mqr__session_subscribe(&c->sess, s->queue, MQR_ROUTING_NONE, MQR_STR(""), 0, MQR_STR(""),
+                               mqr__options(c->b)->max_credit, s->num, &mqr__mqtt_consumer_ops, s, &s->k, &err) != 0) {
       s->k = NULL;
       mqr__log(c->b, MQR_LOG_WARN, "MQTT client '%s': subscription '%.*s' not resumed: %s", ss->client_id,
                (int)s->filter.len, s->filter.ptr, err.message);

@@ -42,7 +42,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
   s.prefixes = &c->l->cfg->prefixes;
   s.producer = &c->sess.producer;
   s.token = v.receipt;
-  mqr__acct_t *blocked = NULL;
+  struct mqr__acct_s *blocked = NULL;
   mqr_broker_receipt_t r;
   rc = mqr__do_send(b, &s, &r, &blocked, &err);
   if (blocked) mqr__producer_block(&c->sess.producer, blocked);
@@ -60,8 +60,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
 #define MAX_SUBSCRIPTIONS 1024 /* per connection */
 
 static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
-  uint32_t n = 0;
-  for (mqr_broker_consumer_t *k = c->sess.consumers; k; k = k->session_next) n++;
+  uint32_t n = mqr__session_consumer_count(&c->sess);
   if (n >= MAX_SUBSCRIPTIONS) {
     mqr__nat_send_error(c, MQR_ELIMIT, s->subscription, false, "a connection has at most %d subscriptions",
                         MAX_SUBSCRIPTIONS);
@@ -113,44 +112,42 @@ typedef struct {
   uint32_t n, cap;
   mqr_frame_queue_info_t *q;
   uint32_t nq, capq;
-  char (*types)[24];
+  char *types; /* each address's routing types as text, 24 bytes each */
+  uint32_t cap_types;
 } query_t;
 
-static int collect(mqr_address_t *a, void *arg) {
+static int on_address(void *arg, const mqr_broker_address_info_t *ai) {
   query_t *x = arg;
-  if (mqr_address_flags(a) & MQR_ADDRESS_INTERNAL) return 0;
-  if (!mqr__grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a)) return MQR_ENOMEM;
-  uint32_t nq = mqr_address_queue_count(a);
-  if (!mqr__grow((void **)&x->q, &x->capq, x->nq + nq, sizeof *x->q)) return MQR_ENOMEM;
-  const mqr__acct_t *acct = mqr_address_data(a);
-  x->a[x->n] = (mqr_frame_address_info_t){mqr_address_name(a),
-                                          {NULL, 0},
-                                          (int64_t)mqr_address_routed(a),
-                                          (int64_t)mqr_address_unrouted(a),
-                                          acct ? acct->bytes : 0};
+  if (!mqr__grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a) ||
+      !mqr__grow((void **)&x->types, &x->cap_types, (x->n + 1) * 24, 1))
+    return MQR_ENOMEM;
+  x->a[x->n] = (mqr_frame_address_info_t){ai->name, {NULL, 0}, (int64_t)ai->routed, (int64_t)ai->unrouted, ai->size};
+  int n = mqr_routing_set_format(ai->routing_types, x->types + (size_t)x->n * 24, 24);
+  x->a[x->n].routing_types.len = n > 0 ? (size_t)n : 0; /* ptr set once types stops moving */
   x->n++;
-  for (uint32_t i = 0; i < nq; i++) {
-    mqr_queue_t *q = mqr_address_queue(a, i);
-    mqr_broker_queue_stats_t st; /* the one count, paged messages included (docs/durability.md) */
-    mqr__queue_stats(q, &st);
-    x->q[x->nq++] = (mqr_frame_queue_info_t){
-        mqr_queue_name(q),    mqr_address_name(a),      mqr_proto_rt_from_routing(mqr_queue_routing_type(q)),
-        (int64_t)st.depth,    (int64_t)st.in_flight,    (int32_t)st.consumers,
-        (int64_t)st.enqueued, (int64_t)st.acknowledged, st.paused};
-  }
+  return 0;
+}
+
+static int on_queue(void *arg, const mqr_broker_queue_info_t *qi) {
+  query_t *x = arg;
+  if (!mqr__grow((void **)&x->q, &x->capq, x->nq + 1, sizeof *x->q)) return MQR_ENOMEM;
+  const mqr_broker_queue_stats_t *st = &qi->stats; /* the one count, paged messages included */
+  x->q[x->nq++] = (mqr_frame_queue_info_t){qi->name,
+                                           qi->address,
+                                           mqr_proto_rt_from_routing(qi->routing_type),
+                                           (int64_t)st->depth,
+                                           (int64_t)st->in_flight,
+                                           (int32_t)st->consumers,
+                                           (int64_t)st->enqueued,
+                                           (int64_t)st->acknowledged,
+                                           st->paused};
   return 0;
 }
 
 static void on_query(mqr__conn_t *c, int64_t id) {
   query_t x = {0};
-  int rc = mqr_router_foreach_address(&c->b->router, collect, &x);
-  char *types = rc == 0 ? mqr_malloc((size_t)x.n * 24 + 1) : NULL;
-  if (rc == 0 && types == NULL) rc = MQR_ENOMEM;
-  for (uint32_t i = 0; rc == 0 && i < x.n; i++) {
-    mqr_address_t *a = mqr_router_find_address(&c->b->router, x.a[i].name);
-    int n = a ? mqr_routing_set_format(mqr_address_routing_types(a), types + i * 24, 24) : 0;
-    x.a[i].routing_types = mqr_str_n(types + i * 24, n > 0 ? (size_t)n : 0);
-  }
+  int rc = mqr_broker_foreach_stats(c->b, false, on_address, on_queue, &x);
+  for (uint32_t i = 0; rc == 0 && i < x.n; i++) x.a[i].routing_types.ptr = x.types + (size_t)i * 24;
   if (rc) {
     mqr__nat_send_error(c, rc, id, false, "the query failed: %s", mqr_strerror(rc));
   } else {
@@ -167,7 +164,7 @@ static void on_query(mqr__conn_t *c, int64_t id) {
     else if (rc)
       mqr__nat_reply_failed(c, f.type, rc);
   }
-  mqr_free(types);
+  mqr_free(x.types);
   mqr_free(x.a);
   mqr_free(x.q);
 }
@@ -221,7 +218,7 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
       c->state = MQR__CONN_OPEN;
       mqr__nat(c)->peer_max_frame = (uint32_t)f.u.connect.max_frame;
       mqr_frame_t r = {MQR_FRAME_CONNECTED,
-                       {.connected = {MQR_PROTOCOL_VERSION, mqr_str(b->opt.server_name), c->sess.id,
+                       {.connected = {MQR_PROTOCOL_VERSION, mqr_str(mqr__options(b)->server_name), c->sess.id,
                                       (int32_t)c->l->cfg->max_frame}}};
       mqr__nat_reply(c, &r);
       mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): client '%.*s' connected", (long long)c->sess.id, c->peer,

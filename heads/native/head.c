@@ -19,7 +19,8 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   /* The first of a group to this consumer, on a queue with a group-first-key: a block of
    * that property, true, goes in after the message's own properties (the rare path). */
   uint32_t at = 0;
-  size_t extra = k->group_first.len ? mqr__group_first_block(e->msg, k->group_first, NULL, &at) : 0;
+  mqr_str_t group_first = mqr__consumer_group_first(k);
+  size_t extra = group_first.len ? mqr__group_first_block(e->msg, group_first, NULL, &at) : 0;
   size_t len = e->msg->len + extra;
   if ((uint64_t)len + MQR_MESSAGE_HEADER_MAX - MQR_FRAME_HEADER > mqr__nat(c)->peer_max_frame) {
     uint8_t head[MQR_MESSAGE_HEADER_MAX];
@@ -44,7 +45,7 @@ static int consumer_deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqr__wreq_add_own(w, off, hl); /* cannot fail: room for the segments was made above */
   if (extra) {
     w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data, 0, at};
-    mqr__group_first_block(e->msg, k->group_first, w->bytes + w->n_bytes, &at);
+    mqr__group_first_block(e->msg, group_first, w->bytes + w->n_bytes, &at);
     mqr__wreq_add_own(w, w->n_bytes, extra);
     w->n_bytes += extra;
     w->segs[w->n_segs++] = (mqr__seg_t){e->msg->data + at, 0, e->msg->len - at};

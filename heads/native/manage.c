@@ -209,7 +209,7 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
     snprintf(text, tcap, "queue '%.*s' deleted", (int)a[0].len, a[0].ptr);
   } else if (arg_is(op, "queue.purge")) {
     NEED(1, 1, "NAME");
-    mqr_queue_t *q = mqr_router_find_queue(&b->router, a[0]);
+    mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(b), a[0]);
     if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)a[0].len, a[0].ptr);
     *count = (int64_t)mqr_broker_purge(b, q);
     snprintf(text, tcap, "%lld message(s) purged from '%.*s'", (long long)*count, (int)a[0].len, a[0].ptr);
@@ -220,7 +220,7 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
     bool pause = arg_is(op, "queue.pause");
     if ((r = mqr_broker_pause_queue(b, a[0], pause, n == 2, err)) != 0) return (int)r;
     snprintf(text, tcap, "queue '%.*s' %s%s", (int)a[0].len, a[0].ptr, pause ? "paused" : "resumed",
-             n == 2 ? b->dur ? " (recorded)" : " (not recorded: the broker has no journal)" : "");
+             n == 2 ? mqr__has_journal(b) ? " (recorded)" : " (not recorded: the broker has no journal)" : "");
   } else if (arg_is(op, "queue.browse")) {
     NEED(1, 2, "NAME [MAX]");
     long max = 200; /* Artemis's management-browse-page-size */

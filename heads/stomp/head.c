@@ -20,7 +20,7 @@ int mqr__stomp_write(mqr__conn_t *c, mqr__stomp_command_t cmd, const mqr__stomp_
   mqr__stomp_put_head(p, head, st->version, cmd, h, n, with_length, body.len);
   if (body.len) memcpy(p + head, body.ptr, body.len);
   p[head + body.len] = 0;
-  st->sent_ms = uv_now(c->b->loop);
+  st->sent_ms = uv_now(mqr__loop(c->b));
   return mqr__conn_commit(c, off, head + body.len + 1);
 }
 

@@ -158,7 +158,7 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   }
   s.producer = &c->sess.producer;
   s.token = token;
-  mqr__acct_t *blocked = NULL;
+  struct mqr__acct_s *blocked = NULL;
   mqr_broker_receipt_t r;
   rc = mqr__do_send(b, &s, &r, &blocked, &err);
   if (blocked) mqr__producer_block(&c->sess.producer, blocked);
@@ -287,8 +287,9 @@ void mqr__stomp_on_subscribe(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   sub->num = ++st->next_sub;
   sub->c = c;
   mqr_error_t err;
-  int rc = mqr__session_subscribe(&c->sess, target, rt, queue, 0, sel ? *sel : MQR_STR(""), c->b->opt.max_credit,
-                                  sub->num, &mqr__stomp_consumer_ops, sub, &sub->k, &err);
+  int rc =
+      mqr__session_subscribe(&c->sess, target, rt, queue, 0, sel ? *sel : MQR_STR(""), mqr__options(c->b)->max_credit,
+                             sub->num, &mqr__stomp_consumer_ops, sub, &sub->k, &err);
   if (rc) {
     mqr_free(sub);
     mqr__stomp_error(c, f, mqr_err_name(rc), "%s", err.message);
@@ -473,7 +474,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
     mqr__stomp_written(c, rc);
     return 0;
   }
-  st->sent_ms = uv_now(c->b->loop);
+  st->sent_ms = uv_now(mqr__loop(c->b));
   if (sub->ack == ACK_AUTO) { /* acknowledged as it is written, and one more may come */
     mqr_broker_ack(k, e->delivery, false);
     mqr_broker_credit(k, 1);

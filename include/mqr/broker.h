@@ -315,6 +315,39 @@ MQR_EXTERN int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);
 
+/* ---- statistics: every address and queue -------------------------------------------------- */
+
+/* An address as the statistics tell it. Its name stays valid until the address goes. */
+typedef struct {
+  mqr_str_t name;
+  mqr_routing_set_t routing_types;
+  uint32_t flags;  /* MQR_ADDRESS_* (MQR_ADDRESS_INTERNAL: the broker's own) */
+  uint32_t queues; /* its queues */
+  uint64_t routed; /* sends that reached at least one queue */
+  uint64_t unrouted;
+  int64_t size; /* bytes of its messages held in memory, stored once (what max-size-bytes counts) */
+  bool paging;  /* address-full-policy PAGE is in force: its sends go to its page files */
+} mqr_broker_address_info_t;
+
+/* A queue as the statistics tell it; its names stay valid until it goes. stats.depth
+ * counts its paged messages too. */
+typedef struct {
+  mqr_str_t name, address;
+  mqr_routing_type_t routing_type;
+  bool durable;
+  mqr_broker_queue_stats_t stats;
+} mqr_broker_queue_info_t;
+
+/* The one path to the broker's statistics, which the native QUERY, management, `mqr
+ * stat` and the metrics use: calls address_fn (may be NULL) for each address, then
+ * queue_fn (may be NULL) for each of its queues, in the router's order. Addresses the
+ * broker keeps for itself (MQR_ADDRESS_INTERNAL) are left out unless internal. A non-zero
+ * return from a callback stops the walk and is returned; the callbacks must not change
+ * the broker. */
+MQR_EXTERN int mqr_broker_foreach_stats(const mqr_broker_t *b, bool internal,
+                                        int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
+                                        int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,95 @@
+/* Statistics: a queue's counters, the broker's, and the one walk over every address and
+ * queue that the native QUERY, management, `mqr stat` and the metrics use. */
+#include "broker_int.h"
+#include "durable.h"
+
+int mqr_broker_queue_stats(const mqr_broker_t *b, mqr_str_t queue, mqr_broker_queue_stats_t *out) {
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, queue);
+  if (q == NULL) return MQR_ENOQUEUE;
+  mqr__queue_stats(q, out);
+  return 0;
+}
+
+void mqr__queue_stats(const mqr_queue_t *q, mqr_broker_queue_stats_t *out) {
+  const mqr__bq_t *bq = mqr_queue_data(q);
+  memset(out, 0, sizeof *out);
+  out->consumers = mqr_queue_consumer_count(q);
+  if (bq) {
+    out->depth = bq->store.depth + mqr__pager_backlog(bq); /* paged messages wait too */
+    out->in_flight = bq->in_flight;
+    out->enqueued = bq->enqueued;
+    out->acknowledged = bq->acked;
+    out->held = bq->held;
+    out->killed = bq->killed;
+    out->expired = bq->expired;
+    out->scheduled = bq->scheduled;
+    out->paused = bq->paused;
+  }
+}
+
+void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
+  *out = b->stats;
+  out->connections = mqr__server_connections(b);
+  const mqr__durable_t *d = b->dur;
+  if (d) {
+    out->persistence = true;
+    out->journal_failed = d->failed;
+    out->durable = d->live_msgs;
+    out->journal_files = d->n_files;
+    out->compactions = d->compactions;
+    if (d->w) {
+      mqr_journal_stats_t st;
+      mqr_journal_stats(d->w, &st);
+      out->journal_records = st.records;
+      out->journal_writes = st.writes;
+    }
+  }
+}
+
+int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address) {
+  mqr_address_t *a = mqr_router_find_address(&b->router, address);
+  const mqr__acct_t *acct = a ? mqr_address_data(a) : NULL;
+  return acct ? acct->bytes : 0;
+}
+
+typedef struct {
+  int (*address_fn)(void *arg, const mqr_broker_address_info_t *a);
+  int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q);
+  void *arg;
+  bool internal;
+} walk_t;
+
+static int visit(mqr_address_t *a, void *arg) {
+  walk_t *w = arg;
+  uint32_t flags = mqr_address_flags(a);
+  if ((flags & MQR_ADDRESS_INTERNAL) && !w->internal) return 0;
+  const mqr__acct_t *acct = mqr_address_data(a);
+  uint32_t nq = mqr_address_queue_count(a);
+  int rc;
+  if (w->address_fn) {
+    mqr_broker_address_info_t ai = {mqr_address_name(a),
+                                    mqr_address_routing_types(a),
+                                    flags,
+                                    nq,
+                                    mqr_address_routed(a),
+                                    mqr_address_unrouted(a),
+                                    acct ? acct->bytes : 0,
+                                    acct && mqr__pager_paging(acct)};
+    if ((rc = w->address_fn(w->arg, &ai)) != 0) return rc;
+  }
+  for (uint32_t i = 0; w->queue_fn && i < nq; i++) {
+    mqr_queue_t *q = mqr_address_queue(a, i);
+    mqr_broker_queue_info_t qi = {
+        mqr_queue_name(q), mqr_address_name(a), mqr_queue_routing_type(q), mqr_queue_durable(q), {0}};
+    mqr__queue_stats(q, &qi.stats);
+    if ((rc = w->queue_fn(w->arg, &qi)) != 0) return rc;
+  }
+  return 0;
+}
+
+int mqr_broker_foreach_stats(const mqr_broker_t *b, bool internal,
+                             int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
+                             int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg) {
+  walk_t w = {address_fn, queue_fn, arg, internal};
+  return mqr_router_foreach_address(&b->router, visit, &w);
+}
