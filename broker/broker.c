@@ -11,6 +11,8 @@
 
 /* Writes gathered in a loop pass leave at the start of the next (the idle phase, which
  * also keeps the poll from blocking while something waits). */
+static void free_broker(mqr_broker_t *b);
+
 static void idle_cb(uv_idle_t *h) {
   mqr_broker_t *b = h->data;
   bool more = mqr__server_flush(b);
@@ -22,16 +24,12 @@ static void idle_cb(uv_idle_t *h) {
   }
 }
 
-void mqr__broker_wake(mqr_broker_t *b) {
-  if (b->idle_on || b->closing) return;
-  b->idle_on = true;
-  uv_idle_start(&b->idle, idle_cb);
-}
-
 int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out, mqr_error_t *err) {
   mqr_broker_t *b = mqr_calloc(1, sizeof *b);
   if (b == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory creating the broker");
   b->loop = loop;
+  b->idle_fn = idle_cb;
+  b->last_handle_fn = free_broker;
   if (opt) b->opt = *opt;
   if (b->opt.server_name == NULL) b->opt.server_name = "mqrd";
   if (b->opt.max_credit == 0) b->opt.max_credit = 65536;
@@ -136,22 +134,6 @@ static void free_broker(mqr_broker_t *b) {
   if (cb) cb(arg);
 }
 
-void mqr__broker_handle_opened(mqr_broker_t *b) { b->open_handles++; }
-
-uv_loop_t *mqr__loop(const mqr_broker_t *b) { return b->loop; }
-const mqr_broker_options_t *mqr__options(const mqr_broker_t *b) { return &b->opt; }
-const mqr_config_t *mqr__config(const mqr_broker_t *b) { return b->config; }
-bool mqr__closing(const mqr_broker_t *b) { return b->closing; }
-bool mqr__has_journal(const mqr_broker_t *b) { return b->dur != NULL; }
-struct mqr__net_s **mqr__net_slot(const mqr_broker_t *b) {
-  return (struct mqr__net_s **)&b->net;
-}
-
-/* A handle of the broker's closed: the last one frees it. */
-void mqr__broker_handle_closed(mqr_broker_t *b) {
-  if (--b->open_handles == 0 && b->closing) free_broker(b);
-}
-
 static void idle_closed(uv_handle_t *h) { mqr__broker_handle_closed(h->data); }
 
 void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
@@ -179,23 +161,6 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
 }
 
 mqr_router_t *mqr_broker_router(mqr_broker_t *b) { return &b->router; }
-
-uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
-  mqr__bq_t *bq = mqr_queue_data(q);
-  uint64_t n = 0;
-  for (mqr__entry_t *e; bq && (e = bq->store.ops->pop(&bq->store)) != NULL; n++) {
-    bq->acked++; /* it left the queue as an acknowledged message does */
-    if (e->jbq) mqr__durable_removed(b, e);
-    mqr__grave_put(b, e); /* released in slices (grave.c) */
-  }
-  mqr__grave_step(b);                      /* the first slice now: a small purge is done at once */
-  if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
-    uint64_t h = mqr__redeliver_drop_queue(b, bq, true, false);
-    bq->acked += h;
-    n += h;
-  }
-  return n;
-}
 
 /* ---- reload -------------------------------------------------------------------------------- */
 

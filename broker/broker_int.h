@@ -182,6 +182,26 @@ struct mqr_broker_consumer_s {
   struct mqr_broker_consumer_s *session_next; /* the session's consumers */
 };
 
+/* The durable store as the send path and the queues' state use it: the journal
+ * (durable.c, compact.c) and the page files (pager.c) implement it, set once the journal
+ * is open (b->persist; NULL: no persistence), so that send.c and acct.c call neither. */
+typedef struct {
+  /* A durable message to durable queues: its records appended; the send answered once
+   * they are durable (MQR__PENDING), or an error. */
+  int (*send)(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const struct mqr__send_s *s,
+              const mqr_broker_receipt_t *r, mqr_error_t *err);
+  /* An answer ready now that must wait for its producer's earlier ones (it has some
+   * pending): MQR__PENDING, or rc when it need not wait. */
+  int (*answer)(mqr_broker_t *b, const struct mqr__send_s *s, int rc, const mqr_broker_receipt_t *r,
+                const mqr_error_t *err);
+  /* PAGE: whether this send to acct goes to its page files, and sending it there. */
+  bool (*page_wants)(mqr_broker_t *b, const struct mqr__acct_s *acct);
+  int (*page)(mqr_broker_t *b, struct mqr__acct_s *acct, const mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n,
+              const struct mqr__send_s *s, const mqr_broker_receipt_t *r, bool durable, mqr_error_t *err);
+  /* A queue's broker state was made: a durable queue made at run time is recorded. */
+  void (*queue_made)(mqr_broker_t *b, struct mqr__bq_s *bq);
+} mqr__persist_ops_t;
+
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */
 struct mqr__net_s;
 
@@ -229,10 +249,13 @@ struct mqr_broker_s {
   uint32_t msg_n_free[MQR__MSG_CLASSES];
   mqr__bq_t *queues;
   mqr__acct_t *accts;
-  mqr__session_t inproc;      /* in-process consumers' */
-  struct mqr__durable_s *dur; /* the journal and what it holds (durable.h); NULL: no persistence */
-  struct mqr__net_s *net;     /* the connection layer: listeners and connections; NULL without listen */
-  uv_idle_t idle;             /* started when a head has work for the next pass (writes, resumes) */
+  mqr__session_t inproc;                   /* in-process consumers' */
+  struct mqr__durable_s *dur;              /* the journal and what it holds (durable.h); NULL: no persistence */
+  const mqr__persist_ops_t *persist;       /* its ops for the send path (set with dur) */
+  struct mqr__net_s *net;                  /* the connection layer: listeners and connections; NULL without listen */
+  uv_idle_t idle;                          /* started when a head has work for the next pass (writes, resumes) */
+  uv_idle_cb idle_fn;                      /* its callback (broker.c) */
+  void (*last_handle_fn)(mqr_broker_t *b); /* frees it, once closing and every handle closed */
   bool idle_on;
   /* Entries waiting out a redelivery delay: a min-heap by when they are due (uv_now ms),
    * and the timer set for the first (redeliver.c). */

@@ -195,7 +195,7 @@ mqr_str_t mqr__value_text(const mqr_value_t *v, char *buf, size_t cap);
 /* The answer to a send comes later (MQR__PENDING): through the producer's ops, or fn. */
 #define MQR__PENDING 1
 
-typedef struct { /* a field added here is set in mqr__send_init too */
+typedef struct mqr__send_s { /* a field added here is set in mqr__send_init too */
   mqr_str_t address;
   int routing_type; /* MQR_ANYCAST, MQR_MULTICAST, MQR_ROUTING_NONE */
   bool durable;

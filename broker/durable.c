@@ -385,6 +385,10 @@ static void handle_closed(uv_handle_t *h) {
   mqr__broker_handle_closed(d->b);
 }
 
+/* The send path's view of the journal and the pages (broker_int.h). */
+static const mqr__persist_ops_t journal_ops = {mqr__durable_send, mqr__durable_answer, mqr__pager_wants,
+                                               mqr__pager_send, mqr__durable_queue_made};
+
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);
   const char *dir = b->opt.data_dir ? b->opt.data_dir : pc->directory;
@@ -424,6 +428,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   d->compact_pct = pc->journal_compact_percentage;
   d->recovering = true;
   b->dur = d;
+  b->persist = &journal_ops;
   uint64_t t0 = uv_hrtime();
   rc = mqr_journal_open(b->loop, &d->jopt, mqr__durable_recover_record, rec, &d->w, err);
   uint64_t messages = 0, queues = 0;
@@ -470,6 +475,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
     mqr_free(d->dir);
     mqr_free(d);
     b->dur = NULL;
+    b->persist = NULL;
     return rc;
   }
   mqr__recovery_free(rec);
@@ -529,4 +535,5 @@ void mqr__durable_free(mqr_broker_t *b) {
   mqr_free(d->dir);
   mqr_free(d);
   b->dur = NULL;
+  b->persist = NULL;
 }

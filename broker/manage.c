@@ -315,3 +315,20 @@ int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,
   }
   return n;
 }
+
+uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
+  mqr__bq_t *bq = mqr_queue_data(q);
+  uint64_t n = 0;
+  for (mqr__entry_t *e; bq && (e = bq->store.ops->pop(&bq->store)) != NULL; n++) {
+    bq->acked++; /* it left the queue as an acknowledged message does */
+    if (e->jbq) mqr__durable_removed(b, e);
+    mqr__grave_put(b, e); /* released in slices (grave.c) */
+  }
+  mqr__grave_step(b);                      /* the first slice now: a small purge is done at once */
+  if (bq && (bq->held || bq->scheduled)) { /* and those waiting out a delay or their schedule */
+    uint64_t h = mqr__redeliver_drop_queue(b, bq, true, false);
+    bq->acked += h;
+    n += h;
+  }
+  return n;
+}

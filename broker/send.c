@@ -6,99 +6,14 @@
 #include <stdio.h>
 
 #include "../common/ascii.h"
-#include "durable.h"
-
-/* ---- queues and accounts, made on first use ---------------------------------------------- */
-
-mqr__bq_t *mqr__bq_of(mqr_broker_t *b, mqr_queue_t *q) {
-  mqr__bq_t *bq = mqr_queue_data(q);
-  if (bq) return bq;
-  if (mqr_queue_removed(q)) return NULL; /* deleted by a callback while a send held it */
-  if ((bq = mqr_calloc(1, sizeof *bq)) == NULL) return NULL;
-  bq->q = q;
-  mqr__memstore_init(&bq->store);
-  if (!mqr__kinds_init(bq)) {
-    mqr_free(bq);
-    return NULL;
-  }
-  bq->next = b->queues;
-  if (b->queues) b->queues->prev = bq;
-  b->queues = bq;
-  mqr_queue_set_data(q, bq);
-  mqr__durable_queue_made(b, bq); /* a durable queue made at run time is recorded */
-  return bq;
-}
-
-void mqr__acct_settings(mqr__acct_t *a) {
-  const mqr_address_settings_t *s = mqr_address_settings(a->address);
-  a->max = s->max_size_bytes;
-  a->policy = s->address_full_policy;
-  a->expiry_adjust = s->expiry_delay >= 0 || s->min_expiry_delay >= 0 || s->max_expiry_delay >= 0;
-}
-
-mqr__acct_t *mqr__acct_of(mqr_broker_t *b, mqr_address_t *addr) {
-  mqr__acct_t *a = mqr_address_data(addr);
-  if (a) return a;
-  if ((a = mqr_calloc(1, sizeof *a)) == NULL) return NULL;
-  a->address = addr;
-  mqr__acct_settings(a);
-  a->next = b->accts;
-  b->accts = a;
-  mqr_address_set_data(addr, a);
-  return a;
-}
-
-/* ---- producers paused by a full address (BLOCK) ------------------------------------------ */
-
-void mqr__producer_block(mqr__producer_t *p, mqr__acct_t *a) {
-  for (uint32_t i = 0; i < a->n_blocked; i++)
-    if (a->blocked[i] == p) return;
-  if (a->n_blocked == a->cap_blocked) {
-    uint32_t ncap = a->cap_blocked ? a->cap_blocked * 2 : 4;
-    mqr__producer_t **nb = mqr_realloc(a->blocked, ncap * sizeof *nb);
-    if (nb == NULL) return; /* not paused: it pauses again on its next send to the full address */
-    a->blocked = nb;
-    a->cap_blocked = ncap;
-  }
-  a->blocked[a->n_blocked++] = p;
-  p->blocked_on++;
-}
-
-/* A producer going away leaves every account it waits on. */
-void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p) {
-  for (mqr__acct_t *a = b->accts; a && p->blocked_on; a = a->next)
-    for (uint32_t i = 0; i < a->n_blocked; i++)
-      if (a->blocked[i] == p) {
-        a->blocked[i] = a->blocked[--a->n_blocked];
-        p->blocked_on--;
-        break;
-      }
-  p->blocked_on = 0;
-}
-
-void mqr__global_release(mqr_broker_t *b) {
-  b->global_blocked = false;
-  for (mqr__acct_t *a = b->accts; a; a = a->next)
-    if (a->n_blocked && !mqr__acct_over(a)) mqr__acct_release(a);
-}
-
-/* The account has room again (or its limit or policy changed): every producer it
- * paused that waits on nothing else reads on. */
-void mqr__acct_release(mqr__acct_t *a) {
-  for (uint32_t i = 0; i < a->n_blocked; i++) {
-    mqr__producer_t *p = a->blocked[i];
-    if (p->blocked_on) p->blocked_on--;
-    if (p->blocked_on == 0 && p->ops) p->ops->resume(p);
-  }
-  a->n_blocked = 0;
-}
+#include "broker_int.h"
 
 /* ---- doSend -------------------------------------------------------------------------------- */
 
 /* A durable message to a durable queue, with a journal: its records go first, and it is
  * enqueued once they are durable. */
 static bool journaled(const mqr_broker_t *b, const mqr__send_t *s, const mqr_route_result_t *res) {
-  if (!s->durable || b->dur == NULL) return false;
+  if (!s->durable || b->persist == NULL) return false;
   for (uint32_t i = 0; i < res->count; i++)
     if (mqr__queue_journaled(res->queues[i])) return true;
   return false;
@@ -181,7 +96,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   /* PAGE with persistence: once full, the address's messages go to its page files, in
    * order, until its queues have read them all back (pager.c). Without persistence PAGE
    * acts as BLOCK. */
-  bool page = acct->policy == MQR_FULL_PAGE && mqr__pager_wants(b, acct);
+  bool page = acct->policy == MQR_FULL_PAGE && b->persist && b->persist->page_wants(b, acct);
   if (!page && mqr__full(b, acct)) {
     mqr_str_t an = mqr_address_name(res.address);
     bool own = mqr__acct_over(acct);
@@ -268,7 +183,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
       r->queues = res.count;
       r->message_id = id;
     }
-    int prc = mqr__pager_send(b, acct, m, res.queues, res.count, s, r, s->durable, err);
+    int prc = b->persist->page(b, acct, m, res.queues, res.count, s, r, s->durable, err);
     mqr__msg_release(b, (m->refs = 1, m)); /* the page record has its bytes */
     return prc;
   }
@@ -279,7 +194,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
       r->queues = res.count;
       r->message_id = id;
     }
-    return mqr__durable_send(b, m, res.queues, res.count, s, r, err);
+    return b->persist->send(b, m, res.queues, res.count, s, r, err);
   }
 
   uint32_t taken = 0;
@@ -316,7 +231,7 @@ int mqr__do_send(mqr_broker_t *b, const mqr__send_t *s, mqr_broker_receipt_t *r,
   int rc = send_now(b, s, r, blocked, err);
   if (rc == MQR__PENDING) return rc;
   /* An answer ready now waits for the same producer's earlier ones. */
-  return mqr__durable_answer(b, s, rc, r, err);
+  return s->producer && s->producer->pending && b->persist ? b->persist->answer(b, s, rc, r, err) : rc;
 }
 
 /* UTF-8; a short ASCII string (most keys and values) without a call */
@@ -373,6 +288,9 @@ void mqr_broker_send_async(mqr_broker_t *b, const mqr_broker_message_t *m, mqr_b
   s.fn = cb;
   s.fn_arg = arg;
   /* A message refused here is answered in its turn, after earlier sends. */
-  rc = rc ? mqr__durable_answer(b, &s, rc, &r, &err) : mqr__do_send(b, &s, &r, NULL, &err);
+  if (rc == 0)
+    rc = mqr__do_send(b, &s, &r, NULL, &err);
+  else if (s.producer->pending && b->persist)
+    rc = b->persist->answer(b, &s, rc, &r, &err);
   if (rc != MQR__PENDING) cb(arg, rc, &r, rc ? &err : NULL);
 }

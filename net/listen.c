@@ -208,7 +208,7 @@ uint32_t mqr__server_connections(const mqr_broker_t *b) {
 }
 
 void mqr__server_free(mqr_broker_t *b) {
-  struct mqr__net_s *net = net;
+  struct mqr__net_s *net = mqr__net(b);
   if (net == NULL) return;
   for (uint32_t i = 0; i < net->n_listeners; i++) mqr_free(net->listeners[i].strings);
   mqr_free(net->listeners);
