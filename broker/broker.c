@@ -25,6 +25,8 @@ static void idle_cb(uv_idle_t *h) {
 }
 
 int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_broker_t **out, mqr_error_t *err) {
+  int rc = mqr_broker_register_protocols();
+  if (rc) return mqr_error_set(err, rc, "the broker's protocols cannot be registered with the config loader");
   mqr_broker_t *b = mqr_calloc(1, sizeof *b);
   if (b == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory creating the broker");
   b->loop = loop;
@@ -37,7 +39,6 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   mqr__pool_init(&b->entries, sizeof(mqr__entry_t), 1u << 16);
   mqr__pool_init(&b->consumers, sizeof(mqr_broker_consumer_t), 1024);
   mqr__session_init(b, &b->inproc, NULL);
-  int rc = 0;
   b->config = b->opt.config;
   if (b->config == NULL) {
     mqr_error_t items[4];

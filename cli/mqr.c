@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "commands.h"
+#include "mqr/broker.h"
 
 #define MAX_DIAGS 64
 
@@ -256,20 +257,17 @@ static int cmd_show(const char *path) {
          wc.single_word, wc.escape);
   for (uint32_t i = 0; i < mqr_config_listener_count(cfg); i++) {
     const mqr_listener_config_t *l = mqr_config_listener(cfg, i);
-    char protocols[32] = "";
-    static const char *const names[] = {"mqr", "mqtt", "stomp"};
-    for (int k = 0; k < 3; k++)
-      if (l->protocols & (1u << k))
+    char protocols[64] = "";
+    const mqr_protocol_def_t *def;
+    for (uint32_t k = 0; (def = mqr_config_protocol(k)) != NULL; k++)
+      if (l->protocols & def->bit)
         snprintf(protocols + strlen(protocols), sizeof protocols - strlen(protocols), "%s%s", protocols[0] ? "," : "",
-                 names[k]);
+                 def->name);
     printf("listener %s host=%s port=%u protocols=%s max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums",
            l->name, l->host, l->port, protocols, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
-    if (l->protocols & MQR_PROTOCOL_MQTT)
-      printf(" mqtt-max-packet-size=%u mqtt-receive-maximum=%u mqtt-server-keep-alive=%d mqtt-topic-alias-maximum=%u",
-             l->mqtt_max_packet, l->mqtt_receive_max, l->mqtt_server_keep_alive, l->mqtt_topic_alias_max);
-    if (l->protocols & MQR_PROTOCOL_STOMP)
-      printf(" stomp-max-frame-size=%u stomp-max-headers=%u stomp-max-header-length=%u", l->stomp_max_frame,
-             l->stomp_max_headers, l->stomp_max_header_len);
+    for (uint32_t k = 0; (def = mqr_config_protocol(k)) != NULL; k++) /* each protocol's block */
+      for (uint32_t o = 0; (l->protocols & def->bit) && o < def->n_options; o++)
+        printf(" %s-%s=%lld", def->name, def->options[o].key, (long long)mqr_listener_option(l, def, o));
     for (uint32_t k = 0; k < l->prefixes.count; k++)
       printf(" %s-prefix=%.*s", l->prefixes.items[k].type == MQR_ANYCAST ? "anycast" : "multicast",
              (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);
@@ -467,6 +465,7 @@ static bool wants_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr, 2);
+  mqr_broker_register_protocols(); /* the listeners' protocol blocks, for configs */
   const char *cmd = argv[1];
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return usage(stdout, 0);
   if (!strcmp(cmd, "--version")) {

@@ -80,10 +80,7 @@ bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_c
   if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
       a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
       a->prefixes.count != b->prefixes.count || a->protocols != b->protocols ||
-      a->mqtt_max_packet != b->mqtt_max_packet || a->mqtt_receive_max != b->mqtt_receive_max ||
-      a->mqtt_server_keep_alive != b->mqtt_server_keep_alive || a->mqtt_topic_alias_max != b->mqtt_topic_alias_max ||
-      a->stomp_max_frame != b->stomp_max_frame || a->stomp_max_headers != b->stomp_max_headers ||
-      a->stomp_max_header_len != b->stomp_max_header_len)
+      memcmp(a->options, b->options, sizeof a->options) != 0)
     return false;
   for (uint32_t i = 0; i < a->prefixes.count; i++)
     if (!mqr_str_eq(a->prefixes.items[i].text, b->prefixes.items[i].text) ||

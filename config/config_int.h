@@ -5,6 +5,7 @@
  *   parse.c      the document: wildcard syntax, address settings, addresses and queues;
  *                loading from text, a file or the embedded default; the accessors
  *   listeners.c  the listeners section and its accessors
+ *   protocols.c  the registered protocols, whose blocks a listener may have
  *   persistence.c the persistence section (the journal) and its accessor
  *   diverts.c    the diverts section, its accessors, and diverts built and reloaded
  *   apply.c      building a router from a config, and applying a reloaded one to it
@@ -138,6 +139,10 @@ bool mqr__cfg_get_routing_type(ctx_t *c, const yaml_node_t *n, const char *what,
 void mqr__cfg_parse_wildcard(ctx_t *c, yaml_node_t *map);
 void mqr__cfg_parse_settings(ctx_t *c, yaml_node_t *map);
 void mqr__cfg_parse_listeners(ctx_t *c, yaml_node_t *seq);
+/* protocols.c: where a registered protocol's options start in a listener's options
+ * (MQR_LISTENER_OPTIONS: not registered), and every option at its default. */
+uint32_t mqr__cfg_option_base(const mqr_protocol_def_t *def);
+void mqr__cfg_options_default(int64_t *options);
 void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map);
 bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b);
 int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err);

@@ -5,16 +5,37 @@
 
 /* ---- listeners -------------------------------------------------------------------- */
 
-/* protocols: a list of mqr, mqtt, stomp (or one of them). */
+/* The registered protocols' names, for messages: "mqr, mqtt or stomp". */
+static void protocol_names(char *out, size_t cap) {
+  out[0] = '\0';
+  uint32_t n = 0;
+  while (mqr_config_protocol(n)) n++;
+  for (uint32_t i = 0; i < n; i++)
+    snprintf(out + strlen(out), cap - strlen(out), "%s%s",
+             i == 0       ? ""
+             : i + 1 == n ? " or "
+                          : ", ",
+             mqr_config_protocol(i)->name);
+}
+
+static const mqr_protocol_def_t *protocol_named(mqr_str_t v) {
+  for (uint32_t i = 0; mqr_config_protocol(i); i++)
+    if (mqr_str_eq(v, mqr_str(mqr_config_protocol(i)->name))) return mqr_config_protocol(i);
+  return NULL;
+}
+
+/* protocols: a list of the registered protocols' names (or one of them). */
 static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
+  char names[128];
+  protocol_names(names, sizeof names);
   yaml_node_item_t *start = NULL, *top = NULL;
   yaml_node_t *one = p->value;
   if (p->value->type == YAML_SEQUENCE_NODE) {
     start = p->value->data.sequence.items.start;
     top = p->value->data.sequence.items.top;
-    if (start == top) ERR(c, p->value, "'protocols' is empty: name one or more of mqr, mqtt, stomp");
+    if (start == top) ERR(c, p->value, "'protocols' is empty: name one or more of %s", names);
   } else if (p->value->type != YAML_SCALAR_NODE) {
-    ERR(c, p->value, "'protocols' must be a list of mqr, mqtt, stomp, not %s", mqr__cfg_kind_name(p->value));
+    ERR(c, p->value, "'protocols' must be a list of %s, not %s", names, mqr__cfg_kind_name(p->value));
     return 0;
   }
   uint32_t set = 0;
@@ -22,12 +43,10 @@ static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
     yaml_node_t *n = start ? (it < top ? mqr__cfg_node(c, *it) : NULL) : one;
     if (n == NULL) break;
     mqr_str_t v = n->type == YAML_SCALAR_NODE ? mqr__cfg_scalar(n) : MQR_STR("");
-    uint32_t bit = mqr_str_eq(v, MQR_STR("mqr"))     ? MQR_PROTOCOL_MQR
-                   : mqr_str_eq(v, MQR_STR("mqtt"))  ? MQR_PROTOCOL_MQTT
-                   : mqr_str_eq(v, MQR_STR("stomp")) ? MQR_PROTOCOL_STOMP
-                                                     : 0;
+    const mqr_protocol_def_t *def = protocol_named(v);
+    uint32_t bit = def ? def->bit : 0;
     if (bit == 0)
-      ERR(c, n, "unknown protocol '%.*s' (mqr, mqtt or stomp)", (int)v.len, v.ptr);
+      ERR(c, n, "unknown protocol '%.*s' (%s)", (int)v.len, v.ptr, names);
     else if (set & bit)
       ERR(c, n, "protocol '%.*s' named twice", (int)v.len, v.ptr);
     set |= bit;
@@ -36,40 +55,34 @@ static uint32_t parse_protocols(ctx_t *c, const pair_t *p) {
   return set;
 }
 
-/* stomp: {max-frame-size, max-headers, max-header-length}. */
-static void parse_stomp(ctx_t *c, const pair_t *p, int64_t *frame, int64_t *headers, int64_t *line) {
-  const char *where = "a listener's stomp";
+/* A protocol's block, through its table of options: into options at its base. */
+static void parse_block(ctx_t *c, const pair_t *p, const mqr_protocol_def_t *def, int64_t *options) {
+  char where[64], known[512] = "";
+  snprintf(where, sizeof where, "a listener's %s", def->name);
+  for (uint32_t k = 0; k < def->n_options; k++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "", def->options[k].key);
   if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
+  int64_t *v = options + mqr__cfg_option_base(def);
   FOREACH_PAIR(c, p->value, q) {
     if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
-    if (mqr_str_eq(q.name, MQR_STR("max-frame-size")))
-      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, frame);
-    else if (mqr_str_eq(q.name, MQR_STR("max-headers")))
-      mqr__cfg_get_int(c, &q, false, 1, 1000000, headers);
-    else if (mqr_str_eq(q.name, MQR_STR("max-header-length")))
-      mqr__cfg_get_int(c, &q, true, 64, MQR_MAX_FRAME_LIMIT, line);
-    else
-      mqr__cfg_unknown_key(c, &q, where, "max-frame-size, max-headers, max-header-length");
-  }
-}
-
-/* mqtt: {max-packet-size, receive-maximum, server-keep-alive, topic-alias-maximum}:
- * v[0..3] in that order. */
-static void parse_mqtt(ctx_t *c, const pair_t *p, int64_t v[4]) {
-  const char *where = "a listener's mqtt";
-  if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
-  FOREACH_PAIR(c, p->value, q) {
-    if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
-    if (mqr_str_eq(q.name, MQR_STR("max-packet-size")))
-      mqr__cfg_get_int(c, &q, true, 1024, MQR_MAX_FRAME_LIMIT, &v[0]);
-    else if (mqr_str_eq(q.name, MQR_STR("receive-maximum")))
-      mqr__cfg_get_int(c, &q, false, 1, 65535, &v[1]);
-    else if (mqr_str_eq(q.name, MQR_STR("server-keep-alive")))
-      mqr__cfg_get_int(c, &q, false, -1, 65535, &v[2]);
-    else if (mqr_str_eq(q.name, MQR_STR("topic-alias-maximum")))
-      mqr__cfg_get_int(c, &q, false, 0, 65535, &v[3]);
-    else
-      mqr__cfg_unknown_key(c, &q, where, "max-packet-size, receive-maximum, server-keep-alive, topic-alias-maximum");
+    uint32_t k = 0;
+    while (k < def->n_options && !mqr_str_eq(q.name, mqr_str(def->options[k].key))) k++;
+    if (k == def->n_options) {
+      mqr__cfg_unknown_key(c, &q, where, known);
+      continue;
+    }
+    const mqr_option_def_t *o = &def->options[k];
+    if (o->kind == MQR_OPTION_DURATION) {
+      int64_t ms;
+      if (mqr__cfg_get_duration(c, &q, o->max, &ms)) {
+        if (ms < o->min)
+          ERR(c, q.value, "'%s' must be at least %" PRId64 " ms, not %" PRId64 " ms", o->key, o->min, ms);
+        else
+          v[k] = ms;
+      }
+    } else {
+      mqr__cfg_get_int(c, &q, o->kind == MQR_OPTION_SIZE, o->min, o->max, &v[k]);
+    }
   }
 }
 
@@ -78,15 +91,16 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "a listener")) return;
   static const char known[] =
       "name, host, port, protocols, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, "
-      "idle-timeout, mqtt, stomp";
+      "idle-timeout, and a block per protocol";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
   const yaml_node_t *name_node = map, *px_node = NULL;
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
   int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
-  int64_t mqtt[4] = {MQR_DEFAULT_MAX_FRAME, 65535, -1, 64}, stomp_frame = MQR_DEFAULT_MAX_FRAME;
-  int64_t stomp_headers = MQR_DEFAULT_STOMP_MAX_HEADERS, stomp_line = MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH;
+  int64_t options[MQR_LISTENER_OPTIONS];
+  mqr__cfg_options_default(options);
+  const mqr_protocol_def_t *def;
   uint32_t protocols = MQR_PROTOCOL_MQR;
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "a listener")) continue;
@@ -112,10 +126,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       }
     } else if (mqr_str_eq(p.name, MQR_STR("protocols"))) {
       protocols = parse_protocols(c, &p);
-    } else if (mqr_str_eq(p.name, MQR_STR("mqtt"))) {
-      parse_mqtt(c, &p, mqtt);
-    } else if (mqr_str_eq(p.name, MQR_STR("stomp"))) {
-      parse_stomp(c, &p, &stomp_frame, &stomp_headers, &stomp_line);
+    } else if ((def = protocol_named(p.name)) != NULL) {
+      parse_block(c, &p, def, options);
     } else if (mqr_str_eq(p.name, MQR_STR("anycast-prefix"))) {
       mqr__cfg_get_string(c, &p, &px[0]);
       px_node = p.value;
@@ -141,13 +153,7 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.port = (uint16_t)port;
   l->pub.protocols = protocols;
   l->pub.max_frame = (uint32_t)max_frame;
-  l->pub.mqtt_max_packet = (uint32_t)mqtt[0];
-  l->pub.mqtt_receive_max = (uint16_t)mqtt[1];
-  l->pub.mqtt_server_keep_alive = (int32_t)mqtt[2];
-  l->pub.mqtt_topic_alias_max = (uint16_t)mqtt[3];
-  l->pub.stomp_max_frame = (uint32_t)stomp_frame;
-  l->pub.stomp_max_headers = (uint32_t)stomp_headers;
-  l->pub.stomp_max_header_len = (uint32_t)stomp_line;
+  memcpy(l->pub.options, options, sizeof options);
   l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
   l->pub.idle_timeout_ms = (uint32_t)idle_ms;
   l->pub.line = (uint32_t)map->start_mark.line + 1;

@@ -130,6 +130,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  mqr_broker_register_protocols(); /* before any config: the listeners' protocol blocks */
   daemon_t d = {.level = MQR_LOG_INFO};
   bool check = false, urls = false;
   static const struct option opts[] = {{"config", required_argument, NULL, 'c'},

@@ -113,7 +113,7 @@ static int pick_head(mqr__conn_t *c) {
   size_t n = c->rlen - c->rpos;
   bool wait = false;
   for (const mqr__head_t *const *h = mqr__heads; *h; h++) {
-    if (!((*h)->protocol & set)) continue;
+    if (!((*h)->def->bit & set)) continue;
     int r = (*h)->sniff(p, n);
     if (r > 0) return mqr__conn_set_head(c, *h) ? 1 : -1;
     if (r < 0) wait = true;

@@ -80,7 +80,7 @@ void mqr__net_on_connection(uv_stream_t *server, int status) {
   /* One protocol: its head at once (its handshake timeout is its own); several: the
    * first bytes tell (conn.c). */
   for (const mqr__head_t *const *h = mqr__heads; *h; h++)
-    if ((*h)->protocol == l->cfg->protocols && !mqr__conn_set_head(c, *h)) return;
+    if ((*h)->def->bit == l->cfg->protocols && !mqr__conn_set_head(c, *h)) return;
   c->reading = true;
   if (c->tr->read_start(c) != 0) mqr__conn_close(c, false);
 }
@@ -173,7 +173,7 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
 int mqr__server_ready(mqr_broker_t *b, mqr_error_t *err) {
   struct mqr__net_s *net = mqr__net(b);
   for (const mqr__head_t *const *h = mqr__heads; net && *h; h++)
-    if (((*h)->protocol & net->protocols) && (*h)->ready && (*h)->ready(b) != 0)
+    if (((*h)->def->bit & net->protocols) && (*h)->ready && (*h)->ready(b) != 0)
       return mqr_error_set(err, MQR_ENOMEM, "out of memory making the %s head ready", (*h)->name);
   return 0;
 }

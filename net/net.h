@@ -71,8 +71,10 @@ extern const mqr__transport_t *const mqr__transports[];
 
 /* A protocol head on the connection layer. Every call is on the loop's thread. */
 typedef struct mqr__head_s {
-  const char *name;  /* in logs: "MQTT" */
-  uint32_t protocol; /* its MQR_PROTOCOL_* bit in a listener's protocols */
+  const char *name; /* in logs: "MQTT" */
+  /* Its name and bit in a listener's protocols, and the options of its block there
+   * (read with mqr_listener_option(c->l->cfg, def, i)). */
+  const mqr_protocol_def_t *def;
   /* Whether p[0 .. n) (n >= 1), a connection's first bytes, start this protocol: 1 yes,
    * 0 no, -1 more bytes are needed to tell. */
   int (*sniff)(const uint8_t *p, size_t n);

@@ -243,15 +243,17 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
   mc->connected = true;
   /* A server keep-alive of the listener's goes over the client's (5.0; 3.1.1 has no way
    * to say it, so the client's stands). */
-  int32_t ska = c->l->cfg->mqtt_server_keep_alive;
+  int32_t ska = (int32_t)mqr__mqtt_opt(c, MQTT_OPT_SERVER_KEEP_ALIVE);
   uint16_t keep_alive = level == 5 && ska >= 0 ? (uint16_t)ska : cn->keep_alive;
   mc->keep_alive_ms = (uint64_t)keep_alive * 1500;
   mc->receive_max = level == 5 && MQR__MQTT_HAS(&p->props, 0x21) ? p->props.receive_max : 65535;
   mc->max_packet = level == 5 && MQR__MQTT_HAS(&p->props, 0x27) ? p->props.max_packet : 268435455;
-  mc->alias_max = level == 5 ? c->l->cfg->mqtt_topic_alias_max : 0;
-  mc->in_max = c->l->cfg->mqtt_receive_max ? c->l->cfg->mqtt_receive_max : 65535;
+  mc->alias_max = level == 5 ? (uint16_t)mqr__mqtt_opt(c, MQTT_OPT_TOPIC_ALIAS_MAX) : 0;
+  mc->in_max =
+      (uint16_t)mqr__mqtt_opt(c, MQTT_OPT_RECEIVE_MAX) ? (uint16_t)mqr__mqtt_opt(c, MQTT_OPT_RECEIVE_MAX) : 65535;
   uint16_t out_max = level == 5 && MQR__MQTT_HAS(&p->props, 0x22) ? p->props.topic_alias_max : 0;
-  if (out_max > c->l->cfg->mqtt_topic_alias_max) out_max = c->l->cfg->mqtt_topic_alias_max;
+  if (out_max > (uint16_t)mqr__mqtt_opt(c, MQTT_OPT_TOPIC_ALIAS_MAX))
+    out_max = (uint16_t)mqr__mqtt_opt(c, MQTT_OPT_TOPIC_ALIAS_MAX);
   if (out_max && mqr__smap_init(&mc->out_aliases)) mc->out_alias_max = out_max; /* (without memory: no aliases) */
   c->state = MQR__CONN_OPEN;
   mqr__mqtt_props_t pr = {0};
@@ -260,7 +262,7 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
     pr.topic_alias_max = mc->alias_max;
     pr.receive_max = mc->in_max;
     if (ska >= 0) pr.have |= 1ull << 0x13, pr.server_keep_alive = (uint16_t)ska;
-    pr.max_packet = c->l->cfg->mqtt_max_packet;
+    pr.max_packet = (uint32_t)mqr__mqtt_opt(c, MQTT_OPT_MAX_PACKET);
     if (cn->client_id.len == 0) pr.have |= 1ull << 0x12, pr.assigned_client_id = id;
   }
   connack(c, level, present, 0, &pr);
@@ -328,7 +330,7 @@ static int mqtt_open(mqr__conn_t *c) {
 
 static int take(mqr__conn_t *c) {
   mqtt_conn_t *mc = c->hs;
-  uint32_t max = c->l->cfg->mqtt_max_packet;
+  uint32_t max = (uint32_t)mqr__mqtt_opt(c, MQTT_OPT_MAX_PACKET);
   size_t total = 0;
   mqr_error_t err;
   int rc = mqr__mqtt_peek(c->rbuf + c->rpos, c->rlen - c->rpos, max, &total, &err);
@@ -455,9 +457,18 @@ static int sniff(const uint8_t *p, size_t n) {
 
 static int ready(mqr_broker_t *b) { return mqr__mqtt_load_sessions(b); }
 
+/* A listener's mqtt block (the order of MQTT_OPT_*). */
+static const mqr_option_def_t options[] = {
+    {"max-packet-size", MQR_OPTION_SIZE, 1024, MQR_MAX_FRAME_LIMIT, MQR_DEFAULT_MAX_FRAME},
+    {"receive-maximum", MQR_OPTION_INT, 1, 65535, 65535},
+    {"server-keep-alive", MQR_OPTION_INT, -1, 65535, -1},
+    {"topic-alias-maximum", MQR_OPTION_INT, 0, 65535, 64},
+};
+const mqr_protocol_def_t mqr__mqtt_def = {"mqtt", MQR_PROTOCOL_MQTT, options, sizeof options / sizeof *options};
+
 const mqr__head_t mqr__mqtt_head = {
     .name = "MQTT",
-    .protocol = MQR_PROTOCOL_MQTT,
+    .def = &mqr__mqtt_def,
     .sniff = sniff,
     .ready = ready,
     .tick_all = mqr__mqtt_tick_sessions,

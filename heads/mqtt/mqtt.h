@@ -139,6 +139,12 @@ void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) __att
 /* A PUBACK or PUBREC that waits for the core's answer to a send: its token. */
 int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id);
 extern const mqr__head_t mqr__mqtt_head;
+/* A listener's mqtt block (head.c): its options, in this order. */
+extern const mqr_protocol_def_t mqr__mqtt_def;
+enum { MQTT_OPT_MAX_PACKET, MQTT_OPT_RECEIVE_MAX, MQTT_OPT_SERVER_KEEP_ALIVE, MQTT_OPT_TOPIC_ALIAS_MAX };
+static inline int64_t mqr__mqtt_opt(const mqr__conn_t *c, int i) {
+  return mqr_listener_option(c->l->cfg, &mqr__mqtt_def, i);
+}
 /* The broker's registry, made on first use (NULL: no memory), or NULL when none. */
 mqtt_registry_t *mqr__mqtt_registry(mqr_broker_t *b, bool make);
 /* Every session, at the broker's close. */

@@ -160,9 +160,12 @@ static void free_broker(mqr_broker_t *b) {
   *slot = NULL;
 }
 
+/* The native protocol has no block of its own: its max-frame-size is the listener's. */
+static const mqr_protocol_def_t def = {"mqr", MQR_PROTOCOL_MQR, NULL, 0};
+
 const mqr__head_t mqr__native_head = {
     .name = "mqr",
-    .protocol = MQR_PROTOCOL_MQR,
+    .def = &def,
     .sniff = sniff,
     .free = free_broker,
     .open = open_conn,

@@ -352,7 +352,7 @@ static int stomp_open(mqr__conn_t *c) {
   void **slot = mqr__head_slot(c->b, &mqr__stomp_head);
   if (*slot == NULL && (*slot = mqr_calloc(1, sizeof(stomp_broker_t))) == NULL) return MQR_ENOMEM;
   stomp_broker_t *net = *slot;
-  uint32_t want = c->l->cfg->stomp_max_headers;
+  uint32_t want = mqr__stomp_opt(c, STOMP_OPT_MAX_HEADERS);
   if (net->cap < want) { /* the broker's, shared: one frame is handled at a time */
     void *h = mqr_malloc(want * sizeof(mqr__stomp_header_t)), *k = mqr_malloc(want * sizeof(mqr_str_t)),
          *v = mqr_malloc(want * sizeof(mqr_value_t));
@@ -373,8 +373,8 @@ static int stomp_open(mqr__conn_t *c) {
 
 static int take(mqr__conn_t *c) {
   stomp_t *st = c->hs;
-  const mqr_listener_config_t *cfg = c->l->cfg;
-  mqr__stomp_limits_t lim = {cfg->stomp_max_frame, cfg->stomp_max_headers, cfg->stomp_max_header_len};
+  mqr__stomp_limits_t lim = {mqr__stomp_opt(c, STOMP_OPT_MAX_FRAME), mqr__stomp_opt(c, STOMP_OPT_MAX_HEADERS),
+                             mqr__stomp_opt(c, STOMP_OPT_MAX_HEADER_LEN)};
   mqr__stomp_frame_t f = {.headers = mqr__stomp_broker(c->b)->headers, .progress = st->progress};
   size_t used = 0;
   mqr_error_t err;
@@ -392,7 +392,7 @@ static int take(mqr__conn_t *c) {
 
 /* The parser checked the limit on the part that came: the buffer doubles up to it. */
 static size_t room(const mqr__conn_t *c) {
-  size_t limit = (size_t)c->l->cfg->stomp_max_frame + 2, want = c->rcap * 2;
+  size_t limit = (size_t)mqr__stomp_opt(c, STOMP_OPT_MAX_FRAME) + 2, want = c->rcap * 2;
   return want < limit || limit <= c->rcap ? want : limit;
 }
 
@@ -480,9 +480,17 @@ static void free_broker(mqr_broker_t *b) {
   *mqr__head_slot(b, &mqr__stomp_head) = NULL;
 }
 
+/* A listener's stomp block (the order of STOMP_OPT_*). */
+static const mqr_option_def_t options[] = {
+    {"max-frame-size", MQR_OPTION_SIZE, 1024, MQR_MAX_FRAME_LIMIT, MQR_DEFAULT_MAX_FRAME},
+    {"max-headers", MQR_OPTION_INT, 1, 1000000, 1000},
+    {"max-header-length", MQR_OPTION_SIZE, 64, MQR_MAX_FRAME_LIMIT, 10240},
+};
+const mqr_protocol_def_t mqr__stomp_def = {"stomp", MQR_PROTOCOL_STOMP, options, sizeof options / sizeof *options};
+
 const mqr__head_t mqr__stomp_head = {
     .name = "STOMP",
-    .protocol = MQR_PROTOCOL_STOMP,
+    .def = &mqr__stomp_def,
     .sniff = sniff,
     .free = free_broker,
     .open = stomp_open,

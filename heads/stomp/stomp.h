@@ -72,6 +72,12 @@ typedef struct {
 } stomp_broker_t;
 
 extern const mqr__head_t mqr__stomp_head;
+/* A listener's stomp block (head.c): its options, in this order. */
+extern const mqr_protocol_def_t mqr__stomp_def;
+enum { STOMP_OPT_MAX_FRAME, STOMP_OPT_MAX_HEADERS, STOMP_OPT_MAX_HEADER_LEN };
+static inline uint32_t mqr__stomp_opt(const mqr__conn_t *c, int i) {
+  return (uint32_t)mqr_listener_option(c->l->cfg, &mqr__stomp_def, i);
+}
 static inline stomp_broker_t *mqr__stomp_broker(mqr_broker_t *b) { return *mqr__head_slot(b, &mqr__stomp_head); }
 
 #define STOMP_MAX_SUBSCRIPTIONS 1024 /* per connection */

@@ -53,6 +53,11 @@ typedef struct {
                                          that inject failures or power losses; NULL: the system's */
 } mqr_broker_options_t;
 
+/* Registers the broker's protocols (the native one, MQTT, STOMP) and their listener
+ * blocks with the config loader (mqr_config_register_protocol): call it before loading a
+ * config that names them. mqr_broker_create calls it too. 0, or the registry's error. */
+MQR_EXTERN int mqr_broker_register_protocols(void);
+
 /* Builds the broker on loop: the router from the config, the journal's messages and
  * queues recovered (with persistence), and (with listen) its listeners bound and
  * listening. Errors: the config's, MQR_EIO (a listener cannot bind, the journal's

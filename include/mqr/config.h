@@ -35,36 +35,68 @@ typedef struct mqr_config_s mqr_config_t;
 #define MQR_DEFAULT_HANDSHAKE_TIMEOUT 10000 /* ms a connection has to say CONNECT */
 #define MQR_DEFAULT_IDLE_TIMEOUT 60000      /* ms of silence before a connection is closed */
 
-/* The protocols a listener accepts (a set of these bits). With more than one, the broker
- * tells a connection's protocol by its first byte: 0x00-0x03 the native protocol (a
- * frame's length), 0x10 MQTT (CONNECT), a letter or an end of line STOMP. */
+/* The protocols a listener accepts (a set of these bits, each a protocol registered
+ * below). With more than one, the broker tells a connection's protocol by its first
+ * bytes. */
 #define MQR_PROTOCOL_MQR 0x1u   /* the native, Avro-framed protocol (libmqr-client) */
 #define MQR_PROTOCOL_MQTT 0x2u  /* MQTT 3.1.1 and 5.0 */
 #define MQR_PROTOCOL_STOMP 0x4u /* STOMP 1.0, 1.1 and 1.2 */
 
-#define MQR_DEFAULT_STOMP_MAX_HEADERS 1000        /* a STOMP frame's headers, when not set */
-#define MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH 10240 /* one STOMP header line, bytes, when not set */
+/* ---- protocols and their blocks of a listener ------------------------------------------------
+ *
+ * A protocol is named in a listener's `protocols` and may have a block of settings of its
+ * own in the listener (`mqtt: {max-packet-size: 1MiB}`). The protocol's code owns that
+ * block: it describes it with a table of options, registered here before configs are
+ * loaded (the broker's heads: mqr_broker_register_protocols), and reads a listener's
+ * values with mqr_listener_option. */
+
+typedef enum {
+  MQR_OPTION_INT,     /* a plain integer */
+  MQR_OPTION_SIZE,    /* bytes, with units (64KiB, 1MiB) */
+  MQR_OPTION_DURATION /* ms, with units (500ms, 30s) */
+} mqr_option_kind_t;
+
+typedef struct {
+  const char *key; /* as written in the block: kebab-case */
+  mqr_option_kind_t kind;
+  int64_t min, max, def; /* its range, and its value when not given */
+} mqr_option_def_t;
+
+typedef struct {
+  const char *name; /* in `protocols`, and its block's key */
+  uint32_t bit;     /* MQR_PROTOCOL_* */
+  const mqr_option_def_t *options;
+  uint32_t n_options;
+} mqr_protocol_def_t;
+
+#define MQR_LISTENER_OPTIONS 32 /* every registered protocol's options together, at most */
+
+/* Registers a protocol (def and its table must outlive every config): 0, or MQR_EINVAL
+ * (another of that name or bit), MQR_ELIMIT (more than 8 protocols or
+ * MQR_LISTENER_OPTIONS options). The same def again is 0. Not thread-safe: register
+ * before loading configs, from one thread. */
+MQR_EXTERN int mqr_config_register_protocol(const mqr_protocol_def_t *def);
+/* The registered protocols, in order: the i-th, or NULL past the last. */
+MQR_EXTERN const mqr_protocol_def_t *mqr_config_protocol(uint32_t i);
 
 /* A listener as configured (mqrd binds them). Strings live as long as the config. */
 typedef struct {
   const char *name;
-  const char *host;               /* an IPv4 or IPv6 literal, or a host name */
-  uint16_t port;                  /* 0: an ephemeral port */
-  uint32_t protocols;             /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
-  uint32_t max_frame;             /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
-  uint32_t mqtt_max_packet;       /* the largest MQTT packet either side may send (mqtt: max-packet-size) */
-  uint16_t mqtt_receive_max;      /* QoS 1 and 2 PUBLISHes a client may have unanswered (mqtt: receive-maximum) */
-  int32_t mqtt_server_keep_alive; /* s, sent in a 5.0 CONNACK and used over the client's; -1: the client's */
-  uint16_t mqtt_topic_alias_max;  /* topic aliases either side may set (mqtt: topic-alias-maximum); 0: none */
-  uint32_t stomp_max_frame;       /* the largest STOMP frame a client may send (stomp: max-frame-size) */
-  uint32_t stomp_max_headers;     /* headers in one STOMP frame (stomp: max-headers) */
-  uint32_t stomp_max_header_len;  /* bytes of one STOMP header line (stomp: max-header-length) */
-  uint32_t handshake_timeout_ms;  /* a connection that has not said CONNECT by then is closed; 0: never */
-  uint32_t idle_timeout_ms;       /* a connection the broker hears nothing from for this long is closed
-                                     (the broker sends PING after half of it); 0: never */
+  const char *host;              /* an IPv4 or IPv6 literal, or a host name */
+  uint16_t port;                 /* 0: an ephemeral port */
+  uint32_t protocols;            /* MQR_PROTOCOL_* bits; MQR_PROTOCOL_MQR when not set */
+  uint32_t max_frame;            /* the largest native frame a client may send, bytes (1 KiB - 64 MiB) */
+  uint32_t handshake_timeout_ms; /* a connection that has not said CONNECT by then is closed; 0: never */
+  uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
+                                    (the broker sends PING after half of it); 0: never */
   mqr_prefixes_t prefixes;
+  int64_t options[MQR_LISTENER_OPTIONS]; /* the protocols' blocks: mqr_listener_option */
   uint32_t line, column;
 } mqr_listener_config_t;
+
+/* The value of option i of protocol def's block in listener l (its default when the
+ * block does not give it; def must be registered). */
+MQR_EXTERN int64_t mqr_listener_option(const mqr_listener_config_t *l, const mqr_protocol_def_t *def, uint32_t i);
 
 /* The persistence section (docs/durability.md): the journal of durable messages. Without
  * the section, enabled is false. Strings live as long as the config. */

@@ -341,6 +341,7 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
     } else {
       uv_loop_init(&s->loop);
       mqr_error_t err;
+      mqr_broker_register_protocols();
       if (mqr_config_load_string("heads.yaml", yaml, strlen(yaml), &s->cfg, NULL) != 0)
         return mqr_bench_fail(c, "config");
       mqr_broker_options_t opt = {.config = s->cfg, .listen = true};

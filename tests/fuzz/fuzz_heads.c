@@ -85,6 +85,7 @@ static int each_queue(mqr_address_t *a, void *arg) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (broker == NULL) {
     mqr_config_t *cfg;
+    mqr_broker_register_protocols();
     FUZZ_CHECK(mqr_config_load_string("fuzz.yaml", yaml, sizeof yaml - 1, &cfg, NULL) == 0);
     uv_loop_init(&loop);
     mqr_broker_options_t opt = {.config = cfg, .listen = true};

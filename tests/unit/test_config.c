@@ -4,6 +4,7 @@
  * say; hostile input is an error, never a crash. */
 #include <dirent.h>
 
+#include "mqr/broker.h"
 #include "testutil.h"
 
 static const char *src_dir(void) {
@@ -168,6 +169,70 @@ static const char every_key[] =
     "    multicast: [m1, m2]\n"
     "  dead: ~\n";
 
+static const mqr_protocol_def_t *protocol_named(const char *name) {
+  for (uint32_t i = 0; mqr_config_protocol(i); i++)
+    if (strcmp(mqr_config_protocol(i)->name, name) == 0) return mqr_config_protocol(i);
+  return NULL;
+}
+
+/* A protocol registered by code the config knows nothing of: its name is taken in
+ * `protocols`, its block is read through its table (kinds, ranges, defaults), and a
+ * wrong key or value in it is an error with its position. */
+static const mqr_option_def_t test_options[] = {
+    {"window", MQR_OPTION_SIZE, 1024, 1 << 20, 4096},
+    {"linger", MQR_OPTION_DURATION, 10, 60000, 500},
+    {"level", MQR_OPTION_INT, -1, 9, 3},
+};
+static const mqr_protocol_def_t test_def = {"test-proto", 0x80u, test_options, 3};
+
+static void test_a_registered_protocol_owns_its_block(void **state) {
+  (void)state;
+  assert_int_equal(mqr_config_register_protocol(&test_def), 0);
+  assert_int_equal(mqr_config_register_protocol(&test_def), 0); /* again: nothing */
+  static const mqr_protocol_def_t same_name = {"test-proto", 0x100u, NULL, 0}, same_bit = {"other", 0x80u, NULL, 0};
+  assert_int_equal(mqr_config_register_protocol(&same_name), MQR_EINVAL);
+  assert_int_equal(mqr_config_register_protocol(&same_bit), MQR_EINVAL);
+  static const char good[] = "listeners:\n"
+                             "  - protocols: [test-proto, mqtt]\n"
+                             "    test-proto: {window: 64KiB, linger: 2s}\n";
+  mqr_config_t *cfg;
+  assert_int_equal(mqr_config_load_string("t.yaml", good, sizeof good - 1, &cfg, NULL), 0);
+  const mqr_listener_config_t *l = mqr_config_listener(cfg, 0);
+  assert_int_equal(l->protocols, 0x80u | MQR_PROTOCOL_MQTT);
+  assert_int_equal(mqr_listener_option(l, &test_def, 0), 65536);
+  assert_int_equal(mqr_listener_option(l, &test_def, 1), 2000);
+  assert_int_equal(mqr_listener_option(l, &test_def, 2), 3); /* its default */
+  mqr_config_destroy(cfg);
+  static const struct {
+    const char *block, *want;
+  } bad[] = {
+      {"{window: 1}", "window"},               /* under its minimum */
+      {"{linger: 5ms}", "at least 10 ms"},     /* a duration under its minimum */
+      {"{level: 10}", "level"},                /* over its maximum */
+      {"{speed: 3}", "window, linger, level"}, /* unknown: the known keys named */
+      {"[1, 2]", "test-proto"},                /* not a mapping */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[256];
+    int n = snprintf(text, sizeof text, "listeners:\n  - protocols: test-proto\n    test-proto: %s\n", bad[i].block);
+    mqr_error_t items[4];
+    mqr_diags_t d;
+    mqr_diags_init(&d, items, 4);
+    cfg = NULL;
+    assert_int_equal(mqr_config_load_string("t.yaml", text, (size_t)n, &cfg, &d), MQR_ECONFIG);
+    assert_null(cfg);
+    assert_int_equal(d.items[0].line, 3);
+    if (strstr(d.items[0].message, bad[i].want) == NULL)
+      fail_msg("%s: '%s' does not say '%s'", bad[i].block, d.items[0].message, bad[i].want);
+  }
+  static const char unknown[] = "listeners:\n  - protocols: [mqr, nope]\n";
+  mqr_error_t items[4];
+  mqr_diags_t d;
+  mqr_diags_init(&d, items, 4);
+  assert_int_equal(mqr_config_load_string("t.yaml", unknown, sizeof unknown - 1, &cfg, &d), MQR_ECONFIG);
+  assert_non_null(strstr(d.items[0].message, "unknown protocol 'nope' (mqr, mqtt, stomp or test-proto)"));
+}
+
 static void test_every_key_is_read(void **state) {
   (void)state;
   mqr_config_t *cfg;
@@ -181,14 +246,15 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(l->port, 0);
   assert_int_equal(l->max_frame, 4u << 20);
   assert_int_equal(l->protocols, MQR_PROTOCOL_MQR | MQR_PROTOCOL_STOMP);
-  assert_int_equal(l->stomp_max_frame, 2u << 20);
-  assert_int_equal(l->stomp_max_headers, 50);
-  assert_int_equal(l->stomp_max_header_len, 4096);
+  const mqr_protocol_def_t *stomp = protocol_named("stomp");
+  assert_non_null(stomp);
+  assert_int_equal(mqr_listener_option(l, stomp, 0), 2u << 20); /* max-frame-size */
+  assert_int_equal(mqr_listener_option(l, stomp, 1), 50);       /* max-headers */
+  assert_int_equal(mqr_listener_option(l, stomp, 2), 4096);     /* max-header-length */
   const mqr_listener_config_t *l2 = mqr_config_listener(cfg, 1);
   assert_int_equal(l2->protocols, MQR_PROTOCOL_STOMP);
-  assert_int_equal(l2->stomp_max_frame, MQR_DEFAULT_MAX_FRAME);
-  assert_int_equal(l2->stomp_max_headers, MQR_DEFAULT_STOMP_MAX_HEADERS);
-  assert_int_equal(l2->stomp_max_header_len, MQR_DEFAULT_STOMP_MAX_HEADER_LENGTH);
+  for (uint32_t k = 0; k < stomp->n_options; k++) /* its block not given: the defaults */
+    assert_int_equal(mqr_listener_option(l2, stomp, k), stomp->options[k].def);
   assert_int_equal(l->prefixes.count, 2);
   assert_true(mqr_str_eq(l->prefixes.items[0].text, MQR_STR("q/")));
   assert_int_equal(l->prefixes.items[0].type, MQR_ANYCAST);
@@ -338,11 +404,13 @@ static void test_hostile_input_is_an_error_not_a_crash(void **state) {
 }
 
 int main(void) {
+  mqr_broker_register_protocols(); /* the listeners' protocol blocks (the broker's heads) */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shipped_files_load_and_build),
       cmocka_unit_test(test_embedded_default_is_conf_mqr_yaml),
       cmocka_unit_test(test_bad_files_report_file_line_and_column),
       cmocka_unit_test(test_every_key_is_read),
+      cmocka_unit_test(test_a_registered_protocol_owns_its_block),
       cmocka_unit_test(test_filters_compile_and_several_errors_are_all_reported),
       cmocka_unit_test(test_unknown_keys_and_long_messages),
       cmocka_unit_test(test_empty_and_missing_files),
