@@ -35,6 +35,7 @@ static const char usage_text[] =
     "  route    dry-run sends through a config     schema   an Avro schema's canonical form\n"
     "  avro     encode, decode, read, write Avro   journal  check or dump journal files\n"
     "  address  make or delete a broker's address  queue    manage a broker's queue\n"
+    "  user     keep a users file (add, passwd, roles, remove, list)\n"
     "  mqr --version | --help\n"
     "Exit status: 0 done, 1 an error (said on stderr as \"mqr: ...\"), 2 a usage error.\n";
 
@@ -474,10 +475,10 @@ int main(int argc, char **argv) {
   }
   static const struct {
     const char *name, *usage;
-  } helps[] = {{"config", usage_config},  {"route", usage_route},         {"schema", mqr_usage_schema},
-               {"avro", mqr_usage_avro},  {"send", mqr_usage_send},       {"recv", mqr_usage_recv},
-               {"stat", mqr_usage_stat},  {"journal", mqr_usage_journal}, {"address", mqr_usage_address},
-               {"queue", mqr_usage_queue}};
+  } helps[] = {{"config", usage_config},   {"route", usage_route},         {"schema", mqr_usage_schema},
+               {"avro", mqr_usage_avro},   {"send", mqr_usage_send},       {"recv", mqr_usage_recv},
+               {"stat", mqr_usage_stat},   {"journal", mqr_usage_journal}, {"address", mqr_usage_address},
+               {"queue", mqr_usage_queue}, {"user", mqr_usage_user}};
   for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
     if (!strcmp(cmd, helps[i].name) && wants_help(argc, argv)) {
       fputs(helps[i].usage, stdout);
@@ -499,6 +500,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "journal")) return mqr_cmd_journal(argc - 1, argv + 1);
   if (!strcmp(cmd, "address")) return mqr_cmd_address(argc - 1, argv + 1);
   if (!strcmp(cmd, "queue")) return mqr_cmd_queue(argc - 1, argv + 1);
+  if (!strcmp(cmd, "user")) return mqr_cmd_user(argc - 1, argv + 1);
   fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
   return usage(stderr, 2);
 }

@@ -60,13 +60,15 @@ extern "C" {
   XX(EQUEUEINUSE, -35, "queue has consumers")                                                                          \
   XX(EDIVERTEXISTS, -36, "divert already exists")                                                                      \
   XX(ENODIVERT, -37, "divert does not exist")                                                                          \
-  XX(EBUSY, -38, "in use by another process")
+  XX(EBUSY, -38, "in use by another process")                                                                          \
+  XX(EAUTH, -39, "authentication failed")                                                                              \
+  XX(EPERM, -40, "not authorized")
 
 typedef enum {
 #define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
 #undef MQR_ERRNO_ENUM_ITEM
-      MQR_ERRNO_LAST = -39
+      MQR_ERRNO_LAST = -41
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

@@ -1,0 +1,92 @@
+/* Who may connect: password hashes and users files (docs/security.md).
+ *
+ * A users file holds, per user, a name, roles and a password hash, never a password:
+ *
+ *   # NAME:ROLES:HASH
+ *   alice:admin,ops:$argon2id$v=19$m=65536,t=2,p=1$<salt>$<hash>
+ *
+ * New hashes are argon2id (libsodium's crypto_pwhash_str: the algorithm, its version,
+ * memory and time cost and a random salt live in the string, so a cost raised later
+ * leaves older lines valid). For migration the loader also reads mosquitto's
+ * password_file (NAME:$7$... PBKDF2-SHA512, NAME:$6$... salted SHA-512) and Artemis's
+ * artemis-users.properties (NAME = ENC(iterations:salt:hash), PBKDF2-SHA1) with its
+ * artemis-roles.properties (ROLE = user1,user2). A plaintext password is refused.
+ *
+ * Hashing and verifying cost a memory-hard KDF on purpose (tens of milliseconds): call
+ * them off any event loop. Everything here is thread-safe except where it says not. */
+#ifndef MQR_SECURITY_H
+#define MQR_SECURITY_H
+
+#include "mqr/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- password hashes ---------------------------------------------------------------------- */
+
+#define MQR_PASSWORD_HASH_MAX 256 /* a hash's text, its NUL included */
+#define MQR_PASSWORD_MAX 1024     /* the longest password taken */
+
+/* The argon2id hash of password[0..len) into out (MQR_PASSWORD_HASH_MAX bytes), with a
+ * random salt: 0, MQR_ELIMIT (longer than MQR_PASSWORD_MAX), MQR_ENOMEM (the KDF's
+ * memory), MQR_EIO (no random source). */
+MQR_EXTERN int mqr_password_hash(const char *password, size_t len, char *out, mqr_error_t *err);
+
+/* Whether password[0..len) is the one hash was made from. Every kind named above;
+ * false for a hash of no known kind. Compares in constant time. */
+MQR_EXTERN bool mqr_password_verify(const char *hash, const char *password, size_t len);
+
+/* The kind of a hash ("argon2id", "mosquitto-pbkdf2-sha512", "mosquitto-sha512",
+ * "artemis-pbkdf2-sha1"), or NULL for none known (a plaintext password, say). */
+MQR_EXTERN const char *mqr_password_kind(const char *hash);
+
+/* ---- users ----------------------------------------------------------------------------------- */
+
+/* Users loaded from a file. Immutable once loaded: threads may verify at once. */
+typedef struct mqr_users_s mqr_users_t;
+
+/* Loads path, of any format above (told line by line: "NAME = ..." is Artemis's,
+ * "NAME:$..." mosquitto's, "NAME:ROLES:HASH" mqr's); roles_path (may be NULL) is an
+ * Artemis roles file whose roles are added to its users'. 0 with *out, or MQR_EIO (cannot
+ * read), MQR_ECONFIG (err names the file, line and why: a malformed line, a user named
+ * twice, a plaintext password, a hash of no known kind), MQR_ENOMEM. */
+MQR_EXTERN int mqr_users_load(const char *path, const char *roles_path, mqr_users_t **out, mqr_error_t *err);
+MQR_EXTERN void mqr_users_destroy(mqr_users_t *u); /* NULL is allowed */
+
+/* A user as loaded; views valid as long as u. roles: comma-separated, may be empty. */
+typedef struct {
+  mqr_str_t name, roles;
+  const char *hash;
+} mqr_user_t;
+
+MQR_EXTERN uint32_t mqr_users_count(const mqr_users_t *u);
+/* The i-th user by name order, or false past the end. */
+MQR_EXTERN bool mqr_users_at(const mqr_users_t *u, uint32_t i, mqr_user_t *out);
+/* The user named name, or false. */
+MQR_EXTERN bool mqr_users_find(const mqr_users_t *u, mqr_str_t name, mqr_user_t *out);
+
+/* Checks name and password: 0 with *out set (the user), or MQR_EAUTH, alike for an
+ * unknown user and a wrong password (an unknown one still costs a verification, so
+ * that timing does not tell). Costs the KDF: not on an event loop. */
+MQR_EXTERN int mqr_users_verify(const mqr_users_t *u, mqr_str_t name, const char *password, size_t len,
+                                mqr_user_t *out);
+
+/* ---- editing a users file (`mqr user`) ------------------------------------------------------- */
+
+/* Adds user name (add), or changes an existing one's password and/or roles: password
+ * NULL keeps it (not for add), roles NULL keeps them. The file is written whole to a
+ * temporary file beside it and renamed over it (mode 0600 for a new one), its comments
+ * and other users kept. A name holds no ':', '=', '#' or white space. Errors: MQR_EINVAL
+ * (a bad name or roles, or add of an existing user: err says which), MQR_ENOTFOUND (a
+ * change of a missing user), MQR_EIO, MQR_ENOMEM. Not thread-safe for one file; for
+ * mqr's own files (not mosquitto's or Artemis's). */
+MQR_EXTERN int mqr_users_file_set(const char *path, mqr_str_t name, const char *roles, const char *password,
+                                  size_t password_len, bool add, mqr_error_t *err);
+/* Removes user name: 0, MQR_ENOTFOUND, MQR_EIO, MQR_ENOMEM. */
+MQR_EXTERN int mqr_users_file_remove(const char *path, mqr_str_t name, mqr_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MQR_SECURITY_H */
