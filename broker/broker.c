@@ -5,6 +5,7 @@
  * is ../net, the protocol heads ../heads. */
 #include <stdio.h>
 
+#include "auth.h"
 #include "durable.h"
 
 /* ---- the embedding API --------------------------------------------------------------------- */
@@ -62,6 +63,11 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   mqr__redeliver_init(b);
   mqr__expiry_init(b);
   b->open_handles = 3; /* the idle handle, the redelivery timer, the expiry scan's */
+  mqr_router_set_create_check(&b->router, mqr__access_create);
+  if ((rc = mqr__sec_open(b, err)) != 0) { /* the users file, the security-settings */
+    mqr_broker_close(b, NULL, NULL);
+    return rc;
+  }
   /* The config's queues are the config's to make again at each start (configured.c);
    * then what the journal holds. */
   if (mqr__configured_start(b) != 0) {
@@ -118,6 +124,7 @@ static void free_broker(mqr_broker_t *b) {
     mqr_free(a);
   }
   mqr__durable_free(b);
+  mqr__sec_free(b);
   mqr_router_close(&b->router);
   mqr__divert_free(b);
   mqr__pool_free(&b->entries);
@@ -154,6 +161,7 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
     mqr__log(b, MQR_LOG_INFO, "closing: %llu messages (%llu bytes) held in memory go with the broker (no persistence)",
              (unsigned long long)b->stats.messages, (unsigned long long)b->stats.bytes);
   mqr__server_close(b);  /* listeners and connections: each closed handle counts down */
+  mqr__sec_close(b);     /* answers delayed after failed authentications are not waited for */
   mqr__durable_close(b); /* sends waiting for their fdatasync finish first */
   uv_idle_stop(&b->idle);
   uv_close((uv_handle_t *)&b->idle, idle_closed);
@@ -204,6 +212,7 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
     if (a->n_blocked && ((global_room && (a->max < 0 || a->bytes < a->max)) || !blocks)) mqr__acct_release(a);
   }
   if (rc == 0) {
+    mqr__sec_reload(b, cfg); /* the users file and settings again (the old kept on an error) */
     mqr__configured_reload(b, b->config, cfg, reload_report, &x);
     b->config = cfg;
     if (b->own_config && cfg != b->own_config) {

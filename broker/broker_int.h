@@ -67,8 +67,12 @@ typedef struct mqr__acct_s {
   mqr__producer_t **blocked;  /* producers paused on it (BLOCK) */
   struct mqr__pager_s *pager; /* its page files (PAGE; pager.c), NULL until it first pages */
   uint32_t n_blocked, cap_blocked;
-  uint64_t jfile;           /* an address made by management: the file of its TOPOLOGY record (0: none) */
-  bool deleted;             /* recovery: a tombstone was read (it goes at the end) */
+  uint64_t jfile; /* an address made by management: the file of its TOPOLOGY record (0: none) */
+  bool deleted;   /* recovery: a tombstone was read (it goes at the end) */
+  /* The security-settings entry that governs the address (access.c), as of generation
+   * access_gen (0: not looked up). */
+  const struct mqr_access_row_s *access_row;
+  uint32_t access_gen;
   struct mqr__acct_s *next; /* the broker's list */
 } mqr__acct_t;
 
@@ -252,6 +256,7 @@ struct mqr_broker_s {
   mqr__session_t inproc;                   /* in-process consumers' */
   struct mqr__durable_s *dur;              /* the journal and what it holds (durable.h); NULL: no persistence */
   const mqr__persist_ops_t *persist;       /* its ops for the send path (set with dur) */
+  struct mqr__sec_s *sec;                  /* users, security-settings, principals (auth.c) */
   struct mqr__net_s *net;                  /* the connection layer: listeners and connections; NULL without listen */
   uv_idle_t idle;                          /* started when a head has work for the next pass (writes, resumes) */
   uv_idle_cb idle_fn;                      /* its callback (broker.c) */
@@ -319,6 +324,12 @@ void mqr__producer_unblock_all(mqr_broker_t *b, mqr__producer_t *p);
 /* subscribe.c: a queue's broker state and the queue itself go (what it holds is deleted,
  * in the journal too); mqr_broker_delete_queue journals the deletion first. */
 void mqr__queue_drop(mqr_broker_t *b, mqr__bq_t *bq);
+
+/* access.c: a send's SEND check on an address that exists (0 or MQR_EPERM, err set), and
+ * the route's check before it makes an address, a routing type or a queue
+ * (mqr_router_create_check_fn, ctx the route's mqr__send_fill_t). */
+int mqr__access_send(mqr_broker_t *b, const mqr__send_t *s, mqr_str_t address, mqr_error_t *err);
+int mqr__access_create(void *ctx, uint32_t what, mqr_str_t name, bool durable, mqr_error_t *err);
 
 /* grave.c: e (off every list, its journal record written) to be released later; a slice
  * of the graveyard released (true: some are left); all of it (the broker closing). */

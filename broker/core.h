@@ -64,9 +64,14 @@ struct mqr__producer_s {
   uint32_t pending;    /* its answers not yet given (durable.h) */
 };
 
+/* Who a session acts as (auth.c): a user, or an anonymous client; NULL for the broker's
+ * own and in-process sessions, which are not checked. */
+typedef struct mqr__principal_s mqr__principal_t;
+
 struct mqr__session_s {
   mqr_broker_t *b;
   int64_t id;
+  mqr__principal_t *who;
   mqr__producer_t producer;
   mqr_broker_consumer_t *consumers; /* linked by session_next */
 };
@@ -211,6 +216,7 @@ typedef struct mqr__send_s { /* a field added here is set in mqr__send_init too 
    * neither (producer NULL), a journaled message is still enqueued only once durable. */
   mqr__producer_t *producer;
   int64_t token;
+  mqr__principal_t *who; /* whose send: checked against the security-settings (NULL: not checked) */
   mqr_broker_sent_fn fn;
   void *fn_arg;
 } mqr__send_t;
@@ -228,6 +234,7 @@ static inline void mqr__send_init(mqr__send_t *s) {
   s->prefixes = NULL;
   s->producer = NULL;
   s->token = 0;
+  s->who = NULL;
   s->fn = NULL;
   s->fn_arg = NULL;
   _Static_assert(sizeof(mqr__send_t) == offsetof(mqr__send_t, fn_arg) + sizeof(void *), "a field not set here");
@@ -267,6 +274,37 @@ void mqr__server_close(mqr_broker_t *b);                   /* each closed handle
 bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
 void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */
 uint32_t mqr__server_connections(const mqr_broker_t *b);
+
+/* ---- who a client is, and what it may do (auth.c, access.c; docs/security.md) ---------------------- */
+
+/* An authentication under way, and how its answer comes: status 0 with who (the
+ * caller's reference), MQR_EAUTH (a wrong name or password, told late on purpose),
+ * MQR_ENOMEM. */
+typedef struct mqr__auth_s mqr__auth_t;
+typedef void (*mqr__auth_fn)(void *ctx, int status, mqr__principal_t *who);
+
+/* Authenticates name and password (name empty: an anonymous client) from peer (its
+ * address, for the log and the delay after failures). 0 with *who now (a cached
+ * verification, or anonymous allowed); MQR_EPERM (anonymous refused), MQR_EAUTH,
+ * MQR_ENOMEM now; or MQR__PENDING: fn(ctx, ...) later, never from inside this call, unless
+ * *pending is cancelled first (the connection went). The password is not kept. */
+int mqr__authenticate(mqr_broker_t *b, mqr_str_t name, mqr_str_t password, const char *peer, mqr__auth_fn fn, void *ctx,
+                      mqr__principal_t **who, mqr__auth_t **pending);
+void mqr__auth_cancel(mqr__auth_t *a);
+void mqr__principal_release(mqr__principal_t *p);           /* NULL is allowed */
+mqr__principal_t *mqr__principal_hold(mqr__principal_t *p); /* one more reference (NULL: NULL) */
+mqr_str_t mqr__principal_name(const mqr__principal_t *p);
+/* Its user was removed (or anonymous clients refused) by a reload: its connection goes. */
+bool mqr__principal_revoked(const mqr__principal_t *p);
+/* The session acts as who from now on, holding the reference (the session's end drops
+ * it); and who it acts as. */
+void mqr__session_set_principal(mqr__session_t *s, mqr__principal_t *who);
+mqr__principal_t *mqr__session_principal(const mqr__session_t *s);
+/* Whether who may do p on address (a concrete name, or a wildcard subscription's address,
+ * as Artemis checks it): always, without security-settings or without a principal.
+ * A denial is logged and err (may be NULL) says it (MQR_EPERM). */
+bool mqr__may(mqr_broker_t *b, mqr__principal_t *who, mqr_permission_t p, mqr_str_t address, mqr_error_t *err);
+bool mqr__session_may(const mqr__session_t *s, mqr_permission_t p, mqr_str_t address, mqr_error_t *err);
 
 /* The producer was told by mqr__do_send that its message went to a full BLOCK address
  * (acct): it waits there, and its head stops reading. */

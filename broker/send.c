@@ -59,9 +59,11 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   /* Queue filters read the message's values only when the route meets one. */
   size_t tail_len = s->tail ? s->tail_len : mqr_message_tail_size(s->made);
   mqr__send_fill_t fill = {b, s, address, tail_len};
+  int rc = s->who ? mqr__access_send(b, s, address, err) : 0; /* SEND, before anything is routed */
+  if (rc) return rc;
   mqr_route_request_t req = {address, eff, s->duplicate_id, NULL, mqr__fill_send, &fill};
   mqr_route_result_t res = {rb->q, rb->cap, 0, 0, 0, 0, NULL, rb->d, rb->dcap, 0, 0};
-  int rc = mqr_router_route(&b->router, &req, &res, err);
+  rc = mqr_router_route(&b->router, &req, &res, err);
   for (int grow = 0; rc == MQR_ENOSPC && grow < 2; grow++) { /* the topology grew: bigger arrays */
     if (res.needed > rb->cap) {
       uint32_t ncap = res.needed + 16;

@@ -317,7 +317,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
 /* ---- sessions ------------------------------------------------------------------------------ */
 
 void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_ops_t *ops) {
-  *s = (mqr__session_t){b, ++b->next_session, {ops, 0, 0}, NULL};
+  *s = (mqr__session_t){b, ++b->next_session, NULL, {ops, 0, 0}, NULL};
 }
 
 mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription) {
@@ -336,6 +336,8 @@ void mqr__session_end(mqr__session_t *s) {
   while (s->consumers) mqr__consumer_close(s->consumers);
   mqr__producer_unblock_all(s->b, &s->producer);
   mqr__durable_forget_producer(s->b, &s->producer); /* answers still to come have nobody to go to */
+  mqr__principal_release(s->who);
+  s->who = NULL;
 }
 
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k) { return k->subscription; }

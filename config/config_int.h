@@ -7,6 +7,7 @@
  *   listeners.c  the listeners section and its accessors
  *   protocols.c  the registered protocols, whose blocks a listener may have
  *   persistence.c the persistence section (the journal) and its accessor
+ *   security.c   the security section: users, anonymous clients, security-settings
  *   diverts.c    the diverts section, its accessors, and diverts built and reloaded
  *   apply.c      building a router from a config, and applying a reloaded one to it
  *
@@ -71,6 +72,11 @@ typedef struct {
   char *name, *host, *prefix[2];
 } cfg_listener_t;
 
+typedef struct {
+  mqr_security_setting_t pub;
+  char *text; /* match and roles, each NUL-terminated */
+} cfg_secset_t;
+
 struct mqr_config_s {
   char *file;
   mqr_wildcard_t wildcard;
@@ -87,6 +93,10 @@ struct mqr_config_s {
   char *persistence_dir;
   int64_t expiry_scan_ms;  /* message-expiry-scan-period; 0: not given */
   int64_t global_max_size; /* bytes; -1: none; 0: not given (the default, from the machine's memory) */
+  mqr_security_config_t security;
+  char *users_file, *roles_file, *anonymous_roles;
+  cfg_secset_t *secsets;
+  uint32_t n_secsets, cap_secsets;
 };
 
 typedef struct {
@@ -150,6 +160,10 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
 void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p);
 void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map);
 void mqr__cfg_parse_diverts(ctx_t *c, yaml_node_t *map);
+/* security.c: the section, its defaults, and what it holds freed. */
+void mqr__cfg_security_defaults(mqr_security_config_t *s);
+void mqr__cfg_parse_security(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_free_security(mqr_config_t *cfg);
 void mqr__cfg_free_diverts(mqr_config_t *cfg);
 int mqr__cfg_add_divert(const mqr_config_t *cfg, uint32_t i, mqr_router_t *r, mqr_error_t *err);
 int mqr__cfg_apply_diverts(const mqr_config_t *cfg, const mqr_config_t *old, mqr_router_t *r,

@@ -488,18 +488,18 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
   static const char *const keys[] = {
       "wildcard-addresses",         "address-settings", "listeners", "addresses", "persistence", "diverts",
-      "message-expiry-scan-period", "global-max-size"};
-  yaml_node_t *found[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+      "message-expiry-scan-period", "global-max-size", "security"};
+  yaml_node_t *found[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
                            "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence, "
-                           "message-expiry-scan-period, global-max-size");
+                           "message-expiry-scan-period, global-max-size, security");
       continue;
     }
     if (found[k]) {
@@ -515,6 +515,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[3] && !c->nomem) mqr__cfg_parse_addresses(c, found[3]);
   if (found[4] && !c->nomem) mqr__cfg_parse_persistence(c, found[4]);
   if (found[5] && !c->nomem) mqr__cfg_parse_diverts(c, found[5]);
+  if (found[8] && !c->nomem) mqr__cfg_parse_security(c, found[8]);
   if (found[6]) {
     pair_t p = {NULL, found[6], MQR_STR("message-expiry-scan-period")};
     int64_t ms;
@@ -572,6 +573,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
   }
   mqr_free(cfg->addresses);
   mqr__cfg_free_diverts(cfg);
+  mqr__cfg_free_security(cfg);
   mqr_free(cfg->file);
   mqr_free(cfg);
 }
@@ -589,6 +591,7 @@ int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_c
   if (cfg == NULL) return MQR_ENOMEM;
   cfg->wildcard = mqr_wildcard_default();
   mqr__cfg_persistence_defaults(&cfg->persistence);
+  mqr__cfg_security_defaults(&cfg->security);
   if ((cfg->file = mqr_malloc(strlen(c.file) + 1)) == NULL) {
     mqr_free(cfg);
     return MQR_ENOMEM;

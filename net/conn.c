@@ -142,7 +142,7 @@ void mqr__conn_process(mqr__conn_t *c) {
     int r = pick_head(c);
     if (r < 0) return;
   }
-  while (c->head && c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf &&
+  while (c->head && !c->held && c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf &&
          !mqr__conn_output_full(c)) {
     if (budget-- == 0) {
       c->deferred = true;
@@ -153,7 +153,7 @@ void mqr__conn_process(mqr__conn_t *c) {
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
-  bool hold = c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred;
+  bool hold = c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred || c->held;
   if (!hold && !c->reading) {
     c->reading = true;
     c->heard_ms = uv_now(mqr__loop(c->b)); /* it was not listened to while held */
@@ -228,6 +228,12 @@ static void tick_conn(mqr__conn_t *c, uint64_t now) {
     mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): closed by the peer while %s", (long long)c->sess.id, c->peer,
              c->sess.producer.blocked_on ? "held by a full address" : "not read from");
     mqr__conn_close(c, false);
+    return;
+  }
+  if (mqr__principal_revoked(c->sess.who)) { /* a reload removed its user */
+    mqr_str_t n = mqr__principal_name(c->sess.who);
+    mqr__conn_fail(c, MQR_EAUTH, "user '%.*s' was removed from the users file (or anonymous clients refused)",
+                   (int)n.len, n.ptr);
     return;
   }
   if (c->state == MQR__CONN_HANDSHAKE) {

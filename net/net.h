@@ -151,7 +151,8 @@ struct mqr__conn_s {
   size_t in_flight;    /* bytes handed to the transport and not yet written */
   uint32_t writes;     /* writes not yet called back */
   bool dirty, resume, closed;
-  bool deferred;                             /* stopped after its share of frames in a pass: goes on in the next */
+  bool deferred; /* stopped after its share of frames in a pass: goes on in the next */
+  bool held;     /* its head waits for something (an authentication): no frame is taken, nothing read */
   uint64_t opened_ms, heard_ms, progress_ms; /* uv_now of: accept; last bytes read; last write done */
   struct mqr__conn_s *next_dirty, *next_resume;
   char peer[64];
@@ -194,6 +195,9 @@ void mqr__conn_close(mqr__conn_t *c, bool graceful);
 __attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int code, const char *fmt, ...);
 /* Handle its frames again next pass. */
 void mqr__conn_schedule(mqr__conn_t *c);
+/* The head waits (hold true: the frame it looked at stays unread, no more frames are
+ * taken and nothing is read), or goes on (false: its frames are taken again next pass). */
+void mqr__conn_hold(mqr__conn_t *c, bool hold);
 
 /* ---- for transports -------------------------------------------------------------------------------- */
 

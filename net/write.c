@@ -200,3 +200,9 @@ void mqr__conn_schedule(mqr__conn_t *c) {
   c->net->resume = c;
   mqr__broker_wake(c->b);
 }
+
+void mqr__conn_hold(mqr__conn_t *c, bool hold) {
+  if (c->held == hold) return;
+  c->held = hold;
+  if (!hold) mqr__conn_schedule(c);
+}

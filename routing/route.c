@@ -133,8 +133,8 @@ static int addr_error(mqr_error_t *err, int code, mqr_str_t name, const char *wh
 }
 
 /* The address is missing: create it if the settings allow. */
-static int auto_create_address(mqr_router_t *r, const mqr__key_t *k, int t, mqr_address_t **out,
-                               mqr_route_result_t *res, mqr_error_t *err) {
+static int auto_create_address(mqr_router_t *r, const mqr_route_request_t *req, const mqr__key_t *k, int t,
+                               mqr_address_t **out, mqr_route_result_t *res, mqr_error_t *err) {
   mqr_str_t name = mqr_str_n(k->ptr, k->len);
   if (mqr_wildcard_is_pattern(&RT(r)->wildcard, name)) return addr_error(err, MQR_EWILDCARDSEND, name, wildcard_send);
   if (name.len > MQR__NAME_MAX)
@@ -144,15 +144,17 @@ static int auto_create_address(mqr_router_t *r, const mqr__key_t *k, int t, mqr_
   if (!s.auto_create_addresses)
     return addr_error(err, MQR_ENOADDR, name, "does not exist (auto-create-addresses is off)");
   int type = t != MQR_ROUTING_NONE ? t : (int)s.default_address_routing_type;
-  int rc = mqr__router_create_address(r, k, mqr_routing_set_of(type), MQR_ADDRESS_AUTO_CREATED, out, err);
+  int rc = RT(r)->create_check ? RT(r)->create_check(req->fill_ctx, MQR_ROUTE_CREATED_ADDRESS, name, false, err) : 0;
+  if (rc) return rc;
+  rc = mqr__router_create_address(r, k, mqr_routing_set_of(type), MQR_ADDRESS_AUTO_CREATED, out, err);
   if (rc == 0) res->flags |= MQR_ROUTE_CREATED_ADDRESS;
   return rc;
 }
 
 /* The address lacks routing type t: add it if the settings allow (ARTEMIS-4212: never
  * drop silently). The first type a send adds saves the info it had, for an undo. */
-static int auto_add_type(mqr_router_t *r, mqr_address_t *a, int t, mqr_address_info_t *saved, mqr_route_result_t *res,
-                         mqr_error_t *err) {
+static int auto_add_type(mqr_router_t *r, const mqr_route_request_t *req, mqr_address_t *a, int t,
+                         mqr_address_info_t *saved, mqr_route_result_t *res, mqr_error_t *err) {
   mqr_str_t name = a->key.name;
   if (!a->bind.cold->settings.auto_create_addresses) {
     char what[96];
@@ -160,6 +162,8 @@ static int auto_add_type(mqr_router_t *r, mqr_address_t *a, int t, mqr_address_i
              mqr_routing_type_name(t));
     return addr_error(err, MQR_ENOADDR, name, what);
   }
+  int rc = RT(r)->create_check ? RT(r)->create_check(req->fill_ctx, MQR_ROUTE_ADDED_TYPE, name, false, err) : 0;
+  if (rc) return rc;
   if (!(res->flags & MQR_ROUTE_ADDED_TYPE)) *saved = a->key.info;
   mqr_address_info_t info = a->key.info;
   mqr_address_info_add_type(&info, t);
@@ -244,7 +248,7 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
   mqr_routing_set_t types;
   mqr_address_info_t saved;
   if (slot == NULL) {
-    if ((rc = auto_create_address(r, &k, t, &a, res, err)) != 0) return rc;
+    if ((rc = auto_create_address(r, req, &k, t, &a, res, err)) != 0) return rc;
     created = a;
     types = a->key.info.types;
   } else if (slot->aux[MQR__AUX_FLAGS] & MQR_ADDRESS_WILDCARD) {
@@ -259,7 +263,7 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     types.bits = slot->aux[MQR__AUX_TYPES];
   }
   if (t != MQR_ROUTING_NONE && !mqr_routing_set_contains(types, t)) {
-    if ((rc = auto_add_type(r, a, t, &saved, res, err)) != 0) goto undo;
+    if ((rc = auto_add_type(r, req, a, t, &saved, res, err)) != 0) goto undo;
   }
 
   /* Which queue, if any, this send creates: the named one of address::queue, or for an
@@ -271,7 +275,7 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     make_name = mqr_str_n(p + sep + 2, len - sep - 2);
     if ((rc = resolve_fqqn(r, a, make_name, t, &fqqn, &make_type, err)) != 0) goto undo;
     if (make_type != MQR_ROUTING_NONE && !mqr_routing_set_contains(a->key.info.types, make_type) &&
-        (rc = auto_add_type(r, a, make_type, &saved, res, err)) != 0)
+        (rc = auto_add_type(r, req, a, make_type, &saved, res, err)) != 0)
       goto undo;
   } else if ((t == MQR_ANYCAST || (t == MQR_ROUTING_NONE && a->key.info.default_type == MQR_ANYCAST)) &&
              !has_own_queue(a)) {
@@ -328,6 +332,9 @@ static int route(mqr_router_t *r, const mqr_route_request_t *req, msgview_t *mv,
     mqr_queue_config_init(&cfg, make_name, name, (mqr_routing_type_t)make_type);
     mqr_queue_config_defaults(&cfg, &a->bind.cold->settings);
     cfg.auto_created = true;
+    if (RT(r)->create_check &&
+        (rc = RT(r)->create_check(req->fill_ctx, MQR_ROUTE_CREATED_QUEUE, make_name, cfg.durable, err)) != 0)
+      goto undo;
     if ((rc = mqr__router_create_queue(r, &cfg, a, sep < len ? &fqqn : NULL, err)) != 0) goto undo;
     res->flags |= MQR_ROUTE_CREATED_QUEUE;
   }
@@ -384,6 +391,8 @@ undo:
   res->flags = 0;
   return rc;
 }
+
+void mqr_router_set_create_check(mqr_router_t *r, mqr_router_create_check_fn fn) { RT(r)->create_check = fn; }
 
 int mqr_router_route(mqr_router_t *r, const mqr_route_request_t *req, mqr_route_result_t *res, mqr_error_t *err) {
   msgview_t mv = {req, RT(r)->vocab, false};

@@ -32,6 +32,7 @@ typedef struct {
   mqr_queue_t *dead_queues;
   struct mqr_address_s *dead_addresses;
   struct mqr_divert_s *dead_diverts;
+  mqr_router_create_check_fn create_check; /* mqr_router_set_create_check */
 } mqr__router_t;
 
 static_assert(sizeof(mqr__router_t) <= sizeof(mqr_router_t), "mqr_router_t's storage holds the router");

@@ -124,3 +124,19 @@ bool mqr_password_verify(const char *hash, const char *password, size_t len) {
   if (strncmp(kind, "mosquitto", 9) == 0) return verify_mosquitto(hash, password, len);
   return verify_artemis(hash, password, len);
 }
+
+void mqr_password_digest(const uint8_t key[32], mqr_str_t name, const char *password, size_t len, uint8_t out[32]) {
+  crypto_generichash_state st;
+  uint8_t zero = 0;
+  crypto_generichash_init(&st, key, 32, 32);
+  crypto_generichash_update(&st, (const uint8_t *)name.ptr, name.len);
+  crypto_generichash_update(&st, &zero, 1); /* (name, password) pairs never run together */
+  crypto_generichash_update(&st, (const uint8_t *)password, len);
+  crypto_generichash_final(&st, out, 32);
+}
+
+int mqr_random_bytes(void *out, size_t n) {
+  if (!sodium_ready()) return MQR_EIO;
+  randombytes_buf(out, n);
+  return 0;
+}

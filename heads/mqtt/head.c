@@ -89,7 +89,7 @@ static void publish_will(mqr_broker_t *b, mqtt_session_t *ss) {
     const mqr__mqtt_connect_t *cn = &p.u.connect;
     mqr__mqtt_publish_t m = {cn->will_qos, false, cn->will_retain, cn->will_topic, cn->will_payload};
     mqr_broker_receipt_t r;
-    int rc = mqr__mqtt_send(b, NULL, ss->id, &m, &cn->will_props, 0, &r, &err);
+    int rc = mqr__mqtt_send(b, NULL, ss->will_who, ss->id, &m, &cn->will_props, 0, &r, &err);
     if (rc != 0 && rc != MQR__PENDING)
       mqr__log(b, MQR_LOG_WARN, "MQTT client '%s': its will could not be published: %s", ss->client_id, err.message);
     else
@@ -100,6 +100,8 @@ static void publish_will(mqr_broker_t *b, mqtt_session_t *ss) {
   ss->will = NULL;
   ss->will_len = 0;
   ss->will_at = 0;
+  mqr__principal_release(ss->will_who);
+  ss->will_who = NULL;
 }
 
 static void session_free(mqtt_session_t *ss) {
@@ -112,6 +114,7 @@ static void session_free(mqtt_session_t *ss) {
   mqr_free(ss->out);
   mqr_free(ss->resend);
   mqr_free(ss->will);
+  mqr__principal_release(ss->will_who);
   mqr_free(ss);
 }
 
@@ -175,6 +178,36 @@ static void refuse(mqr__conn_t *c, uint8_t level, uint8_t code5, uint8_t code4, 
   mqr__conn_close(c, true);
 }
 
+/* The answer to a CONNECT's credentials: its CONNECT is taken again, now with it. */
+static void auth_answered(void *ctx, int status, mqr__principal_t *who) {
+  mqr__conn_t *c = ctx;
+  mqtt_conn_t *mc = c->hs;
+  mc->auth = NULL;
+  mc->auth_done = true;
+  mc->auth_status = status;
+  mc->auth_who = who;
+  mqr__conn_hold(c, false);
+}
+
+/* Checks a CONNECT's user name and password: true when the answer is in (mc->auth_*),
+ * false when it comes later (the connection is held and the CONNECT stays unread). */
+static bool authenticate(mqr__conn_t *c, const mqr__mqtt_connect_t *cn) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc->auth_done) return true;
+  mqr_str_t user = cn->has_user ? cn->user : MQR_STR(""), pw = cn->has_password ? cn->password : MQR_STR("");
+  if (cn->has_user && user.len == 0) user = MQR_STR(" "); /* an empty name is a name, not anonymous: refused */
+  mqr__principal_t *who = NULL;
+  int rc = mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &mc->auth);
+  if (rc == MQR__PENDING) {
+    mqr__conn_hold(c, true);
+    return false;
+  }
+  mc->auth_done = true;
+  mc->auth_status = rc;
+  mc->auth_who = who;
+  return true;
+}
+
 static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_t *raw, size_t raw_len) {
   mqr_broker_t *b = c->b;
   mqtt_conn_t *mc = c->hs;
@@ -184,6 +217,15 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
     refuse(c, level, 0x8C, 0x05, "an authentication method is not supported");
     return;
   }
+  if (mc->auth_status != 0) { /* [MQTT-3.2.2-6]: a CONNACK with the code, then the close */
+    bool anonymous = mc->auth_status == MQR_EPERM;
+    char why[200];
+    snprintf(why, sizeof why, "%s", anonymous ? "anonymous clients are not allowed" : "bad user name or password");
+    refuse(c, level, anonymous ? 0x87 : 0x86, anonymous ? 0x05 : 0x04, why);
+    return;
+  }
+  mqr__session_set_principal(&c->sess, mc->auth_who);
+  mc->auth_who = NULL;
   char assigned[48];
   mqr_str_t id = cn->client_id;
   if (id.len == 0) {
@@ -236,6 +278,8 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
     }
     memcpy(ss->will, raw, raw_len);
     ss->will_len = raw_len;
+    mqr__principal_release(ss->will_who);
+    ss->will_who = mqr__principal_hold(c->sess.who);
   }
   mc->ss = ss;
   ss->conn = c;
@@ -351,6 +395,10 @@ static int take(mqr__conn_t *c) {
     mqr__mqtt_close(c, reason ? reason : MQR__MQTT_MALFORMED, "%s", err.message);
     return -1;
   }
+  if (!mc->connected && p.type == MQR__MQTT_CONNECT && !authenticate(c, &p.u.connect)) {
+    c->rpos -= total; /* taken again once the credentials are checked */
+    return 0;
+  }
   handle(c, &p, raw, total);
   return c->state == MQR__CONN_CLOSING ? -1 : 1;
 }
@@ -404,7 +452,10 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
       mqr__conn_close(c, false);
       return;
     }
-    reason = status == MQR_EFULL ? 0x97 : status == MQR_ENOADDR || status == MQR_ENOQUEUE ? 0x90 : 0x80;
+    reason = status == MQR_EFULL                               ? 0x97
+             : status == MQR_EPERM                             ? 0x87 /* Not authorized */
+             : status == MQR_ENOADDR || status == MQR_ENOQUEUE ? 0x90
+                                                               : 0x80;
   } else if (r && r->queues == 0 && mc->level == 5) {
     reason = 0x10; /* No matching subscribers */
   }
@@ -416,6 +467,8 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
 static void release(mqr__conn_t *c) {
   mqtt_conn_t *mc = c->hs;
   if (mc == NULL) return;
+  mqr__auth_cancel(mc->auth);
+  mqr__principal_release(mc->auth_who);
   mqr_broker_t *b = c->b;
   mqtt_session_t *ss = mc->ss;
   if (ss && ss->conn == c) {

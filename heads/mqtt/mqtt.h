@@ -65,9 +65,10 @@ struct mqtt_session_s {
   /* The will: the CONNECT packet's bytes kept, decoded again when it goes. */
   uint8_t *will;
   size_t will_len;
-  uint64_t will_at; /* uv_now when a delayed will goes; 0: none waiting */
-  bool stored;      /* its state is in $sys.mqtt.sessions (store.c) */
-  mqr_str_t id;     /* client_id as a view, its length known */
+  uint64_t will_at;           /* uv_now when a delayed will goes; 0: none waiting */
+  mqr__principal_t *will_who; /* who the will is sent as: its connection's user */
+  bool stored;                /* its state is in $sys.mqtt.sessions (store.c) */
+  mqr_str_t id;               /* client_id as a view, its length known */
   char client_id[];
 };
 
@@ -98,6 +99,12 @@ typedef struct {
   int64_t next_token;
   char *topic; /* a topic written to it (mapped back from an address) */
   size_t topic_cap;
+  /* Its CONNECT's credentials checked: under way (auth), or done with status and, when
+   * it passed, the principal the session takes at CONNACK. */
+  mqr__auth_t *auth;
+  bool auth_done;
+  int auth_status;
+  mqr__principal_t *auth_who;
 } mqtt_conn_t;
 
 #define MQTT_MAX_SUBSCRIPTIONS 1024 /* per session */
@@ -163,8 +170,9 @@ size_t mqr__mqtt_to_topic(const mqr_wildcard_t *wc, mqr_str_t address, char *out
 /* Sends a PUBLISH (from a client, or a will: c NULL, then session ss) to its address;
  * retained ones are kept per topic. 0, MQR__PENDING (answer to token later), or an error
  * with err. */
-int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const mqr__mqtt_publish_t *m,
-                   const mqr__mqtt_props_t *props, int64_t token, mqr_broker_receipt_t *r, mqr_error_t *err);
+int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr__principal_t *who, mqr_str_t client_id,
+                   const mqr__mqtt_publish_t *m, const mqr__mqtt_props_t *props, int64_t token, mqr_broker_receipt_t *r,
+                   mqr_error_t *err);
 void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p);
 void mqr__mqtt_on_pubrel(mqr__conn_t *c, const mqr__mqtt_packet_t *p);
 /* The retained messages of topics filter matches, copied into queue (of address) as

@@ -113,8 +113,9 @@ static void retain(mqr_broker_t *b, mqr_str_t address, const mqr_broker_message_
              err.message);
 }
 
-int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const mqr__mqtt_publish_t *m,
-                   const mqr__mqtt_props_t *pr, int64_t token, mqr_broker_receipt_t *r, mqr_error_t *err) {
+int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr__principal_t *who, mqr_str_t client_id,
+                   const mqr__mqtt_publish_t *m, const mqr__mqtt_props_t *pr, int64_t token, mqr_broker_receipt_t *r,
+                   mqr_error_t *err) {
   mqtt_registry_t *s = scratch(b);
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(b));
   if (!grow_addr(s, m->topic.len * 2 + 1) || !grow_kv(s, 9 + pr->n_users))
@@ -174,6 +175,8 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const m
                               v,
                               n,
                               m->payload};
+  /* A retained message is kept only for a client that may send there. */
+  if (m->retain && who && !mqr__may(b, who, MQR_PERM_SEND, msg.address, err)) return MQR_EPERM;
   if (m->retain) retain(b, msg.address, &msg);
   mqr_tail_t tail;
   mqr__send_t send;
@@ -181,6 +184,7 @@ int mqr__mqtt_send(mqr_broker_t *b, mqr__conn_t *c, mqr_str_t client_id, const m
   if (rc) return rc;
   send.producer = c ? &c->sess.producer : NULL;
   send.token = token;
+  send.who = who;
   struct mqr__acct_s *blocked = NULL;
   rc = mqr__do_send(b, &send, r, c ? &blocked : NULL, err);
   if (blocked) mqr__producer_block(&c->sess.producer, blocked);
@@ -259,9 +263,13 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
   }
   mqr_broker_receipt_t r;
   mqr_error_t err;
-  int rc = mqr__mqtt_send(c->b, c, ss->id, m, &p->props, token, &r, &err);
+  int rc = mqr__mqtt_send(c->b, c, c->sess.who, ss->id, m, &p->props, token, &r, &err);
   if (rc == MQR__PENDING) return; /* head.c's sent answers */
   if (m->qos == 0) {
+    if (rc == MQR_EPERM && mc->level == 4) { /* 3.1.1 can only close it (3.3.5) */
+      mqr__mqtt_close(c, 0x87, "%s", err.message);
+      return;
+    }
     if (rc != 0)
       mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): a QoS 0 PUBLISH dropped: %s", (long long)c->sess.id, c->peer,
                err.message);

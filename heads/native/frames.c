@@ -41,6 +41,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
   s.tail_len = v.tail_len;
   s.prefixes = &c->l->cfg->prefixes;
   s.producer = &c->sess.producer;
+  s.who = c->sess.who;
   s.token = v.receipt;
   struct mqr__acct_s *blocked = NULL;
   mqr_broker_receipt_t r;
@@ -215,6 +216,16 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     } else if (!utf8_ok(c, f.u.connect.client_id, "client id", 0, true)) {
       return;
     } else {
+      /* The native protocol's CONNECT carries no credentials yet: an anonymous client. */
+      mqr__principal_t *who = NULL;
+      mqr__auth_t *pending = NULL;
+      int arc = mqr__authenticate(b, MQR_STR(""), MQR_STR(""), c->peer, NULL, NULL, &who, &pending);
+      if (arc != 0) { /* (anonymous is answered at once) */
+        mqr__nat_send_error(c, arc == MQR_EPERM ? MQR_EAUTH : arc, 0, true,
+                            "anonymous clients are not allowed (allow-anonymous is false)");
+        return;
+      }
+      mqr__session_set_principal(&c->sess, who);
       c->state = MQR__CONN_OPEN;
       mqr__nat(c)->peer_max_frame = (uint32_t)f.u.connect.max_frame;
       mqr_frame_t r = {MQR_FRAME_CONNECTED,

@@ -132,9 +132,51 @@ static int negotiate(const mqr_str_t *accept) {
   return best;
 }
 
+/* The answer to a CONNECT's login: its CONNECT is taken again, now with it. */
+static void auth_answered(void *ctx, int status, mqr__principal_t *who) {
+  mqr__conn_t *c = ctx;
+  stomp_t *st = c->hs;
+  st->auth = NULL;
+  st->auth_done = true;
+  st->auth_status = status;
+  st->auth_who = who;
+  mqr__conn_hold(c, false);
+}
+
+/* Checks a CONNECT's login and passcode headers: true when the answer is in, false when
+ * it comes later (the connection held, the frame left unread). */
+static bool authenticate(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
+  stomp_t *st = c->hs;
+  if (st->auth_done) return true;
+  const mqr_str_t *login = mqr__stomp_header(f, "login"), *passcode = mqr__stomp_header(f, "passcode");
+  mqr_str_t user = login ? *login : MQR_STR(""), pw = passcode ? *passcode : MQR_STR("");
+  if (login && login->len == 0 && passcode && passcode->len) user = MQR_STR(" "); /* a name, and a wrong one */
+  mqr__principal_t *who = NULL;
+  int rc = mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &st->auth);
+  if (rc == MQR__PENDING) {
+    mqr__conn_hold(c, true);
+    return false;
+  }
+  st->auth_done = true;
+  st->auth_status = rc;
+  st->auth_who = who;
+  return true;
+}
+
 static void on_connect(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   stomp_t *st = c->hs;
   const mqr_listener_config_t *cfg = c->l->cfg;
+  if (st->auth_status != 0) { /* an ERROR frame, then the close, as Artemis answers */
+    const mqr_str_t *login = mqr__stomp_header(f, "login");
+    if (st->auth_status == MQR_EPERM)
+      mqr__stomp_error(c, f, "Security Error", "anonymous clients are not allowed: give login and passcode");
+    else
+      mqr__stomp_error(c, f, "Security Error", "authentication of user '%.*s' failed",
+                       (int)(login ? (login->len > 64 ? 64 : login->len) : 0), login ? login->ptr : "");
+    return;
+  }
+  mqr__session_set_principal(&c->sess, st->auth_who);
+  st->auth_who = NULL;
   int v = negotiate(mqr__stomp_header(f, "accept-version"));
   if (v < 0) {
     mqr__stomp_header_t h = {MQR_STR("version"), MQR_STR("1.0,1.1,1.2")};
@@ -386,6 +428,11 @@ static int take(mqr__conn_t *c) {
     mqr__stomp_error(c, NULL, rc == MQR_ELIMIT ? "frame too large" : "malformed frame", "%s", err.message);
     return -1;
   }
+  if (!st->connected && (f.command == MQR__STOMP_CONNECT || f.command == MQR__STOMP_STOMP) && !authenticate(c, &f)) {
+    c->rpos -= used; /* read again once the login is checked (a CONNECT is never unescaped) */
+    st->progress = (mqr__stomp_progress_t){0};
+    return 0;
+  }
   handle(c, &f);
   return c->state == MQR__CONN_CLOSING ? -1 : 1;
 }
@@ -454,6 +501,8 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
 static void release(mqr__conn_t *c) {
   stomp_t *st = c->hs;
   if (st == NULL) return;
+  mqr__auth_cancel(st->auth);
+  mqr__principal_release(st->auth_who);
   mqr__stomp_subs_free(c);
   while (st->txs) tx_free(st, &st->txs);
   mqr_free(st->waiting);

@@ -157,6 +157,7 @@ void mqr__stomp_on_send(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
     return;
   }
   s.producer = &c->sess.producer;
+  s.who = c->sess.who;
   s.token = token;
   struct mqr__acct_s *blocked = NULL;
   mqr_broker_receipt_t r;

@@ -57,6 +57,12 @@ typedef struct {
   char *ids; /* the waiting receipts' ids, in order: [ids_head, ids_len) */
   size_t ids_head, ids_len, ids_cap;
   int64_t next_token;
+  /* Its CONNECT's login and passcode checked: under way, or done (auth_status, and the
+   * principal the session takes). */
+  mqr__auth_t *auth;
+  bool auth_done;
+  int auth_status;
+  mqr__principal_t *auth_who;
 } stomp_t;
 
 /* The head's buffers for a broker (its slot), shared: one frame is handled at a time. */

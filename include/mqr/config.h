@@ -128,6 +128,57 @@ MQR_EXTERN uint32_t mqr_config_expiry_scan_ms(const mqr_config_t *cfg);
  * heap that defaults to a quarter of it). */
 MQR_EXTERN int64_t mqr_config_global_max_size(const mqr_config_t *cfg);
 
+/* ---- security (docs/security.md) ---------------------------------------------------------------- */
+
+/* What a role may be allowed to do on an address (Artemis's security-settings). */
+typedef enum {
+  MQR_PERM_SEND,
+  MQR_PERM_CONSUME,
+  MQR_PERM_BROWSE,
+  MQR_PERM_CREATE_ADDRESS,
+  MQR_PERM_DELETE_ADDRESS,
+  MQR_PERM_CREATE_DURABLE_QUEUE,
+  MQR_PERM_DELETE_DURABLE_QUEUE,
+  MQR_PERM_CREATE_NON_DURABLE_QUEUE,
+  MQR_PERM_DELETE_NON_DURABLE_QUEUE,
+  MQR_PERM_MANAGE,
+  MQR_PERMISSIONS /* how many */
+} mqr_permission_t;
+
+/* "send", "consume", "browse", "create-address", ... as the config writes them; NULL out
+ * of range. */
+MQR_EXTERN const char *mqr_permission_name(int p);
+
+/* The security section. Without one, present is false and anonymous clients are
+ * refused (the embedded default config allows them: it listens on 127.0.0.1 only). */
+typedef struct {
+  bool present;
+  const char *users_file;    /* users (mqr/security.h), relative to the config's folder; NULL: none */
+  const char *roles_file;    /* an Artemis roles file for users_file; NULL: none */
+  bool allow_anonymous;      /* a client without credentials is let in, with anonymous_roles */
+  mqr_str_t anonymous_roles; /* comma-separated; empty: none */
+  uint32_t cache_size;       /* authentication-cache-size: verified (user, password) kept (1000) */
+  uint32_t cache_ttl_ms;     /* authentication-cache-ttl: how long one is trusted (10 s) */
+  uint32_t line, column;
+} mqr_security_config_t;
+
+/* A security-settings entry: the roles (comma-separated; empty: none) that may do each
+ * thing on the addresses match matches. The most specific match for an address wins
+ * whole; nothing is inherited from broader ones, and what an entry does not list is
+ * denied. */
+typedef struct {
+  mqr_str_t match;
+  mqr_str_t roles[MQR_PERMISSIONS];
+  uint32_t line, column;
+} mqr_security_setting_t;
+
+/* The config's security section (defaults when it has none); valid as long as cfg. */
+MQR_EXTERN const mqr_security_config_t *mqr_config_security(const mqr_config_t *cfg);
+/* How many security-settings entries it has. */
+MQR_EXTERN uint32_t mqr_config_security_setting_count(const mqr_config_t *cfg);
+/* The i-th entry as written, NULL past the end; valid as long as cfg. */
+MQR_EXTERN const mqr_security_setting_t *mqr_config_security_setting(const mqr_config_t *cfg, uint32_t i);
+
 /* Loads the file at path. On success writes *out (free with mqr_config_destroy) and
  * returns 0; warnings may still be in diags. Otherwise returns MQR_ECONFIG (problems
  * in diags, which may be NULL), MQR_EIO (cannot read the file) or MQR_ENOMEM; *out is

@@ -746,6 +746,14 @@ typedef struct {
   uint32_t divert_needed;
 } mqr_route_result_t;
 
+/* Asked by a route before it makes anything: what (MQR_ROUTE_CREATED_ADDRESS, _ADDED_TYPE,
+ * _CREATED_QUEUE), the address's or the queue's name, and whether the queue is durable;
+ * ctx is the request's fill_ctx. 0 lets it; an error (err set, MQR_EPERM say) refuses the
+ * send, nothing made. */
+typedef int (*mqr_router_create_check_fn)(void *ctx, uint32_t what, mqr_str_t name, bool durable, mqr_error_t *err);
+/* Sets r's check (NULL: none, everything the settings allow is made). */
+MQR_EXTERN void mqr_router_set_create_check(mqr_router_t *r, mqr_router_create_check_fn fn);
+
 /* Routes one send: strips a prefix, resolves address::queue, finds (or, as the settings
  * allow, auto-creates) the address and its routing type, checks the duplicate id, then
  * picks one ANYCAST queue round-robin (one with a consumer preferred) and every

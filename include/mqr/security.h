@@ -17,7 +17,7 @@
 #ifndef MQR_SECURITY_H
 #define MQR_SECURITY_H
 
-#include "mqr/common.h"
+#include "mqr/config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +41,13 @@ MQR_EXTERN bool mqr_password_verify(const char *hash, const char *password, size
  * "artemis-pbkdf2-sha1"), or NULL for none known (a plaintext password, say). */
 MQR_EXTERN const char *mqr_password_kind(const char *hash);
 
+/* A keyed digest of name and password (BLAKE2b-256, fast): what an authentication cache
+ * keeps instead of the password. key: 32 random bytes of the cache's own. */
+MQR_EXTERN void mqr_password_digest(const uint8_t key[32], mqr_str_t name, const char *password, size_t len,
+                                    uint8_t out[32]);
+/* n random bytes into out (libsodium's randombytes): 0 or MQR_EIO. */
+MQR_EXTERN int mqr_random_bytes(void *out, size_t n);
+
 /* ---- users ----------------------------------------------------------------------------------- */
 
 /* Users loaded from a file. Immutable once loaded: threads may verify at once. */
@@ -60,6 +67,7 @@ typedef struct {
   const char *hash;
 } mqr_user_t;
 
+/* How many users u holds. */
 MQR_EXTERN uint32_t mqr_users_count(const mqr_users_t *u);
 /* The i-th user by name order, or false past the end. */
 MQR_EXTERN bool mqr_users_at(const mqr_users_t *u, uint32_t i, mqr_user_t *out);
@@ -85,6 +93,41 @@ MQR_EXTERN int mqr_users_file_set(const char *path, mqr_str_t name, const char *
                                   size_t password_len, bool add, mqr_error_t *err);
 /* Removes user name: 0, MQR_ENOTFOUND, MQR_EIO, MQR_ENOMEM. */
 MQR_EXTERN int mqr_users_file_remove(const char *path, mqr_str_t name, mqr_error_t *err);
+
+/* ---- security-settings compiled (authorization) -------------------------------------------- */
+
+/* A set of roles: one bit per role the security-settings name (at most 64). */
+typedef uint64_t mqr_roles_t;
+
+/* What each role may do on the addresses one security-settings entry matches. */
+typedef struct mqr_access_row_s {
+  mqr_str_t match;
+  mqr_roles_t allow[MQR_PERMISSIONS];
+} mqr_access_row_t;
+
+/* The security-settings of a config compiled: roles numbered, entries by precedence (the
+ * most specific first, as address-settings order them). Immutable once built. */
+typedef struct mqr_access_s mqr_access_t;
+
+/* Builds it from cfg's security-settings and wildcard syntax: 0, MQR_ELIMIT (more than
+ * 64 roles named; err says so), MQR_ENOMEM. With no entries, enabled says false: then
+ * nothing is checked (every client that may connect may do everything). */
+MQR_EXTERN int mqr_access_build(const mqr_config_t *cfg, mqr_access_t **out, mqr_error_t *err);
+MQR_EXTERN void mqr_access_destroy(mqr_access_t *a); /* NULL is allowed */
+MQR_EXTERN bool mqr_access_enabled(const mqr_access_t *a);
+
+/* The roles of a comma-separated list that the settings name (others grant nothing). */
+MQR_EXTERN mqr_roles_t mqr_access_roles(const mqr_access_t *a, mqr_str_t roles);
+
+/* The entry that governs address (a concrete name, or a wildcard subscription's address,
+ * matched as a name as Artemis does): the most specific match; NULL: none, so every
+ * permission is denied. Scans the entries: cache it per address (the broker does). */
+MQR_EXTERN const mqr_access_row_t *mqr_access_lookup(const mqr_access_t *a, mqr_str_t address);
+
+/* Whether roles who may do p where row governs. */
+static inline bool mqr_access_allows(const mqr_access_row_t *row, mqr_permission_t p, mqr_roles_t who) {
+  return row != NULL && (row->allow[p] & who) != 0;
+}
 
 #ifdef __cplusplus
 }

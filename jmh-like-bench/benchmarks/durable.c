@@ -105,7 +105,7 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   FILE *f = fopen(s->config_path, "w");
   if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
   fprintf(f,
-          "listeners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
+          "security: {allow-anonymous: true}\nlisteners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
           "persistence: {directory: %s/journal, journal-sync: %s}\n"
           "addresses:\n  bench: {anycast: [bench]}\n",
           port, s->dir, getenv("MQR_BENCH_NOSYNC") ? "false" : "true");

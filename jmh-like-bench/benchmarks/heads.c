@@ -274,7 +274,7 @@ static void stomp_send(st_t *s) {
 
 /* ---- brokers ------------------------------------------------------------------------------- */
 
-static const char mqr_yaml[] = "listeners:\n"
+static const char mqr_yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
                                "  - {name: bench, port: %d, protocols: [%s], anycast-prefix: /queue/}\n"
                                "address-settings:\n"
                                "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"

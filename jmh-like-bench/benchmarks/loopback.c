@@ -42,7 +42,7 @@
 #define WINDOW_BYTES (32u << 20)
 
 /* mqrd's config, with the port the benchmark picked. */
-static const char yaml[] = "listeners:\n"
+static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
                            "  - {name: bench, host: 127.0.0.1, port: %d}\n"
                            "addresses:\n"
                            "  bench: {anycast: [bench]}\n";

@@ -10,6 +10,7 @@ tmp=$(mktemp -d)
 passed=0
 failed=0
 cat >"$tmp/mqr.yaml" <<'YAML'
+security: {allow-anonymous: true}
 listeners:
   - {name: main, host: 127.0.0.1, port: 0, anycast-prefix: "anycast://", multicast-prefix: "multicast://"}
 address-settings:
@@ -258,7 +259,7 @@ else
 fi
 
 # global-max-size: every address together; past it, each acts on its full policy.
-printf 'global-max-size: 4KiB\nlisteners:\n  - {name: g, host: 127.0.0.1, port: 0}\naddress-settings:\n  "f.#": {address-full-policy: FAIL}\n  "b.#": {address-full-policy: BLOCK}\naddresses:\n  f.1: {anycast: [f.1]}\n  f.2: {anycast: [f.2]}\n  b.1: {anycast: [b.1]}\n' >"$tmp/global.yaml"
+printf 'security: {allow-anonymous: true}\nglobal-max-size: 4KiB\nlisteners:\n  - {name: g, host: 127.0.0.1, port: 0}\naddress-settings:\n  "f.#": {address-full-policy: FAIL}\n  "b.#": {address-full-policy: BLOCK}\naddresses:\n  f.1: {anycast: [f.1]}\n  f.2: {anycast: [f.2]}\n  b.1: {anycast: [b.1]}\n' >"$tmp/global.yaml"
 "$mqrd" --config "$tmp/global.yaml" 2>"$tmp/global.log" &
 gpid=$!
 for _ in $(seq 100); do grep -q "ready" "$tmp/global.log" && break; sleep 0.05; done
@@ -273,7 +274,7 @@ kill -TERM $gpid
 wait $gpid
 
 # Host names: a listener on "localhost" (resolved, /etc/hosts) and a client URL naming it.
-printf 'listeners:\n  - {name: named, host: localhost, port: 0}\n' >"$tmp/named.yaml"
+printf 'security: {allow-anonymous: true}\nlisteners:\n  - {name: named, host: localhost, port: 0}\n' >"$tmp/named.yaml"
 "$mqrd" --config "$tmp/named.yaml" 2>"$tmp/named.log" &
 npid=$!
 for _ in $(seq 100); do grep -q "ready" "$tmp/named.log" && break; sleep 0.05; done

@@ -23,7 +23,7 @@ done
 
 # Every long option of every command's usage is in mqr(1); mqrd's in mqrd(8).
 plain "$src/man/mqr.1" >"$tmp/mqr.1"
-for c in send recv stat config route schema avro journal address queue; do
+for c in send recv stat config route schema avro journal address queue user; do
   missing=""
   for o in $("$mqr" "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -qF -- "$o" "$tmp/mqr.1" || missing="$missing $o"
@@ -53,7 +53,7 @@ for o in $("$mqr" send --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
 done
 [ -z "$missing" ] && ok "readme-send" || bad "README's mqr send lacks$missing"
 missing=""
-for c in send recv stat config route schema avro journal address queue; do
+for c in send recv stat config route schema avro journal address queue user; do
   grep -q "^mqr $c " "$readme" || missing="$missing $c"
 done
 [ -z "$missing" ] && ok "readme-commands" || bad "README's tool list lacks$missing"

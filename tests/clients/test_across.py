@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import run_suite, wait_for  # noqa: E402
 
 CONFIG = """
+security: {allow-anonymous: true}
 listeners:
   - name: all
     port: 0

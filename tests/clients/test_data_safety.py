@@ -24,6 +24,7 @@ from mqrd import Mqrd, wait_for  # noqa: E402
 MQRD, MQR = None, None
 
 LISTENER = """
+security: {allow-anonymous: true}
 listeners:
   - {name: main, host: 127.0.0.1, port: 0, protocols: [mqr, stomp]}
 """
@@ -137,7 +138,7 @@ class DataSafety(unittest.TestCase):
         port = busy.getsockname()[1]
         cfg = os.path.join(self.dir, "busy.yaml")
         with open(cfg, "w") as f:
-            f.write("listeners:\n  - {name: main, host: 127.0.0.1, port: %d}\n" % port)
+            f.write("security: {allow-anonymous: true}\nlisteners:\n  - {name: main, host: 127.0.0.1, port: %d}\n" % port)
         r = subprocess.run([MQRD, "--config", cfg], cwd=self.dir, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 1)
         self.assertIn("address already in use", r.stderr)

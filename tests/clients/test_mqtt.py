@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import Mqrd, held_by_tcp, raw, raw_closed, reset, run_suite, wait_for  # noqa: E402
 
 CONFIG = """
+security: {allow-anonymous: true}
 listeners:
   - name: main
     port: 0

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import held_by_tcp, raw, reset, run_suite, wait_for  # noqa: E402
 
 CONFIG = """
+security: {allow-anonymous: true}
 listeners:
   - name: main
     port: 0

@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import Mqrd  # noqa: E402
 
 CONFIG = """
+security: {allow-anonymous: true}
 listeners:
   - name: main
     port: 0

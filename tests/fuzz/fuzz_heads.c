@@ -18,7 +18,7 @@
 #include "mqr/broker.h"
 #include "mqr/config.h"
 
-static const char yaml[] = "listeners:\n"
+static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
                            "  - {name: f, port: 0, protocols: [mqr, mqtt, stomp], handshake-timeout: 0,\n"
                            "     mqtt: {max-packet-size: 4KiB}, stomp: {max-frame-size: 4KiB, max-headers: 16}}\n"
                            "address-settings:\n"

@@ -251,7 +251,7 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "rm -rf %s", data);
   if (system(cmd) != 0) return 1;
   snprintf(yaml, sizeof yaml,
-           "listeners:\n  - {name: main, host: 127.0.0.1, port: 0}\n"
+           "security: {allow-anonymous: true}\nlisteners:\n  - {name: main, host: 127.0.0.1, port: 0}\n"
            "persistence: {directory: %s, journal-file-size: 1MiB}\n"
            "address-settings:\n  work: {max-size-bytes: 16KiB, address-full-policy: PAGE}\n"
            "addresses:\n  work: {anycast: [work]}\n  barrier: {anycast: [barrier]}\n",

@@ -9,7 +9,7 @@
 #include "mqrd_proc.h"
 #include "testutil.h"
 
-static const char config[] = "listeners:\n"
+static const char config[] = "security: {allow-anonymous: true}\nlisteners:\n"
                              "  - name: main\n"
                              "    host: 127.0.0.1\n"
                              "    port: 0\n"

@@ -421,7 +421,7 @@ static void on_ready(mqr_client_t *c, int status, const mqr_frame_t *f, void *ar
 
 static void test_listening_embedded(void **state) {
   (void)state;
-  static const char net[] = "listeners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
+  static const char net[] = "security: {allow-anonymous: true}\nlisteners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
   uv_loop_t loop;
   uv_loop_init(&loop);
   mqr_config_t *cfg;
@@ -586,7 +586,7 @@ static void on_net_msg(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void
 
 static void test_out_of_memory_delivering_to_a_network_consumer(void **state) {
   (void)state;
-  static const char net[] = "listeners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
+  static const char net[] = "security: {allow-anonymous: true}\nlisteners:\n  - {name: here, host: 127.0.0.1, port: 0}\naddresses:\n  q: {anycast: [q]}\n";
   /* A fresh broker and client each time, and a burst of 20 with no loop pass between: the
    * connection's first write request grows while they wait, so its allocations are among
    * the sends' too. */

@@ -16,7 +16,7 @@
 #include "mqr/broker.h"
 #include "testutil.h"
 
-static const char yaml[] = "listeners:\n"
+static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
                            "  - {name: t, host: 127.0.0.1, port: 0}\n"
                            "addresses:\n"
                            "  q: {anycast: [q]}\n";
