@@ -27,6 +27,11 @@ static int denied(mqr_broker_t *b, const mqr__principal_t *who, mqr_permission_t
                        mqr_permission_name(p), (int)(address.len > 200 ? 200 : address.len), address.ptr);
 }
 
+bool mqr__allowed(mqr_broker_t *b, mqr__principal_t *who, mqr_permission_t p, mqr_str_t address) {
+  const mqr_access_t *access = mqr__sec_access(b);
+  return access == NULL || who == NULL || mqr_access_allows(mqr_access_lookup(access, address), p, roles_now(b, who));
+}
+
 bool mqr__may(mqr_broker_t *b, mqr__principal_t *who, mqr_permission_t p, mqr_str_t address, mqr_error_t *err) {
   const mqr_access_t *access = mqr__sec_access(b);
   if (access == NULL || who == NULL) return true;

@@ -78,7 +78,7 @@ static void users_unref(users_ref_t *r) {
 static char *dup_str(mqr_str_t s) {
   char *p = mqr_malloc(s.len + 1);
   if (p) {
-    memcpy(p, s.ptr, s.len);
+    if (s.len) memcpy(p, s.ptr, s.len);
     p[s.len] = '\0';
   }
   return p;

@@ -304,6 +304,8 @@ mqr__principal_t *mqr__session_principal(const mqr__session_t *s);
  * as Artemis checks it): always, without security-settings or without a principal.
  * A denial is logged and err (may be NULL) says it (MQR_EPERM). */
 bool mqr__may(mqr_broker_t *b, mqr__principal_t *who, mqr_permission_t p, mqr_str_t address, mqr_error_t *err);
+/* The same, said to no one (what a listing shows). */
+bool mqr__allowed(mqr_broker_t *b, mqr__principal_t *who, mqr_permission_t p, mqr_str_t address);
 bool mqr__session_may(const mqr__session_t *s, mqr_permission_t p, mqr_str_t address, mqr_error_t *err);
 
 /* The producer was told by mqr__do_send that its message went to a full BLOCK address

@@ -15,8 +15,8 @@ static mqr_str_t temp_name(mqr_broker_t *b, mqr_str_t target, char *buf, size_t 
   return mqr_str_n(buf, (size_t)n);
 }
 
-static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str_t queue, unsigned flags,
-                              bool *temporary, mqr_queue_t **out, mqr_error_t *err) {
+static int find_or_make_queue(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t target, int rt, mqr_str_t queue,
+                              unsigned flags, bool *temporary, mqr_queue_t **out, mqr_error_t *err) {
   *temporary = false;
   mqr_str_t address = target, qname = queue;
   const char *sep = NULL;
@@ -37,9 +37,14 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
     if (sep && !mqr_str_eq(mqr_address_name(mqr_queue_address(q)), address))
       return mqr_error_set(err, MQR_EQUEUEADDR, "queue '%.*s' is not on address '%.*s'", (int)qname.len, qname.ptr,
                            (int)address.len, address.ptr);
+    /* CONSUME on the queue's address, as Artemis checks a consumer. */
+    if (!mqr__may(b, who, MQR_PERM_CONSUME, mqr_address_name(mqr_queue_address(q)), err)) return MQR_EPERM;
     *out = q;
     return 0;
   }
+  /* CONSUME on the address subscribed to: a wildcard subscription's is checked as the
+   * name it is (news.# needs a match that covers news.#, not one of news.eu alone). */
+  if (!mqr__may(b, who, MQR_PERM_CONSUME, address, err)) return MQR_EPERM;
   char buf[512];
   bool wild = false; /* an ANYCAST queue for a consumer on a wildcard address */
   if (!sep) {
@@ -79,6 +84,12 @@ static int find_or_make_queue(mqr_broker_t *b, mqr_str_t target, int rt, mqr_str
    * it; the others are the broker's (auto-delete takes them). */
   cfg.auto_created = rt == MQR_ANYCAST || *temporary || (flags & MQR__SUB_SHARED);
   cfg.auto_create_address = true;
+  /* What the subscription makes: the queue (durable or not), and the address when it is
+   * missing. */
+  if (!mqr__may(b, who, cfg.durable ? MQR_PERM_CREATE_DURABLE_QUEUE : MQR_PERM_CREATE_NON_DURABLE_QUEUE, address, err))
+    return MQR_EPERM;
+  if (mqr_router_find_address(&b->router, address) == NULL && !mqr__may(b, who, MQR_PERM_CREATE_ADDRESS, address, err))
+    return MQR_EPERM;
   return mqr_router_add_queue(&b->router, &cfg, out, err);
 }
 
@@ -139,7 +150,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   if (rc) return mqr_error_set(err, rc, "selector: %s", ferr.message);
   bool temporary = false;
   mqr_queue_t *q = NULL;
-  if ((rc = find_or_make_queue(b, target, rt, queue, flags, &temporary, &q, err)) != 0) {
+  if ((rc = find_or_make_queue(b, s->who, target, rt, queue, flags, &temporary, &q, err)) != 0) {
     mqr_filter_free(sel);
     return rc;
   }

@@ -79,8 +79,8 @@ __attribute__((format(printf, 4, 5))) static void report(mqr_config_report_fn fn
 bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b) {
   if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
       a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
-      a->prefixes.count != b->prefixes.count || a->protocols != b->protocols ||
-      memcmp(a->options, b->options, sizeof a->options) != 0)
+      a->max_connections != b->max_connections || a->prefixes.count != b->prefixes.count ||
+      a->protocols != b->protocols || memcmp(a->options, b->options, sizeof a->options) != 0)
     return false;
   for (uint32_t i = 0; i < a->prefixes.count; i++)
     if (!mqr_str_eq(a->prefixes.items[i].text, b->prefixes.items[i].text) ||

@@ -91,13 +91,13 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "a listener")) return;
   static const char known[] =
       "name, host, port, protocols, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, "
-      "idle-timeout, and a block per protocol";
+      "idle-timeout, max-connections, and a block per protocol";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
   const yaml_node_t *name_node = map, *px_node = NULL;
   int64_t port = DEFAULT_PORT, max_frame = MQR_DEFAULT_MAX_FRAME;
-  int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT;
+  int64_t handshake_ms = MQR_DEFAULT_HANDSHAKE_TIMEOUT, idle_ms = MQR_DEFAULT_IDLE_TIMEOUT, max_conns = 0;
   int64_t options[MQR_LISTENER_OPTIONS];
   mqr__cfg_options_default(options);
   const mqr_protocol_def_t *def;
@@ -124,6 +124,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       if (mqr__cfg_get_duration(c, &p, 24 * 3600000, &idle_ms) && idle_ms > 0 && idle_ms < 1000) {
         ERR(c, p.value, "'idle-timeout' must be at least 1s (or 0: off), not %" PRId64 " ms", idle_ms);
       }
+    } else if (mqr_str_eq(p.name, MQR_STR("max-connections"))) {
+      mqr__cfg_get_int(c, &p, false, 0, 10000000, &max_conns);
     } else if (mqr_str_eq(p.name, MQR_STR("protocols"))) {
       protocols = parse_protocols(c, &p);
     } else if ((def = protocol_named(p.name)) != NULL) {
@@ -156,6 +158,7 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   memcpy(l->pub.options, options, sizeof options);
   l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
   l->pub.idle_timeout_ms = (uint32_t)idle_ms;
+  l->pub.max_connections = (uint32_t)max_conns;
   l->pub.line = (uint32_t)map->start_mark.line + 1;
   l->pub.column = (uint32_t)map->start_mark.column + 1;
   static const mqr_routing_type_t types[2] = {MQR_ANYCAST, MQR_MULTICAST};

@@ -488,7 +488,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
   static const char *const keys[] = {
       "wildcard-addresses",         "address-settings", "listeners", "addresses", "persistence", "diverts",
-      "message-expiry-scan-period", "global-max-size", "security"};
+      "message-expiry-scan-period", "global-max-size",  "security"};
   yaml_node_t *found[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;

@@ -58,6 +58,7 @@ void mqr__conn_close_cb(uv_handle_t *h) {
     net->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   net->n_conns--;
+  c->l->n_conns--;
   mqr_free(c);
   mqr__broker_handle_closed(b);
 }
@@ -274,6 +275,11 @@ void mqr__net_tick(uv_timer_t *t) {
   uint64_t now = uv_now(mqr__loop(b));
   for (uint32_t i = 0; i < net->n_listeners; i++) {
     mqr__listener_t *l = &net->listeners[i];
+    if (l->refused) {
+      mqr__log(b, MQR_LOG_WARN, "listener '%s': %u connection(s) closed at once: max-connections (%u) are open",
+               l->cfg->name, l->refused, l->cfg->max_connections);
+      l->refused = 0;
+    }
     if (l->open && l->accept_pending && !l->refusing) {
       l->accept_pending = false;
       mqr__net_on_connection((uv_stream_t *)&l->tcp, 0);

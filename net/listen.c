@@ -14,8 +14,9 @@ static void refuse_closed(uv_handle_t *h) {
   mqr__broker_handle_closed(l->b);
 }
 
-/* No memory for a new connection: it is closed at once (see spare). */
-static void refuse(mqr__listener_t *l) {
+/* No memory for a new connection, or one over max-connections (over): it is closed at
+ * once (see spare). */
+static void refuse(mqr__listener_t *l, bool over) {
   mqr_broker_t *b = l->b;
   if (l->refusing) {
     l->accept_pending = true;
@@ -25,8 +26,12 @@ static void refuse(mqr__listener_t *l) {
   uv_tcp_init(mqr__loop(b), &l->spare);
   l->spare.data = l;
   mqr__broker_handle_opened(b);
-  if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0)
-    mqr__log(b, MQR_LOG_WARN, "listener '%s': out of memory for a new connection; closed it", l->cfg->name);
+  if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&l->spare) == 0) {
+    if (over)
+      l->refused++; /* told by the tick, once for many */
+    else
+      mqr__log(b, MQR_LOG_WARN, "listener '%s': out of memory for a new connection; closed it", l->cfg->name);
+  }
   uv_close((uv_handle_t *)&l->spare, refuse_closed);
 }
 
@@ -35,9 +40,13 @@ void mqr__net_on_connection(uv_stream_t *server, int status) {
   mqr_broker_t *b = l->b;
   struct mqr__net_s *net = mqr__net(b);
   if (status < 0 || mqr__closing(b)) return;
+  if (l->cfg->max_connections && l->n_conns >= l->cfg->max_connections) {
+    refuse(l, true);
+    return;
+  }
   mqr__conn_t *c = mqr_calloc(1, sizeof *c);
   if (c == NULL) {
-    refuse(l);
+    refuse(l, false);
     return;
   }
   uv_tcp_init(mqr__loop(b), &c->tcp);
@@ -53,6 +62,7 @@ void mqr__net_on_connection(uv_stream_t *server, int status) {
   c->next = net->conns;
   if (net->conns) net->conns->prev = c;
   net->conns = c;
+  l->n_conns++; /* (its close callback counts it down) */
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     c->state = MQR__CONN_CLOSING;
     c->closed = true;

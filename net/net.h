@@ -121,12 +121,15 @@ struct mqr__listener_s {
   char *strings; /* own's name, host and prefixes */
   const mqr__transport_t *transport;
   int port;
+  uint32_t n_conns; /* its connections open now (max-connections) */
+  uint32_t refused; /* connections refused for max-connections since the last warning */
   bool open;
   /* A connection for which there is no memory is accepted into spare and closed, so
    * that libuv, which stops accepting until uv_accept is called, keeps accepting and the
    * client sees the close; one that comes while spare is closing waits for the tick. */
   uv_tcp_t spare;
   bool refusing, accept_pending;
+  bool over; /* the spare closes a connection over max-connections, not one without memory */
 };
 
 typedef enum { MQR__CONN_HANDSHAKE, MQR__CONN_OPEN, MQR__CONN_CLOSING } mqr__conn_state_t;

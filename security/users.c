@@ -264,7 +264,7 @@ int mqr_users_load(const char *path, const char *roles_path, mqr_users_t **out, 
       mqr_str_t f[3] = {v[i].name, v[i].roles, v[i].hash};
       const char *at[3];
       for (int k = 0; k < 3; k++) {
-        memcpy(a, f[k].ptr, f[k].len);
+        if (f[k].len) memcpy(a, f[k].ptr, f[k].len);
         a[f[k].len] = '\0';
         at[k] = a;
         a += f[k].len + 1;

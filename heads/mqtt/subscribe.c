@@ -187,7 +187,8 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
       mqr__log(b, MQR_LOG_INFO, "connection %lld (%s): MQTT subscription '%.*s' refused: %s", (long long)c->sess.id,
                c->peer, (int)e.filter.len, e.filter.ptr, err.message);
       mqr_free(sub);
-      codes[i] = 0x80; /* Unspecified error (3.1.1: Failure) */
+      /* 0x87 Not authorized; Unspecified error (3.1.1: Failure) */
+      codes[i] = rc == MQR_EPERM && mc->level == 5 ? 0x87 : 0x80;
       continue;
     }
     sub->next = ss->subs;
@@ -226,6 +227,15 @@ void mqr__mqtt_on_unsubscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
     mqtt_sub_t **pp, *sub = sub_by_filter(ss, e.filter, &pp);
     codes[n++] = sub ? 0 : 0x11; /* No subscription existed */
     if (sub == NULL) continue;
+    /* Its queue goes with it: the session's user may delete it, or it stays (5.0 says so). */
+    mqr_queue_t *sq = mqr_router_find_queue(mqr_broker_router(c->b), sub->queue);
+    mqr_address_t *qa = sq ? mqr_queue_address(sq) : NULL;
+    if (!sub->shared && qa &&
+        !mqr__session_may(&c->sess, ss->expiry == 0 ? MQR_PERM_DELETE_NON_DURABLE_QUEUE : MQR_PERM_DELETE_DURABLE_QUEUE,
+                          mqr_address_name(qa), NULL)) {
+      codes[n - 1] = mc->level == 5 ? 0x87 : 0; /* (3.1.1 has no code: the subscription stays) */
+      continue;
+    }
     *pp = sub->next;
     if (sub->k) mqr__session_unsubscribe(&c->sess, sub->k);
     for (uint32_t i = 0; i < ss->out_cap; i++)

@@ -109,6 +109,9 @@ static void on_unsubscribe(mqr__conn_t *c, int64_t id) {
 }
 
 typedef struct {
+  mqr_broker_t *b;
+  mqr__principal_t *who; /* what it may see: addresses it may browse or manage */
+  bool hide;             /* the last address's queues are not shown */
   mqr_frame_address_info_t *a;
   uint32_t n, cap;
   mqr_frame_queue_info_t *q;
@@ -119,6 +122,9 @@ typedef struct {
 
 static int on_address(void *arg, const mqr_broker_address_info_t *ai) {
   query_t *x = arg;
+  x->hide =
+      !mqr__allowed(x->b, x->who, MQR_PERM_BROWSE, ai->name) && !mqr__allowed(x->b, x->who, MQR_PERM_MANAGE, ai->name);
+  if (x->hide) return 0;
   if (!mqr__grow((void **)&x->a, &x->cap, x->n + 1, sizeof *x->a) ||
       !mqr__grow((void **)&x->types, &x->cap_types, (x->n + 1) * 24, 1))
     return MQR_ENOMEM;
@@ -131,6 +137,7 @@ static int on_address(void *arg, const mqr_broker_address_info_t *ai) {
 
 static int on_queue(void *arg, const mqr_broker_queue_info_t *qi) {
   query_t *x = arg;
+  if (x->hide) return 0;
   if (!mqr__grow((void **)&x->q, &x->capq, x->nq + 1, sizeof *x->q)) return MQR_ENOMEM;
   const mqr_broker_queue_stats_t *st = &qi->stats; /* the one count, paged messages included */
   x->q[x->nq++] = (mqr_frame_queue_info_t){qi->name,
@@ -147,6 +154,8 @@ static int on_queue(void *arg, const mqr_broker_queue_info_t *qi) {
 
 static void on_query(mqr__conn_t *c, int64_t id) {
   query_t x = {0};
+  x.b = c->b;
+  x.who = mqr__session_principal(&c->sess);
   int rc = mqr_broker_foreach_stats(c->b, false, on_address, on_queue, &x);
   for (uint32_t i = 0; rc == 0 && i < x.n; i++) x.a[i].routing_types.ptr = x.types + (size_t)i * 24;
   if (rc) {

@@ -256,6 +256,32 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
   return 0;
 }
 
+/* The address a queue is on (empty when there is no such queue: the operation says so). */
+static mqr_str_t queue_address(mqr_broker_t *b, mqr_str_t queue) {
+  mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(b), queue);
+  return q ? mqr_address_name(mqr_queue_address(q)) : mqr_str_n("", 0);
+}
+
+/* Whether the connection's user may run the operation: manage on the address it names
+ * (a queue's address for a queue's), browse or manage to look (queue.browse,
+ * queue.consumers). 0 or MQR_EPERM (err set). */
+static int authorize(mqr__conn_t *c, mqr_str_t op, const mqr_str_t *a, size_t n, mqr_error_t *err) {
+  mqr_broker_t *b = c->b;
+  mqr__principal_t *who = mqr__session_principal(&c->sess);
+  if (n == 0) return 0; /* a usage error follows */
+  bool look = arg_is(op, "queue.browse") || arg_is(op, "queue.consumers");
+  mqr_str_t where = arg_is(op, "address.create") || arg_is(op, "address.delete") ? a[0]
+                    : arg_is(op, "queue.create")                                 ? (n > 1 ? a[1] : a[0])
+                                                                                 : queue_address(b, a[0]);
+  if (where.len == 0) return 0; /* no such queue: the operation says so */
+  if (look && mqr__allowed(b, who, MQR_PERM_BROWSE, where)) return 0;
+  if (!mqr__may(b, who, MQR_PERM_MANAGE, where, err)) return MQR_EPERM;
+  if (arg_is(op, "queue.move") && n > 1 && queue_address(b, a[1]).len &&
+      !mqr__may(b, who, MQR_PERM_MANAGE, queue_address(b, a[1]), err))
+    return MQR_EPERM;
+  return 0;
+}
+
 void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
   mqr_broker_t *b = c->b;
   const mqr_str_t *args = m->args.items;
@@ -291,7 +317,8 @@ void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
       a[i] = mqr_str_n(p, args[i].len);
       p += args[i].len + 1;
     }
-    rc = run(b, op, a, n, &count, &rows, &br, text, sizeof text, &err);
+    rc = authorize(c, op, a, n, &err);
+    if (rc == 0) rc = run(b, op, a, n, &count, &rows, &br, text, sizeof text, &err);
   }
   rows_t *out = br.rows.n ? &br.rows : &rows;
   finish(out);

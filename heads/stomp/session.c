@@ -322,6 +322,14 @@ void mqr__stomp_on_unsubscribe(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
     char q[512];
     int len = snprintf(q, sizeof q, "%s.%.*s", st->client_id, (int)dn->len, dn->ptr);
     mqr_error_t err;
+    mqr_queue_t *dq = len > 0 && (size_t)len < sizeof q
+                          ? mqr_router_find_queue(mqr_broker_router(c->b), mqr_str_n(q, (size_t)len))
+                          : NULL;
+    if (dq &&
+        !mqr__session_may(&c->sess, MQR_PERM_DELETE_DURABLE_QUEUE, mqr_address_name(mqr_queue_address(dq)), &err)) {
+      mqr__stomp_error(c, f, mqr_err_name(err.code), "%s", err.message);
+      return;
+    }
     if (len > 0 && (size_t)len < sizeof q && mqr_broker_delete_queue(c->b, mqr_str_n(q, (size_t)len), &err) != 0 &&
         err.code != MQR_ENOQUEUE) {
       mqr__stomp_error(c, f, mqr_err_name(err.code), "%s", err.message);

@@ -89,6 +89,7 @@ typedef struct {
   uint32_t handshake_timeout_ms; /* a connection that has not said CONNECT by then is closed; 0: never */
   uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
                                     (the broker sends PING after half of it); 0: never */
+  uint32_t max_connections;      /* open at once; one more is accepted and closed at once; 0: no limit */
   mqr_prefixes_t prefixes;
   int64_t options[MQR_LISTENER_OPTIONS]; /* the protocols' blocks: mqr_listener_option */
   uint32_t line, column;

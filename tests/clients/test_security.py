@@ -227,9 +227,9 @@ security:
     "orders.#":
       send: [producers]
       consume: [consumers]
-      create-address: [producers]
-      create-durable-queue: [producers]
-      create-non-durable-queue: [producers]
+      create-address: [producers, consumers]
+      create-durable-queue: [producers, consumers]
+      create-non-durable-queue: [producers, consumers]
     "#":
       send: [admin]
       consume: [admin]
@@ -322,6 +322,35 @@ class Authorization(unittest.TestCase):
         conn2.send("/queue/orders.eu", "x", receipt="r2")
         conn2.disconnect()
 
+    def test_subscriptions(self):
+        """CONSUME on the address subscribed to: a wildcard subscription's is checked as
+        the name it is, so connie's orders/# is taken and '#' (every address) is not."""
+        got = {}
+        ev = threading.Event()
+        c = mqtt.Client(client_id="connie-subs", protocol=mqtt.MQTTv5)
+        c.username_pw_set("connie", "connie-pw")
+
+        def on_subscribe(client, userdata, mid, reason_codes, properties=None):
+            got[mid] = [r.value for r in reason_codes]
+            ev.set()
+
+        c.on_subscribe = on_subscribe
+        c.connect("127.0.0.1", self.b.port, keepalive=30)
+        c.loop_start()
+        self.assertTrue(wait_for(c.is_connected, 10))
+        _, mid = c.subscribe([("orders/#", 1), ("#", 1), ("prices/eu", 0)])
+        self.assertTrue(ev.wait(10))
+        self.assertEqual(got[mid], [1, 0x87, 0x87])
+        c.loop_stop()
+        c.disconnect()
+        conn = stomp.Connection12([("127.0.0.1", self.b.port)])
+        lis = StompListener()
+        conn.set_listener("l", lis)
+        conn.connect("pete", "pete-pw", wait=True)
+        conn.subscribe("/queue/orders.eu", id="1")  # producers may not consume
+        self.assertTrue(wait_for(lambda: lis.errors, 10))
+        self.assertEqual(lis.errors[0].headers.get("message"), "EPERM")
+
     def test_will_sent_as_its_user(self):
         """A will is sent as the connection's user: connie's to orders.will is refused."""
         s, rc = mqtt5_raw(self.b.port, "pete", "pete-pw", "pete-will")
@@ -335,6 +364,89 @@ class Authorization(unittest.TestCase):
         c.loop_stop()
         c.socket().close()  # gone without DISCONNECT: the will goes, as connie
         self.assertTrue(wait_for(lambda: "user 'connie' may not send on 'orders.will'" in self.b.log_text(), 10))
+
+
+GUEST = """
+listeners:
+  - {name: main, host: 127.0.0.1, port: 0, protocols: [mqr, mqtt, stomp], max-connections: 3}
+security:
+  allow-anonymous: true
+  anonymous-roles: guest
+  security-settings:
+    "public.#":
+      send: [guest]
+      consume: [guest]
+      browse: [guest]
+      create-address: [guest]
+      create-durable-queue: [guest]
+      create-non-durable-queue: [guest]
+    "#": {send: [admin], consume: [admin], browse: [admin], manage: [admin]}
+addresses:
+  orders: {anycast: [orders]}
+  public.news: {anycast: [public.news]}
+address-settings:
+  '#': {auto-create-addresses: true, auto-create-queues: true}
+"""
+
+
+class Anonymous(unittest.TestCase):
+    """The native protocol's anonymous client, with anonymous-roles: what mqr may do and
+    see."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Mqrd(MQRD, GUEST)
+        cls.url = "tcp://127.0.0.1:%d" % cls.b.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.b.stop()
+        if code != 0:
+            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+
+    def test_send_and_receive(self):
+        mqr("send", "--url", self.url, "--body", "hello", "public.news")
+        r = mqr("recv", "--url", self.url, "--count", "1", "--timeout", "5", "public.news")
+        self.assertIn("hello", r.stdout)
+        r = mqr("send", "--url", self.url, "--body", "x", "orders", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("EPERM", r.stderr)
+        r = mqr("recv", "--url", self.url, "--count", "1", "--timeout", "2", "orders", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("EPERM", r.stderr)
+
+    def test_stat_shows_what_it_may_see(self):
+        import json
+        st = json.loads(mqr("stat", "--url", self.url, "--json").stdout)
+        names = [a["name"] for a in st["addresses"]]
+        self.assertIn("public.news", names)
+        self.assertNotIn("orders", names)
+        self.assertNotIn("orders", [q["name"] for q in st["queues"]])
+
+    def test_max_connections(self):
+        """A listener's max-connections: one more is closed at once, logged; a place that
+        frees takes the next."""
+        held = [socket.create_connection(("127.0.0.1", self.b.port), timeout=5) for _ in range(3)]
+        time.sleep(0.2)
+        extra = socket.create_connection(("127.0.0.1", self.b.port), timeout=5)
+        self.assertEqual(extra.recv(16), b"")  # closed by the broker
+        extra.close()
+        self.assertTrue(wait_for(lambda: "max-connections (3) are open" in self.b.log_text(), 5))
+        held.pop().close()
+        time.sleep(0.3)
+        r = mqr("send", "--url", self.url, "--allow-unrouted", "--body", "x", "public.limits")
+        self.assertEqual(r.returncode, 0)
+        for h in held:
+            h.close()
+
+    def test_management_needs_manage(self):
+        for args in (["queue", "purge", "orders"], ["queue", "purge", "public.news"],
+                     ["address", "create", "x", "ANYCAST"], ["queue", "delete", "public.news"]):
+            r = mqr(*(args + ["--url", self.url]), check=False)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertIn("EPERM", r.stderr, args)
+        r = mqr("queue", "browse", "public.news", "--url", self.url, check=False)  # browse: guest may
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":
