@@ -393,6 +393,21 @@ void mqr__sec_close(mqr_broker_t *b) {
     }
 }
 
+int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char *peer, mqr__principal_t **who) {
+  mqr__sec_t *sec = b->sec;
+  mqr_user_t u;
+  *who = NULL;
+  if (sec->users == NULL || !mqr_users_find(sec->users->u, mqr_str(name), &u)) {
+    sec->refused++;
+    mqr__log(b, MQR_LOG_WARN, "security: the client certificate of '%s' from %s names no user of the users-file", name,
+             peer);
+    return MQR_EAUTH;
+  }
+  if ((*who = principal_new(sec, u.name, u.roles, false)) == NULL) return MQR_ENOMEM;
+  sec->accepted++;
+  return 0;
+}
+
 void mqr__auth_cancel(mqr__auth_t *a) {
   if (a) a->fn = NULL;
 }

@@ -213,6 +213,7 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
   }
   if (rc == 0) {
     mqr__sec_reload(b, cfg); /* the users file and settings again (the old kept on an error) */
+    mqr__server_reload(b);   /* the listeners' TLS certificates and keys again */
     mqr__configured_reload(b, b->config, cfg, reload_report, &x);
     b->config = cfg;
     if (b->own_config && cfg != b->own_config) {

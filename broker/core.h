@@ -274,6 +274,7 @@ void mqr__server_close(mqr_broker_t *b);                   /* each closed handle
 bool mqr__server_flush(mqr_broker_t *b);                   /* this pass's writes; true: more waits */
 void mqr__server_free(mqr_broker_t *b);                    /* once every handle closed */
 uint32_t mqr__server_connections(const mqr_broker_t *b);
+void mqr__server_reload(mqr_broker_t *b); /* a reload: TLS certificates and keys read again */
 
 /* ---- who a client is, and what it may do (auth.c, access.c; docs/security.md) ---------------------- */
 
@@ -291,6 +292,11 @@ typedef void (*mqr__auth_fn)(void *ctx, int status, mqr__principal_t *who);
 int mqr__authenticate(mqr_broker_t *b, mqr_str_t name, mqr_str_t password, const char *peer, mqr__auth_fn fn, void *ctx,
                       mqr__principal_t **who, mqr__auth_t **pending);
 void mqr__auth_cancel(mqr__auth_t *a);
+/* A client that proved who it is with a TLS client certificate (its subject CN, name)
+ * and gave no credentials: the user of that name, with its roles (0 and *who), or
+ * MQR_EAUTH when the users file has none. As mosquitto's use_identity_as_username and
+ * Artemis's certificate login. */
+int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char *peer, mqr__principal_t **who);
 void mqr__principal_release(mqr__principal_t *p);           /* NULL is allowed */
 mqr__principal_t *mqr__principal_hold(mqr__principal_t *p); /* one more reference (NULL: NULL) */
 mqr_str_t mqr__principal_name(const mqr__principal_t *p);

@@ -76,7 +76,14 @@ __attribute__((format(printf, 4, 5))) static void report(mqr_config_report_fn fn
   if (fn) fn(ctx, applied, line);
 }
 
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
 bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_config_t *b) {
+  const mqr_tls_config_t *ta = &a->tls, *tb = &b->tls;
+  if (ta->enabled != tb->enabled || ta->client_auth != tb->client_auth || ta->min_version != tb->min_version ||
+      !same_str(ta->cert, tb->cert) || !same_str(ta->key, tb->key) || !same_str(ta->ca, tb->ca) ||
+      !same_str(ta->ciphers, tb->ciphers))
+    return false;
   if (strcmp(a->name, b->name) || strcmp(a->host, b->host) || a->port != b->port || a->max_frame != b->max_frame ||
       a->handshake_timeout_ms != b->handshake_timeout_ms || a->idle_timeout_ms != b->idle_timeout_ms ||
       a->max_connections != b->max_connections || a->prefixes.count != b->prefixes.count ||

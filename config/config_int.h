@@ -70,6 +70,7 @@ typedef struct {
 typedef struct {
   mqr_listener_config_t pub;
   char *name, *host, *prefix[2];
+  char *tls[4]; /* cert, key, ca, ciphers */
 } cfg_listener_t;
 
 typedef struct {
@@ -160,6 +161,8 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
 void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p);
 void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map);
 void mqr__cfg_parse_diverts(ctx_t *c, yaml_node_t *map);
+/* A path as written, relative to the config file's folder unless absolute (security.c). */
+char *mqr__cfg_path(ctx_t *c, mqr_str_t p);
 /* security.c: the section, its defaults, and what it holds freed. */
 void mqr__cfg_security_defaults(mqr_security_config_t *s);
 void mqr__cfg_parse_security(ctx_t *c, yaml_node_t *map);

@@ -86,12 +86,62 @@ static void parse_block(ctx_t *c, const pair_t *p, const mqr_protocol_def_t *def
   }
 }
 
+/* tls: {cert, key, ca, client-auth, min-version, ciphers}: into t and the paths' copies
+ * (own: cert, key, ca, ciphers). */
+static void parse_tls(ctx_t *c, const pair_t *p, mqr_tls_config_t *t, char *own[4]) {
+  const char *where = "a listener's tls";
+  t->enabled = true;
+  t->min_version = 0x0303;
+  if (!mqr__cfg_want(c, p->value, YAML_MAPPING_NODE, where)) return;
+  FOREACH_PAIR(c, p->value, q) {
+    if (!mqr__cfg_key(c, p->value, q_it, &q, where)) continue;
+    static const char *const paths[4] = {"cert", "key", "ca", "ciphers"};
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+      if (mqr_str_eq(q.name, mqr_str(paths[i]))) k = i;
+    mqr_str_t v;
+    if (k >= 0) {
+      if (!mqr__cfg_get_string(c, &q, &v)) continue;
+      if (v.len == 0 || memchr(v.ptr, 0, v.len)) {
+        ERR(c, q.value, "tls '%s' must not be empty", paths[k]);
+        continue;
+      }
+      mqr_free(own[k]);
+      own[k] = k == 3 ? mqr__cfg_dup_n(c, v.ptr, v.len) : mqr__cfg_path(c, v);
+    } else if (mqr_str_eq(q.name, MQR_STR("client-auth"))) {
+      if (!mqr__cfg_get_string(c, &q, &v)) continue;
+      if (mqr_str_eq(v, MQR_STR("none")))
+        t->client_auth = MQR_CLIENT_AUTH_NONE;
+      else if (mqr_str_eq(v, MQR_STR("want")))
+        t->client_auth = MQR_CLIENT_AUTH_WANT;
+      else if (mqr_str_eq(v, MQR_STR("need")))
+        t->client_auth = MQR_CLIENT_AUTH_NEED;
+      else
+        ERR(c, q.value, "client-auth must be none, want or need, not '%.*s'", (int)v.len, v.ptr);
+    } else if (mqr_str_eq(q.name, MQR_STR("min-version"))) {
+      if (!mqr__cfg_get_string(c, &q, &v)) continue;
+      if (mqr_str_eq(v, MQR_STR("1.2")) || mqr_str_eq(v, MQR_STR("TLSv1.2")))
+        t->min_version = 0x0303;
+      else if (mqr_str_eq(v, MQR_STR("1.3")) || mqr_str_eq(v, MQR_STR("TLSv1.3")))
+        t->min_version = 0x0304;
+      else
+        ERR(c, q.value, "min-version must be 1.2 or 1.3, not '%.*s'", (int)v.len, v.ptr);
+    } else {
+      mqr__cfg_unknown_key(c, &q, where, "cert, key, ca, client-auth, min-version, ciphers");
+    }
+  }
+  if (own[0] == NULL || own[1] == NULL) ERR(c, p->value, "a listener's tls needs cert and key");
+  if (t->client_auth != MQR_CLIENT_AUTH_NONE && own[2] == NULL)
+    ERR(c, p->value, "tls client-auth %s needs ca: the CAs client certificates chain to",
+        t->client_auth == MQR_CLIENT_AUTH_NEED ? "need" : "want");
+}
+
 static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   mqr_config_t *cfg = c->cfg;
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "a listener")) return;
   static const char known[] =
       "name, host, port, protocols, anycast-prefix, multicast-prefix, max-frame-size, handshake-timeout, "
-      "idle-timeout, max-connections, and a block per protocol";
+      "idle-timeout, max-connections, tls, and a block per protocol";
   char defname[32];
   snprintf(defname, sizeof defname, "listener-%u", index + 1);
   mqr_str_t name = mqr_str(defname), host = MQR_STR("127.0.0.1"), px[2] = {{0}, {0}};
@@ -101,6 +151,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   int64_t options[MQR_LISTENER_OPTIONS];
   mqr__cfg_options_default(options);
   const mqr_protocol_def_t *def;
+  mqr_tls_config_t tls = {0};
+  char *tls_own[4] = {NULL, NULL, NULL, NULL};
   uint32_t protocols = MQR_PROTOCOL_MQR;
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "a listener")) continue;
@@ -124,6 +176,8 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
       if (mqr__cfg_get_duration(c, &p, 24 * 3600000, &idle_ms) && idle_ms > 0 && idle_ms < 1000) {
         ERR(c, p.value, "'idle-timeout' must be at least 1s (or 0: off), not %" PRId64 " ms", idle_ms);
       }
+    } else if (mqr_str_eq(p.name, MQR_STR("tls"))) {
+      parse_tls(c, &p, &tls, tls_own);
     } else if (mqr_str_eq(p.name, MQR_STR("max-connections"))) {
       mqr__cfg_get_int(c, &p, false, 0, 10000000, &max_conns);
     } else if (mqr_str_eq(p.name, MQR_STR("protocols"))) {
@@ -145,8 +199,10 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
     if (strlen(cfg->listeners[i].name) == name.len && memcmp(cfg->listeners[i].name, name.ptr, name.len) == 0)
       ERR(c, name_node, "listener name '%.*s' repeated (first at line %u)", (int)name.len, name.ptr,
           cfg->listeners[i].pub.line);
-  if (!mqr__cfg_grow(c, (void **)&cfg->listeners, cfg->n_listeners, &cfg->cap_listeners, sizeof *cfg->listeners))
+  if (!mqr__cfg_grow(c, (void **)&cfg->listeners, cfg->n_listeners, &cfg->cap_listeners, sizeof *cfg->listeners)) {
+    for (int k = 0; k < 4; k++) mqr_free(tls_own[k]);
     return;
+  }
   cfg_listener_t *l = &cfg->listeners[cfg->n_listeners++];
   l->name = mqr__cfg_dup_n(c, name.ptr, name.len);
   l->host = mqr__cfg_dup_n(c, host.ptr, host.len);
@@ -159,6 +215,12 @@ static void parse_listener(ctx_t *c, yaml_node_t *map, uint32_t index) {
   l->pub.handshake_timeout_ms = (uint32_t)handshake_ms;
   l->pub.idle_timeout_ms = (uint32_t)idle_ms;
   l->pub.max_connections = (uint32_t)max_conns;
+  for (int k = 0; k < 4; k++) l->tls[k] = tls_own[k];
+  l->pub.tls = tls;
+  l->pub.tls.cert = l->tls[0];
+  l->pub.tls.key = l->tls[1];
+  l->pub.tls.ca = l->tls[2];
+  l->pub.tls.ciphers = l->tls[3];
   l->pub.line = (uint32_t)map->start_mark.line + 1;
   l->pub.column = (uint32_t)map->start_mark.column + 1;
   static const mqr_routing_type_t types[2] = {MQR_ANYCAST, MQR_MULTICAST};

@@ -546,6 +546,7 @@ void mqr_config_destroy(mqr_config_t *cfg) {
     mqr_free(cfg->listeners[i].host);
     mqr_free(cfg->listeners[i].prefix[0]);
     mqr_free(cfg->listeners[i].prefix[1]);
+    for (int k = 0; k < 4; k++) mqr_free(cfg->listeners[i].tls[k]);
   }
   mqr_free(cfg->listeners);
   for (uint32_t i = 0; i < cfg->n_settings; i++) {

@@ -38,7 +38,7 @@ void mqr__cfg_security_defaults(mqr_security_config_t *s) {
 }
 
 /* A path as written, relative to the config file's folder unless absolute. */
-static char *resolve_path(ctx_t *c, mqr_str_t p) {
+char *mqr__cfg_path(ctx_t *c, mqr_str_t p) {
   const char *slash = strrchr(c->file, '/');
   if (p.len && p.ptr[0] == '/') return mqr__cfg_dup_n(c, p.ptr, p.len);
   if (slash == NULL || c->file[0] == '<') return mqr__cfg_dup_n(c, p.ptr, p.len);
@@ -198,7 +198,7 @@ void mqr__cfg_parse_security(ctx_t *c, yaml_node_t *map) {
       bool users = p.name.ptr[0] == 'u';
       char **own = users ? &cfg->users_file : &cfg->roles_file;
       mqr_free(*own);
-      *own = resolve_path(c, str);
+      *own = mqr__cfg_path(c, str);
       *(users ? &s->users_file : &s->roles_file) = *own;
     } else if (mqr_str_eq(p.name, MQR_STR("allow-anonymous"))) {
       mqr__cfg_get_bool(c, &p, &s->allow_anonymous);

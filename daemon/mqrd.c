@@ -180,7 +180,8 @@ int main(int argc, char **argv) {
   if (urls) {
     for (uint32_t i = 0; i < mqr_config_listener_count(d.config); i++) {
       const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
-      printf(strchr(l->host, ':') ? "tcp://[%s]:%u\n" : "tcp://%s:%u\n", l->host, l->port);
+      printf(strchr(l->host, ':') ? "%s://[%s]:%u\n" : "%s://%s:%u\n", l->tls.enabled ? "tls" : "tcp", l->host,
+             l->port);
     }
     mqr_config_destroy(d.config);
     return 0;
@@ -224,8 +225,23 @@ int main(int argc, char **argv) {
   size_t at = 0;
   for (uint32_t i = 0; i < mqr_config_listener_count(d.config) && at < sizeof where - 64; i++) {
     const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
-    at += (size_t)snprintf(where + at, sizeof where - at, strchr(l->host, ':') ? "%stcp://[%s]:%d" : "%stcp://%s:%d",
-                           i ? ", " : " on ", l->host, mqr_broker_listener_port(d.broker, i));
+    at += (size_t)snprintf(where + at, sizeof where - at, strchr(l->host, ':') ? "%s%s://[%s]:%d" : "%s%s://%s:%d",
+                           i ? ", " : " on ", l->tls.enabled ? "tls" : "tcp", l->host,
+                           mqr_broker_listener_port(d.broker, i));
+    /* A listener others can reach that lets anyone in, or lets everyone do everything. */
+    const mqr_security_config_t *sc = mqr_config_security(d.config);
+    bool loopback = !strncmp(l->host, "127.", 4) || !strcmp(l->host, "::1") || !strcmp(l->host, "localhost");
+    if (!loopback && sc->allow_anonymous)
+      logf_(&d, MQR_LOG_WARN,
+            "listener '%s' on %s accepts anonymous clients (allow-anonymous: true): anyone who reaches it is let in",
+            l->name, l->host);
+    if (!loopback && mqr_config_security_setting_count(d.config) == 0)
+      logf_(&d, MQR_LOG_WARN,
+            "listener '%s' on %s: the config has no security-settings, so every client it lets in may do everything",
+            l->name, l->host);
+    if (!loopback && !l->tls.enabled && sc->users_file)
+      logf_(&d, MQR_LOG_WARN, "listener '%s' on %s has no tls: passwords cross the network in the clear", l->name,
+            l->host);
   }
   if (mqr_config_listener_count(d.config) == 0)
     logf_(&d, MQR_LOG_WARN, "the config has no listeners: no client can connect (add one under listeners:)");

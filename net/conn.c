@@ -59,6 +59,7 @@ void mqr__conn_close_cb(uv_handle_t *h) {
   if (c->next) c->next->prev = c->prev;
   net->n_conns--;
   c->l->n_conns--;
+  if (c->tr && c->tr->release) c->tr->release(c); /* after its last write: a graceful close's go through it */
   mqr_free(c);
   mqr__broker_handle_closed(b);
 }
@@ -96,7 +97,6 @@ void mqr__conn_close(mqr__conn_t *c, bool graceful) {
   /* Its session ends: what its consumers had not acknowledged returns to the queues. */
   mqr__session_end(&c->sess);
   if (c->head && c->head->release) c->head->release(c);
-  if (c->tr && c->tr->release) c->tr->release(c);
   rbuf_release(c);
   if (!graceful && c->out) { /* nothing more will reach it */
     mqr__wreq_recycle(c->b, c->out);

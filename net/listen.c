@@ -135,8 +135,11 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
     l->b = b;
     /* Its own copy of what it was configured with: the config may go with a reload. */
     const mqr_listener_config_t *lc = mqr_config_listener(mqr__config(b), i);
+    const char **tls[4] = {&l->own.tls.cert, &l->own.tls.key, &l->own.tls.ca, &l->own.tls.ciphers};
     size_t bytes = strlen(lc->name) + strlen(lc->host) + 2;
     for (uint32_t k = 0; k < lc->prefixes.count; k++) bytes += lc->prefixes.items[k].text.len + 1;
+    const char *tls_src[4] = {lc->tls.cert, lc->tls.key, lc->tls.ca, lc->tls.ciphers};
+    for (int k = 0; k < 4; k++) bytes += tls_src[k] ? strlen(tls_src[k]) + 1 : 0;
     if ((l->strings = mqr_malloc(bytes)) == NULL)
       return mqr_error_set(err, MQR_ENOMEM, "out of memory opening listeners");
     l->own = *lc;
@@ -152,8 +155,17 @@ int mqr__server_listen(mqr_broker_t *b, mqr_error_t *err) {
       l->own.prefixes.items[k].text = mqr_str_n(p, t.len);
       p += t.len + 1;
     }
+    for (int k = 0; k < 4; k++)
+      if (tls_src[k]) {
+        *tls[k] = strcpy(p, tls_src[k]);
+        p += strlen(p) + 1;
+      }
     l->cfg = &l->own;
-    l->transport = mqr__transports[0]; /* TCP */
+    l->transport = mqr__transport_named(l->cfg->tls.enabled ? "tls" : "tcp");
+    if (l->transport->listen && l->transport->listen(l, err) != 0) {
+      mqr_error_t why = *err;
+      return mqr_error_set(err, why.code, "listener '%s': %s", l->cfg->name, why.message);
+    }
     net->protocols |= l->cfg->protocols;
     struct sockaddr_storage sa;
     mqr_error_t why;
@@ -220,7 +232,11 @@ uint32_t mqr__server_connections(const mqr_broker_t *b) {
 void mqr__server_free(mqr_broker_t *b) {
   struct mqr__net_s *net = mqr__net(b);
   if (net == NULL) return;
-  for (uint32_t i = 0; i < net->n_listeners; i++) mqr_free(net->listeners[i].strings);
+  for (uint32_t i = 0; i < net->n_listeners; i++) {
+    mqr__listener_t *l = &net->listeners[i];
+    if (l->transport && l->transport->unlisten) l->transport->unlisten(l);
+    mqr_free(l->strings);
+  }
   mqr_free(net->listeners);
   for (const mqr__head_t *const *h = mqr__heads; *h; h++)
     if ((*h)->free && *mqr__head_slot(b, *h)) (*h)->free(b);
@@ -245,4 +261,12 @@ void mqr__server_free(mqr_broker_t *b) {
 int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i) {
   const struct mqr__net_s *n = mqr__net(b);
   return n && i < n->n_listeners && n->listeners[i].open ? n->listeners[i].port : -1;
+}
+
+void mqr__server_reload(mqr_broker_t *b) {
+  struct mqr__net_s *net = mqr__net(b);
+  for (uint32_t i = 0; net && i < net->n_listeners; i++) {
+    mqr__listener_t *l = &net->listeners[i];
+    if (l->transport && l->transport->reload) l->transport->reload(l);
+  }
 }

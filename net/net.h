@@ -52,7 +52,15 @@ struct mqr__wreq_s {
  * reads, as the head will read them, to mqr__conn_room and mqr__conn_received, and
  * writes what the head wrote (w->bufs), calling mqr__conn_written when done. */
 typedef struct mqr__transport_s {
-  const char *name; /* "tcp" */
+  const char *name; /* "tcp", "tls" */
+  /* For a listener (each may be NULL): its state made from its config (l->ts; 0, or an
+   * error with err set: the listener does not open), made again from the same files (a
+   * reload: the old kept, and logged, when that fails), and freed. */
+  int (*listen)(mqr__listener_t *l, mqr_error_t *err);
+  void (*reload)(mqr__listener_t *l);
+  void (*unlisten)(mqr__listener_t *l);
+  /* The identity the peer proved (a TLS client certificate's subject CN), or NULL. */
+  const char *(*peer_name)(mqr__conn_t *c);
   /* A connection accepted on its listener: the transport's state (c->ts). 0 or MQR_ENOMEM. */
   int (*open)(mqr__conn_t *c);
   /* Reading starts, and stops (the connection held: a full address, its own output). 0,
@@ -62,12 +70,14 @@ typedef struct mqr__transport_s {
   /* Writes w->bufs[0 .. w->n_segs) (w->total bytes): 0, then mqr__conn_written(w, status)
    * once; or a libuv error (nothing was written, w is the caller's again). */
   int (*write)(mqr__conn_t *c, mqr__wreq_t *w);
-  /* The connection closes: the transport's state goes (the socket closes after). */
+  /* The connection is closed (its socket too, every write called back): its state goes. */
   void (*release)(mqr__conn_t *c);
 } mqr__transport_t;
 
 /* The transports, by name (transports.c): NULL after the last. */
 extern const mqr__transport_t *const mqr__transports[];
+/* The transport of that name, or NULL. */
+const mqr__transport_t *mqr__transport_named(const char *name);
 
 /* A protocol head on the connection layer. Every call is on the loop's thread. */
 typedef struct mqr__head_s {
@@ -120,6 +130,7 @@ struct mqr__listener_s {
   mqr_listener_config_t own;
   char *strings; /* own's name, host and prefixes */
   const mqr__transport_t *transport;
+  void *ts; /* the transport's state for the listener */
   int port;
   uint32_t n_conns; /* its connections open now (max-connections) */
   uint32_t refused; /* connections refused for max-connections since the last warning */
@@ -196,6 +207,10 @@ bool mqr__conn_paused(const mqr__conn_t *c);
 void mqr__conn_close(mqr__conn_t *c, bool graceful);
 /* Ends the connection for a client's fault, through its head (formatted text). */
 __attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int code, const char *fmt, ...);
+/* The identity its transport proved (a verified TLS client certificate's CN), or NULL. */
+static inline const char *mqr__conn_identity(mqr__conn_t *c) {
+  return c->tr && c->tr->peer_name ? c->tr->peer_name(c) : NULL;
+}
 /* Handle its frames again next pass. */
 void mqr__conn_schedule(mqr__conn_t *c);
 /* The head waits (hold true: the frame it looked at stays unread, no more frames are

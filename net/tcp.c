@@ -22,4 +22,5 @@ static int write(mqr__conn_t *c, mqr__wreq_t *w) {
   return uv_write(&w->req, (uv_stream_t *)&c->tcp, w->bufs, w->n_segs, write_cb);
 }
 
-const mqr__transport_t mqr__tcp_transport = {"tcp", NULL, read_start, read_stop, write, NULL};
+const mqr__transport_t mqr__tcp_transport = {
+    .name = "tcp", .read_start = read_start, .read_stop = read_stop, .write = write};

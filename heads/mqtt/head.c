@@ -197,7 +197,9 @@ static bool authenticate(mqr__conn_t *c, const mqr__mqtt_connect_t *cn) {
   mqr_str_t user = cn->has_user ? cn->user : MQR_STR(""), pw = cn->has_password ? cn->password : MQR_STR("");
   if (cn->has_user && user.len == 0) user = MQR_STR(" "); /* an empty name is a name, not anonymous: refused */
   mqr__principal_t *who = NULL;
-  int rc = mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &mc->auth);
+  const char *identity = mqr__conn_identity(c);
+  int rc = !cn->has_user && identity ? mqr__authenticate_certificate(c->b, identity, c->peer, &who)
+                                     : mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &mc->auth);
   if (rc == MQR__PENDING) {
     mqr__conn_hold(c, true);
     return false;

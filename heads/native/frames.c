@@ -228,10 +228,13 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
       /* The native protocol's CONNECT carries no credentials yet: an anonymous client. */
       mqr__principal_t *who = NULL;
       mqr__auth_t *pending = NULL;
-      int arc = mqr__authenticate(b, MQR_STR(""), MQR_STR(""), c->peer, NULL, NULL, &who, &pending);
+      const char *identity = mqr__conn_identity(c);
+      int arc = identity ? mqr__authenticate_certificate(b, identity, c->peer, &who)
+                         : mqr__authenticate(b, MQR_STR(""), MQR_STR(""), c->peer, NULL, NULL, &who, &pending);
       if (arc != 0) { /* (anonymous is answered at once) */
-        mqr__nat_send_error(c, arc == MQR_EPERM ? MQR_EAUTH : arc, 0, true,
-                            "anonymous clients are not allowed (allow-anonymous is false)");
+        mqr__nat_send_error(c, arc == MQR_EPERM ? MQR_EAUTH : arc, 0, true, "%s",
+                            identity ? "the client certificate names no user of the users-file"
+                                     : "anonymous clients are not allowed (allow-anonymous is false)");
         return;
       }
       mqr__session_set_principal(&c->sess, who);

@@ -152,7 +152,9 @@ static bool authenticate(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   mqr_str_t user = login ? *login : MQR_STR(""), pw = passcode ? *passcode : MQR_STR("");
   if (login && login->len == 0 && passcode && passcode->len) user = MQR_STR(" "); /* a name, and a wrong one */
   mqr__principal_t *who = NULL;
-  int rc = mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &st->auth);
+  const char *identity = mqr__conn_identity(c);
+  int rc = login == NULL && identity ? mqr__authenticate_certificate(c->b, identity, c->peer, &who)
+                                     : mqr__authenticate(c->b, user, pw, c->peer, auth_answered, c, &who, &st->auth);
   if (rc == MQR__PENDING) {
     mqr__conn_hold(c, true);
     return false;

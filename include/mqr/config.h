@@ -79,7 +79,24 @@ MQR_EXTERN int mqr_config_register_protocol(const mqr_protocol_def_t *def);
 /* The registered protocols, in order: the i-th, or NULL past the last. */
 MQR_EXTERN const mqr_protocol_def_t *mqr_config_protocol(uint32_t i);
 
-/* A listener as configured (mqrd binds them). Strings live as long as the config. */
+/* TLS on a listener (docs/security.md): every protocol it speaks goes through it. */
+typedef enum {
+  MQR_CLIENT_AUTH_NONE, /* no client certificate asked for */
+  MQR_CLIENT_AUTH_WANT, /* asked for; a client without one is let in, one that fails is refused */
+  MQR_CLIENT_AUTH_NEED  /* a client without a valid one is refused */
+} mqr_client_auth_t;
+
+typedef struct {
+  bool enabled;                  /* the listener has a tls block */
+  const char *cert, *key;        /* PEM files: its certificate (chain) and private key */
+  const char *ca;                /* PEM file of the CAs client certificates must chain to; NULL: none */
+  mqr_client_auth_t client_auth; /* none (the default), want, need (which need ca) */
+  uint16_t min_version;          /* 0x0303: TLS 1.2 (the default); 0x0304: TLS 1.3 */
+  const char *ciphers;           /* OpenSSL's cipher list for TLS 1.2; NULL: OpenSSL's default */
+} mqr_tls_config_t;
+
+/* A listener as configured (mqrd binds them). Strings live as long as the config; paths
+ * are relative to the config file's folder. */
 typedef struct {
   const char *name;
   const char *host;              /* an IPv4 or IPv6 literal, or a host name */
@@ -90,6 +107,7 @@ typedef struct {
   uint32_t idle_timeout_ms;      /* a connection the broker hears nothing from for this long is closed
                                     (the broker sends PING after half of it); 0: never */
   uint32_t max_connections;      /* open at once; one more is accepted and closed at once; 0: no limit */
+  mqr_tls_config_t tls;
   mqr_prefixes_t prefixes;
   int64_t options[MQR_LISTENER_OPTIONS]; /* the protocols' blocks: mqr_listener_option */
   uint32_t line, column;

@@ -41,6 +41,9 @@ class Mqrd:
             ready = [m for m in re.finditer(r"ready on tcp://127\.0\.0\.1:(\d+)", text)]
             if ready and len(ready) > self.starts():
                 self.port = int(ready[-1].group(1))
+                line = text[ready[-1].start():].split("\n", 1)[0]
+                tls = re.search(r"tls://127\.0\.0\.1:(\d+)", line)
+                self.tls_port = int(tls.group(1)) if tls else None
                 self._starts = len(ready)
                 return
             if self.proc.poll() is not None:
