@@ -13,7 +13,7 @@ const char mqr_usage_address[] =
     "usage: mqr address [--url tcp://HOST:PORT] create NAME ANYCAST|MULTICAST|ANYCAST,MULTICAST\n"
     "       mqr address [--url tcp://HOST:PORT] delete NAME [--force]\n"
     "  Makes or deletes an address of a running broker. An address with queues is deleted\n"
-    "  only with --force, which deletes its queues (refused while one has consumers).\n";
+    "  only with --force, which deletes its queues (refused while one has consumers).\n" CLI_TLS_USAGE;
 
 const char mqr_usage_queue[] =
     "usage: mqr queue [--url tcp://HOST:PORT] [--json] COMMAND ARGS\n"
@@ -30,7 +30,7 @@ const char mqr_usage_queue[] =
     "  move FROM TO [--filter EXPR]         move the waiting messages (that match) to queue TO\n"
     "  consumers NAME                       its consumers: credit, in flight, delivered\n"
     "  Prints what was done; browse and consumers print a line per message or consumer\n"
-    "  (--json: a JSON object per line). A refusal exits 1.\n";
+    "  (--json: a JSON object per line). A refusal exits 1.\n" CLI_TLS_USAGE;
 
 /* A value as text: strings and bytes with what is not printable escaped. */
 static void print_value(const mqr_value_t *v) {
@@ -104,7 +104,7 @@ static int manage(const char *url, const char *op, const mqr_str_t *args, size_t
   mqr_bclient_t *bc;
   mqr_error_t err;
   char why[256];
-  if (mqr_bclient_connect(url, "mqr-manage", 5000, &bc, &err) != 0)
+  if (cli_bconnect(url, "mqr-manage", 5000, &bc, &err) != 0)
     return cli_error("cannot connect to %s: %s", url, cli_connect_error(&err, why, sizeof why));
   mqr_frame_manage_result_t *r;
   int rc = mqr_bclient_manage(bc, mqr_str(op), args, n, &r, &err);

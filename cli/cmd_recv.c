@@ -16,7 +16,7 @@ const char mqr_usage_recv[] =
     "  delivery count, address and routing type, and a line per property; --json prints one\n"
     "  JSON object per message. --schema decodes single-object Avro bodies to JSON. A prefix\n"
     "  of the listener (anycast://, multicast://) picks the routing type. --selector takes\n"
-    "  only messages that match a filter expression (\"color = 'red' AND weight > 2.5\").\n";
+    "  only messages that match a filter expression (\"color = 'red' AND weight > 2.5\").\n" CLI_TLS_USAGE;
 
 #define CREDIT 1000
 
@@ -178,7 +178,7 @@ int mqr_cmd_recv(int argc, char **argv) {
   mqr_error_t err;
   int rc = 1;
   char why[256];
-  if (mqr_bclient_connect(url, "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err) != 0) {
+  if (cli_bconnect(url, "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err) != 0) {
     cli_error("cannot connect to %s: %s", url, cli_connect_error(&err, why, sizeof why));
     goto out;
   }

@@ -20,7 +20,7 @@ const char mqr_usage_send[] =
     "  the routing type. A property is a string unless TYPE says otherwise: boolean, int,\n"
     "  long, float, double, string, bytes or null (--property weight:double=2.5). The\n"
     "  priority defaults to 4; --ttl sets the expiration MS milliseconds from now; --delay\n"
-    "  schedules the delivery MS milliseconds from now (_AMQ_SCHED_DELIVERY).\n";
+    "  schedules the delivery MS milliseconds from now (_AMQ_SCHED_DELIVERY).\n" CLI_TLS_USAGE;
 
 #define MAX_PROPS 64
 #define N_STATUS 5
@@ -78,7 +78,7 @@ static void explain_unrouted(const char *url, const char *address, long unrouted
   mqr_bclient_t *bc;
   mqr_frame_query_result_t *q = NULL;
   mqr_error_t err;
-  if (mqr_bclient_connect(url, "mqr-send", 2000, &bc, &err) == 0) {
+  if (cli_bconnect(url, "mqr-send", 2000, &bc, &err) == 0) {
     if (mqr_bclient_query(bc, &q, &err) == 0) {
       const mqr_frame_address_info_t *a = q->addresses.items;
       for (size_t i = 0; i < q->addresses.count; i++)
@@ -220,6 +220,7 @@ int mqr_cmd_send(int argc, char **argv) {
   uv_timer_start(&timer, on_timer, (uint64_t)(timeout * 1000), 0);
   mqr_error_t lost = {0};
   mqr_client_options_t copt = {.client_id = "mqr-send", .on_error = on_lost, .arg = &lost};
+  cli_client_options(&copt);
   mqr_client_t *c;
   conn_t conn = {0};
   int rc = 1;

@@ -10,7 +10,7 @@ const char mqr_usage_stat[] = "usage: mqr stat [--url tcp://HOST:PORT] [--json]\
                               "  The broker's addresses (routing types, messages routed and not, bytes held) and\n"
                               "  queues (depth, in flight, consumers, enqueued, acknowledged, paused), and its\n"
                               "  connections.\n"
-                              "  --json prints one JSON object.\n";
+                              "  --json prints one JSON object.\n" CLI_TLS_USAGE;
 
 static const char *rt_name(int32_t rt) {
   static const char *const rts[3] = {"-", "ANYCAST", "MULTICAST"};
@@ -96,7 +96,7 @@ int mqr_cmd_stat(int argc, char **argv) {
   mqr_bclient_t *bc;
   mqr_error_t err;
   char why[256];
-  if (mqr_bclient_connect(url, "mqr-stat", 5000, &bc, &err) != 0)
+  if (cli_bconnect(url, "mqr-stat", 5000, &bc, &err) != 0)
     return cli_error("cannot connect to %s: %s", url, cli_connect_error(&err, why, sizeof why));
   mqr_frame_query_result_t *q;
   if (mqr_bclient_query(bc, &q, &err) != 0) {

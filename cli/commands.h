@@ -34,6 +34,16 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A broker's refusal: "mqr: NAME (code): message"; returns 1. */
 int cli_broker_error(const mqr_error_t *err);
 
+/* A tls:// URL's --ca, --cert and --key, taken off every command's arguments by main,
+ * and the connections every command makes with them. */
+extern const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key;
+int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err);
+void cli_client_options(mqr_client_options_t *opt); /* the TLS files into opt */
+/* What the usage of a command that connects adds. */
+#define CLI_TLS_USAGE                                                                                                  \
+  "  --url tls://HOST:PORT: over TLS, the broker's certificate checked against --ca FILE\n"                            \
+  "  (default: the system's CAs); --cert FILE --key FILE prove who the client is.\n"
+
 /* Option values, refused whole when not what is asked (`--count abc`, `--timeout -1`). */
 bool cli_long(const char *opt, const char *s, long min, long max, long *out);
 /* --property K[:TYPE]=V (eq points at the "="): the name and the typed value (views into

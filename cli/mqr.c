@@ -484,6 +484,35 @@ int main(int argc, char **argv) {
       fputs(helps[i].usage, stdout);
       return 0;
     }
+  /* A tls:// URL's files, for every command that connects: taken off here. */
+  if (strcmp(cmd, "user")) {
+    int w = 2;
+    for (int r = 2; r < argc; r++) {
+      const char *names[3] = {"--ca", "--cert", "--key"};
+      const char **dst[3] = {&cli_tls_ca, &cli_tls_cert, &cli_tls_key};
+      int k = -1;
+      const char *val = NULL;
+      for (int i = 0; i < 3; i++) {
+        size_t n = strlen(names[i]);
+        if (!strcmp(argv[r], names[i]))
+          k = i, val = r + 1 < argc ? argv[r + 1] : NULL;
+        else if (!strncmp(argv[r], names[i], n) && argv[r][n] == '=')
+          k = i, val = argv[r] + n + 1;
+      }
+      if (k < 0) {
+        argv[w++] = argv[r];
+        continue;
+      }
+      if (val == NULL) {
+        fprintf(stderr, "mqr: %s needs a file\n", names[k]);
+        return 2;
+      }
+      *dst[k] = val;
+      if (!strcmp(argv[r], names[k])) r++;
+    }
+    argc = w;
+    argv[argc] = NULL;
+  }
   if (!strcmp(cmd, "config")) {
     if (argc < 3 || argc > 4) return cli_usage_error(usage_config, NULL);
     const char *path = argc == 4 ? argv[3] : NULL;

@@ -173,3 +173,17 @@ bool cli_property(const char *arg, const char *eq, mqr_str_t *key, mqr_value_t *
     *key = mqr_str_n(arg, (size_t)(colon - arg));
   return mqr_value_parse(t, mqr_str(eq + 1), value, NULL) == 0;
 }
+
+const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key;
+
+void cli_client_options(mqr_client_options_t *opt) {
+  opt->tls_ca = cli_tls_ca;
+  opt->tls_cert = cli_tls_cert;
+  opt->tls_key = cli_tls_key;
+}
+
+int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err) {
+  mqr_client_options_t opt = {.client_id = client_id};
+  cli_client_options(&opt);
+  return mqr_bclient_connect_opt(url, &opt, timeout_ms, out, err);
+}

@@ -74,11 +74,19 @@ static int fail(int rc, const wait_t *w, mqr_bclient_t *bc, mqr_error_t *err, co
 }
 
 int mqr_bclient_connect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err) {
+  mqr_client_options_t opt = {.client_id = client_id};
+  return mqr_bclient_connect_opt(url, &opt, timeout_ms, out, err);
+}
+
+int mqr_bclient_connect_opt(const char *url, const mqr_client_options_t *given, int timeout_ms, mqr_bclient_t **out,
+                            mqr_error_t *err) {
   mqr_bclient_t *bc = mqr_calloc(1, sizeof *bc);
   if (bc == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
   uv_loop_init(&bc->loop);
   uv_timer_init(&bc->loop, &bc->timer);
-  mqr_client_options_t opt = {.client_id = client_id, .on_error = on_error, .arg = bc};
+  mqr_client_options_t opt = *given;
+  opt.on_error = on_error;
+  opt.arg = bc;
   int rc = mqr_client_create(&bc->loop, &opt, &bc->c);
   wait_t w = {0};
   if (rc == 0 && (rc = mqr_client_connect(bc->c, url, done_cb, &w, err)) != 0) {

@@ -56,26 +56,37 @@ struct mqr_client_s {
   bool tcp_open, user_closed; /* freed once the user closed it and its handles are closed */
   void (*close_cb)(void *arg);
   void *close_arg;
+  /* tls:// : its TLS, the ciphertext of the data write in flight, a read's ciphertext,
+   * and the host its certificate must name. */
+  mqr__ctls_t *tls;
+  uint8_t *wcipher;
+  uint8_t *cin;
+  char tls_host[256];
 };
 
 /* ---- urls -------------------------------------------------------------------------------- */
 
-int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_error_t *err) {
-  if (url == NULL || strncmp(url, "tcp://", 6) != 0)
-    return mqr_error_set(err, MQR_EINVAL, "url '%s' must be tcp://HOST:PORT", url ? url : "");
+#define URL_HOST_MAX 256
+
+/* tcp://HOST:PORT or tls://HOST:PORT: the address, whether TLS, and the host as written
+ * (URL_HOST_MAX bytes). */
+static int parse_url(const char *url, struct sockaddr_storage *out, bool *tls, char *host, mqr_error_t *err) {
+  bool is_tls = url && strncmp(url, "tls://", 6) == 0;
+  if (url == NULL || (strncmp(url, "tcp://", 6) != 0 && !is_tls))
+    return mqr_error_set(err, MQR_EINVAL, "url '%s' must be tcp://HOST:PORT or tls://HOST:PORT", url ? url : "");
+  if (tls) *tls = is_tls;
   const char *h = url + 6, *colon;
-  char host[256];
   if (*h == '[') {
     const char *close = strchr(h, ']');
-    if (close == NULL || close[1] != ':' || (size_t)(close - h - 1) >= sizeof host)
+    if (close == NULL || close[1] != ':' || (size_t)(close - h - 1) >= URL_HOST_MAX)
       return mqr_error_set(err, MQR_EINVAL, "url '%s': bad [IPv6] host", url);
-    snprintf(host, sizeof host, "%.*s", (int)(close - h - 1), h + 1);
+    snprintf(host, URL_HOST_MAX, "%.*s", (int)(close - h - 1), h + 1);
     colon = close + 1;
   } else {
     colon = strrchr(h, ':');
-    if (colon == NULL || (size_t)(colon - h) >= sizeof host)
+    if (colon == NULL || (size_t)(colon - h) >= URL_HOST_MAX)
       return mqr_error_set(err, MQR_EINVAL, "url '%s': no port", url);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - h), h);
+    snprintf(host, URL_HOST_MAX, "%.*s", (int)(colon - h), h);
   }
   char *end;
   long port = strtol(colon + 1, &end, 10);
@@ -85,6 +96,11 @@ int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_erro
   if (mqr_resolve(host, (uint16_t)port, out, &why) != 0)
     return mqr_error_set(err, MQR_EINVAL, "url '%s': %s", url, why.message);
   return 0;
+}
+
+int mqr_client_parse_url(const char *url, struct sockaddr_storage *out, mqr_error_t *err) {
+  char host[256];
+  return parse_url(url, out, NULL, host, err);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -118,6 +134,8 @@ static void write_cb(uv_write_t *req, int status) {
   mqr_client_t *c = req->data;
   c->write_in_flight = false;
   c->writing.len = 0;
+  mqr_free(c->wcipher);
+  c->wcipher = NULL;
   if (status < 0) {
     lost(c, MQR_EIO);
     /* Closing already (the user's close, its DISCONNECT failing on a dead peer): lost()
@@ -129,13 +147,55 @@ static void write_cb(uv_write_t *req, int status) {
   if (c->state == C_CLOSING && !c->write_in_flight) finish_close(c);
 }
 
+/* TLS's own records (the handshake's): written on their own. */
+typedef struct {
+  uv_write_t req;
+  mqr_client_t *c;
+  uint8_t data[];
+} tls_own_t;
+
+static void tls_own_cb(uv_write_t *req, int status) {
+  tls_own_t *o = req->data;
+  mqr_client_t *c = o->c;
+  mqr_free(o);
+  if (status < 0) lost(c, MQR_EIO);
+}
+
+static void tls_send_own(mqr_client_t *c) {
+  size_t n = mqr__ctls_pending(c->tls);
+  if (n == 0) return;
+  tls_own_t *o = mqr_malloc(sizeof *o + n);
+  if (o == NULL) {
+    lost(c, MQR_ENOMEM);
+    return;
+  }
+  o->c = c;
+  o->req.data = o;
+  n = mqr__ctls_take(c->tls, o->data, n);
+  uv_buf_t b = uv_buf_init((char *)o->data, (unsigned)n);
+  if (uv_write(&o->req, (uv_stream_t *)&c->tcp, &b, 1, tls_own_cb) != 0) {
+    mqr_free(o);
+    lost(c, MQR_EIO);
+  }
+}
+
 static void flush(mqr_client_t *c) {
   if (c->write_in_flight || c->out.len == 0 || c->state < C_HANDSHAKE || !c->tcp_open) return;
+  if (c->tls && mqr__ctls_handshake(c->tls, NULL) != 1) return; /* after the TLS handshake */
   mqr_avro_buf_t t = c->writing;
   c->writing = c->out;
   c->out = t;
   c->out.len = 0;
   uv_buf_t buf = uv_buf_init((char *)c->writing.data, (unsigned)c->writing.len);
+  if (c->tls) { /* encrypted, the ciphertext written */
+    size_t n;
+    if (mqr__ctls_write(c->tls, c->writing.data, c->writing.len) != 0 || (n = mqr__ctls_pending(c->tls)) == 0 ||
+        (c->wcipher = mqr_malloc(n)) == NULL) {
+      lost(c, MQR_EIO);
+      return;
+    }
+    buf = uv_buf_init((char *)c->wcipher, (unsigned)mqr__ctls_take(c->tls, c->wcipher, n));
+  }
   c->wreq.data = c;
   if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, write_cb) != 0) {
     lost(c, MQR_EIO);
@@ -300,14 +360,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
-static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  (void)buf;
-  mqr_client_t *c = st->data;
-  if (nread < 0) {
-    lost(c, nread == UV_EOF ? MQR_ECLOSED : MQR_EIO);
-    return;
-  }
-  c->rlen += (size_t)nread;
+/* Every whole frame in rbuf, handled. */
+static void parse(mqr_client_t *c) {
   size_t pos = 0;
   while (c->state < C_CLOSING) {
     uint32_t body = 0;
@@ -341,6 +395,65 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   c->rlen -= pos;
 }
 
+/* tls:// : ciphertext in; the handshake on; plaintext into rbuf, frames handled. */
+static void tls_read(mqr_client_t *c, const uint8_t *p, size_t n) {
+  if (mqr__ctls_feed(c->tls, p, n) != 0) {
+    lost(c, MQR_ENOMEM);
+    return;
+  }
+  mqr_error_t err;
+  int hs = mqr__ctls_handshake(c->tls, &err);
+  tls_send_own(c);
+  if (hs < 0) { /* the CONNECT's answer says why */
+    mqr_frame_t f = {MQR_FRAME_ERROR, {.error = {hs, mqr_str(mqr_err_name(hs)), mqr_str(err.message), 0, true}}};
+    pending_t *pc = take_pending(c, P_CONNECT, 0);
+    if (pc && pc->cb) pc->cb(c, hs, &f, pc->arg);
+    mqr_free(pc);
+    lost(c, hs);
+    return;
+  }
+  if (hs == 0 || c->state >= C_CLOSING) return;
+  flush(c); /* the CONNECT waited for the handshake */
+  for (;;) {
+    uv_buf_t room;
+    alloc_cb((uv_handle_t *)&c->tcp, 0, &room);
+    if (room.len == 0) {
+      lost(c, MQR_ENOMEM);
+      return;
+    }
+    long got = mqr__ctls_read(c->tls, room.base, room.len);
+    if (got < 0) {
+      lost(c, MQR_ECLOSED);
+      return;
+    }
+    if (got == 0) break;
+    c->rlen += (size_t)got;
+    parse(c);
+    if (c->state >= C_CLOSING) return;
+  }
+  tls_send_own(c);
+}
+
+static void tls_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  mqr_client_t *c = h->data;
+  *buf = uv_buf_init((char *)c->cin, c->cin ? 65536 : 0);
+}
+
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  mqr_client_t *c = st->data;
+  if (nread < 0) {
+    lost(c, nread == UV_EOF ? MQR_ECLOSED : MQR_EIO);
+    return;
+  }
+  if (c->tls) {
+    tls_read(c, (const uint8_t *)buf->base, (size_t)nread);
+    return;
+  }
+  c->rlen += (size_t)nread;
+  parse(c);
+}
+
 /* ---- connecting and closing ---------------------------------------------------------------- */
 
 static void free_client(mqr_client_t *c) {
@@ -350,6 +463,9 @@ static void free_client(mqr_client_t *c) {
   mqr_avro_buf_free(&c->writing);
   mqr_free(c->rbuf);
   mqr_free(c->arena);
+  mqr__ctls_free(c->tls);
+  mqr_free(c->wcipher);
+  mqr_free(c->cin);
   while (c->subs) drop_sub(c, c->subs);
   while (c->pending_free) {
     pending_t *p = c->pending_free;
@@ -441,9 +557,13 @@ static void on_connect(uv_connect_t *req, int status) {
   }
   c->state = C_HANDSHAKE;
   uv_tcp_nodelay(&c->tcp, 1);
-  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) != 0) {
+  if (uv_read_start((uv_stream_t *)&c->tcp, c->tls ? tls_alloc_cb : alloc_cb, read_cb) != 0) {
     lost(c, MQR_EIO);
     return;
+  }
+  if (c->tls) { /* the ClientHello first */
+    (void)mqr__ctls_handshake(c->tls, NULL);
+    tls_send_own(c);
   }
   flush(c);
 }
@@ -451,8 +571,11 @@ static void on_connect(uv_connect_t *req, int status) {
 int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, void *arg, mqr_error_t *err) {
   if (c->state != C_NEW) return mqr_error_set(err, MQR_EINVAL, "the client has already connected");
   struct sockaddr_storage sa;
-  int rc = mqr_client_parse_url(url, &sa, err);
+  bool tls = false;
+  int rc = parse_url(url, &sa, &tls, c->tls_host, err);
   if (rc) return rc;
+  if (tls && ((rc = mqr__ctls_new(&c->opt, c->tls_host, &c->tls, err)) != 0 || (c->cin = mqr_malloc(65536)) == NULL))
+    return rc ? rc : mqr_error_set(err, MQR_ENOMEM, "out of memory for TLS");
   pending_t *p = pending_new(c);
   if (p == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory connecting");
   *p = (pending_t){P_CONNECT, 0, cb, arg, NULL};

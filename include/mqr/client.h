@@ -40,6 +40,11 @@ typedef struct {
   uint32_t max_frame;    /* the largest frame it takes; 0: 64 MiB */
   mqr_client_error_fn on_error;
   void *arg;
+  /* For a tls:// URL (read when it connects): the PEM file of the CAs the broker's
+   * certificate must chain to (NULL: the system's), and a client certificate (chain)
+   * and its key (PEM; NULL: none) to prove who it is. The certificate must also name
+   * the URL's host. */
+  const char *tls_ca, *tls_cert, *tls_key;
 } mqr_client_options_t;
 
 /* A client on loop (which must outlive it), not yet connected; opt may be NULL and is
@@ -136,6 +141,10 @@ typedef struct {
 /* Connects (waiting at most timeout_ms) and returns a client with a loop of its own. */
 MQR_EXTERN int mqr_bclient_connect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out,
                                    mqr_error_t *err);
+/* The same with the async client's options (a tls:// URL's CA, certificate and key;
+ * on_error and arg are the blocking client's own). */
+MQR_EXTERN int mqr_bclient_connect_opt(const char *url, const mqr_client_options_t *opt, int timeout_ms,
+                                       mqr_bclient_t **out, mqr_error_t *err);
 
 /* Sends; with receipt, waits for it (*r may be NULL), else returns once the frame is
  * written. The broker's refusal is its error code, with err saying why. */

@@ -95,7 +95,7 @@ listeners:
   - name: mutual
     host: 127.0.0.1
     port: 0
-    protocols: [mqtt, stomp]
+    protocols: [mqr, mqtt, stomp]
     tls: {cert: server.pem, key: server.key, ca: ca.pem, client-auth: need, min-version: "1.2"}
 security:
   users-file: users
@@ -235,6 +235,28 @@ class Tls(unittest.TestCase):
         self.assertTrue(self.b.alive())
         log = self.b.log_text()
         self.assertIn("certificate", log)
+
+    def test_mqr_over_tls(self):
+        """mqr and libmqr-client: tls:// with --ca; the broker's certificate checked."""
+        url = "tls://localhost:%d" % self.tls
+        self.assertEqual(mqr("queue", "create", "tls.native", "tls.native", "ANYCAST", "--url", url, "--ca",
+                             path("ca.pem"), check=False).returncode, 1)  # anonymous: refused (no allow-anonymous)
+        r = mqr("stat", "--url", url, check=False)  # the system's CAs do not know ours
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the broker's certificate", r.stderr)
+        r = mqr("stat", "--url", url, "--ca", path("rogue-ca.pem"), check=False)
+        self.assertEqual(r.returncode, 1)
+        # With a client certificate, the native protocol's identity is its CN: alice.
+        murl = "tls://127.0.0.1:%d" % self.mutual
+        tls = ["--ca", path("ca.pem"), "--cert", path("alice.pem"), "--key", path("alice.key")]
+        mqr("queue", "create", "tls.native", "tls.native", "ANYCAST", "--url", murl, *tls)
+        mqr("send", "--url", murl, "--body", "over tls", "tls.native", *tls)
+        r = mqr("recv", "--url", murl, "--count", "1", "--timeout", "5", "tls.native", *tls)
+        self.assertIn("over tls", r.stdout)
+        r = mqr("stat", "--url", murl, "--ca", path("ca.pem"), "--cert", path("mallory.pem"), "--key",
+                path("mallory.key"), check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("names no user", r.stderr)
 
     def test_zz_reload_reads_the_certificate_again(self):
         """SIGHUP: new connections get the renewed certificate; one made before stays."""

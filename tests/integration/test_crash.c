@@ -180,7 +180,8 @@ static void one_round(int64_t *next_seq, unsigned *seed) {
   memset(&r, 0, sizeof r);
   r.loop = &loop;
   r.next_seq = *next_seq;
-  mqr_client_options_t po = {"crash-producer", 0, on_error, &r}, co = {"crash-consumer", 0, on_error, &r};
+  mqr_client_options_t po = {.client_id = "crash-producer", .on_error = on_error, .arg = &r},
+                       co = {.client_id = "crash-consumer", .on_error = on_error, .arg = &r};
   if (mqr_client_create(&loop, &po, &r.prod) || mqr_client_create(&loop, &co, &r.cons)) abort();
   mqr_client_connect(r.prod, d.url, on_connected, &r, NULL);
   mqr_client_connect(r.cons, d.url, on_connected, &r, NULL);
