@@ -84,6 +84,14 @@ static char *dup_str(mqr_str_t s) {
   return p;
 }
 
+/* A name a client gave, fit for the log: at most 64 bytes, control bytes as '?'. */
+static const char *loggable(mqr_str_t s, char out[72]) {
+  size_t n = s.len > 64 ? 64 : s.len;
+  for (size_t i = 0; i < n; i++) out[i] = (unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i];
+  strcpy(out + n, s.len > 64 ? "..." : "");
+  return out;
+}
+
 /* ---- principals ------------------------------------------------------------------------------------ */
 
 static mqr__principal_t *principal_new(mqr__sec_t *sec, mqr_str_t name, mqr_str_t roles, bool anonymous) {
@@ -341,6 +349,13 @@ static void verify_done(uv_work_t *w, int status) {
   mqr__sec_t *sec = b->sec;
   if (status != 0) a->status = MQR_EAUTH; /* (cancelled: the loop is closing) */
   uint64_t now = uv_now(b->loop);
+  mqr_user_t now_user;
+  if (a->status == 0 && a->users != sec->users) { /* reloaded meanwhile: the user as it is now */
+    if (sec->users == NULL || !mqr_users_find(sec->users->u, a->user.name, &now_user))
+      a->status = MQR_EAUTH;
+    else
+      a->user = now_user;
+  }
   if (a->status == 0) {
     sec->accepted++;
     fail_entry_t *f = fail_slot(sec, a->peer, now, false);
@@ -372,9 +387,10 @@ static void verify_done(uv_work_t *w, int status) {
   if (delay > FAIL_MAX_MS) delay = FAIL_MAX_MS;
   f->failures++;
   f->last_ms = now;
+  char safe[72];
   mqr__log(b, MQR_LOG_WARN,
-           "security: authentication of '%s' from %s failed (%u from that address); answered in %llu ms", a->name,
-           a->peer, f->failures, (unsigned long long)delay);
+           "security: authentication of '%s' from %s failed (%u from that address); answered in %llu ms",
+           loggable(mqr_str_n(a->name, a->name_len), safe), a->peer, f->failures, (unsigned long long)delay);
   uv_timer_init(b->loop, &a->delay);
   a->delay.data = a;
   a->delaying = true;
@@ -399,8 +415,9 @@ int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char 
   *who = NULL;
   if (sec->users == NULL || !mqr_users_find(sec->users->u, mqr_str(name), &u)) {
     sec->refused++;
-    mqr__log(b, MQR_LOG_WARN, "security: the client certificate of '%s' from %s names no user of the users-file", name,
-             peer);
+    char safe[72];
+    mqr__log(b, MQR_LOG_WARN, "security: the client certificate of '%s' from %s names no user of the users-file",
+             loggable(mqr_str(name), safe), peer);
     return MQR_EAUTH;
   }
   if ((*who = principal_new(sec, u.name, u.roles, false)) == NULL) return MQR_ENOMEM;
@@ -429,8 +446,9 @@ int mqr__authenticate(mqr_broker_t *b, mqr_str_t name, mqr_str_t password, const
   }
   if (sec->users == NULL || password.len > MQR_PASSWORD_MAX || name.len > 1024) {
     sec->refused++;
-    mqr__log(b, MQR_LOG_WARN, "security: authentication of '%.*s' from %s failed (%s)",
-             (int)(name.len > 64 ? 64 : name.len), name.ptr, peer, sec->users ? "too long" : "no users-file");
+    char safe[72];
+    mqr__log(b, MQR_LOG_WARN, "security: authentication of '%s' from %s failed (%s)", loggable(name, safe), peer,
+             sec->users ? "too long" : "no users-file");
     return MQR_EAUTH;
   }
   uint8_t digest[32];
