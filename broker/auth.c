@@ -343,6 +343,31 @@ static void verify_work(uv_work_t *w) {
   a->status = mqr_users_verify(a->users->u, mqr_str_n(a->name, a->name_len), a->pw, a->pw_len, &a->user);
 }
 
+/* A failed authentication: counted, logged with its peer, answered after the peer's
+ * delay (a->status says how). */
+static void fail_later(mqr__auth_t *a, uint64_t now) {
+  mqr_broker_t *b = a->b;
+  mqr__sec_t *sec = b->sec;
+  sec->refused++;
+  fail_entry_t *f = fail_slot(sec, a->peer, now, true);
+  uint64_t delay = f->failures >= 5 ? FAIL_MAX_MS : (uint64_t)FAIL_MIN_MS << f->failures;
+  if (delay > FAIL_MAX_MS) delay = FAIL_MAX_MS;
+  f->failures++;
+  f->last_ms = now;
+  char safe[72];
+  mqr__log(b, MQR_LOG_WARN,
+           "security: authentication of '%s' from %s failed (%u from that address); answered in %llu ms",
+           loggable(mqr_str_n(a->name, a->name_len), safe), a->peer, f->failures, (unsigned long long)delay);
+  uv_timer_init(b->loop, &a->delay);
+  a->delay.data = a;
+  a->delaying = true;
+  if (b->closing) { /* no one waits for the answer */
+    uv_close((uv_handle_t *)&a->delay, delay_closed);
+    return;
+  }
+  uv_timer_start(&a->delay, delay_out, delay, 0);
+}
+
 static void verify_done(uv_work_t *w, int status) {
   mqr__auth_t *a = w->data;
   mqr_broker_t *b = a->b;
@@ -381,24 +406,7 @@ static void verify_done(uv_work_t *w, int status) {
     mqr__broker_handle_closed(b);
     return;
   }
-  sec->refused++;
-  fail_entry_t *f = fail_slot(sec, a->peer, now, true);
-  uint64_t delay = f->failures >= 5 ? FAIL_MAX_MS : (uint64_t)FAIL_MIN_MS << f->failures;
-  if (delay > FAIL_MAX_MS) delay = FAIL_MAX_MS;
-  f->failures++;
-  f->last_ms = now;
-  char safe[72];
-  mqr__log(b, MQR_LOG_WARN,
-           "security: authentication of '%s' from %s failed (%u from that address); answered in %llu ms",
-           loggable(mqr_str_n(a->name, a->name_len), safe), a->peer, f->failures, (unsigned long long)delay);
-  uv_timer_init(b->loop, &a->delay);
-  a->delay.data = a;
-  a->delaying = true;
-  if (b->closing) { /* no one waits for the answer */
-    uv_close((uv_handle_t *)&a->delay, delay_closed);
-    return;
-  }
-  uv_timer_start(&a->delay, delay_out, delay, 0);
+  fail_later(a, now);
 }
 
 void mqr__sec_close(mqr_broker_t *b) {
@@ -423,6 +431,44 @@ int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char 
   if ((*who = principal_new(sec, u.name, u.roles, false)) == NULL) return MQR_ENOMEM;
   sec->accepted++;
   return 0;
+}
+
+const char *mqr__user_scram(mqr_broker_t *b, const char *name) {
+  mqr_user_t u;
+  return b->sec->users && mqr_users_find(b->sec->users->u, mqr_str(name), &u) ? u.scram : NULL;
+}
+
+int mqr__authenticate_proved(mqr_broker_t *b, const char *name, mqr__principal_t **who) {
+  mqr__sec_t *sec = b->sec;
+  mqr_user_t u;
+  *who = NULL;
+  if (sec->users == NULL || !mqr_users_find(sec->users->u, mqr_str(name), &u)) return MQR_EAUTH;
+  if ((*who = principal_new(sec, u.name, u.roles, false)) == NULL) return MQR_ENOMEM;
+  sec->accepted++;
+  return 0;
+}
+
+int mqr__authenticate_failed(mqr_broker_t *b, const char *name, const char *peer, mqr__auth_fn fn, void *ctx,
+                             mqr__auth_t **pending) {
+  mqr__sec_t *sec = b->sec;
+  mqr__auth_t *a = mqr_calloc(1, sizeof *a);
+  if (a == NULL || (a->name = dup_str(mqr_str(name))) == NULL) {
+    mqr_free(a);
+    return MQR_ENOMEM;
+  }
+  a->b = b;
+  a->fn = fn;
+  a->ctx = ctx;
+  a->name_len = strlen(name);
+  a->status = MQR_EAUTH;
+  snprintf(a->peer, sizeof a->peer, "%s", peer);
+  a->next = sec->pending;
+  if (sec->pending) sec->pending->prev = a;
+  sec->pending = a;
+  mqr__broker_handle_opened(b); /* the delay's */
+  *pending = a;
+  fail_later(a, uv_now(b->loop));
+  return MQR__PENDING;
 }
 
 void mqr__auth_cancel(mqr__auth_t *a) {

@@ -292,6 +292,14 @@ typedef void (*mqr__auth_fn)(void *ctx, int status, mqr__principal_t *who);
 int mqr__authenticate(mqr_broker_t *b, mqr_str_t name, mqr_str_t password, const char *peer, mqr__auth_fn fn, void *ctx,
                       mqr__principal_t **who, mqr__auth_t **pending);
 void mqr__auth_cancel(mqr__auth_t *a);
+/* SASL mechanisms the head runs itself (SCRAM-SHA-256): the user's stored SCRAM keys
+ * (NULL: no such user, or none kept); once the proof verified, the user's principal (0,
+ * or MQR_EAUTH when gone); a failed proof counted, logged and answered late as a wrong
+ * password is (MQR__PENDING: fn with MQR_EAUTH after the peer's delay). */
+const char *mqr__user_scram(mqr_broker_t *b, const char *name);
+int mqr__authenticate_proved(mqr_broker_t *b, const char *name, mqr__principal_t **who);
+int mqr__authenticate_failed(mqr_broker_t *b, const char *name, const char *peer, mqr__auth_fn fn, void *ctx,
+                             mqr__auth_t **pending);
 /* A client that proved who it is with a TLS client certificate (its subject CN, name)
  * and gave no credentials: the user of that name, with its roles (0 and *who), or
  * MQR_EAUTH when the users file has none. As mosquitto's use_identity_as_username and

@@ -36,11 +36,13 @@ int cli_broker_error(const mqr_error_t *err);
 
 /* A tls:// URL's --ca, --cert and --key, taken off every command's arguments by main,
  * and the connections every command makes with them. */
-extern const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key;
+extern const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key, *cli_user, *cli_password;
 int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err);
 void cli_client_options(mqr_client_options_t *opt); /* the TLS files into opt */
 /* What the usage of a command that connects adds. */
 #define CLI_TLS_USAGE                                                                                                  \
+  "  --user NAME --password P (or tcp://NAME:P@HOST:PORT): who it is; SCRAM-SHA-256 proves the\n"                      \
+  "  password without sending it, over TLS it goes as PLAIN.\n"                                                        \
   "  --url tls://HOST:PORT: over TLS, the broker's certificate checked against --ca FILE\n"                            \
   "  (default: the system's CAs); --cert FILE --key FILE prove who the client is.\n"
 

@@ -484,15 +484,15 @@ int main(int argc, char **argv) {
       fputs(helps[i].usage, stdout);
       return 0;
     }
-  /* A tls:// URL's files, for every command that connects: taken off here. */
+  /* A tls:// URL's files and the user, for every command that connects: taken off here. */
   if (strcmp(cmd, "user")) {
     int w = 2;
     for (int r = 2; r < argc; r++) {
-      const char *names[3] = {"--ca", "--cert", "--key"};
-      const char **dst[3] = {&cli_tls_ca, &cli_tls_cert, &cli_tls_key};
+      const char *names[5] = {"--ca", "--cert", "--key", "--user", "--password"};
+      const char **dst[5] = {&cli_tls_ca, &cli_tls_cert, &cli_tls_key, &cli_user, &cli_password};
       int k = -1;
       const char *val = NULL;
-      for (int i = 0; i < 3; i++) {
+      for (int i = 0; i < 5; i++) {
         size_t n = strlen(names[i]);
         if (!strcmp(argv[r], names[i]))
           k = i, val = r + 1 < argc ? argv[r + 1] : NULL;
@@ -504,7 +504,7 @@ int main(int argc, char **argv) {
         continue;
       }
       if (val == NULL) {
-        fprintf(stderr, "mqr: %s needs a file\n", names[k]);
+        fprintf(stderr, "mqr: %s needs a value\n", names[k]);
         return 2;
       }
       *dst[k] = val;

@@ -174,12 +174,14 @@ bool cli_property(const char *arg, const char *eq, mqr_str_t *key, mqr_value_t *
   return mqr_value_parse(t, mqr_str(eq + 1), value, NULL) == 0;
 }
 
-const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key;
+const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key, *cli_user, *cli_password;
 
 void cli_client_options(mqr_client_options_t *opt) {
   opt->tls_ca = cli_tls_ca;
   opt->tls_cert = cli_tls_cert;
   opt->tls_key = cli_tls_key;
+  opt->user = cli_user;
+  opt->password = cli_password;
 }
 
 int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err) {

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "client_int.h"
+#include "mqr/security.h"
 
 typedef enum { P_CONNECT, P_RECEIPT, P_QUERY, P_MANAGE } pending_kind_t;
 
@@ -62,6 +63,9 @@ struct mqr_client_s {
   uint8_t *wcipher;
   uint8_t *cin;
   char tls_host[256];
+  mqr_scram_client_t *scram;              /* a SCRAM-SHA-256 exchange under way */
+  char url_user[256], url_password[1024]; /* a URL's user:password@ */
+  bool scram_proved;                      /* the broker's server-final verified */
 };
 
 /* ---- urls -------------------------------------------------------------------------------- */
@@ -75,7 +79,8 @@ static int parse_url(const char *url, struct sockaddr_storage *out, bool *tls, c
   if (url == NULL || (strncmp(url, "tcp://", 6) != 0 && !is_tls))
     return mqr_error_set(err, MQR_EINVAL, "url '%s' must be tcp://HOST:PORT or tls://HOST:PORT", url ? url : "");
   if (tls) *tls = is_tls;
-  const char *h = url + 6, *colon;
+  const char *h = url + 6, *colon, *at = strchr(h, '@');
+  if (at) h = at + 1; /* user:password@ (mqr_client_connect takes them) */
   if (*h == '[') {
     const char *close = strchr(h, ']');
     if (close == NULL || close[1] != ':' || (size_t)(close - h - 1) >= URL_HOST_MAX)
@@ -270,7 +275,31 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
   pending_t *p;
   mqr_client_sub_t *s;
   switch (f->type) {
+  case MQR_FRAME_AUTH:
+    if (c->scram && !c->scram_proved && c->state == C_HANDSHAKE) {
+      char out[512];
+      if (c->scram->auth[0] == 0) { /* server-first: our proof */
+        const char *pw = c->opt.password ? c->opt.password : "";
+        if (mqr_scram_client_final(c->scram, pw, strlen(pw), f->u.auth.data, out, sizeof out) != 0) {
+          lost(c, MQR_EPROTOCOL);
+          return;
+        }
+        mqr_frame_t r = {MQR_FRAME_AUTH, {.auth = {mqr_str(out)}}};
+        if (queue_frame(c, &r, NULL) != 0) lost(c, MQR_ENOMEM);
+        return;
+      }
+      if (mqr_scram_client_verify(c->scram, f->u.auth.data)) { /* server-final */
+        c->scram_proved = true;
+        return;
+      }
+    }
+    lost(c, MQR_EPROTOCOL); /* an exchange that is not SCRAM's, or a broker that did not prove itself */
+    return;
   case MQR_FRAME_CONNECTED:
+    if (c->scram && !c->scram_proved) {
+      lost(c, MQR_EAUTH); /* the broker never proved it knew the user's keys */
+      return;
+    }
     c->state = C_OPEN;
     c->server_max_frame = f->u.connected.max_frame > 0 ? (uint32_t)f->u.connected.max_frame : 0;
     if ((p = take_pending(c, P_CONNECT, 0)) != NULL) {
@@ -464,6 +493,7 @@ static void free_client(mqr_client_t *c) {
   mqr_free(c->rbuf);
   mqr_free(c->arena);
   mqr__ctls_free(c->tls);
+  mqr_free(c->scram);
   mqr_free(c->wcipher);
   mqr_free(c->cin);
   while (c->subs) drop_sub(c, c->subs);
@@ -574,6 +604,15 @@ int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, 
   bool tls = false;
   int rc = parse_url(url, &sa, &tls, c->tls_host, err);
   if (rc) return rc;
+  const char *at = strchr(url + 6, '@'); /* tcp://user:password@host:port */
+  if (at && c->opt.user == NULL) {
+    const char *u = url + 6, *colon = memchr(u, ':', (size_t)(at - u));
+    snprintf(c->url_user, sizeof c->url_user, "%.*s", (int)((colon ? colon : at) - u), u);
+    snprintf(c->url_password, sizeof c->url_password, "%.*s", colon ? (int)(at - colon - 1) : 0,
+             colon ? colon + 1 : "");
+    c->opt.user = c->url_user;
+    c->opt.password = c->url_password;
+  }
   if (tls && ((rc = mqr__ctls_new(&c->opt, c->tls_host, &c->tls, err)) != 0 || (c->cin = mqr_malloc(65536)) == NULL))
     return rc ? rc : mqr_error_set(err, MQR_ENOMEM, "out of memory for TLS");
   pending_t *p = pending_new(c);
@@ -593,9 +632,29 @@ int mqr_client_connect(mqr_client_t *c, const char *url, mqr_client_done_fn cb, 
     return mqr_error_set(err, MQR_EIO, "cannot connect to %s: %s", url, uv_strerror(rc));
   }
   c->state = C_CONNECTING;
+  /* Who it is: PLAIN over TLS, SCRAM-SHA-256 on a plain connection. */
+  char response[1200];
+  size_t rlen = 0;
+  mqr_str_t mech = MQR_STR("");
+  const char *user = c->opt.user, *pw = c->opt.password ? c->opt.password : "";
+  if (user && *user && tls) {
+    mech = MQR_STR("PLAIN");
+    int n = snprintf(response, sizeof response, "%c%s%c%s", 0, user, 0, pw);
+    if (n < 0 || (size_t)n >= sizeof response) return mqr_error_set(err, MQR_ELIMIT, "user name or password too long");
+    rlen = (size_t)n;
+  } else if (user && *user) {
+    mech = MQR_STR("SCRAM-SHA-256");
+    if ((c->scram = mqr_calloc(1, sizeof *c->scram)) == NULL ||
+        mqr_scram_client_first(c->scram, user, NULL, response, sizeof response) != 0)
+      return mqr_error_set(err, MQR_ENOMEM, "SCRAM: cannot start");
+    rlen = strlen(response);
+  }
   mqr_frame_t f = {MQR_FRAME_CONNECT,
-                   {.connect = {MQR_PROTOCOL_VERSION, mqr_str(c->client_id), (int32_t)c->opt.max_frame}}};
-  return mqr_frame_encode(&f, &c->out, err);
+                   {.connect = {MQR_PROTOCOL_VERSION, mqr_str(c->client_id), (int32_t)c->opt.max_frame, mech,
+                                mqr_str_n(response, rlen)}}};
+  rc = mqr_frame_encode(&f, &c->out, err);
+  if (rlen) explicit_bzero(response, sizeof response);
+  return rc;
 }
 
 void mqr_client_close(mqr_client_t *c, void (*cb)(void *arg), void *arg) {

@@ -59,6 +59,7 @@ typedef struct mqr__transport_s {
   int (*listen)(mqr__listener_t *l, mqr_error_t *err);
   void (*reload)(mqr__listener_t *l);
   void (*unlisten)(mqr__listener_t *l);
+  bool secure; /* what crosses it is encrypted (TLS) */
   /* The identity the peer proved (a TLS client certificate's subject CN), or NULL. */
   const char *(*peer_name)(mqr__conn_t *c);
   /* A connection accepted on its listener: the transport's state (c->ts). 0 or MQR_ENOMEM. */
@@ -211,6 +212,8 @@ __attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int co
 static inline const char *mqr__conn_identity(mqr__conn_t *c) {
   return c->tr && c->tr->peer_name ? c->tr->peer_name(c) : NULL;
 }
+/* Whether its transport encrypts (TLS). */
+static inline bool mqr__conn_secure(const mqr__conn_t *c) { return c->tr && c->tr->secure; }
 /* Handle its frames again next pass. */
 void mqr__conn_schedule(mqr__conn_t *c);
 /* The head waits (hold true: the frame it looked at stays unread, no more frames are

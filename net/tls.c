@@ -360,6 +360,7 @@ static const char *tls_peer_name(mqr__conn_t *c) {
 
 const mqr__transport_t mqr__tls_transport = {
     .name = "tls",
+    .secure = true,
     .listen = tls_listen,
     .reload = tls_reload,
     .unlisten = tls_unlisten,

@@ -35,9 +35,10 @@ static const mqr_avro_ctype_t value_t = {MQR_AVRO_C_UNION,     sizeof(mqr_value_
                                          MQR_VALUE_TYPE_COUNT, offsetof(mqr_value_t, u)};
 static const mqr_avro_ctype_t props_map = {MQR_AVRO_C_MAP, sizeof(mqr_avro_map_t), NULL, 0, &value_t, NULL, 0, 0};
 
-static const mqr_avro_cfield_t connect_f[] = {F(mqr_frame_connect_t, version, mqr_avro_c_int32),
-                                              F(mqr_frame_connect_t, client_id, mqr_avro_c_str),
-                                              F(mqr_frame_connect_t, max_frame, mqr_avro_c_int32)};
+static const mqr_avro_cfield_t connect_f[] = {
+    F(mqr_frame_connect_t, version, mqr_avro_c_int32), F(mqr_frame_connect_t, client_id, mqr_avro_c_str),
+    F(mqr_frame_connect_t, max_frame, mqr_avro_c_int32), F(mqr_frame_connect_t, mechanism, mqr_avro_c_str),
+    F(mqr_frame_connect_t, response, mqr_avro_c_str)};
 RECORD(connect_t, mqr_frame_connect_t, connect_f);
 static const mqr_avro_cfield_t connected_f[] = {
     F(mqr_frame_connected_t, version, mqr_avro_c_int32), F(mqr_frame_connected_t, server, mqr_avro_c_str),
@@ -135,6 +136,8 @@ static const mqr_avro_cfield_t manage_result_f[] = {
     F(mqr_frame_manage_result_t, text, mqr_avro_c_str), F(mqr_frame_manage_result_t, count, mqr_avro_c_int64),
     F(mqr_frame_manage_result_t, rows, rows)};
 RECORD(manage_result_t, mqr_frame_manage_result_t, manage_result_f);
+static const mqr_avro_cfield_t auth_f[] = {F(mqr_frame_auth_t, data, mqr_avro_c_str)};
+RECORD(auth_t, mqr_frame_auth_t, auth_f);
 
 /* Each branch's C description is named for its member (connect_t, ...). */
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {

@@ -78,8 +78,8 @@ static int write_file(const char *path, const char *parts[], const size_t lens[]
   return 0;
 }
 
-static const char header[] = "# mqr users file: NAME:ROLES:HASH, one user a line (`mqr user` keeps it).\n"
-                             "# The hashes are argon2id; no password is kept.\n";
+static const char header[] = "# mqr users file: NAME:ROLES:HASH [SCRAM], one user a line (`mqr user` keeps it).\n"
+                             "# The hashes are argon2id, SCRAM its SCRAM-SHA-256 keys; no password is kept.\n";
 
 int mqr_users_file_set(const char *path, mqr_str_t name, const char *roles, const char *password, size_t password_len,
                        bool add, mqr_error_t *err) {
@@ -111,19 +111,28 @@ int mqr_users_file_set(const char *path, mqr_str_t name, const char *roles, cons
                        (int)name.len, name.ptr, path);
   else if (!add && !found)
     rc = mqr_error_set(err, MQR_ENOTFOUND, "no user '%.*s' in %s", (int)name.len, name.ptr, path);
-  char hash[MQR_PASSWORD_HASH_MAX];
-  if (rc == 0 && password) rc = mqr_password_hash(password, password_len, hash, err);
-  if (rc == 0 && !password) { /* the hash it has */
+  /* The hash, and the SCRAM-SHA-256 keys after it: made from a new password, or kept. */
+  char hash[MQR_PASSWORD_HASH_MAX + MQR_SCRAM_CREDENTIALS_MAX + 2];
+  if (rc == 0 && password) {
+    rc = mqr_password_hash(password, password_len, hash, err);
+    size_t hl = strlen(hash);
+    hash[hl] = ' ';
+    if (rc == 0)
+      rc =
+          mqr_scram_credentials(password, password_len, MQR_SCRAM_ITERATIONS, hash + hl + 1, sizeof hash - hl - 1, err);
+  }
+  if (rc == 0 && !password) { /* the hash (and keys) it has */
     const char *h = s + (size_t)(strchr(s, ':') - s) + 1;
     if (*h != '$') h = strchr(h, ':') + 1;
-    size_t hl = strcspn(h, " \t\r\n");
+    size_t hl = strcspn(h, "\r\n");
+    while (hl && (h[hl - 1] == ' ' || h[hl - 1] == '\t')) hl--;
     snprintf(hash, sizeof hash, "%.*s", (int)(hl < sizeof hash ? hl : sizeof hash - 1), h);
   }
   if (rc) {
     mqr_free(text);
     return rc;
   }
-  char line[MQR__SEC_NAME_MAX + 4096 + MQR_PASSWORD_HASH_MAX];
+  char line[MQR__SEC_NAME_MAX + 4096 + MQR_PASSWORD_HASH_MAX + MQR_SCRAM_CREDENTIALS_MAX];
   int ll = snprintf(line, sizeof line, "%.*s:%s:%s\n", (int)name.len, name.ptr, roles ? roles : "", hash);
   if (!roles) ll = snprintf(line, sizeof line, "%.*s:%.*s:%s\n", (int)name.len, name.ptr, (int)had.len, had.ptr, hash);
   if (ll < 0 || (size_t)ll >= sizeof line) {

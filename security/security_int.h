@@ -3,7 +3,9 @@
  *   hash.c   password hashes: argon2id (libsodium), and mosquitto's and Artemis's
  *   users.c  users files read; a name and password checked
  *   edit.c   a users file changed in place (`mqr user`)
- *   access.c security-settings compiled: roles as bits, entries by precedence */
+ *   scram.c  SCRAM-SHA-256, both sides
+ *   access.c security-settings compiled: roles as bits, entries by precedence (built into
+ *            the broker's library, over the config) */
 #ifndef MQR_SECURITY_INT_H
 #define MQR_SECURITY_INT_H
 

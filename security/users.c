@@ -114,7 +114,7 @@ static bool artemis_format(const char *text) {
 }
 
 typedef struct {
-  mqr_str_t name, roles, hash;
+  mqr_str_t name, roles, hash, scram;
   uint32_t line;
   char *roles_own; /* roles added from an Artemis roles file */
 } entry_t;
@@ -135,7 +135,7 @@ static int parse_users(const char *path, const char *text, entry_t **out, uint32
     line++;
     mqr_str_t t = trim(s, e);
     if (blank_or_comment(t)) continue;
-    entry_t x = {{0}, {0}, {0}, line, NULL};
+    entry_t x = {{0}, {0}, {0}, {0}, line, NULL};
     const char *sep = memchr(t.ptr, artemis ? '=' : ':', t.len);
     if (sep == NULL) goto bad_line;
     x.name = trim(t.ptr, sep);
@@ -165,6 +165,20 @@ static int parse_users(const char *path, const char *text, entry_t **out, uint32
                               "user '%.*s': roles must be names of letters, digits, '_', '-' and '.', separated by "
                               "commas, not '%.*s'",
                               (int)x.name.len, x.name.ptr, (int)x.roles.len, x.roles.ptr);
+    }
+    /* mqr's lines may give SCRAM-SHA-256 keys after the hash, past a space. */
+    const char *sp = artemis ? NULL : memchr(x.hash.ptr, ' ', x.hash.len);
+    if (sp) {
+      x.scram = trim(sp, x.hash.ptr + x.hash.len);
+      x.hash = mqr_str_n(x.hash.ptr, (size_t)(sp - x.hash.ptr));
+      char cred[MQR_SCRAM_CREDENTIALS_MAX + 1];
+      snprintf(cred, sizeof cred, "%.*s", (int)x.scram.len, x.scram.ptr);
+      if (x.scram.len >= sizeof cred - 1 || !mqr_scram_credentials_valid(cred)) {
+        mqr_free(v);
+        return mqr_error_set_at(err, MQR_ECONFIG, path, line, 1,
+                                "user '%.*s': after the hash, only SCRAM-SHA-256 keys may follow", (int)x.name.len,
+                                x.name.ptr);
+      }
     }
     char hash[MQR_PASSWORD_HASH_MAX * 2];
     snprintf(hash, sizeof hash, "%.*s", (int)x.hash.len, x.hash.ptr);
@@ -221,7 +235,7 @@ static int apply_roles(const char *path, const char *text, entry_t *v, uint32_t 
     while (u < end) {
       const char *c = memchr(u, ',', (size_t)(end - u));
       if (c == NULL) c = end;
-      entry_t key = {trim(u, c), {0}, {0}, 0, NULL}, *x = bsearch(&key, v, n, sizeof *v, by_name);
+      entry_t key = {trim(u, c), {0}, {0}, {0}, 0, NULL}, *x = bsearch(&key, v, n, sizeof *v, by_name);
       if (x) { /* a user the users file does not have is left out, as Artemis does */
         size_t had = x->roles.len, len = had + (had ? 1 : 0) + role.len;
         char *r = mqr_malloc(len + 1);
@@ -251,7 +265,8 @@ int mqr_users_load(const char *path, const char *roles_path, mqr_users_t **out, 
   if (rc == 0 && rtext) rc = apply_roles(roles_path, rtext, v, n, err);
   mqr_users_t *u = NULL;
   size_t bytes = 0;
-  for (uint32_t i = 0; rc == 0 && i < n; i++) bytes += v[i].name.len + v[i].roles.len + v[i].hash.len + 3;
+  for (uint32_t i = 0; rc == 0 && i < n; i++)
+    bytes += v[i].name.len + v[i].roles.len + v[i].hash.len + v[i].scram.len + 4;
   char *arena = NULL;
   if (rc == 0 &&
       ((u = mqr_calloc(1, sizeof *u)) == NULL || (u->users = mqr_calloc(n ? n : 1, sizeof(mqr_user_t))) == NULL ||
@@ -261,15 +276,16 @@ int mqr_users_load(const char *path, const char *roles_path, mqr_users_t **out, 
     /* The arena: names, roles and hashes, each NUL-terminated, then the dummy hash. */
     char *a = arena;
     for (uint32_t i = 0; i < n; i++) {
-      mqr_str_t f[3] = {v[i].name, v[i].roles, v[i].hash};
-      const char *at[3];
-      for (int k = 0; k < 3; k++) {
+      mqr_str_t f[4] = {v[i].name, v[i].roles, v[i].hash, v[i].scram};
+      const char *at[4];
+      for (int k = 0; k < 4; k++) {
         if (f[k].len) memcpy(a, f[k].ptr, f[k].len);
         a[f[k].len] = '\0';
         at[k] = a;
         a += f[k].len + 1;
       }
-      u->users[i] = (mqr_user_t){mqr_str_n(at[0], v[i].name.len), mqr_str_n(at[1], v[i].roles.len), at[2]};
+      u->users[i] = (mqr_user_t){mqr_str_n(at[0], v[i].name.len), mqr_str_n(at[1], v[i].roles.len), at[2],
+                                 v[i].scram.len ? at[3] : NULL};
     }
     u->n = n;
     u->arena = arena;

@@ -193,7 +193,7 @@ static inline int frame_type(const uint8_t *body, size_t len) {
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   mqr_broker_t *b = c->b;
   int type = frame_type(body, len);
-  if (c->state == MQR__CONN_HANDSHAKE && type != MQR_FRAME_CONNECT) {
+  if (c->state == MQR__CONN_HANDSHAKE && type != MQR_FRAME_CONNECT && type != MQR_FRAME_AUTH) {
     mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "the first frame must be CONNECT, not %s",
                         mqr_frame_type_name(type));
     return;
@@ -214,7 +214,7 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
   mqr_broker_consumer_t *k;
   switch (f.type) {
   case MQR_FRAME_CONNECT:
-    if (c->state != MQR__CONN_HANDSHAKE) {
+    if (c->state != MQR__CONN_HANDSHAKE || mqr__nat(c)->scram) {
       mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "CONNECT twice");
     } else if (f.u.connect.version != MQR_PROTOCOL_VERSION) {
       mqr__nat_send_error(c, MQR_EPROTOCOL, 0, true, "protocol version %d is not supported (%d is)",
@@ -225,29 +225,10 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     } else if (!utf8_ok(c, f.u.connect.client_id, "client id", 0, true)) {
       return;
     } else {
-      /* The native protocol's CONNECT carries no credentials yet: an anonymous client. */
-      mqr__principal_t *who = NULL;
-      mqr__auth_t *pending = NULL;
-      const char *identity = mqr__conn_identity(c);
-      int arc = identity ? mqr__authenticate_certificate(b, identity, c->peer, &who)
-                         : mqr__authenticate(b, MQR_STR(""), MQR_STR(""), c->peer, NULL, NULL, &who, &pending);
-      if (arc != 0) { /* (anonymous is answered at once) */
-        mqr__nat_send_error(c, arc == MQR_EPERM ? MQR_EAUTH : arc, 0, true, "%s",
-                            identity ? "the client certificate names no user of the users-file"
-                                     : "anonymous clients are not allowed (allow-anonymous is false)");
-        return;
-      }
-      mqr__session_set_principal(&c->sess, who);
-      c->state = MQR__CONN_OPEN;
-      mqr__nat(c)->peer_max_frame = (uint32_t)f.u.connect.max_frame;
-      mqr_frame_t r = {MQR_FRAME_CONNECTED,
-                       {.connected = {MQR_PROTOCOL_VERSION, mqr_str(mqr__options(b)->server_name), c->sess.id,
-                                      (int32_t)c->l->cfg->max_frame}}};
-      mqr__nat_reply(c, &r);
-      mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): client '%.*s' connected", (long long)c->sess.id, c->peer,
-               (int)f.u.connect.client_id.len, f.u.connect.client_id.ptr);
+      mqr__nat_on_connect(c, &f.u.connect);
     }
     return;
+  case MQR_FRAME_AUTH: mqr__nat_on_auth(c, &f.u.auth); return;
   case MQR_FRAME_SUBSCRIBE: on_subscribe(c, &f.u.subscribe); return;
   case MQR_FRAME_ACK:
     if ((k = find_sub(c, f.u.ack.subscription)) == NULL)

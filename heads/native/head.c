@@ -150,6 +150,11 @@ static int open_conn(mqr__conn_t *c) {
 }
 
 static void release(mqr__conn_t *c) {
+  mqr__nat_conn_t *n = c->hs;
+  if (n) {
+    mqr__auth_cancel(n->auth);
+    mqr_free(n->scram);
+  }
   mqr_free(c->hs);
   c->hs = NULL;
 }

@@ -7,6 +7,8 @@
 #ifndef MQR_HEADS_NATIVE_H
 #define MQR_HEADS_NATIVE_H
 
+#include <mqr/security.h>
+
 #include "../../net/net.h"
 
 #define MQR__MIN_PEER_FRAME 1024 /* the smallest max_frame a client may declare */
@@ -15,6 +17,12 @@
 typedef struct {
   uint32_t peer_max_frame; /* the largest frame the client takes (its CONNECT) */
   uint64_t ping_ms;        /* uv_now a PING went with nothing heard since; 0: none out */
+  /* Its CONNECT, while who it is is being found (sasl.c): the max_frame it asked for,
+   * its client id (for the log), an answer awaited, a SCRAM exchange under way. */
+  uint32_t want_max_frame;
+  char client_id[128];
+  mqr__auth_t *auth;
+  mqr_scram_server_t *scram;
 } mqr__nat_conn_t;
 
 static inline mqr__nat_conn_t *mqr__nat(const mqr__conn_t *c) { return c->hs; }
@@ -33,6 +41,11 @@ void mqr__nat_reply_failed(mqr__conn_t *c, int type, int rc);
 void mqr__nat_reply(mqr__conn_t *c, const mqr_frame_t *f);
 __attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
                                                                const char *fmt, ...);
+
+/* sasl.c: CONNECT (its mechanism: PLAIN over TLS, SCRAM-SHA-256, a client certificate,
+ * anonymous) and the AUTH frames of an exchange. */
+void mqr__nat_on_connect(mqr__conn_t *c, const mqr_frame_connect_t *cn);
+void mqr__nat_on_auth(mqr__conn_t *c, const mqr_frame_auth_t *a);
 
 /* frames.c */
 void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len);

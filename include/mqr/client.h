@@ -45,6 +45,10 @@ typedef struct {
    * and its key (PEM; NULL: none) to prove who it is. The certificate must also name
    * the URL's host. */
   const char *tls_ca, *tls_cert, *tls_key;
+  /* Who it is (read when it connects; NULL user: anonymous, or a TLS client certificate):
+   * over TLS the password goes as SASL PLAIN, on a plain connection SCRAM-SHA-256 proves
+   * it without sending it (and the broker proves it knew the user's keys). */
+  const char *user, *password;
 } mqr_client_options_t;
 
 /* A client on loop (which must outlive it), not yet connected; opt may be NULL and is

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION 4 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE */
+#define MQR_PROTOCOL_VERSION 5 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL */
 #define MQR_FRAME_HEADER 4     /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
@@ -40,7 +40,8 @@ extern "C" {
   XX(PING, "PING", Ping, ping)                                                                                         \
   XX(PONG, "PONG", Pong, pong)                                                                                         \
   XX(MANAGE, "MANAGE", Manage, manage)                                                                                 \
-  XX(MANAGE_RESULT, "MANAGE_RESULT", ManageResult, manage_result)
+  XX(MANAGE_RESULT, "MANAGE_RESULT", ManageResult, manage_result)                                                      \
+  XX(AUTH, "AUTH", Auth, auth)
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
@@ -71,6 +72,8 @@ typedef struct {
   int32_t version;
   mqr_str_t client_id;
   int32_t max_frame;
+  mqr_str_t mechanism; /* SASL: "PLAIN" (over TLS), "SCRAM-SHA-256"; empty: none */
+  mqr_str_t response;  /* its initial response */
 } mqr_frame_connect_t;
 
 typedef struct {
@@ -214,6 +217,12 @@ typedef struct {
   int64_t count;
   mqr_avro_array_t rows; /* of mqr_avro_map_t of mqr_value_t */
 } mqr_frame_manage_result_t;
+
+/* AUTH: a SASL exchange's next message, either way (SCRAM-SHA-256's server-first,
+ * client-final, server-final). */
+typedef struct {
+  mqr_str_t data;
+} mqr_frame_auth_t;
 
 /* A frame: its type, then the record of that type. */
 typedef struct {

@@ -2,8 +2,8 @@
  *
  * A users file holds, per user, a name, roles and a password hash, never a password:
  *
- *   # NAME:ROLES:HASH
- *   alice:admin,ops:$argon2id$v=19$m=65536,t=2,p=1$<salt>$<hash>
+ *   # NAME:ROLES:HASH [SCRAM]
+ *   alice:admin,ops:$argon2id$v=19$m=65536,t=2,p=1$<salt>$<hash> SCRAM-SHA-256$8192:<salt>$<keys>
  *
  * New hashes are argon2id (libsodium's crypto_pwhash_str: the algorithm, its version,
  * memory and time cost and a random salt live in the string, so a cost raised later
@@ -65,6 +65,7 @@ MQR_EXTERN void mqr_users_destroy(mqr_users_t *u); /* NULL is allowed */
 typedef struct {
   mqr_str_t name, roles;
   const char *hash;
+  const char *scram; /* its SCRAM-SHA-256 keys (below); NULL: none (a migrated user) */
 } mqr_user_t;
 
 /* How many users u holds. */
@@ -94,6 +95,68 @@ MQR_EXTERN int mqr_users_file_set(const char *path, mqr_str_t name, const char *
 /* Removes user name: 0, MQR_ENOTFOUND, MQR_EIO, MQR_ENOMEM. */
 MQR_EXTERN int mqr_users_file_remove(const char *path, mqr_str_t name, mqr_error_t *err);
 
+/* ---- SCRAM-SHA-256 (RFC 5802, RFC 7677) ---------------------------------------------------------
+ *
+ * A password proved without crossing the connection: the server keeps only salted keys
+ * (SCRAM-SHA-256$ITERATIONS:SALT$STOREDKEY:SERVERKEY, base64, as PostgreSQL keeps them),
+ * which a users file holds beside a user's argon2id hash. The exchange, both sides:
+ *   client-first  n,,n=NAME,r=CNONCE
+ *   server-first  r=CNONCE+SNONCE,s=SALT,i=ITERATIONS
+ *   client-final  c=biws,r=CNONCE+SNONCE,p=PROOF
+ *   server-final  v=SIGNATURE
+ * No channel binding (c=biws), as the native protocol and MQTT 5 carry it. */
+
+#define MQR_SCRAM_CREDENTIALS_MAX 192 /* the stored keys' text, its NUL included */
+#define MQR_SCRAM_ITERATIONS 8192     /* what mqr_users_file_set stores */
+
+/* The stored keys of password (a random salt; at least 4096 iterations) into out. 0,
+ * MQR_ELIMIT, MQR_EIO (no random source), MQR_ENOSPC. */
+MQR_EXTERN int mqr_scram_credentials(const char *password, size_t len, uint32_t iterations, char *out, size_t cap,
+                                     mqr_error_t *err);
+/* Whether cred reads as stored keys. */
+MQR_EXTERN bool mqr_scram_credentials_valid(const char *cred);
+
+/* The server's side of one exchange (caller storage). */
+typedef struct {
+  char user[260]; /* the name the client-first message gives (decoded) */
+  char nonce[200];
+  char client_first_bare[512];
+  char server_first[512];
+  uint32_t iter;
+  uint8_t stored[32], server[32];
+  bool unknown; /* no keys for the user: the exchange runs on and fails at the proof */
+  int step;
+} mqr_scram_server_t;
+
+/* The client-first message read (s->user then names who): 0 or MQR_EPROTOCOL. */
+MQR_EXTERN int mqr_scram_server_start(mqr_scram_server_t *s, mqr_str_t client_first, mqr_error_t *err);
+/* The server-first message into out, for cred, the user's stored keys (NULL: an unknown
+ * user, answered alike). 0 or an error. */
+MQR_EXTERN int mqr_scram_server_challenge(mqr_scram_server_t *s, const char *cred, char *out, size_t cap,
+                                          mqr_error_t *err);
+/* The client-final message checked: 0 with the server-final message in out (the user is
+ * who it said), MQR_EAUTH (a wrong password, an unknown user), MQR_EPROTOCOL. */
+MQR_EXTERN int mqr_scram_server_final(mqr_scram_server_t *s, mqr_str_t client_final, char *out, size_t cap,
+                                      mqr_error_t *err);
+
+/* The client's side. */
+typedef struct {
+  char nonce[64];
+  char client_first_bare[400];
+  char auth[1024];
+  uint8_t server_key[32];
+} mqr_scram_client_t;
+
+/* The client-first message for user into out; nonce NULL: a random one. 0 or an error. */
+MQR_EXTERN int mqr_scram_client_first(mqr_scram_client_t *c, const char *user, const char *nonce, char *out,
+                                      size_t cap);
+/* The client-final message, the proof of password, for the server-first message. 0 or
+ * MQR_EPROTOCOL (a server-first that does not continue the client's nonce, ...). */
+MQR_EXTERN int mqr_scram_client_final(mqr_scram_client_t *c, const char *password, size_t len, mqr_str_t server_first,
+                                      char *out, size_t cap);
+/* Whether the server-final message proves the server knew the keys. */
+MQR_EXTERN bool mqr_scram_client_verify(const mqr_scram_client_t *c, mqr_str_t server_final);
+
 /* ---- security-settings compiled (authorization) -------------------------------------------- */
 
 /* A set of roles: one bit per role the security-settings name (at most 64). */
@@ -106,7 +169,9 @@ typedef struct mqr_access_row_s {
 } mqr_access_row_t;
 
 /* The security-settings of a config compiled: roles numbered, entries by precedence (the
- * most specific first, as address-settings order them). Immutable once built. */
+ * most specific first, as address-settings order them). Immutable once built. These
+ * calls are in libmqr_broker (over the config), the rest of this header in
+ * libmqr_security. */
 typedef struct mqr_access_s mqr_access_t;
 
 /* Builds it from cfg's security-settings and wildcard syntax: 0, MQR_ELIMIT (more than

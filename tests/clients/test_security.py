@@ -178,6 +178,24 @@ class Security(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("anonymous clients are not allowed", r.stderr)
 
+    def test_native_sasl(self):
+        """The native protocol: SCRAM-SHA-256 on a plain connection (mqr --user/--password,
+        or user:password@ in the URL); a wrong password refused; a user whose hash came
+        from mosquitto has no SCRAM keys, so only PLAIN over TLS serves it (test_tls)."""
+        url = "tcp://127.0.0.1:%d" % self.b.port
+        r = mqr("stat", "--url", url, "--user", "alice", "--password", "wonderland")
+        self.assertIn("connections=", r.stdout)
+        r = mqr("stat", "--url", "tcp://alice:wonderland@127.0.0.1:%d" % self.b.port)
+        self.assertIn("connections=", r.stdout)
+        r = mqr("stat", "--url", url, "--user", "alice", "--password", "wrong", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("bad user name or password", r.stderr)
+        r = mqr("stat", "--url", url, "--user", "carol", "--password", "pa55word", check=False)
+        self.assertEqual(r.returncode, 1)
+        with open(USERS) as f:
+            text = f.read()
+        self.assertIn("SCRAM-SHA-256$8192:", text)  # alice's keys, beside her hash
+
     def test_failures_slow_down(self):
         """Each failure from one address waits longer than the one before; a cached right
         password answers at once."""

@@ -258,6 +258,20 @@ class Tls(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("names no user", r.stderr)
 
+    def test_plain_over_tls(self):
+        """Over TLS the native protocol's password goes as SASL PLAIN, so a user whose hash
+        came from elsewhere (no SCRAM keys) logs in too."""
+        with open(path("users"), "a") as f:
+            f.write("carol:$7$101$qtJtH8jngFBw8pk8$oPqmyjDlU7j4vBylhgrK5s1gvnEDgF4FmXS/tLT0LjbZSFcrgacvJfngDa1uab7Bhh"
+                    "pNPeysY/1oYmBFL82ruA==\n")
+        self.b.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: "security: reloaded" in self.b.log_text(), 10))
+        url = "tls://localhost:%d" % self.tls
+        r = mqr("stat", "--url", url, "--ca", path("ca.pem"), "--user", "carol", "--password", "pa55word")
+        self.assertIn("connections=", r.stdout)
+        r = mqr("stat", "--url", url, "--ca", path("ca.pem"), "--user", "carol", "--password", "nope", check=False)
+        self.assertEqual(r.returncode, 1)
+
     def test_zz_reload_reads_the_certificate_again(self):
         """SIGHUP: new connections get the renewed certificate; one made before stays."""
         c = mqtt.Client(client_id="paho-stays", protocol=mqtt.MQTTv311)

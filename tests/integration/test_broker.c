@@ -241,8 +241,9 @@ static void test_redelivery_in_order(void **state) {
 
 /* ---- bad frames --------------------------------------------------------------------------------- */
 
-static const uint8_t connect_frame[] = {0,   0,   0,    9,    0x00, 2 * MQR_PROTOCOL_VERSION, 0x06, 'r',
-                                        'a', 'w', 0x80, 0x80, 0x04};
+/* Connect: version, client id "raw", max_frame 32768, no mechanism, no response. */
+static const uint8_t connect_frame[] = {0,    0,    0,    11,   0x00, 2 * MQR_PROTOCOL_VERSION, 0x06, 'r', 'a', 'w',
+                                        0x80, 0x80, 0x04, 0x00, 0x00};
 
 /* Sends bytes (after a CONNECT when handshake) and expects an ERROR frame then a close. */
 static void bad(const char *name, bool handshake, const uint8_t *bytes, size_t n, const char *why) {

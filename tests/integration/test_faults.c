@@ -78,7 +78,7 @@ static int small_connect(int port) {
 static int raw_client(int32_t max_frame) {
   int s = small_connect(broker.port);
   assert_true(s >= 0);
-  mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("raw"), max_frame}}};
+  mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("raw"), max_frame, {NULL, 0}, {NULL, 0}}}};
   send_frame(s, &f);
   return s;
 }

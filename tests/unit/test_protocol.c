@@ -57,7 +57,7 @@ static void test_every_frame_round_trips(void **state) {
   uint8_t mem[4096];
   mqr_frame_t f, g;
 
-  f = (mqr_frame_t){MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("c-1"), 1 << 20}}};
+  f = (mqr_frame_t){MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("c-1"), 1 << 20, {NULL, 0}, {NULL, 0}}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(mqr_str_eq(g.u.connect.client_id, MQR_STR("c-1")) && g.u.connect.max_frame == 1 << 20);
 

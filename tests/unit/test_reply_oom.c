@@ -53,7 +53,7 @@ static bool attempt(long n, seen_t *seen) {
 
   mqr_avro_buf_t out;
   mqr_avro_buf_init_growable(&out);
-  mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("oom"), 1 << 20}}};
+  mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("oom"), 1 << 20, {NULL, 0}, {NULL, 0}}}};
   encode(&out, &f);
   f = (mqr_frame_t){MQR_FRAME_SUBSCRIBE,
                     {.subscribe = {1, MQR_STR("q"), MQR_PROTO_RT_NONE, MQR_STR(""), 10, MQR_STR("")}}};

@@ -133,6 +133,7 @@ static void test_bad_files_say_where(void **state) {
       {"alice:ad min:$6$aCrk$0nbu\n", "roles must be", 1},
       {"alice:a,,b:$6$aCrk$0nbu\n", "roles must be", 1},
       {"a::$6$x$y\nb::$6$x$y\na::$6$x$y\n", "user 'a' again (first at line 1)", 3},
+      {"a::$6$x$y junk\n", "only SCRAM-SHA-256 keys may follow", 1},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     mqr_users_t *u = NULL;
@@ -148,6 +149,64 @@ static void test_bad_files_say_where(void **state) {
   snprintf(missing, sizeof missing, "%s/missing", dir);
   assert_int_equal(mqr_users_load(missing, NULL, &u, &err), MQR_EIO);
   assert_non_null(strstr(err.message, "missing"));
+}
+
+/* RFC 7677 section 3's example, the client's side: user, pencil, its nonces and salt. */
+static void test_scram_rfc7677(void **state) {
+  (void)state;
+  mqr_scram_client_t c;
+  char out[512];
+  assert_int_equal(mqr_scram_client_first(&c, "user", "rOprNGfwEbeRWgbNEkqO", out, sizeof out), 0);
+  assert_string_equal(out, "n,,n=user,r=rOprNGfwEbeRWgbNEkqO");
+  static const char server_first[] = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,"
+                                     "i=4096";
+  assert_int_equal(mqr_scram_client_final(&c, "pencil", 6, MQR_STR(server_first), out, sizeof out), 0);
+  assert_string_equal(out, "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                           "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+  assert_true(mqr_scram_client_verify(&c, MQR_STR("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")));
+  assert_false(mqr_scram_client_verify(&c, MQR_STR("v=7rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")));
+  /* A server-first that does not continue the client's nonce is refused. */
+  assert_int_equal(mqr_scram_client_first(&c, "user", "abc", out, sizeof out), 0);
+  assert_int_equal(
+      mqr_scram_client_final(&c, "pencil", 6, MQR_STR("r=xyz1,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"), out, sizeof out),
+      MQR_EPROTOCOL);
+}
+
+/* Our server against our client, with stored keys: the right password proves itself both
+ * ways; a wrong one and an unknown user fail at the proof, alike. */
+static int scram_run(const char *cred, const char *user, const char *pw, char *server_final) {
+  mqr_scram_client_t c;
+  mqr_scram_server_t s;
+  char m1[512], m2[512], m3[512];
+  mqr_error_t err;
+  assert_int_equal(mqr_scram_client_first(&c, user, NULL, m1, sizeof m1), 0);
+  assert_int_equal(mqr_scram_server_start(&s, mqr_str(m1), &err), 0);
+  assert_string_equal(s.user, user);
+  assert_int_equal(mqr_scram_server_challenge(&s, cred, m2, sizeof m2, &err), 0);
+  assert_int_equal(mqr_scram_client_final(&c, pw, strlen(pw), mqr_str(m2), m3, sizeof m3), 0);
+  int rc = mqr_scram_server_final(&s, mqr_str(m3), server_final, 512, &err);
+  if (rc == 0) assert_true(mqr_scram_client_verify(&c, mqr_str(server_final)));
+  return rc;
+}
+
+static void test_scram_round_trip(void **state) {
+  (void)state;
+  char cred[MQR_SCRAM_CREDENTIALS_MAX], fin[512];
+  mqr_error_t err;
+  assert_int_equal(mqr_scram_credentials("s3cret", 6, 4096, cred, sizeof cred, &err), 0);
+  assert_true(mqr_scram_credentials_valid(cred));
+  assert_non_null(strstr(cred, "SCRAM-SHA-256$4096:"));
+  assert_int_equal(scram_run(cred, "alice", "s3cret", fin), 0);
+  assert_int_equal(scram_run(cred, "alice", "s3creT", fin), MQR_EAUTH);
+  assert_int_equal(scram_run(NULL, "nobody", "s3cret", fin), MQR_EAUTH);
+  assert_int_equal(scram_run(cred, "a,b=c", "s3cret", fin), 0); /* a name with ',' and '=' */
+  assert_false(mqr_scram_credentials_valid("SCRAM-SHA-256$x"));
+  /* Out of order, or malformed. */
+  mqr_scram_server_t s;
+  assert_int_equal(mqr_scram_server_start(&s, MQR_STR("y,,n=a,r=b"), &err), MQR_EPROTOCOL);
+  assert_int_equal(mqr_scram_server_start(&s, MQR_STR("n,,n=a"), &err), MQR_EPROTOCOL);
+  assert_int_equal(mqr_scram_server_start(&s, MQR_STR("n,,n=a,r=b"), &err), 0);
+  assert_int_equal(mqr_scram_server_final(&s, MQR_STR("c=biws,r=b,p=AA=="), fin, sizeof fin, &err), MQR_EPROTOCOL);
 }
 
 static void test_file_kept_by_edits(void **state) {
@@ -176,6 +235,11 @@ static void test_file_kept_by_edits(void **state) {
   assert_int_equal(mqr_users_verify(u, MQR_STR("alice"), "one", 3, &x), MQR_EAUTH);
   assert_int_equal(mqr_users_verify(u, MQR_STR("bob"), "two", 3, &x), 0);
   assert_true(mqr_str_eq(x.roles, MQR_STR("ops,viewers")));
+  /* SCRAM keys made with the password, kept by a roles change: they prove "two". */
+  assert_non_null(x.scram);
+  char fin[512];
+  assert_int_equal(scram_run(x.scram, "bob", "two", fin), 0);
+  assert_int_equal(scram_run(x.scram, "bob", "one", fin), MQR_EAUTH);
   mqr_users_destroy(u);
   assert_int_equal(mqr_users_file_remove(path, MQR_STR("alice"), &err), 0);
   assert_int_equal(mqr_users_file_remove(path, MQR_STR("alice"), &err), MQR_ENOTFOUND);
@@ -203,7 +267,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_argon2id),           cmocka_unit_test(test_migrated_hashes),
       cmocka_unit_test(test_load_each_format),   cmocka_unit_test(test_bad_files_say_where),
-      cmocka_unit_test(test_file_kept_by_edits),
+      cmocka_unit_test(test_file_kept_by_edits), cmocka_unit_test(test_scram_rfc7677),
+      cmocka_unit_test(test_scram_round_trip),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[128];
