@@ -184,3 +184,11 @@ size_t mqr__mqtt_put_disconnect(uint8_t *out, size_t cap, uint8_t reason, const 
   reason_put(&w, reason, o, plen);
   return w.n;
 }
+
+size_t mqr__mqtt_put_auth(uint8_t *out, size_t cap, uint8_t reason, const mqr__mqtt_out_props_t *o) {
+  size_t plen = props_len(o), total;
+  wr_t w;
+  if (!start(&w, out, cap, MQR__MQTT_AUTH << 4, reason_len(reason, plen), 0, &total)) return total;
+  reason_put(&w, reason, o, plen);
+  return w.n;
+}

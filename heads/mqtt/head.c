@@ -215,8 +215,8 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
   mqtt_conn_t *mc = c->hs;
   const mqr__mqtt_connect_t *cn = &p->u.connect;
   uint8_t level = cn->level;
-  if (level == 5 && MQR__MQTT_HAS(&p->props, 0x15)) { /* as Artemis: no challenge/response method */
-    refuse(c, level, 0x8C, 0x05, "an authentication method is not supported");
+  if (level == 5 && MQR__MQTT_HAS(&p->props, 0x15) && mc->scram == NULL) { /* SCRAM-SHA-256 is the one there is */
+    refuse(c, level, 0x8C, 0x05, "an authentication method other than SCRAM-SHA-256 is not supported");
     return;
   }
   if (mc->auth_status != 0) { /* [MQTT-3.2.2-6]: a CONNACK with the code, then the close */
@@ -310,6 +310,11 @@ static void on_connect(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_
     if (ska >= 0) pr.have |= 1ull << 0x13, pr.server_keep_alive = (uint16_t)ska;
     pr.max_packet = (uint32_t)mqr__mqtt_opt(c, MQTT_OPT_MAX_PACKET);
     if (cn->client_id.len == 0) pr.have |= 1ull << 0x12, pr.assigned_client_id = id;
+    if (mc->scram) { /* the server-final message: the broker knew the user's keys */
+      pr.have |= 1ull << 0x15 | 1ull << 0x16;
+      pr.auth_method = MQR_STR("SCRAM-SHA-256");
+      pr.auth_data = mqr_str(mc->scram_final);
+    }
   }
   connack(c, level, present, 0, &pr);
   mqr__log(b, MQR_LOG_DEBUG, "connection %lld (%s): MQTT %s client '%s' connected%s", (long long)c->sess.id, c->peer,
@@ -374,6 +379,94 @@ static int mqtt_open(mqr__conn_t *c) {
   return 0;
 }
 
+/* ---- 5.0 enhanced authentication: SCRAM-SHA-256 (the password never crosses) ---------------- */
+
+static void send_auth(mqr__conn_t *c, uint8_t reason, const char *data) {
+  mqr__mqtt_props_t pr = {0};
+  pr.have = 1ull << 0x15 | 1ull << 0x16;
+  pr.auth_method = MQR_STR("SCRAM-SHA-256");
+  pr.auth_data = mqr_str(data);
+  mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
+  uint8_t buf[1024];
+  size_t n = mqr__mqtt_put_auth(buf, sizeof buf, reason, &o);
+  if (n > sizeof buf || mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
+}
+
+/* The exchange over (mc->auth_* set): its CONNECT taken now. */
+static void enhanced_done(mqr__conn_t *c) {
+  mqtt_conn_t *mc = c->hs;
+  mqr__mqtt_packet_t p;
+  uint8_t reason;
+  mqr_error_t err;
+  if (mqr__mqtt_decode(mc->connect, mc->connect_len, 0, &p, &reason, &err) != 0) {
+    mqr__conn_close(c, false); /* cannot be: it decoded before */
+    return;
+  }
+  on_connect(c, &p, mc->connect, mc->connect_len);
+}
+
+static void enhanced_failed(void *ctx, int status, mqr__principal_t *who) {
+  mqr__conn_t *c = ctx;
+  mqtt_conn_t *mc = c->hs;
+  mc->auth = NULL;
+  mqr__principal_release(who);
+  mc->auth_done = true;
+  mc->auth_status = status ? status : MQR_EAUTH;
+  mqr__conn_hold(c, false);
+  enhanced_done(c);
+}
+
+/* CONNECT with Authentication Method SCRAM-SHA-256: its client-first message answered
+ * with an AUTH (0x18) carrying the server-first. false: refused (closing). */
+static bool enhanced_start(mqr__conn_t *c, const mqr__mqtt_packet_t *p, const uint8_t *raw, size_t len) {
+  mqtt_conn_t *mc = c->hs;
+  if (!mqr_str_eq(p->props.auth_method, MQR_STR("SCRAM-SHA-256"))) {
+    refuse(c, 5, 0x8C, 0x05, "an authentication method other than SCRAM-SHA-256 is not supported");
+    return false;
+  }
+  mqr_error_t err;
+  char server_first[512];
+  if ((mc->scram = mqr_calloc(1, sizeof *mc->scram)) == NULL || (mc->connect = mqr_malloc(len)) == NULL) {
+    refuse(c, 5, 0x97, 0x03, "out of memory");
+    return false;
+  }
+  memcpy(mc->connect, raw, len);
+  mc->connect_len = len;
+  if (mqr_scram_server_start(mc->scram, p->props.auth_data, &err) != 0 ||
+      mqr_scram_server_challenge(mc->scram, mqr__user_scram(c->b, mc->scram->user), server_first, sizeof server_first,
+                                 &err) != 0) {
+    refuse(c, 5, 0x86, 0x04, err.message);
+    return false;
+  }
+  send_auth(c, 0x18, server_first);
+  return true;
+}
+
+/* AUTH (0x18) with the client-final message: the proof checked. */
+static void on_auth(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
+  mqtt_conn_t *mc = c->hs;
+  mqr_error_t err;
+  if (mc->scram == NULL || mc->scram->step != 2 || p->reason != 0x18 ||
+      !mqr_str_eq(p->props.auth_method, MQR_STR("SCRAM-SHA-256"))) {
+    mqr__mqtt_close(c, 0x82, "an AUTH no exchange waits for");
+    return;
+  }
+  mqr__principal_t *who = NULL;
+  int rc = mqr_scram_server_final(mc->scram, p->props.auth_data, mc->scram_final, sizeof mc->scram_final, &err);
+  if (rc == 0 && (rc = mqr__authenticate_proved(c->b, mc->scram->user, &who)) == 0) {
+    mc->auth_done = true;
+    mc->auth_status = 0;
+    mc->auth_who = who;
+    enhanced_done(c);
+    return;
+  }
+  /* A wrong password or an unknown user: answered late, as a wrong password is. */
+  if (mqr__authenticate_failed(c->b, mc->scram->user, c->peer, enhanced_failed, c, &mc->auth) == MQR__PENDING)
+    mqr__conn_hold(c, true);
+  else
+    refuse(c, 5, 0x86, 0x04, "authentication failed");
+}
+
 static int take(mqr__conn_t *c) {
   mqtt_conn_t *mc = c->hs;
   uint32_t max = (uint32_t)mqr__mqtt_opt(c, MQTT_OPT_MAX_PACKET);
@@ -389,13 +482,22 @@ static int take(mqr__conn_t *c) {
   c->rpos += total;
   mqr__mqtt_packet_t p;
   uint8_t reason = 0;
-  if (mqr__mqtt_decode(raw, total, mc->connected ? mc->level : 0, &p, &reason, &err) != 0) {
+  if (mqr__mqtt_decode(raw, total, mc->connected ? mc->level : mc->scram ? 5 : 0, &p, &reason, &err) != 0) {
     if (!mc->connected && reason == MQR__MQTT_BAD_VERSION) {
       refuse(c, 4, 0x84, 0x01, err.message); /* answered as 3.1.1 does: any client reads it */
       return -1;
     }
     mqr__mqtt_close(c, reason ? reason : MQR__MQTT_MALFORMED, "%s", err.message);
     return -1;
+  }
+  if (!mc->connected && mc->scram && p.type == MQR__MQTT_AUTH) {
+    on_auth(c, &p);
+    return c->state == MQR__CONN_CLOSING ? -1 : 1;
+  }
+  if (!mc->connected && p.type == MQR__MQTT_CONNECT && mc->scram == NULL && p.u.connect.level == 5 &&
+      MQR__MQTT_HAS(&p.props, 0x15)) {
+    enhanced_start(c, &p, raw, total);
+    return c->state == MQR__CONN_CLOSING ? -1 : 1;
   }
   if (!mc->connected && p.type == MQR__MQTT_CONNECT && !authenticate(c, &p.u.connect)) {
     c->rpos -= total; /* taken again once the credentials are checked */
@@ -471,6 +573,8 @@ static void release(mqr__conn_t *c) {
   if (mc == NULL) return;
   mqr__auth_cancel(mc->auth);
   mqr__principal_release(mc->auth_who);
+  mqr_free(mc->scram);
+  mqr_free(mc->connect);
   mqr_broker_t *b = c->b;
   mqtt_session_t *ss = mc->ss;
   if (ss && ss->conn == c) {

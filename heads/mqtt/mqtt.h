@@ -12,6 +12,8 @@
 #ifndef MQR_BROKER_MQTT_H
 #define MQR_BROKER_MQTT_H
 
+#include <mqr/security.h>
+
 #include "../../net/net.h"
 #include "packet.h"
 
@@ -105,6 +107,12 @@ typedef struct {
   bool auth_done;
   int auth_status;
   mqr__principal_t *auth_who;
+  /* 5.0 enhanced authentication (SCRAM-SHA-256): the exchange, the CONNECT it began with
+   * (taken once it ends), and the server-final message its CONNACK carries. */
+  mqr_scram_server_t *scram;
+  uint8_t *connect;
+  size_t connect_len;
+  char scram_final[128];
 } mqtt_conn_t;
 
 #define MQTT_MAX_SUBSCRIPTIONS 1024 /* per session */

@@ -149,5 +149,6 @@ size_t mqr__mqtt_put_suback(uint8_t *out, size_t cap, uint8_t level, mqr__mqtt_t
 size_t mqr__mqtt_put_pingresp(uint8_t *out, size_t cap);
 /* DISCONNECT from the server: 5.0 only. */
 size_t mqr__mqtt_put_disconnect(uint8_t *out, size_t cap, uint8_t reason, const mqr__mqtt_out_props_t *o);
+size_t mqr__mqtt_put_auth(uint8_t *out, size_t cap, uint8_t reason, const mqr__mqtt_out_props_t *o); /* 5.0 */
 
 #endif

@@ -8,6 +8,9 @@ cannot be read keeps the previous users).
 
 usage: test_security.py MQRD MQR"""
 
+import base64
+import hashlib
+import hmac
 import os
 import signal
 import socket
@@ -124,6 +127,91 @@ def mqtt5_publish(s, topic, qos=1, retain=False, pid=1):
     return got[4] if got[1] >= 3 else 0
 
 
+# ---- MQTT 5 enhanced authentication with SCRAM-SHA-256, on a raw socket (paho has none) ----
+
+def vbi(n):
+    out = b""
+    while True:
+        b = n & 0x7F; n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n: return out
+
+def string(b): return struct.pack(">H", len(b)) + b
+
+def props(items):
+    body = b"".join(items)
+    return vbi(len(body)) + body
+
+def packet(first, body): return bytes([first]) + vbi(len(body)) + body
+
+def read_packet(s):
+    first = s.recv(1)
+    if not first: return None, None
+    mult, n = 1, 0
+    while True:
+        b = s.recv(1)[0]; n += (b & 0x7F) * mult; mult *= 128
+        if not b & 0x80: break
+    body = b""
+    while len(body) < n: body += s.recv(n - len(body))
+    return first[0], body
+
+def parse_props(body):
+    n, i, mult = 0, 0, 1
+    while True:
+        b = body[i]; i += 1; n += (b & 0x7F) * mult; mult *= 128
+        if not b & 0x80: break
+    end = i + n; out = {}
+    while i < end:
+        pid = body[i]; i += 1
+        if pid in (0x15, 0x16):
+            l = struct.unpack(">H", body[i:i + 2])[0]; out[pid] = body[i + 2:i + 2 + l]; i += 2 + l
+        elif pid in (0x21, 0x22, 0x13):
+            i += 2
+        elif pid in (0x27, 0x11):
+            i += 4
+        elif pid in (0x12, 0x1F):
+            l = struct.unpack(">H", body[i:i + 2])[0]; i += 2 + l
+        else:
+            i += 1
+    return out
+
+def scram_connect(port, user, password):
+    """An MQTT 5 CONNECT with SCRAM-SHA-256: the CONNACK's reason code, and whether the
+    server-final it carried verified."""
+    cnonce = base64.b64encode(os.urandom(18)).decode()
+    bare = "n=%s,r=%s" % (user, cnonce)
+    cf = ("n,," + bare).encode()
+    vh = b"\x00\x04MQTT\x05\x02\x00\x3c" + props([b"\x15" + string(b"SCRAM-SHA-256"), b"\x16" + string(cf)])
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    s.sendall(packet(0x10, vh + string(b"scram-client")))
+    t, body = read_packet(s)
+    if t >> 4 == 2:  # CONNACK straight away: refused
+        return body[1], False
+    assert t >> 4 == 15 and body[0] == 0x18, (t, body)
+    sf = parse_props(body[1:])[0x16].decode()
+    attrs = dict(kv.split("=", 1) for kv in sf.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored = hashlib.sha256(client_key).digest()
+    without = "c=biws,r=" + attrs["r"]
+    auth = ",".join([bare, sf, without]).encode()
+    sig = hmac.new(stored, auth, "sha256").digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig))).decode()
+    cfinal = (without + ",p=" + proof).encode()
+    s.sendall(packet(0xF0, b"\x18" + props([b"\x15" + string(b"SCRAM-SHA-256"), b"\x16" + string(cfinal)])))
+    t, body = read_packet(s)
+    assert t >> 4 == 2, t
+    code = body[1]
+    ok = False
+    if code == 0:
+        p = parse_props(body[2:])
+        server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+        want = base64.b64encode(hmac.new(server_key, auth, "sha256").digest()).decode()
+        ok = p.get(0x16, b"").decode() == "v=" + want
+    s.close()
+    return code, ok
+
+
 class Security(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -195,6 +283,21 @@ class Security(unittest.TestCase):
         with open(USERS) as f:
             text = f.read()
         self.assertIn("SCRAM-SHA-256$8192:", text)  # alice's keys, beside her hash
+
+    def test_mqtt5_scram(self):
+        """MQTT 5 enhanced authentication: SCRAM-SHA-256 in CONNECT and AUTH; the CONNACK
+        carries the server-final message, which proves the broker knew alice's keys."""
+        self.assertEqual(scram_connect(self.b.port, "alice", "wonderland"), (0, True))
+        self.assertEqual(scram_connect(self.b.port, "alice", "wrong"), (0x86, False))
+        self.assertEqual(scram_connect(self.b.port, "nobody", "x"), (0x86, False))  # alike
+        self.assertEqual(scram_connect(self.b.port, "carol", "pa55word"), (0x86, False))  # no SCRAM keys
+        # Another method: 0x8C Bad authentication method.
+        vh = b"\x00\x04MQTT\x05\x02\x00\x3c" + props([b"\x15" + string(b"GSSAPI")])
+        s = socket.create_connection(("127.0.0.1", self.b.port), timeout=15)
+        s.sendall(packet(0x10, vh + string(b"other")))
+        t, body = read_packet(s)
+        s.close()
+        self.assertEqual((t >> 4, body[1]), (2, 0x8C))
 
     def test_failures_slow_down(self):
         """Each failure from one address waits longer than the one before; a cached right
