@@ -74,10 +74,13 @@ static inline void bench_ready(mqr_client_t *c, int status, const mqr_frame_t *f
   bench_ready_count += status == 0 ? 1 : 100;
 }
 
+/* For a tls:// URL: the CA (a PEM file) the broker's certificate chains to. */
+static const char *bench_mqr_ca;
+
 static inline int bench_mqr_connect(uv_loop_t *loop, const char *url, mqr_client_t **pub, mqr_client_t **sub,
                                     mqr_client_sub_t **subscription, uint32_t credit, mqr_client_message_fn on_message,
                                     void *arg, char *why, size_t cap) {
-  mqr_client_options_t opt = {.client_id = "bench"};
+  mqr_client_options_t opt = {.client_id = "bench", .tls_ca = bench_mqr_ca};
   mqr_error_t err = {0};
   int ready = 0, want = on_message ? 2 : 1;
   if (mqr_client_create(loop, &opt, pub) || mqr_client_connect(*pub, url, bench_ready, &ready, &err) ||

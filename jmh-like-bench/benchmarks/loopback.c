@@ -18,7 +18,12 @@
  * drains its pipeline between batches: what is in flight at the end of an iteration is
  * received in the harness's finish hook, inside the timed region, so every message
  * counted was received. size: the body's bytes (16 B to 64 KiB); for large bodies the window
- * and the guard are also held to WINDOW_BYTES and NATS_AHEAD_BYTES of bodies. */
+ * and the guard are also held to WINDOW_BYTES and NATS_AHEAD_BYTES of bodies.
+ *
+ * tls=1: both over TLS (a self-signed P-256 certificate made for the run by the openssl
+ * tool): mqrd's listener with a tls block and tls:// clients; nats-server --tls and
+ * nats.c with its CA. The aux idle_conn.rss is what one more idle connection costs the
+ * broker's resident memory (100 connected, no traffic), plaintext or TLS. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <nats/nats.h>
@@ -43,12 +48,50 @@
 
 /* mqrd's config, with the port the benchmark picked. */
 static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
-                           "  - {name: bench, host: 127.0.0.1, port: %d}\n"
+                           "  - {name: bench, host: 127.0.0.1, port: %d%s}\n"
                            "addresses:\n"
                            "  bench: {anycast: [bench]}\n";
 
+/* The run's certificate (tls=1): made once per process. */
+static char tls_dir[64];
+
+static void remove_cert(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tls_dir);
+  if (system(cmd) != 0) return;
+}
+
+static bool make_cert(void) {
+  if (tls_dir[0]) return true;
+  snprintf(tls_dir, sizeof tls_dir, "/tmp/mqr-bench-tls-%d", (int)getpid());
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+           "-keyout %s/key.pem -out %s/cert.pem -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+           ">/dev/null 2>&1",
+           tls_dir, tls_dir, tls_dir);
+  if (system(cmd) != 0) {
+    tls_dir[0] = 0;
+    return false;
+  }
+  atexit(remove_cert);
+  return true;
+}
+
+/* VmRSS of pid, KiB. */
+static long rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib;
+}
+
 typedef struct {
-  bool nats;
+  bool nats, tls;
   size_t size;
   char *body;
   uint64_t window, ahead; /* mqr's window and NATS's guard for this size */
@@ -86,18 +129,38 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
   snprintf(s->config_path, sizeof s->config_path, "/tmp/mqr-bench-%d.yaml", (int)getpid());
   FILE *f = fopen(s->config_path, "w");
   if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
-  fprintf(f, yaml, port);
+  char tls[256] = "";
+  if (s->tls) snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", tls_dir, tls_dir);
+  fprintf(f, yaml, port, tls);
   fclose(f);
   char *argv[] = {"mqrd", "--config", s->config_path, NULL};
   s->mqrd = bench_spawn(MQR_BENCH_MQRD, argv);
   if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
-  char url[64];
-  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  char url[64], ca[128];
+  snprintf(url, sizeof url, "%s://127.0.0.1:%d", s->tls ? "tls" : "tcp", port);
+  snprintf(ca, sizeof ca, "%s/cert.pem", tls_dir);
+  bench_mqr_ca = s->tls ? ca : NULL;
   uv_loop_init(&s->loop);
   char why[600];
   if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, (uint32_t)(2 * s->window), on_message, s,
                         why, sizeof why))
     return mqr_bench_fail(c, "%s", why);
+  /* What an idle connection costs the broker: 100 more, connected, then none. */
+  long before = rss_kib(s->mqrd);
+  mqr_client_t *idle[100];
+  mqr_client_options_t opt = {.client_id = "idle", .tls_ca = bench_mqr_ca};
+  int up = 0;
+  for (int i = 0; i < 100; i++)
+    if (mqr_client_create(&s->loop, &opt, &idle[i]) != 0 ||
+        mqr_client_connect(idle[i], url, bench_ready, &up, NULL) != 0)
+      return mqr_bench_fail(c, "idle connection %d", i);
+  int want = bench_ready_count + 100;
+  while (bench_ready_count < want) uv_run(&s->loop, UV_RUN_ONCE);
+  usleep(200000);
+  long after = rss_kib(s->mqrd);
+  for (int i = 0; i < 100; i++) mqr_client_close(idle[i], NULL, NULL);
+  for (int i = 0; i < 20; i++) uv_run(&s->loop, UV_RUN_NOWAIT);
+  if (before > 0 && after > 0) mqr_bench_aux(c, "idle_conn.rss", (double)(after - before) / 100.0, "KiB");
   return 0;
 }
 
@@ -145,14 +208,28 @@ static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
   char ports[16], url[64];
   snprintf(ports, sizeof ports, "%d", port);
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
-  char *argv[] = {"nats-server", "-a", "127.0.0.1", "-p", ports, NULL};
+  char cert[128], key[128];
+  snprintf(cert, sizeof cert, "%s/cert.pem", tls_dir);
+  snprintf(key, sizeof key, "%s/key.pem", tls_dir);
+  char *argv[] = {"nats-server", "-a", "127.0.0.1", "-p", ports, NULL, NULL, NULL, NULL, NULL, NULL};
+  if (s->tls) argv[5] = "--tls", argv[6] = "--tlscert", argv[7] = cert, argv[8] = "--tlskey", argv[9] = key;
   s->server = bench_spawn("/usr/sbin/nats-server", argv);
+  if (s->tls) snprintf(url, sizeof url, "tls://127.0.0.1:%d", port);
+  natsOptions *no = NULL;
+  if (natsOptions_Create(&no) != NATS_OK || natsOptions_SetURL(no, url) != NATS_OK ||
+      (s->tls &&
+       (natsOptions_SetSecure(no, true) != NATS_OK || natsOptions_LoadCATrustedCertificates(no, cert) != NATS_OK)))
+    return mqr_bench_fail(c, "nats options");
   double end = bench_now() + 10;
   natsStatus st = NATS_ERR;
-  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
-  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
-  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
-      natsConnection_Subscribe(&s->nsubscription, s->nsub, "bench", on_nats, s) != NATS_OK ||
+  while (bench_now() < end && (st = natsConnection_Connect(&s->npub, no)) != NATS_OK) usleep(20000);
+  if (st != NATS_OK) {
+    natsOptions_Destroy(no);
+    return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
+  }
+  st = natsConnection_Connect(&s->nsub, no);
+  natsOptions_Destroy(no);
+  if (st != NATS_OK || natsConnection_Subscribe(&s->nsubscription, s->nsub, "bench", on_nats, s) != NATS_OK ||
       natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK ||
       natsConnection_Flush(s->nsub) != NATS_OK)
     return mqr_bench_fail(c, "nats subscribe");
@@ -212,6 +289,8 @@ static int setup(mqr_bench_ctx_t *c) {
   mqr_bench_set_state(c, s);
   signal(SIGPIPE, SIG_IGN);
   s->nats = strcmp(mqr_bench_param(c, "impl"), "nats") == 0;
+  s->tls = mqr_bench_param_long(c, "tls") == 1;
+  if (s->tls && !make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->size = (size_t)mqr_bench_param_long(c, "size");
@@ -246,5 +325,5 @@ static int finish(mqr_bench_ctx_t *c) {
 }
 
 static const mqr_bench_def_t loopback = {
-    "loopback", "size=16,128,1024,65536;impl=mqr,nats", "thrpt", setup, teardown, NULL, NULL, run, finish};
+    "loopback", "size=16,128,1024,65536;impl=mqr,nats;tls=0,1", "thrpt", setup, teardown, NULL, NULL, run, finish};
 MQR_BENCH_REGISTER(loopback)
