@@ -256,17 +256,23 @@ static int fail_from(out_t *o, mqr_bench_ctx_t *c, const char *stage) {
 static int finish_run(mqr_bench_ctx_t *c) { return c->def->finish ? c->def->finish(c) : 0; }
 
 /* Finds a batch size whose run takes about a millisecond, so that reading the clock
- * between batches costs nothing measurable. */
+ * between batches costs nothing measurable. Measured as the iterations run, batch after
+ * batch with no finish between them, for 20 ms: a finish after each trial batch would time
+ * a pipeline drained and refilled, a round trip's latency, and a batch sized from that is
+ * too small for a pipelined benchmark (a loopback run then sends a few messages per pass
+ * and can settle there at a few percent of its speed). */
 static int calibrate(mqr_bench_ctx_t *c, uint64_t *batch) {
-  uint64_t n = 1;
-  for (;;) {
-    uint64_t t0 = now_ns();
-    if (c->def->run(c, n) != 0 || finish_run(c) != 0) return -1;
-    uint64_t dt = now_ns() - t0;
-    if (dt >= 1000000 || n >= (1ull << 40)) break;
-    n *= dt < 10000 ? 10 : 2;
-  }
-  *batch = n;
+  uint64_t n = 1, ops = 0, t0 = now_ns(), dt;
+  do {
+    if (c->def->run(c, n) != 0) return -1;
+    ops += n;
+    if (n < (1ull << 40)) n *= 2;
+    dt = now_ns() - t0;
+  } while (dt < 20000000);
+  if (finish_run(c) != 0) return -1;
+  dt = now_ns() - t0;
+  double per_ms = (double)ops * 1e6 / (double)dt;
+  *batch = per_ms < 1 ? 1 : (uint64_t)per_ms;
   return 0;
 }
 
