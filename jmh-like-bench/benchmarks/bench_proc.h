@@ -116,4 +116,32 @@ static inline void bench_mqr_close(uv_loop_t *loop, mqr_client_t *pub, mqr_clien
   bench_stop(mqrd);
 }
 
+/* The run's self-signed P-256 certificate for 127.0.0.1 (tls=1 benchmarks), made once per
+ * process by the openssl tool into bench_tls_dir (cert.pem, key.pem), removed at exit. The
+ * throwaway key is readable by all: mosquitto started as root reads it as its own user. */
+static char bench_tls_dir[64];
+
+static inline void bench_remove_cert(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", bench_tls_dir);
+  if (system(cmd) != 0) return;
+}
+
+static inline bool bench_make_cert(void) {
+  if (bench_tls_dir[0]) return true;
+  snprintf(bench_tls_dir, sizeof bench_tls_dir, "/tmp/mqr-bench-tls-%d", (int)getpid());
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+           "-keyout %s/key.pem -out %s/cert.pem -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+           ">/dev/null 2>&1 && chmod 644 %s/key.pem",
+           bench_tls_dir, bench_tls_dir, bench_tls_dir, bench_tls_dir);
+  if (system(cmd) != 0) {
+    bench_tls_dir[0] = 0;
+    return false;
+  }
+  atexit(bench_remove_cert);
+  return true;
+}
+
 #endif

@@ -8,6 +8,10 @@
  * timed region): the producer is faster than the consumer whenever the broker lets it
  * be. Each iteration reports the broker process's peak RSS (VmHWM) as peak_rss_mb.
  *
+ * tls=1 (MQTT): both connections over TLS through OpenSSL on the same non-blocking
+ * sockets, to a listener with the run's self-signed P-256 certificate (mqrd's tls block,
+ * mosquitto's certfile/keyfile), whatever TLS 1.3 suite the broker prefers.
+ *
  *   mqtt   qos=0,1: PUBLISH at that QoS to topic bench, a subscription at that QoS
  *          (QoS 1: the publisher reads PUBACKs, the subscriber sends one per message)
  *       impl=mqr        mqrd (this build's) with an MQTT listener, in its own process
@@ -39,6 +43,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "bench.h"
 #include "bench_proc.h"
 #include "mqr/broker.h"
@@ -48,6 +55,8 @@
 
 typedef struct {
   int fd;
+  SSL *ssl;        /* tls=1 */
+  bool want_write; /* TLS: a record the socket did not take yet */
   uint8_t *in, *out;
   size_t in_len, in_cap, out_len, out_cap;
 } conn_t;
@@ -57,6 +66,8 @@ typedef struct {
   int impl; /* 0 mqr, 1 peer, 2 embedded */
   int qos;  /* mqtt */
   bool persistent;
+  bool tls;
+  SSL_CTX *tls_ctx;
   int port;
   pid_t pid;
   char dir[600], path[700];
@@ -104,16 +115,50 @@ static int dial(int port) {
   return fd;
 }
 
+/* TLS: pump's writes and reads through OpenSSL (which makes the handshake on the way). */
+static int tls_pump(conn_t *c) {
+  c->want_write = false;
+  while (c->out_len) {
+    int n = SSL_write(c->ssl, c->out, (int)(c->out_len < (1u << 20) ? c->out_len : (1u << 20)));
+    if (n > 0) {
+      memmove(c->out, c->out + n, c->out_len - (size_t)n);
+      c->out_len -= (size_t)n;
+      continue;
+    }
+    int e = SSL_get_error(c->ssl, n);
+    if (e == SSL_ERROR_WANT_WRITE) c->want_write = true;
+    if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return -1;
+    break;
+  }
+  for (;;) {
+    if (!reserve(&c->in, &c->in_cap, c->in_len + 65536)) return -1;
+    int n = SSL_read(c->ssl, c->in + c->in_len, (int)(c->in_cap - c->in_len));
+    if (n > 0) {
+      c->in_len += (size_t)n;
+      continue;
+    }
+    int e = SSL_get_error(c->ssl, n);
+    if (e == SSL_ERROR_WANT_WRITE) c->want_write = true;
+    if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return -1;
+    return 0;
+  }
+}
+
 /* Writes what it can, reads what there is; waits (at most 10 ms, or not at all when the
  * broker is on this thread's loop) for either. */
 static int pump(st_t *s) {
   if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
   conn_t *cs[2] = {&s->pub, &s->sub};
   struct pollfd p[2];
-  for (int i = 0; i < 2; i++) p[i] = (struct pollfd){cs[i]->fd, (short)(POLLIN | (cs[i]->out_len ? POLLOUT : 0)), 0};
+  for (int i = 0; i < 2; i++)
+    p[i] = (struct pollfd){cs[i]->fd, (short)(POLLIN | (cs[i]->out_len || cs[i]->want_write ? POLLOUT : 0)), 0};
   if (poll(p, 2, s->impl == 2 ? 0 : 10) < 0 && errno != EINTR) return -1;
   for (int i = 0; i < 2; i++) {
     conn_t *c = cs[i];
+    if (c->ssl) {
+      if (tls_pump(c) != 0) return -1;
+      continue;
+    }
     if (c->out_len) {
       ssize_t n = write(c->fd, c->out, c->out_len);
       if (n > 0) {
@@ -275,7 +320,7 @@ static void stomp_send(st_t *s) {
 /* ---- brokers ------------------------------------------------------------------------------- */
 
 static const char mqr_yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
-                               "  - {name: bench, port: %d, protocols: [%s], anycast-prefix: /queue/}\n"
+                               "  - {name: bench, port: %d, protocols: [%s], anycast-prefix: /queue/%s}\n"
                                "address-settings:\n"
                                "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
                                "addresses:\n"
@@ -296,6 +341,7 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
             "listener %d 127.0.0.1\nallow_anonymous true\nmax_inflight_messages 0\nmax_queued_messages 0\n"
             "persistence false\nlog_dest none\n",
             s->port);
+    if (s->tls) fprintf(f, "certfile %s/cert.pem\nkeyfile %s/key.pem\n", bench_tls_dir, bench_tls_dir);
     fclose(f);
     char *argv[] = {"mosquitto", "-c", s->path, NULL};
     s->pid = bench_spawn("/usr/sbin/mosquitto", argv);
@@ -326,9 +372,11 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
                     xbean,  NULL};
     s->pid = bench_spawn("/usr/bin/java", argv);
   } else { /* mqr: mqrd, or the broker on this thread's loop */
-    char yaml[800], persistence[700] = "";
+    char yaml[1000], persistence[700] = "", tls[200] = "";
     if (s->persistent) snprintf(persistence, sizeof persistence, "persistence: {directory: %s}\n", s->dir);
-    snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt",
+    if (s->tls)
+      snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", bench_tls_dir, bench_tls_dir);
+    snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt", tls,
              s->stomp ? "anycast: [bench]" : "multicast: []", persistence);
     if (s->impl == 0) {
       snprintf(s->path, sizeof s->path, "%s/mqrd.yaml", s->dir);
@@ -390,10 +438,22 @@ static int setup(mqr_bench_ctx_t *c) {
   s->body = (size_t)mqr_bench_param_long(c, "size");
   if (s->body == 0) s->body = 16;
   s->window = WINDOW_BYTES / s->body < WINDOW ? WINDOW_BYTES / s->body : WINDOW;
+  s->tls = mqr_bench_param_long(c, "tls") == 1;
   s->pub.fd = s->sub.fd = -1;
+  if (s->tls && !bench_make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
   if (start_broker(c, s) != 0) return -1;
   if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
   if ((s->pub.fd = dial(s->port)) < 0 || (s->sub.fd = dial(s->port)) < 0) return mqr_bench_fail(c, "connect");
+  if (s->tls) { /* the handshakes are made by the first pumps */
+    if ((s->tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) return mqr_bench_fail(c, "SSL_CTX_new");
+    SSL_CTX_set_mode(s->tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    conn_t *cs[2] = {&s->pub, &s->sub};
+    for (int i = 0; i < 2; i++) {
+      if ((cs[i]->ssl = SSL_new(s->tls_ctx)) == NULL) return mqr_bench_fail(c, "SSL_new");
+      SSL_set_fd(cs[i]->ssl, cs[i]->fd);
+      SSL_set_connect_state(cs[i]->ssl);
+    }
+  }
   if (s->stomp) {
     static const char hello[] = "CONNECT\naccept-version:1.2\nhost:localhost\n\n";
     put(&s->pub, hello, sizeof hello);
@@ -415,6 +475,7 @@ static int setup(mqr_bench_ctx_t *c) {
 
 static void teardown(mqr_bench_ctx_t *c) {
   st_t *s = mqr_bench_state(c);
+  SSL_free(s->pub.ssl), SSL_free(s->sub.ssl), SSL_CTX_free(s->tls_ctx);
   if (s->pub.fd >= 0) close(s->pub.fd);
   if (s->sub.fd >= 0) close(s->sub.fd);
   if (s->impl == 2 && s->b) {
@@ -480,7 +541,7 @@ static void peak_rss(mqr_bench_ctx_t *c) {
   fclose(f);
 }
 
-static const mqr_bench_def_t mqtt = {"heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded",
+static const mqr_bench_def_t mqtt = {"heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded;tls=0,1",
                                      "thrpt",      setup,
                                      teardown,     NULL,
                                      peak_rss,     run,

@@ -52,32 +52,6 @@ static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
                            "addresses:\n"
                            "  bench: {anycast: [bench]}\n";
 
-/* The run's certificate (tls=1): made once per process. */
-static char tls_dir[64];
-
-static void remove_cert(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tls_dir);
-  if (system(cmd) != 0) return;
-}
-
-static bool make_cert(void) {
-  if (tls_dir[0]) return true;
-  snprintf(tls_dir, sizeof tls_dir, "/tmp/mqr-bench-tls-%d", (int)getpid());
-  char cmd[512];
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-           "-keyout %s/key.pem -out %s/cert.pem -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
-           ">/dev/null 2>&1",
-           tls_dir, tls_dir, tls_dir);
-  if (system(cmd) != 0) {
-    tls_dir[0] = 0;
-    return false;
-  }
-  atexit(remove_cert);
-  return true;
-}
-
 /* VmRSS of pid, KiB. */
 static long rss_kib(pid_t pid) {
   char path[64], line[256];
@@ -130,7 +104,7 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
   FILE *f = fopen(s->config_path, "w");
   if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", s->config_path);
   char tls[256] = "";
-  if (s->tls) snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", tls_dir, tls_dir);
+  if (s->tls) snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", bench_tls_dir, bench_tls_dir);
   fprintf(f, yaml, port, tls);
   fclose(f);
   char *argv[] = {"mqrd", "--config", s->config_path, NULL};
@@ -138,7 +112,7 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s) {
   if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
   char url[64], ca[128];
   snprintf(url, sizeof url, "%s://127.0.0.1:%d", s->tls ? "tls" : "tcp", port);
-  snprintf(ca, sizeof ca, "%s/cert.pem", tls_dir);
+  snprintf(ca, sizeof ca, "%s/cert.pem", bench_tls_dir);
   bench_mqr_ca = s->tls ? ca : NULL;
   uv_loop_init(&s->loop);
   char why[600];
@@ -209,8 +183,8 @@ static int setup_nats(mqr_bench_ctx_t *c, st_t *s) {
   snprintf(ports, sizeof ports, "%d", port);
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
   char cert[128], key[128];
-  snprintf(cert, sizeof cert, "%s/cert.pem", tls_dir);
-  snprintf(key, sizeof key, "%s/key.pem", tls_dir);
+  snprintf(cert, sizeof cert, "%s/cert.pem", bench_tls_dir);
+  snprintf(key, sizeof key, "%s/key.pem", bench_tls_dir);
   char *argv[] = {"nats-server", "-a", "127.0.0.1", "-p", ports, NULL, NULL, NULL, NULL, NULL, NULL};
   if (s->tls) argv[5] = "--tls", argv[6] = "--tlscert", argv[7] = cert, argv[8] = "--tlskey", argv[9] = key;
   s->server = bench_spawn("/usr/sbin/nats-server", argv);
@@ -290,7 +264,7 @@ static int setup(mqr_bench_ctx_t *c) {
   signal(SIGPIPE, SIG_IGN);
   s->nats = strcmp(mqr_bench_param(c, "impl"), "nats") == 0;
   s->tls = mqr_bench_param_long(c, "tls") == 1;
-  if (s->tls && !make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
+  if (s->tls && !bench_make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->size = (size_t)mqr_bench_param_long(c, "size");
