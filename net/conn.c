@@ -194,6 +194,10 @@ uv_buf_t mqr__conn_room(mqr__conn_t *c) {
   return uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
+void mqr__conn_room_unused(mqr__conn_t *c) {
+  if (c->rbuf && c->rpos == c->rlen) rbuf_release(c);
+}
+
 void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
   if (nread < 0) {
     if (nread != UV_EOF)

@@ -226,6 +226,9 @@ void mqr__conn_hold(mqr__conn_t *c, bool hold);
  * closes), and that n of them came (n < 0: a libuv error or UV_EOF; the connection closes). */
 uv_buf_t mqr__conn_room(mqr__conn_t *c);
 void mqr__conn_received(mqr__conn_t *c, ssize_t n);
+/* The room was taken and nothing came (a TLS read that made no plaintext): the buffer,
+ * if it holds nothing, goes back, so that an idle connection keeps none. */
+void mqr__conn_room_unused(mqr__conn_t *c);
 /* A write the transport was given is done (status < 0: it failed, the connection closes). */
 void mqr__conn_written(mqr__wreq_t *w, int status);
 

@@ -345,10 +345,13 @@ static void pump(mqr__conn_t *c) {
       continue;
     }
     int e = SSL_get_error(t->ssl, n);
-    if (e == SSL_ERROR_ZERO_RETURN) /* the peer's close_notify */
+    if (e == SSL_ERROR_ZERO_RETURN) { /* the peer's close_notify */
       mqr__conn_received(c, UV_EOF);
-    else if (e != SSL_ERROR_WANT_READ)
+    } else if (e != SSL_ERROR_WANT_READ) {
       failed = "read";
+    } else if (c->state != MQR__CONN_CLOSING) {
+      mqr__conn_room_unused(c);
+    }
     break;
   }
   if (!t->released && !failed && c->state != MQR__CONN_CLOSING && flush(c, NULL) != 0) /* (session tickets) */
