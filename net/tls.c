@@ -11,10 +11,11 @@
  * to 16 KiB (one record for many small deliveries, not one each), and OpenSSL's writes
  * append the records to the write request's own buffer, sized for them beforehand,
  * which goes out in one uv_write (one syscall for a loop pass's records: writing each
- * record to the socket as OpenSSL makes it saves their copy but measured 20% slower). Renegotiation is refused; a handshake that never finishes is the
- * listener's handshake-timeout's to end (the head has not said hello by then). Each
- * listener has its SSL_CTX, made again from the same files at a reload (connections
- * made under the old one keep it). */
+ * record to the socket as OpenSSL makes it saves their copy but measured 20% slower).
+ * Renegotiation is refused; a handshake that never finishes is the listener's
+ * handshake-timeout's to end (the head has not said hello by then). Each listener has
+ * its SSL_CTX, made again from the same files at a reload (connections made under the
+ * old one keep it). */
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -23,7 +24,7 @@
 #include "net.h"
 
 #define RECORD 16384 /* plaintext gathered per SSL_write: a TLS record's most */
-#define SEAL 64       /* a record's header, tag and padding: at most this (22 in TLS 1.3) */
+#define SEAL 64      /* a record's header, tag and padding: at most this (22 in TLS 1.3) */
 
 typedef struct {
   SSL_CTX *ctx;
@@ -51,11 +52,11 @@ typedef struct {
   uint8_t *held;
   size_t held_cap;
   tls_write_t *out; /* ciphertext written by OpenSSL, not yet given to uv_write */
-  bool want;     /* the connection reads (read_start without read_stop) */
-  bool pumping;  /* in pump: a nested read_start only says want */
-  bool shaken;   /* the handshake finished */
-  bool failed;   /* a TLS error closed it */
-  bool released; /* the connection closed while it pumped: pump frees it */
+  bool want;        /* the connection reads (read_start without read_stop) */
+  bool pumping;     /* in pump: a nested read_start only says want */
+  bool shaken;      /* the handshake finished */
+  bool failed;      /* a TLS error closed it */
+  bool released;    /* the connection closed while it pumped: pump frees it */
   char peer_cn[256];
 } tls_conn_t;
 
@@ -226,7 +227,7 @@ static BIO_METHOD *bio_method(void) {
 
 /* What was read and not taken when the connection stopped reading, kept for later. */
 static int hold_rest(tls_conn_t *t) {
-  if (t->in_len == 0 || (t->in >= t->held && t->in < t->held + t->held_cap)) return 0;
+  if (t->in_len == 0 || (t->held && t->in >= t->held && t->in < t->held + t->held_cap)) return 0;
   if (t->held_cap < t->in_len) {
     uint8_t *h = mqr_malloc(t->in_len);
     if (h == NULL) return -1;

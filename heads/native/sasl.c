@@ -16,10 +16,10 @@ static void connected(mqr__conn_t *c, mqr__principal_t *who) {
   mqr_frame_t r = {MQR_FRAME_CONNECTED,
                    {.connected = {MQR_PROTOCOL_VERSION, mqr_str(mqr__options(c->b)->server_name), c->sess.id,
                                   (int32_t)c->l->cfg->max_frame}}};
-  mqr__nat_reply(c, &r);
   mqr_str_t name = mqr__principal_name(who);
   mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): client '%s' connected as '%.*s'", (long long)c->sess.id, c->peer,
            n->client_id, (int)name.len, name.ptr);
+  mqr__nat_reply(c, &r); /* (a reply that fails closes the connection, and who goes with its session) */
 }
 
 static void refused(mqr__conn_t *c, int status, const char *why) {
