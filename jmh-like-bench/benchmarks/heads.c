@@ -374,8 +374,7 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
   } else { /* mqr: mqrd, or the broker on this thread's loop */
     char yaml[1000], persistence[700] = "", tls[200] = "";
     if (s->persistent) snprintf(persistence, sizeof persistence, "persistence: {directory: %s}\n", s->dir);
-    if (s->tls)
-      snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", bench_tls_dir, bench_tls_dir);
+    if (s->tls) snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", bench_tls_dir, bench_tls_dir);
     snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt", tls,
              s->stomp ? "anycast: [bench]" : "multicast: []", persistence);
     if (s->impl == 0) {
@@ -541,11 +540,12 @@ static void peak_rss(mqr_bench_ctx_t *c) {
   fclose(f);
 }
 
-static const mqr_bench_def_t mqtt = {"heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded;tls=0,1",
-                                     "thrpt",      setup,
-                                     teardown,     NULL,
-                                     peak_rss,     run,
-                                     finish};
+static const mqr_bench_def_t mqtt = {
+    "heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded;tls=0,1",
+    "thrpt",      setup,
+    teardown,     NULL,
+    peak_rss,     run,
+    finish};
 MQR_BENCH_REGISTER(mqtt)
 
 static const mqr_bench_def_t stomp = {

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "../../broker/broker_int.h"
-#include "mqr/security.h"
 #include "bench.h"
+#include "mqr/security.h"
 
 typedef struct {
   uv_loop_t loop;
@@ -176,6 +176,6 @@ __attribute__((noinline)) static int authenticate(mqr_bench_ctx_t *c, uint64_t o
   return 0;
 }
 
-static const mqr_bench_def_t auths = {
-    "security.auth", "cached=1,0", "avgt", auth_setup, auth_teardown, NULL, NULL, authenticate, NULL};
+static const mqr_bench_def_t auths = {"security.auth", "cached=1,0", "avgt", auth_setup, auth_teardown, NULL, NULL,
+                                      authenticate,    NULL};
 MQR_BENCH_REGISTER(auths)
