@@ -33,7 +33,5 @@ void mqr__sec_free(mqr_broker_t *b);
  * generation (a reload bumps it: cached rows and masks are stale). */
 const mqr_access_t *mqr__sec_access(const mqr_broker_t *b);
 uint32_t mqr__sec_gen(const mqr_broker_t *b);
-/* Authentications accepted and refused since start. */
-void mqr__sec_counts(const mqr_broker_t *b, uint64_t *accepted, uint64_t *refused);
 
 #endif

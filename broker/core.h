@@ -305,6 +305,8 @@ int mqr__authenticate_failed(mqr_broker_t *b, const char *name, const char *peer
  * MQR_EAUTH when the users file has none. As mosquitto's use_identity_as_username and
  * Artemis's certificate login. */
 int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char *peer, mqr__principal_t **who);
+/* Authentications accepted and refused since start (the metrics). */
+void mqr__sec_counts(const mqr_broker_t *b, uint64_t *accepted, uint64_t *refused);
 void mqr__principal_release(mqr__principal_t *p);           /* NULL is allowed */
 mqr__principal_t *mqr__principal_hold(mqr__principal_t *p); /* one more reference (NULL: NULL) */
 mqr_str_t mqr__principal_name(const mqr__principal_t *p);

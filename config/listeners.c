@@ -80,6 +80,9 @@ static void parse_block(ctx_t *c, const pair_t *p, const mqr_protocol_def_t *def
         else
           v[k] = ms;
       }
+    } else if (o->kind == MQR_OPTION_BOOL) {
+      bool on;
+      if (mqr__cfg_get_bool(c, &q, &on)) v[k] = on;
     } else {
       mqr__cfg_get_int(c, &q, o->kind == MQR_OPTION_SIZE, o->min, o->max, &v[k]);
     }

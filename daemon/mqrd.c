@@ -226,8 +226,11 @@ int main(int argc, char **argv) {
   for (uint32_t i = 0; i < mqr_config_listener_count(d.config) && at < sizeof where - 64; i++) {
     const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
     at += (size_t)snprintf(where + at, sizeof where - at, strchr(l->host, ':') ? "%s%s://[%s]:%d" : "%s%s://%s:%d",
-                           i ? ", " : " on ", l->tls.enabled ? "tls" : "tcp", l->host,
-                           mqr_broker_listener_port(d.broker, i));
+                           i ? ", " : " on ",
+                           l->protocols == MQR_PROTOCOL_HTTP ? (l->tls.enabled ? "https" : "http")
+                           : l->tls.enabled                  ? "tls"
+                                                             : "tcp",
+                           l->host, mqr_broker_listener_port(d.broker, i));
     /* A listener others can reach that lets anyone in, or lets everyone do everything. */
     const mqr_security_config_t *sc = mqr_config_security(d.config);
     bool loopback = !strncmp(l->host, "127.", 4) || !strcmp(l->host, "::1") || !strcmp(l->host, "localhost");

@@ -194,6 +194,14 @@ uv_buf_t mqr__conn_room(mqr__conn_t *c) {
   return uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
+uint32_t mqr__net_connections(mqr_broker_t *b, const mqr__head_t *h) {
+  struct mqr__net_s *net = mqr__net(b);
+  uint32_t n = 0;
+  for (mqr__conn_t *c = net ? net->conns : NULL; c; c = c->next)
+    if ((h == NULL || c->head == h) && c->state != MQR__CONN_CLOSING) n++;
+  return n;
+}
+
 void mqr__conn_room_unused(mqr__conn_t *c) {
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c);
 }

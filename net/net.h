@@ -214,6 +214,8 @@ static inline const char *mqr__conn_identity(mqr__conn_t *c) {
 }
 /* Whether its transport encrypts (TLS). */
 static inline bool mqr__conn_secure(const mqr__conn_t *c) { return c->tr && c->tr->secure; }
+/* The broker's connections open now that speak h (NULL: every one). */
+uint32_t mqr__net_connections(mqr_broker_t *b, const mqr__head_t *h);
 /* Handle its frames again next pass. */
 void mqr__conn_schedule(mqr__conn_t *c);
 /* The head waits (hold true: the frame it looked at stays unread, no more frames are

@@ -41,6 +41,7 @@ typedef struct mqr_config_s mqr_config_t;
 #define MQR_PROTOCOL_MQR 0x1u   /* the native, Avro-framed protocol (libmqr-client) */
 #define MQR_PROTOCOL_MQTT 0x2u  /* MQTT 3.1.1 and 5.0 */
 #define MQR_PROTOCOL_STOMP 0x4u /* STOMP 1.0, 1.1 and 1.2 */
+#define MQR_PROTOCOL_HTTP 0x8u  /* HTTP/1.1: metrics, health, management (docs/observability.md) */
 
 /* ---- protocols and their blocks of a listener ------------------------------------------------
  *
@@ -51,9 +52,10 @@ typedef struct mqr_config_s mqr_config_t;
  * values with mqr_listener_option. */
 
 typedef enum {
-  MQR_OPTION_INT,     /* a plain integer */
-  MQR_OPTION_SIZE,    /* bytes, with units (64KiB, 1MiB) */
-  MQR_OPTION_DURATION /* ms, with units (500ms, 30s) */
+  MQR_OPTION_INT,      /* a plain integer */
+  MQR_OPTION_SIZE,     /* bytes, with units (64KiB, 1MiB) */
+  MQR_OPTION_DURATION, /* ms, with units (500ms, 30s) */
+  MQR_OPTION_BOOL      /* true or false: 1 or 0 (min 0, max 1) */
 } mqr_option_kind_t;
 
 typedef struct {

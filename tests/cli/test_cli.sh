@@ -24,7 +24,7 @@ YAML
 
 expect version 0 "mqr 0.1.0" "" -- "$mqr" --version
 expect check-default 0 "*" "" -- "$mqr" config check "$conf"
-grep -q "^$conf: OK: 1 listener, 6 addresses (1 wildcard), 8 queues, 2 address-settings" "$tmp/out" \
+grep -q "^$conf: OK: 2 listeners, 6 addresses (1 wildcard), 8 queues, 2 address-settings" "$tmp/out" \
   && { echo "ok   check-summary"; passed=$((passed + 1)); } \
   || { echo "FAIL check-summary: $(head -1 "$tmp/out")"; failed=$((failed + 1)); }
 expect check-embedded 0 "*" "" -- "$mqr" config check

@@ -99,7 +99,10 @@ if kind == "heads":
           b"SUBSCRIBE\nid:3\ndestination:t\ndurable-subscription-name:d\n\n\0UNSUBSCRIBE\nid:1\n\n\0"
           b"DISCONNECT\nreceipt:bye\n\n\0")
     s10 = b"CONNECT\n\n\0SEND\ndestination:q\n\nold\0SUBSCRIBE\ndestination:q\n\n\0ACK\nmessage-id:1\n\n\0"
-    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st)]
+    ht = (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nHEAD /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"POST /healthz HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+          b"GET /metrics HTTP/1.0\r\nAuthorization: Basic dTpw\r\n\r\n")
+    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st), (ht, m4), (st, ht)]
     for i, (a, b) in enumerate(pairs):
         total = 1 + len(a) + len(b)
         cut = min(255, -(-256 * len(a) // (total - 1)))

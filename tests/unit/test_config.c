@@ -88,7 +88,11 @@ static void test_embedded_default_is_conf_mqr_yaml(void **state) {
   assert_string_equal(l->name, "main");
   assert_ptr_equal(mqr_config_find_listener(cfg, "main"), l);
   assert_null(mqr_config_find_listener(cfg, "nope"));
-  assert_null(mqr_config_listener(cfg, 1));
+  const mqr_listener_config_t *web = mqr_config_listener(cfg, 1); /* metrics and probes */
+  assert_non_null(web);
+  assert_string_equal(web->name, "web");
+  assert_int_equal(web->protocols, MQR_PROTOCOL_HTTP);
+  assert_null(mqr_config_listener(cfg, 2));
   /* it shows ANYCAST, MULTICAST and a wildcard */
   mqr_router_t r;
   assert_int_equal(mqr_config_build_router(cfg, &r, NULL), 0);
@@ -230,7 +234,7 @@ static void test_a_registered_protocol_owns_its_block(void **state) {
   mqr_diags_t d;
   mqr_diags_init(&d, items, 4);
   assert_int_equal(mqr_config_load_string("t.yaml", unknown, sizeof unknown - 1, &cfg, &d), MQR_ECONFIG);
-  assert_non_null(strstr(d.items[0].message, "unknown protocol 'nope' (mqr, mqtt, stomp or test-proto)"));
+  assert_non_null(strstr(d.items[0].message, "unknown protocol 'nope' (mqr, mqtt, stomp, http or test-proto)"));
 }
 
 static void test_every_key_is_read(void **state) {

@@ -1,0 +1,65 @@
+/* The HTTP/1.1 head: requests parsed by libhttp-parser (Debian's http-parser 2.9, the
+ * parser Node.js used for a decade: maintained, fuzzed, and no HTTP parser of ours), one
+ * at a time per connection (a pipelined request waits in the read buffer), answered on
+ * the connection layer like any head's bytes.
+ *
+ *   head.c     the head: sniff, parsing, limits (431, 413, 400, 408), keep-alive,
+ *              authentication (Basic over TLS, or anonymous), the answer's framing
+ *   routes.c   what a path serves: /healthz, /readyz, /metrics
+ *   metrics.c  the Prometheus text exposition (format 0.0.4), Artemis's names
+ *
+ * docs/observability.md is the user's view. */
+#ifndef MQR_HEADS_HTTP_H
+#define MQR_HEADS_HTTP_H
+
+#include <http_parser.h>
+
+#include "../../net/net.h"
+
+/* A listener's http block (the order of the options table in head.c). */
+enum {
+  HTTP_OPT_MAX_HEADER_SIZE,    /* request line and headers, bytes: past it 431 */
+  HTTP_OPT_MAX_BODY_SIZE,      /* a request's body, bytes: past it 413 */
+  HTTP_OPT_REQUEST_TIMEOUT,    /* from a request's first byte to its last: past it 408 */
+  HTTP_OPT_KEEP_ALIVE_TIMEOUT, /* an idle kept-alive connection closes after it */
+  HTTP_OPT_ANONYMOUS_HEALTH,   /* /healthz and /readyz without credentials */
+  HTTP_OPT_ANONYMOUS_METRICS,  /* /metrics without credentials (everything it has) */
+};
+
+/* A growing text: what an answer's body is built in. */
+typedef struct {
+  char *p;
+  size_t len, cap;
+  bool failed; /* out of memory: the answer is a 500 */
+} mqr__http_text_t;
+
+__attribute__((format(printf, 2, 3))) void mqr__http_printf(mqr__http_text_t *t, const char *fmt, ...);
+void mqr__http_put(mqr__http_text_t *t, const char *p, size_t n);
+
+/* A request, whole, as the routes see it. Strings point into the head's buffer. */
+typedef struct {
+  enum http_method method;
+  mqr_str_t path, query;
+  mqr__principal_t *who; /* who asks (NULL: not authenticated; the route said anonymous is fine) */
+} mqr__http_request_t;
+
+/* An answer: status, content type and body (owned by the caller), sent by the head. */
+typedef struct {
+  int status;
+  const char *content_type;
+  mqr__http_text_t body;
+  const char *allow; /* 405: the methods the path takes */
+} mqr__http_answer_t;
+
+/* What a path needs before it is served (routes.c): the route's permission check runs
+ * after. */
+typedef enum { MQR__HTTP_PUBLIC, MQR__HTTP_HEALTH, MQR__HTTP_METRICS, MQR__HTTP_USER } mqr__http_access_t;
+mqr__http_access_t mqr__http_route_access(mqr_str_t path);
+/* Serves the request into a (a->status 0 on entry). */
+void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a);
+/* The Prometheus text of broker b, as who may see it, into t. */
+void mqr__http_metrics(mqr__conn_t *c, mqr__principal_t *who, mqr__http_text_t *t);
+
+extern const mqr_protocol_def_t mqr__http_def;
+
+#endif

@@ -1,0 +1,290 @@
+"""The HTTP head against a real mqrd: /healthz, /readyz and /metrics (parsed by the
+Prometheus client library's own parser, and its figures following real MQTT, STOMP and
+mqr traffic), authentication (Basic over TLS only, 401 with its challenge, anonymous
+probes), a user's metrics limited to what it may browse, HTTP on the shared port beside
+the other protocols, keep-alive and pipelining; and the bad input an HTTP server must
+refuse cleanly, the broker serving on: a malformed request (400), headers too large
+(431), a body too large (413), a request that never ends (408), a silent connection.
+
+usage: test_http.py MQRD MQR"""
+
+import base64
+import http.client
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mqrd import Mqrd, raw_closed, wait_for  # noqa: E402
+
+import paho.mqtt.client as paho  # noqa: E402
+import stomp  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+MQRD, MQR = sys.argv[1], sys.argv[2]
+DIR = tempfile.mkdtemp(prefix="mqr-http-")
+
+
+def path(name):
+    return os.path.join(DIR, name)
+
+
+def mqr(*args):
+    r = subprocess.run([MQR] + list(args), capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("mqr %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+    return r
+
+
+def make_cert():
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", path("key.pem"), "-out", path("cert.pem"), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+
+
+CONFIG = """
+listeners:
+  - {name: shared, host: 127.0.0.1, port: 0, protocols: [mqr, mqtt, stomp, http], anycast-prefix: /queue/}
+  - name: web
+    host: 127.0.0.1
+    port: 0
+    protocols: [http]
+    http: {max-header-size: 2KiB, max-body-size: 1KiB, request-timeout: 500ms, keep-alive-timeout: 1s}
+  - name: webs
+    host: 127.0.0.1
+    port: 0
+    protocols: [http]
+    tls: {cert: CERT, key: KEY}
+  - name: open
+    host: 127.0.0.1
+    port: 0
+    protocols: [http]
+    http: {anonymous-metrics: true, anonymous-health: false}
+security:
+  users-file: USERS
+  allow-anonymous: false
+  security-settings:
+    'orders.#': {send: [admin], consume: [admin], browse: [watcher, admin], manage: [admin]}
+    '#': {send: [admin], consume: [admin], browse: [admin], manage: [admin], create-address: [admin],
+          create-durable-queue: [admin], create-non-durable-queue: [admin]}
+address-settings:
+  '#': {auto-create-addresses: true, auto-create-queues: true}
+addresses:
+  orders.eu: {anycast: [orders.eu]}
+  billing: {anycast: [billing]}
+"""
+
+
+def basic(user, password):
+    return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()}
+
+
+class Http(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        make_cert()
+        mqr("user", "add", "--users-file", path("users"), "admin", "--roles", "admin", "--password", "adminpw")
+        mqr("user", "add", "--users-file", path("users"), "watcher", "--roles", "watcher", "--password", "watchpw")
+        config = (CONFIG.replace("CERT", path("cert.pem")).replace("KEY", path("key.pem"))
+                  .replace("USERS", path("users")))
+        cls.b = Mqrd(MQRD, config)
+        text = cls.b.log_text()
+        line = [x for x in text.split("\n") if "ready on" in x][-1]
+        cls.shared = int(re.search(r"tcp://127\.0\.0\.1:(\d+)", line).group(1))
+        http_ports = [int(p) for p in re.findall(r"http://127\.0\.0\.1:(\d+)", line)]
+        cls.web, cls.open = http_ports
+        cls.webs = int(re.search(r"https://127\.0\.0\.1:(\d+)", line).group(1))
+        cls.tls = ssl.create_default_context(cafile=path("cert.pem"))
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.b.stop()
+        shutil.rmtree(DIR, ignore_errors=True)
+        if code != 0:
+            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+
+    def get(self, port, url, headers=None, method="GET", body=None, tls=False):
+        c = (http.client.HTTPSConnection("localhost", port, context=self.tls, timeout=10) if tls
+             else http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+        c.request(method, url, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r, data
+
+    def metrics(self, port=None, headers=None, tls=False):
+        r, data = self.get(port or self.webs, "/metrics", headers if headers is not None else basic("admin", "adminpw"),
+                           tls=tls if port else True)
+        self.assertEqual(r.status, 200, data)
+        self.assertEqual(r.getheader("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
+        out = {}
+        for fam in text_string_to_metric_families(data.decode()):
+            for s in fam.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out, data.decode()
+
+    def queue_metric(self, m, name, queue):
+        for (n, labels), v in m.items():
+            if n == name and dict(labels).get("queue") == queue:
+                return v
+        return None
+
+    # ---- health -------------------------------------------------------------------------
+
+    def test_health_and_readiness_answer_anonymously(self):
+        for url, body in (("/healthz", b"ok\n"), ("/readyz", b"ready\n")):
+            r, data = self.get(self.web, url)
+            self.assertEqual((r.status, data), (200, body))
+            self.assertEqual(r.getheader("Cache-Control"), "no-store")
+            r, data = self.get(self.web, url, method="HEAD")
+            self.assertEqual((r.status, data, r.getheader("Content-Length")), (200, b"", str(len(body))))
+
+    def test_health_can_be_closed_to_anonymous(self):
+        r, _ = self.get(self.open, "/healthz")
+        self.assertEqual(r.status, 401)
+        self.assertIn("Basic", r.getheader("WWW-Authenticate"))
+
+    def test_unknown_path_and_method(self):
+        r, data = self.get(self.web, "/nothing")
+        self.assertEqual(r.status, 404)
+        r, data = self.get(self.web, "/healthz", method="POST", body=b"x")
+        self.assertEqual(r.status, 405)
+        self.assertEqual(r.getheader("Allow"), "GET, HEAD")
+
+    # ---- metrics ------------------------------------------------------------------------
+
+    def test_metrics_need_credentials(self):
+        r, _ = self.get(self.web, "/metrics")
+        self.assertEqual(r.status, 401)
+        self.assertEqual(r.getheader("WWW-Authenticate"), 'Basic realm="mqrd", charset="UTF-8"')
+        r, _ = self.get(self.webs, "/metrics", basic("admin", "wrong"), tls=True)
+        self.assertEqual(r.status, 401)
+        r, data = self.get(self.web, "/metrics", basic("admin", "adminpw"))
+        self.assertEqual(r.status, 403, "Basic over plaintext must be refused")
+        self.assertIn(b"TLS", data)
+        self.assertIn("security: authentication of 'admin'", self.b.log_text())
+
+    def test_metrics_open_to_anonymous_by_config(self):
+        m, _ = self.metrics(self.open, headers={})
+        self.assertIsNotNone(self.queue_metric(m, "artemis_message_count", "billing"))
+
+    def test_metrics_follow_traffic_on_every_head(self):
+        before, _ = self.metrics()
+        added0 = self.queue_metric(before, "artemis_messages_added", "orders.eu")
+        conn = stomp.Connection([("127.0.0.1", self.shared)], heartbeats=(0, 0))
+        conn.connect("admin", "adminpw", wait=True)
+        for i in range(3):
+            conn.send("/queue/orders.eu", "stomp %d" % i, headers={"receipt": "r%d" % i})
+        time.sleep(0.3)
+        conn.disconnect()
+        mqr("send", "--url", "tcp://admin:adminpw@127.0.0.1:%d" % self.shared, "--routing-type", "ANYCAST",
+            "--body", "native", "orders.eu")
+        m, text = self.metrics()
+        self.assertEqual(self.queue_metric(m, "artemis_messages_added", "orders.eu"), added0 + 4)
+        self.assertGreaterEqual(self.queue_metric(m, "artemis_message_count", "orders.eu"), 4)
+        self.assertEqual(m[("artemis_routed_message_count", (("address", "orders.eu"), ("broker", socket.gethostname())))] >= 4,
+                         True)
+        self.assertRegex(text, r'\nartemis_message_count\{address="orders.eu",broker="[^"]+",queue="orders.eu"\} \d+\n')
+        # A consumer shows in consumer_count while it is there.
+        c = paho.Client(client_id="watcher-sub", protocol=paho.MQTTv311)
+        c.username_pw_set("admin", "adminpw")
+        c.connect("127.0.0.1", self.shared)
+        c.loop_start()
+        try:
+            def mqtt_counted():
+                m2, _ = self.metrics()
+                return m2.get(("mqr_connections", (("broker", socket.gethostname()), ("protocol", "mqtt")))) == 1
+            self.assertTrue(wait_for(mqtt_counted))
+        finally:
+            c.loop_stop()
+            c.disconnect()
+
+    def test_a_user_sees_what_it_may_browse(self):
+        m, text = self.metrics(headers=basic("watcher", "watchpw"))
+        self.assertIsNotNone(self.queue_metric(m, "artemis_message_count", "orders.eu"))
+        self.assertIsNone(self.queue_metric(m, "artemis_message_count", "billing"))
+        self.assertNotIn('address="billing"', text)
+        m, _ = self.metrics()
+        self.assertIsNotNone(self.queue_metric(m, "artemis_message_count", "billing"))
+
+    def test_broker_families(self):
+        m, text = self.metrics()
+        for name in ("artemis_connection_count", "mqr_authentications_total", "mqr_uptime_seconds",
+                     "process_resident_memory_bytes", "mqr_build_info", "mqr_messages"):
+            self.assertTrue(any(n == name for n, _ in m), name)
+        self.assertIn("# TYPE artemis_message_count gauge", text)
+
+    # ---- the shared port and keep-alive -------------------------------------------------
+
+    def test_http_on_the_shared_port(self):
+        r, data = self.get(self.shared, "/healthz")
+        self.assertEqual((r.status, data), (200, b"ok\n"))
+
+    def test_keep_alive_and_pipelining(self):
+        s = socket.create_connection(("127.0.0.1", self.web), timeout=5)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        deadline = time.time() + 5
+        while got.count(b"HTTP/1.1 200") < 2 and time.time() < deadline:
+            got += s.recv(65536)
+        self.assertEqual(got.count(b"HTTP/1.1 200 OK"), 2, got)
+        self.assertTrue(got.endswith(b"ready\n"))
+        # Still open after the answers; closed by the keep-alive-timeout (1 s) when idle.
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(b"200 OK", s.recv(65536))
+        s.settimeout(5)
+        t0 = time.time()
+        self.assertEqual(s.recv(65536), b"")
+        self.assertLess(time.time() - t0, 4)
+        s.close()
+
+    def test_connection_close_and_http_1_0(self):
+        for req in (b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"GET /healthz HTTP/1.0\r\n\r\n"):
+            s, got, closed = raw_closed(self.web, req, timeout=3)
+            s.close()
+            self.assertTrue(closed)
+            self.assertIn(b"200 OK", got)
+
+    # ---- bad input ------------------------------------------------------------------------
+
+    def assert_refused(self, data, status, timeout=5):
+        s, got, closed = raw_closed(self.web, data, timeout=timeout)
+        s.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 %d " % status), got[:200])
+        self.assertTrue(closed, "the connection must close after a %d" % status)
+        r, _ = self.get(self.web, "/healthz")
+        self.assertEqual(r.status, 200)
+
+    def test_malformed_request(self):
+        self.assert_refused(b"GET /healthz HTTP/1.1\r\nHost x\r\n\r\n", 400)
+        self.assert_refused(b"GET /healthz HTTP/9.x\r\n\r\n", 400)
+        self.assert_refused(b"GET /he\x00lthz HTTP/1.1\r\n\r\n", 400)
+
+    def test_headers_too_large(self):
+        self.assert_refused(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 4096 + b"\r\n\r\n", 431)
+        many = b"".join(b"X-%d: 1\r\n" % i for i in range(100))
+        self.assert_refused(b"GET /healthz HTTP/1.1\r\n" + many + b"\r\n", 431)
+
+    def test_body_too_large(self):
+        self.assert_refused(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n", 413)
+        self.assert_refused(b"POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            b"800\r\n" + b"a" * 2048 + b"\r\n0\r\n\r\n", 413)
+
+    def test_request_that_never_ends(self):
+        self.assert_refused(b"GET /healthz HTTP/1.1\r\nHost: x\r\n", 408, timeout=5)
+        self.assertIn("request-timeout", self.b.log_text())
+
+    def test_hostile_length(self):
+        self.assert_refused(b"POST /healthz HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400)
+
+
+if __name__ == "__main__":
+    result = unittest.main(argv=[sys.argv[0]], exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
