@@ -87,6 +87,15 @@ static int visit(mqr_address_t *a, void *arg) {
   return 0;
 }
 
+int mqr_broker_address_stats(const mqr_broker_t *b, mqr_str_t address, bool internal,
+                             int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
+                             int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg) {
+  mqr_address_t *a = mqr_router_find_address(&b->router, address);
+  if (a == NULL || ((mqr_address_flags(a) & MQR_ADDRESS_INTERNAL) && !internal)) return MQR_ENOADDR;
+  walk_t w = {address_fn, queue_fn, arg, internal};
+  return visit(a, &w);
+}
+
 int mqr_broker_foreach_stats(const mqr_broker_t *b, bool internal,
                              int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
                              int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg) {

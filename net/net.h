@@ -112,6 +112,10 @@ typedef struct mqr__head_s {
   void (*bye)(mqr__conn_t *c);
   /* The answer to a send the core left pending (core.h's producer ops). */
   void (*sent)(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err);
+  /* Work the head does in slices, a pass at a time, while its connection is held (an
+   * HTTP answer made of many queues' figures): called once in each pass it asked for with
+   * mqr__conn_schedule while held (may be NULL). */
+  void (*resume)(mqr__conn_t *c);
   /* The connection closes: its session has ended; the head frees c->hs (may be NULL). */
   void (*release)(mqr__conn_t *c);
 } mqr__head_t;

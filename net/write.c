@@ -181,7 +181,10 @@ bool mqr__server_flush(mqr_broker_t *b) {
     c->resume = false;
     c->deferred = false;
     if (c->state == MQR__CONN_CLOSING || c->sess.producer.blocked_on) continue;
-    mqr__conn_process(c);
+    if (c->held && c->head && c->head->resume) /* the head's work in slices */
+      c->head->resume(c);
+    else
+      mqr__conn_process(c);
   }
   while (net->dirty) {
     mqr__conn_t *c = net->dirty;

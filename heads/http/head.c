@@ -36,6 +36,11 @@ typedef struct {
   bool auth_done;
   int auth_status;
   mqr__principal_t *who;
+  /* an answer made in slices (routes.c's metrics) */
+  mqr__http_answer_t pending;
+  bool pending_head;  /* for a HEAD request */
+  bool pending_close; /* the connection closes after it */
+  bool writing;       /* its status line went: its body goes a slice per pass */
 } http_t;
 
 static int64_t option(const mqr__conn_t *c, uint32_t i) { return mqr_listener_option(c->l->cfg, &mqr__http_def, i); }
@@ -97,10 +102,22 @@ static const char *reason(int status) {
   }
 }
 
-/* Writes the answer (the body left out for HEAD); close: the connection closes after it. */
-static void answer(mqr__conn_t *c, const mqr__http_answer_t *a, bool head, bool close) {
+/* n bytes of the head's own into the connection's output: false when there is no
+ * memory for them (the connection is then closing). */
+bool mqr__http_out(mqr__conn_t *c, const void *p, size_t n) {
+  size_t off;
+  uint8_t *to = mqr__conn_reserve(c, n, &off);
+  if (to) memcpy(to, p, n);
+  if (to == NULL || mqr__conn_commit(c, off, n) != 0) {
+    mqr__conn_close(c, false);
+    return false;
+  }
+  return true;
+}
+
+/* The status line and headers of an answer of len bytes of body. */
+static bool answer_top(mqr__conn_t *c, const mqr__http_answer_t *a, size_t len, bool close) {
   char top[640];
-  size_t len = a->body.failed ? 0 : a->body.len;
   int n = snprintf(top, sizeof top,
                    "HTTP/1.1 %d %s\r\nServer: mqrd/%s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                    "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s%s%s\r\n",
@@ -109,16 +126,13 @@ static void answer(mqr__conn_t *c, const mqr__http_answer_t *a, bool head, bool 
                    a->status == 401 ? "WWW-Authenticate: Basic realm=\"mqrd\", charset=\"UTF-8\"\r\n" : "",
                    a->allow ? "Allow: " : "", a->allow ? a->allow : "", a->allow ? "\r\n" : "",
                    close ? "Connection: close\r\n" : "");
-  size_t total = (size_t)n + (head ? 0 : len), off;
-  uint8_t *p = mqr__conn_reserve(c, total, &off);
-  if (p) {
-    memcpy(p, top, (size_t)n);
-    if (!head && len) memcpy(p + n, a->body.p, len);
-  }
-  if (p == NULL || mqr__conn_commit(c, off, total) != 0) {
-    mqr__conn_close(c, false);
-    return;
-  }
+  return mqr__http_out(c, top, (size_t)n);
+}
+
+/* Writes the answer (the body left out for HEAD); close: the connection closes after it. */
+static void answer(mqr__conn_t *c, const mqr__http_answer_t *a, bool head, bool close) {
+  size_t len = a->body.failed ? 0 : a->body.len;
+  if (!answer_top(c, a, len, close) || (!head && len && !mqr__http_out(c, a->body.p, len))) return;
   if (close) mqr__conn_close(c, true);
 }
 
@@ -253,7 +267,7 @@ static void auth_answered(void *ctx, int status, mqr__principal_t *who) {
   h->auth_done = true;
   h->auth_status = status;
   h->who = who;
-  if (serve(c, h) >= 0) mqr__conn_hold(c, false);
+  if (serve(c, h) > 0) mqr__conn_hold(c, false);
 }
 
 /* Basic credentials ("Basic base64(user:password)") into user and password (pointing
@@ -318,7 +332,22 @@ static void next_request(mqr__conn_t *c, http_t *h) {
   http_parser_pause(&h->parser, 0);
 }
 
-/* The request read whole: 1 served, 0 waiting for its authentication, -1 closing. */
+/* Sends the answer (a->body freed): 1, or -1 when the connection closes after it. */
+static int finish(mqr__conn_t *c, http_t *h, mqr__http_answer_t *a, bool head) {
+  if (a->body.failed) {
+    mqr_free(a->body.p);
+    *a = (mqr__http_answer_t){.status = 500};
+    mqr__http_printf(&a->body, "out of memory\n");
+  }
+  bool close = !h->keep_alive || mqr__closing(c->b);
+  next_request(c, h); /* (before the answer: a close frees h) */
+  answer(c, a, head, close);
+  mqr_free(a->body.p);
+  return close ? -1 : 1;
+}
+
+/* The request read whole: 1 served, 0 waiting (for its authentication, or its answer
+ * made in slices), -1 closing. */
 static int serve(mqr__conn_t *c, http_t *h) {
   mqr_str_t url = mqr_str_n(h->buf + h->url, h->url_len);
   const char *q = memchr(url.ptr, '?', url.len);
@@ -343,16 +372,51 @@ static int serve(mqr__conn_t *c, http_t *h) {
     r.who = h->who;
   }
   if (a.status == 0) mqr__http_route(c, &r, &a);
-  if (a.body.failed) {
-    mqr_free(a.body.p);
-    a = (mqr__http_answer_t){.status = 500};
-    mqr__http_printf(&a.body, "out of memory\n");
+  if (a.metrics) { /* made a slice per pass (resume): the connection waits meanwhile */
+    h->pending = a;
+    h->pending_head = r.method == HTTP_HEAD;
+    mqr__conn_hold(c, true);
+    mqr__conn_schedule(c);
+    return 0;
   }
-  bool close = !h->keep_alive || mqr__closing(c->b);
-  next_request(c, h); /* (before the answer: a close frees h) */
-  answer(c, &a, r.method == HTTP_HEAD, close);
-  mqr_free(a.body.p);
-  return close ? -1 : 1;
+  return finish(c, h, &a, r.method == HTTP_HEAD);
+}
+
+/* The next slice of the answer being made, then of its writing; when it has all gone,
+ * the connection reads on. */
+static void resume(mqr__conn_t *c) {
+  http_t *h = c->hs;
+  mqr__http_metrics_t *m = h ? h->pending.metrics : NULL;
+  if (m == NULL) return;
+  if (!h->writing) {
+    if (!mqr__http_metrics_step(m)) {
+      mqr__conn_schedule(c);
+      return;
+    }
+    size_t len = mqr__http_metrics_length(m, c);
+    if (len == SIZE_MAX) { /* out of memory on the way */
+      mqr__http_metrics_free(m);
+      h->pending = (mqr__http_answer_t){.status = 500};
+      if (finish(c, h, &h->pending, h->pending_head) > 0) mqr__conn_hold(c, false);
+      return;
+    }
+    h->pending_close = !h->keep_alive || mqr__closing(c->b);
+    if (!answer_top(c, &h->pending, len, h->pending_close)) return;
+    h->writing = true;
+  }
+  if (!h->pending_head && !mqr__http_metrics_emit(m, c, MQR__HTTP_SLICE_BYTES)) {
+    if (c->state != MQR__CONN_CLOSING) mqr__conn_schedule(c);
+    return;
+  }
+  mqr__http_metrics_free(m);
+  h->pending = (mqr__http_answer_t){0};
+  h->writing = false;
+  bool close = h->pending_close;
+  next_request(c, h);
+  if (close)
+    mqr__conn_close(c, true);
+  else
+    mqr__conn_hold(c, false);
 }
 
 static int take(mqr__conn_t *c) {
@@ -419,6 +483,8 @@ static void release(mqr__conn_t *c) {
   if (h == NULL) return;
   mqr__auth_cancel(h->auth);
   mqr__principal_release(h->who);
+  mqr__http_metrics_free(h->pending.metrics);
+  mqr_free(h->pending.body.p);
   mqr_free(h->buf);
   mqr_free(h);
   c->hs = NULL;
@@ -454,6 +520,7 @@ const mqr__head_t mqr__http_head = {
     .take = take,
     .room = room,
     .tick = tick,
+    .resume = resume,
     .fail = fail,
     .release = release,
 };

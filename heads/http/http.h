@@ -43,12 +43,15 @@ typedef struct {
   mqr__principal_t *who; /* who asks (NULL: not authenticated; the route said anonymous is fine) */
 } mqr__http_request_t;
 
-/* An answer: status, content type and body (owned by the caller), sent by the head. */
+/* An answer: status, content type and body (owned by the caller), sent by the head; or
+ * (metrics set) its body to be made in slices first. */
+typedef struct mqr__http_metrics_s mqr__http_metrics_t;
 typedef struct {
   int status;
   const char *content_type;
   mqr__http_text_t body;
-  const char *allow; /* 405: the methods the path takes */
+  const char *allow;            /* 405: the methods the path takes */
+  mqr__http_metrics_t *metrics; /* the body is this, once made */
 } mqr__http_answer_t;
 
 /* What a path needs before it is served (routes.c): the route's permission check runs
@@ -57,8 +60,21 @@ typedef enum { MQR__HTTP_PUBLIC, MQR__HTTP_HEALTH, MQR__HTTP_METRICS, MQR__HTTP_
 mqr__http_access_t mqr__http_route_access(mqr_str_t path);
 /* Serves the request into a (a->status 0 on entry). */
 void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a);
-/* The Prometheus text of broker b, as who may see it, into t. */
-void mqr__http_metrics(mqr__conn_t *c, mqr__principal_t *who, mqr__http_text_t *t);
+/* The Prometheus text of the broker, as who may see it, made in slices: started (NULL:
+ * no memory), a slice made each pass until step says it is done (true), then finished
+ * into t (t->failed: out of memory), and freed. */
+mqr__http_metrics_t *mqr__http_metrics_start(mqr__conn_t *c, mqr__principal_t *who);
+bool mqr__http_metrics_step(mqr__http_metrics_t *m);
+/* Once step said done: the body's bytes (SIZE_MAX: out of memory), then written to c at
+ * most `bytes` a call (true once all of it went; false: more to write, or c is closing). */
+size_t mqr__http_metrics_length(mqr__http_metrics_t *m, mqr__conn_t *c);
+bool mqr__http_metrics_emit(mqr__http_metrics_t *m, mqr__conn_t *c, size_t bytes);
+void mqr__http_metrics_free(mqr__http_metrics_t *m); /* NULL is allowed */
+
+/* What one pass writes of a long answer, at most. */
+#define MQR__HTTP_SLICE_BYTES (512u << 10)
+/* n bytes into the connection's output: false when there is no memory (it then closes). */
+bool mqr__http_out(mqr__conn_t *c, const void *p, size_t n);
 
 extern const mqr_protocol_def_t mqr__http_def;
 

@@ -5,7 +5,12 @@
  * broker's one statistics walk (mqr_broker_foreach_stats), nothing kept on the send
  * path. A user sees the addresses and queues it may browse or manage, as `mqr stat`
  * does; the broker-wide families are the same for every user. docs/observability.md
- * names each family. */
+ * names each family.
+ *
+ * A scrape is made in slices, so that a broker of 10,000 queues does not hold its loop
+ * for the whole of it: the addresses' names first (one walk, no figures), then a slice
+ * of addresses per loop pass, each slice stopping after SLICE_NS; an address gone
+ * meanwhile is left out, one made meanwhile waits for the next scrape. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,38 +59,69 @@ static const struct {
     [A_PAGING] = {"mqr_address_paging", "1 while the address pages (address-full-policy PAGE in force)"},
 };
 
-typedef struct {
+#define SLICE_NS 2000000ull /* a slice's time, at most (checked every 16 addresses) */
+
+struct mqr__http_metrics_s {
   mqr_broker_t *b;
   mqr__principal_t *who;
   bool hide; /* the current address is not the user's to see */
-  const char *broker;
+  char broker[64];
   mqr__http_text_t f[N_FAMILIES];
-} walk_t;
+  mqr__http_text_t names; /* the addresses' names, each NUL-terminated */
+  size_t next;            /* the next name's offset */
+  char labels[1024];      /* the current queue's or address's labels */
+  size_t labels_len;
+  bool failed;
+  /* the writing: the broker-wide families, then each family's HELP and TYPE and samples */
+  mqr__http_text_t pre, tops[N_FAMILIES];
+  int seg;     /* 0: pre; 1 + 2f: tops[f]; 2 + 2f: f[f] */
+  size_t done; /* bytes of segment seg written */
+};
+typedef struct mqr__http_metrics_s walk_t;
 
-/* A label value, escaped as the format says (\\, \", \n). */
-static void label(mqr__http_text_t *t, mqr_str_t v) {
-  size_t start = 0;
-  for (size_t i = 0; i < v.len; i++) {
-    const char *esc = v.ptr[i] == '\\' ? "\\\\" : v.ptr[i] == '"' ? "\\\"" : v.ptr[i] == '\n' ? "\\n" : NULL;
-    if (esc == NULL) continue;
-    mqr__http_put(t, v.ptr + start, i - start);
-    mqr__http_put(t, esc, 2);
-    start = i + 1;
+/* The labels {address="...",broker="..."[,queue="..."]} of the samples to come, values
+ * escaped as the format says (\\, \", \n); names too long for the buffer are cut. */
+static void escape_into(walk_t *w, mqr_str_t v) {
+  for (size_t i = 0; i < v.len && w->labels_len < sizeof w->labels - 8; i++) {
+    char ch = v.ptr[i];
+    if (ch == '\\' || ch == '"' || ch == '\n') {
+      w->labels[w->labels_len++] = '\\';
+      ch = ch == '\n' ? 'n' : ch;
+    }
+    w->labels[w->labels_len++] = ch;
   }
-  mqr__http_put(t, v.ptr + start, v.len - start);
 }
 
-static void sample(walk_t *w, int f, mqr_str_t address, const mqr_str_t *queue, uint64_t value) {
-  mqr__http_text_t *t = &w->f[f];
-  mqr__http_printf(t, "%s{address=\"", families[f].name);
-  label(t, address);
-  mqr__http_printf(t, "\",broker=\"%s\"", w->broker);
+static void set_labels(walk_t *w, mqr_str_t address, const mqr_str_t *queue) {
+  w->labels_len = 0;
+  memcpy(w->labels, "{address=\"", 10);
+  w->labels_len = 10;
+  escape_into(w, address);
+  int n = snprintf(w->labels + w->labels_len, sizeof w->labels - w->labels_len, "\",broker=\"%s\"", w->broker);
+  w->labels_len += (size_t)n < sizeof w->labels - w->labels_len ? (size_t)n : 0;
   if (queue) {
-    mqr__http_put(t, ",queue=\"", 8);
-    label(t, *queue);
-    mqr__http_put(t, "\"", 1);
+    memcpy(w->labels + w->labels_len, ",queue=\"", 8);
+    w->labels_len += 8;
+    escape_into(w, *queue);
+    w->labels[w->labels_len++] = '"';
   }
-  mqr__http_printf(t, "} %llu\n", (unsigned long long)value);
+  w->labels[w->labels_len++] = '}';
+  w->labels[w->labels_len++] = ' ';
+}
+
+/* name{labels} value\n: the labels set_labels made. */
+static void sample(walk_t *w, int f, uint64_t value) {
+  mqr__http_text_t *t = &w->f[f];
+  char num[24];
+  int n = 0;
+  char rev[24];
+  do rev[n++] = (char)('0' + value % 10);
+  while ((value /= 10) != 0);
+  for (int i = 0; i < n; i++) num[i] = rev[n - 1 - i];
+  num[n++] = '\n';
+  mqr__http_put(t, families[f].name, strlen(families[f].name));
+  mqr__http_put(t, w->labels, w->labels_len);
+  mqr__http_put(t, num, (size_t)n);
 }
 
 static int on_address(void *arg, const mqr_broker_address_info_t *a) {
@@ -93,10 +129,11 @@ static int on_address(void *arg, const mqr_broker_address_info_t *a) {
   w->hide =
       !mqr__allowed(w->b, w->who, MQR_PERM_BROWSE, a->name) && !mqr__allowed(w->b, w->who, MQR_PERM_MANAGE, a->name);
   if (w->hide) return 0;
-  sample(w, A_ROUTED, a->name, NULL, a->routed);
-  sample(w, A_UNROUTED, a->name, NULL, a->unrouted);
-  sample(w, A_SIZE, a->name, NULL, a->size > 0 ? (uint64_t)a->size : 0);
-  sample(w, A_PAGING, a->name, NULL, a->paging);
+  set_labels(w, a->name, NULL);
+  sample(w, A_ROUTED, a->routed);
+  sample(w, A_UNROUTED, a->unrouted);
+  sample(w, A_SIZE, a->size > 0 ? (uint64_t)a->size : 0);
+  sample(w, A_PAGING, a->paging);
   return 0;
 }
 
@@ -104,15 +141,16 @@ static int on_queue(void *arg, const mqr_broker_queue_info_t *q) {
   walk_t *w = arg;
   if (w->hide) return 0;
   const mqr_broker_queue_stats_t *s = &q->stats;
-  sample(w, Q_COUNT, q->address, &q->name, s->depth + s->in_flight + s->scheduled + s->held);
-  sample(w, Q_DELIVERING, q->address, &q->name, s->in_flight);
-  sample(w, Q_SCHEDULED, q->address, &q->name, s->scheduled);
-  sample(w, Q_ADDED, q->address, &q->name, s->enqueued);
-  sample(w, Q_ACKED, q->address, &q->name, s->acknowledged);
-  sample(w, Q_KILLED, q->address, &q->name, s->killed);
-  sample(w, Q_EXPIRED, q->address, &q->name, s->expired);
-  sample(w, Q_CONSUMERS, q->address, &q->name, s->consumers);
-  sample(w, Q_PAUSED, q->address, &q->name, s->paused);
+  set_labels(w, q->address, &q->name);
+  sample(w, Q_COUNT, s->depth + s->in_flight + s->scheduled + s->held);
+  sample(w, Q_DELIVERING, s->in_flight);
+  sample(w, Q_SCHEDULED, s->scheduled);
+  sample(w, Q_ADDED, s->enqueued);
+  sample(w, Q_ACKED, s->acknowledged);
+  sample(w, Q_KILLED, s->killed);
+  sample(w, Q_EXPIRED, s->expired);
+  sample(w, Q_CONSUMERS, s->consumers);
+  sample(w, Q_PAUSED, s->paused);
   return 0;
 }
 
@@ -221,21 +259,73 @@ static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t
   family(t, "mqr_build_info", "gauge", "1, with the version as a label", broker, labels, 1);
 }
 
-void mqr__http_metrics(mqr__conn_t *c, mqr__principal_t *who, mqr__http_text_t *t) {
-  char host[64] = "mqrd";
-  if (gethostname(host, sizeof host) != 0) strcpy(host, "mqrd");
-  host[sizeof host - 1] = 0;
-  for (char *p = host; *p; p++)
+static int note_name(void *arg, const mqr_broker_address_info_t *a) {
+  walk_t *w = arg;
+  mqr__http_put(&w->names, a->name.ptr, a->name.len);
+  mqr__http_put(&w->names, "", 1);
+  return w->names.failed ? MQR_ENOMEM : 0;
+}
+
+mqr__http_metrics_t *mqr__http_metrics_start(mqr__conn_t *c, mqr__principal_t *who) {
+  walk_t *w = mqr_calloc(1, sizeof *w);
+  if (w == NULL) return NULL;
+  w->b = c->b;
+  w->who = mqr__principal_hold(who);
+  if (gethostname(w->broker, sizeof w->broker) != 0) strcpy(w->broker, "mqrd");
+  w->broker[sizeof w->broker - 1] = 0;
+  for (char *p = w->broker; *p; p++)
     if (*p == '"' || *p == '\\' || *p == '\n') *p = '_';
-  walk_t w = {.b = c->b, .who = who, .broker = host};
-  int rc = mqr_broker_foreach_stats(c->b, false, on_address, on_queue, &w);
-  broker_families(c, host, t);
-  for (int f = 0; f < N_FAMILIES; f++) {
-    if (rc == 0 && w.f[f].len) {
-      mqr__http_printf(t, "# HELP %s %s\n# TYPE %s gauge\n", families[f].name, families[f].help, families[f].name);
-      mqr__http_put(t, w.f[f].p, w.f[f].len);
-    }
-    if (w.f[f].failed) t->failed = true;
-    mqr_free(w.f[f].p);
+  if (mqr_broker_foreach_stats(c->b, false, note_name, NULL, w) != 0) w->failed = true;
+  return w;
+}
+
+bool mqr__http_metrics_step(mqr__http_metrics_t *w) {
+  uint64_t t0 = uv_hrtime();
+  for (uint32_t k = 1; !w->failed && w->next < w->names.len; k++) {
+    const char *name = w->names.p + w->next;
+    size_t len = strlen(name);
+    w->next += len + 1;
+    int rc = mqr_broker_address_stats(w->b, mqr_str_n(name, len), false, on_address, on_queue, w);
+    if (rc != 0 && rc != MQR_ENOADDR) w->failed = true;
+    if (k % 16 == 0 && uv_hrtime() - t0 >= SLICE_NS) break;
   }
+  return w->failed || w->next >= w->names.len;
+}
+
+size_t mqr__http_metrics_length(mqr__http_metrics_t *w, mqr__conn_t *c) {
+  broker_families(c, w->broker, &w->pre);
+  size_t len = w->pre.len;
+  bool failed = w->failed || w->names.failed || w->pre.failed;
+  for (int f = 0; f < N_FAMILIES; f++) {
+    if (w->f[f].len)
+      mqr__http_printf(&w->tops[f], "# HELP %s %s\n# TYPE %s gauge\n", families[f].name, families[f].help,
+                       families[f].name);
+    failed |= w->f[f].failed || w->tops[f].failed;
+    len += w->tops[f].len + w->f[f].len;
+  }
+  return failed ? SIZE_MAX : len;
+}
+
+static const mqr__http_text_t *segment(walk_t *w, int seg) {
+  return seg == 0 ? &w->pre : seg % 2 ? &w->tops[(seg - 1) / 2] : &w->f[(seg - 2) / 2];
+}
+
+bool mqr__http_metrics_emit(mqr__http_metrics_t *w, mqr__conn_t *c, size_t bytes) {
+  for (; w->seg <= 2 * N_FAMILIES; w->seg++, w->done = 0) {
+    const mqr__http_text_t *t = segment(w, w->seg);
+    size_t n = t->len - w->done < bytes ? t->len - w->done : bytes;
+    if (n && !mqr__http_out(c, t->p + w->done, n)) return false;
+    w->done += n, bytes -= n;
+    if (w->done < t->len) return false; /* (the slice is spent) */
+  }
+  return true;
+}
+
+void mqr__http_metrics_free(mqr__http_metrics_t *w) {
+  if (w == NULL) return;
+  for (int f = 0; f < N_FAMILIES; f++) mqr_free(w->f[f].p), mqr_free(w->tops[f].p);
+  mqr_free(w->pre.p);
+  mqr_free(w->names.p);
+  mqr__principal_release(w->who);
+  mqr_free(w);
 }

@@ -56,6 +56,6 @@ void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_ans
   } else {
     a->status = 200;
     a->content_type = "text/plain; version=0.0.4; charset=utf-8";
-    mqr__http_metrics(c, r->who, &a->body);
+    if ((a->metrics = mqr__http_metrics_start(c, r->who)) == NULL) a->body.failed = true;
   }
 }

@@ -353,6 +353,13 @@ MQR_EXTERN int mqr_broker_foreach_stats(const mqr_broker_t *b, bool internal,
                                         int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
                                         int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg);
 
+/* The same for one address (a walk in slices: the names first, then a few addresses per
+ * loop pass): its callbacks as mqr_broker_foreach_stats calls them, or MQR_ENOADDR when
+ * there is no such address now (or it is internal and internal is false). */
+MQR_EXTERN int mqr_broker_address_stats(const mqr_broker_t *b, mqr_str_t address, bool internal,
+                                        int (*address_fn)(void *arg, const mqr_broker_address_info_t *a),
+                                        int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,8 +42,8 @@ typedef struct {
   int (*run)(mqr_bench_ctx_t *c, uint64_t ops);
   /* Optional, timed: completes what run started and did not wait for (messages still in
    * flight, say), so that a pipeline is not drained after every batch. Called at the
-   * end of each timed iteration (and after each run in calibration, sample and ss
-   * modes), inside the timed region. Returns as run does. */
+   * end of each timed iteration (and after each run in sample and ss modes, and once
+   * after calibration's runs), inside the timed region. Returns as run does. */
   int (*finish)(mqr_bench_ctx_t *c);
 } mqr_bench_def_t;
 

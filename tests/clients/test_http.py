@@ -79,7 +79,7 @@ address-settings:
 addresses:
   orders.eu: {anycast: [orders.eu]}
   billing: {anycast: [billing]}
-"""
+""" + "".join("  many.%d: {anycast: [many.%d]}\n" % (i, i) for i in range(3000))
 
 
 def basic(user, password):
@@ -213,6 +213,34 @@ class Http(unittest.TestCase):
         self.assertNotIn('address="billing"', text)
         m, _ = self.metrics()
         self.assertIsNotNone(self.queue_metric(m, "artemis_message_count", "billing"))
+
+    def test_a_large_answer_is_whole_and_in_order(self):
+        """3000 queues: the answer is made a slice per loop pass and written in slices;
+        every queue is in it once, and a request pipelined behind it is answered after it."""
+        s = socket.create_connection(("127.0.0.1", self.webs), timeout=10)
+        s = self.tls.wrap_socket(s, server_hostname="localhost")
+        auth = basic("admin", "adminpw")["Authorization"].encode()
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + auth + b"\r\n\r\n"
+                  b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        deadline = time.time() + 20
+        while not got.endswith(b"\r\n\r\nok\n") and time.time() < deadline:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        first, _, rest = got.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", first).group(1))
+        body, second = rest[:length], rest[length:]
+        self.assertTrue(second.startswith(b"HTTP/1.1 200 OK"), second[:100])
+        self.assertTrue(second.endswith(b"ok\n"))
+        text = body.decode()
+        fams = list(text_string_to_metric_families(text))
+        counts = [f for f in fams if f.name == "artemis_message_count"][0]
+        queues = [x.labels["queue"] for x in counts.samples]
+        self.assertEqual(len(queues), len(set(queues)))
+        self.assertEqual(len([q for q in queues if q.startswith("many.")]), 3000)
 
     def test_broker_families(self):
         m, text = self.metrics()
