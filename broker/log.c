@@ -14,3 +14,5 @@ void mqr__log(mqr_broker_t *b, mqr_log_level_t level, const char *fmt, ...) {
   va_end(ap);
   b->opt.log(b->opt.log_ctx, level, line);
 }
+
+void mqr_broker_set_log_level(mqr_broker_t *b, mqr_log_level_t level) { b->opt.log_level = level; }

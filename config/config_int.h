@@ -94,6 +94,7 @@ struct mqr_config_s {
   char *persistence_dir;
   int64_t expiry_scan_ms;  /* message-expiry-scan-period; 0: not given */
   int64_t global_max_size; /* bytes; -1: none; 0: not given (the default, from the machine's memory) */
+  mqr_log_config_t log;
   mqr_security_config_t security;
   char *users_file, *roles_file, *anonymous_roles;
   cfg_secset_t *secsets;

@@ -481,6 +481,34 @@ void mqr__cfg_parse_addresses(ctx_t *c, yaml_node_t *map) {
   }
 }
 
+/* ---- log ---------------------------------------------------------------------------- */
+
+/* log: {level, format}. */
+static void parse_log(ctx_t *c, yaml_node_t *map) {
+  if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "log")) return;
+  FOREACH_PAIR(c, map, p) {
+    if (!mqr__cfg_key(c, map, p_it, &p, "log")) continue;
+    mqr_str_t v = mqr__cfg_scalar(p.value);
+    if (mqr_str_eq(p.name, MQR_STR("level"))) {
+      static const char *const levels[] = {"error", "warn", "info", "debug"};
+      int k = -1;
+      for (int i = 0; i < 4; i++)
+        if (v.len == strlen(levels[i]) && strncasecmp(v.ptr, levels[i], v.len) == 0) k = i;
+      if (k < 0)
+        ERR(c, p.value, "log level must be error, warn, info or debug, not '%.*s'", (int)v.len, v.ptr);
+      else
+        c->cfg->log.level = k;
+    } else if (mqr_str_eq(p.name, MQR_STR("format"))) {
+      if (mqr_str_eq(v, MQR_STR("text")) || mqr_str_eq(v, MQR_STR("json")))
+        c->cfg->log.json = mqr_str_eq(v, MQR_STR("json"));
+      else
+        ERR(c, p.value, "log format must be text or json, not '%.*s'", (int)v.len, v.ptr);
+    } else {
+      mqr__cfg_unknown_key(c, &p, "log", "level, format");
+    }
+  }
+}
+
 /* ---- the document ----------------------------------------------------------------- */
 
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
@@ -488,18 +516,18 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
   static const char *const keys[] = {
       "wildcard-addresses",         "address-settings", "listeners", "addresses", "persistence", "diverts",
-      "message-expiry-scan-period", "global-max-size",  "security"};
-  yaml_node_t *found[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+      "message-expiry-scan-period", "global-max-size",  "security",  "log"};
+  yaml_node_t *found[10] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
                            "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence, "
-                           "message-expiry-scan-period, global-max-size, security");
+                           "message-expiry-scan-period, global-max-size, security, log");
       continue;
     }
     if (found[k]) {
@@ -516,6 +544,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[4] && !c->nomem) mqr__cfg_parse_persistence(c, found[4]);
   if (found[5] && !c->nomem) mqr__cfg_parse_diverts(c, found[5]);
   if (found[8] && !c->nomem) mqr__cfg_parse_security(c, found[8]);
+  if (found[9] && !c->nomem) parse_log(c, found[9]);
   if (found[6]) {
     pair_t p = {NULL, found[6], MQR_STR("message-expiry-scan-period")};
     int64_t ms;
@@ -592,6 +621,7 @@ int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_c
   if (cfg == NULL) return MQR_ENOMEM;
   cfg->wildcard = mqr_wildcard_default();
   mqr__cfg_persistence_defaults(&cfg->persistence);
+  cfg->log.level = -1;
   mqr__cfg_security_defaults(&cfg->security);
   if ((cfg->file = mqr_malloc(strlen(c.file) + 1)) == NULL) {
     mqr_free(cfg);

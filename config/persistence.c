@@ -84,3 +84,5 @@ int64_t mqr_config_global_max_size(const mqr_config_t *cfg) {
   if (pages <= 0 || size <= 0) return -1;
   return (int64_t)pages * size / 8;
 }
+
+const mqr_log_config_t *mqr_config_log(const mqr_config_t *cfg) { return &cfg->log; }

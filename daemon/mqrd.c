@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "log.h"
 #include "mqr/broker.h"
 
 typedef struct {
@@ -22,6 +23,7 @@ typedef struct {
   mqr_config_t *config;
   uv_signal_t sigint, sigterm, sighup;
   mqr_log_level_t level;
+  bool level_given; /* --log-level: over the config's */
   bool stopping;
 } daemon_t;
 
@@ -36,26 +38,24 @@ __attribute__((visibility("default"))) const char *malloc_conf =
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
-static void log_line(void *ctx, mqr_log_level_t level, const char *line) {
-  (void)ctx;
-  struct timeval tv;
-  gettimeofday(&tv, NULL);
-  struct tm tm;
-  gmtime_r(&tv.tv_sec, &tm);
-  char when[32];
-  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(stderr, "%s.%03dZ %-5s %s\n", when, (int)(tv.tv_usec / 1000), level_names[level], line);
-}
-
 static void logf_(daemon_t *d, mqr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(daemon_t *d, mqr_log_level_t level, const char *fmt, ...) {
-  if (level > d->level) return;
+  (void)d;
+  if (level > mqrd_log_level()) return;
   char line[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  log_line(NULL, level, line);
+  mqrd_log_line(NULL, level, line);
+}
+
+/* The log's level and format from the config (the level: --log-level's when given). */
+static void apply_log(daemon_t *d, const mqr_config_t *cfg) {
+  const mqr_log_config_t *lc = mqr_config_log(cfg);
+  mqr_log_level_t level = d->level_given ? d->level : lc->level >= 0 ? (mqr_log_level_t)lc->level : MQR_LOG_INFO;
+  mqrd_log_set(level, lc->json);
+  if (d->broker) mqr_broker_set_log_level(d->broker, level);
 }
 
 /* Loads the config (the file, or the embedded default); problems are logged. */
@@ -100,6 +100,7 @@ static void on_signal(uv_signal_t *h, int signum) {
     }
     mqr_config_destroy(d->config);
     d->config = cfg;
+    apply_log(d, cfg);
     logf_(d, MQR_LOG_INFO, "reload: done%s", skipped ? "; some changes wait for a restart (see above)" : "");
     return;
   }
@@ -164,6 +165,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       d.level = (mqr_log_level_t)i;
+      d.level_given = true;
+      mqrd_log_set(d.level, false);
       break;
     }
     case 'V': printf("mqrd %s\n", mqr_version()); return 0;
@@ -177,6 +180,7 @@ int main(int argc, char **argv) {
   }
   d.config = load(&d);
   if (d.config == NULL) return 1;
+  apply_log(&d, d.config);
   if (urls) {
     for (uint32_t i = 0; i < mqr_config_listener_count(d.config); i++) {
       const mqr_listener_config_t *l = mqr_config_listener(d.config, i);
@@ -201,8 +205,8 @@ int main(int argc, char **argv) {
   d.loop = &loop;
   mqr_broker_options_t opt = {.config = d.config,
                               .listen = true,
-                              .log = log_line,
-                              .log_level = d.level,
+                              .log = mqrd_log_line,
+                              .log_level = mqrd_log_level(),
                               .data_dir = d.data_dir,
                               .recover_truncate = d.recover_truncate};
   mqr_error_t err;

@@ -90,6 +90,9 @@ MQR_EXTERN int mqr_broker_listener_port(const mqr_broker_t *b, uint32_t i);
  * settings here (served at once). Do not remove a queue that has consumers here. */
 MQR_EXTERN mqr_router_t *mqr_broker_router(mqr_broker_t *b);
 
+/* Lines above level are not written from now on (a reload's log level). */
+MQR_EXTERN void mqr_broker_set_log_level(mqr_broker_t *b, mqr_log_level_t level);
+
 /* Applies a reloaded config: address settings replaced; addresses and queues it adds
  * are created; diverts removed, changed and added. No address or queue is removed, and listeners do not change; each
  * thing not applied is logged (WARN) and counted in *skipped (may be NULL). 0, or MQR_ENOMEM. */

@@ -135,6 +135,16 @@ typedef struct {
   uint32_t line, column;               /* of the section; 0 when absent */
 } mqr_persistence_config_t;
 
+/* The log section: `log: {level: error|warn|info|debug, format: text|json}`
+ * (docs/observability.md). What writes the log (mqrd) reads it; the library logs through
+ * its options' callback. */
+typedef struct {
+  int level; /* 0 error, 1 warn, 2 info, 3 debug (mqr_log_level_t's order); -1: not given */
+  bool json; /* one JSON object per line, for log shippers; false: text */
+} mqr_log_config_t;
+
+MQR_EXTERN const mqr_log_config_t *mqr_config_log(const mqr_config_t *cfg);
+
 /* The config's persistence section (defaults when it has none). */
 MQR_EXTERN const mqr_persistence_config_t *mqr_config_persistence(const mqr_config_t *cfg);
 

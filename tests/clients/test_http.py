@@ -10,9 +10,11 @@ usage: test_http.py MQRD MQR"""
 
 import base64
 import http.client
+import json
 import os
 import re
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -311,6 +313,49 @@ class Http(unittest.TestCase):
 
     def test_hostile_length(self):
         self.assert_refused(b"POST /healthz HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400)
+
+
+class JsonLog(unittest.TestCase):
+    """log: {format: json, level: debug}: every line one JSON object with time, level,
+    component and message, and a connection's lines with its id and peer; a reload to
+    level warn keeps the info lines out."""
+
+    def test_json_lines(self):
+        b = Mqrd(MQRD, "log: {format: json, level: debug}\nsecurity: {allow-anonymous: true}\n"
+                       "listeners:\n  - {name: m, host: 127.0.0.1, port: 0, protocols: [mqr, http]}\n")
+        try:
+            r, _ = self.get(b.port, "/healthz")
+            self.assertEqual(r.status, 200)
+            s, got, _ = raw_closed(b.port, b"GET /x HTTP/1.1\r\nHost x\r\n\r\n", timeout=3)
+            s.close()
+            self.assertTrue(wait_for(lambda: "HTTP 400" in b.log_text()))
+            with open(b.path, "w") as f:
+                f.write("log: {format: json, level: warn}\nsecurity: {allow-anonymous: true}\n"
+                        "listeners:\n  - {name: m, host: 127.0.0.1, port: 0, protocols: [mqr, http]}\n")
+            b.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_for(lambda: "reload: done" in b.log_text() or "reload" in b.log_text()))
+            time.sleep(0.3)
+            mark = len(b.log_text())
+            r, _ = self.get(b.port, "/healthz")
+            time.sleep(0.3)
+            after = b.log_text()[mark:]
+        finally:
+            self.assertEqual(b.stop(), 0)
+        lines = [json.loads(x) for x in b.log_text().splitlines() if x.strip()]
+        self.assertTrue(lines)
+        for x in lines:
+            self.assertEqual(set(x) - {"connection", "peer"}, {"time", "level", "component", "message"}, x)
+            self.assertRegex(x["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertIn(x["level"], ("error", "warn", "info", "debug"))
+        bad = [x for x in lines if "HTTP 400" in x["message"]]
+        self.assertEqual(len(bad), 1, lines)
+        self.assertEqual(bad[0]["component"], "connection")
+        self.assertIsInstance(bad[0]["connection"], int)
+        self.assertRegex(bad[0]["peer"], r"^127\.0\.0\.1:\d+$")
+        self.assertTrue(any(x["component"] == "listener" for x in lines))
+        self.assertNotIn('"level":"debug"', after, "a reload to warn keeps debug lines out")
+
+    get = Http.get
 
 
 if __name__ == "__main__":
