@@ -42,6 +42,8 @@ void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out) {
       mqr_journal_stats(d->w, &st);
       out->journal_records = st.records;
       out->journal_writes = st.writes;
+      memcpy(out->journal_write_latency, st.write_latency, sizeof st.write_latency);
+      out->journal_write_ns = st.write_ns;
     }
   }
 }

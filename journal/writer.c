@@ -187,9 +187,13 @@ static void release_files(mqr_journal_writer_t *w, const mqr__jseg_t *s) {
   }
 }
 
+const double mqr_journal_latency_bounds[MQR_JOURNAL_LATENCY_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
 static void write_segment(uv_work_t *req) {
   mqr_journal_writer_t *w = req->data;
   mqr__jseg_t *s = w->writing;
+  uint64_t t0 = uv_hrtime();
   char path[4096];
   mqr__journal_path(w, s->file_id, false, path, sizeof path);
   w->status = 0;
@@ -205,6 +209,7 @@ static void write_segment(uv_work_t *req) {
     }
     if (!w->no_sync && w->io.fdatasync(w->fd) != 0) return fail(w, "cannot sync", path);
   }
+  w->write_ns = uv_hrtime() - t0; /* (read on the loop once this work is done) */
   release_files(w, s);
 }
 
@@ -242,6 +247,12 @@ static void written(uv_work_t *req, int status) {
   if (rc == 0) {
     w->stats.records += s->n_cbs;
     w->stats.writes += s->len != 0;
+    if (s->len) {
+      int k = 0;
+      while (k < MQR_JOURNAL_LATENCY_BUCKETS && (double)w->write_ns > mqr_journal_latency_bounds[k] * 1e9) k++;
+      w->stats.write_latency[k]++;
+      w->stats.write_ns += w->write_ns;
+    }
     w->stats.bytes += s->len;
     w->stats.released += s->n_rel;
     if (s->new_file) {

@@ -50,6 +50,7 @@ struct mqr_journal_writer_s {
   void (*close_cb)(void *arg);
   void *close_arg;
   mqr_journal_stats_t stats;
+  uint64_t write_ns; /* the last write round's time: set by the worker, read on the loop after it */
   /* The write in flight, and the worker's side. */
   uv_work_t work;
   mqr__jseg_t *writing;

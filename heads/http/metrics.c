@@ -229,6 +229,21 @@ static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t
            (double)st.journal_writes);
     family(t, "mqr_journal_compactions_total", "counter", "Journal files compacted since start", broker, "",
            (double)st.compactions);
+    mqr__http_printf(t, "# HELP mqr_journal_write_seconds Time of each journal write round (pwrite and fdatasync)\n"
+                        "# TYPE mqr_journal_write_seconds histogram\n");
+    uint64_t below = 0;
+    for (int k = 0; k <= MQR_JOURNAL_LATENCY_BUCKETS; k++) {
+      below += st.journal_write_latency[k];
+      if (k < MQR_JOURNAL_LATENCY_BUCKETS)
+        mqr__http_printf(t, "mqr_journal_write_seconds_bucket{broker=\"%s\",le=\"%g\"} %llu\n", broker,
+                         mqr_journal_latency_bounds[k], (unsigned long long)below);
+      else
+        mqr__http_printf(t, "mqr_journal_write_seconds_bucket{broker=\"%s\",le=\"+Inf\"} %llu\n", broker,
+                         (unsigned long long)below);
+    }
+    mqr__http_printf(
+        t, "mqr_journal_write_seconds_sum{broker=\"%s\"} %.9f\nmqr_journal_write_seconds_count{broker=\"%s\"} %llu\n",
+        broker, (double)st.journal_write_ns / 1e9, broker, (unsigned long long)below);
     family(t, "mqr_journal_failed", "gauge", "1 while the journal cannot write (durable sends refused)", broker, "",
            st.journal_failed);
   }

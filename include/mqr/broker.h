@@ -235,6 +235,8 @@ typedef struct {
   uint64_t journal_records; /* records written since start */
   uint64_t journal_writes;  /* their fdatasync rounds */
   uint64_t compactions;     /* oldest files whose live records were copied forward */
+  uint64_t journal_write_latency[MQR_JOURNAL_LATENCY_BUCKETS + 1]; /* write rounds by time (journal_writer.h) */
+  uint64_t journal_write_ns;                                       /* their times, together */
 } mqr_broker_stats_t;
 
 /* The broker's counters into *out. May be called from a callback. */

@@ -101,6 +101,12 @@ MQR_EXTERN void mqr_journal_position(const mqr_journal_writer_t *w, uint64_t *fi
  * MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_journal_release(mqr_journal_writer_t *w, uint64_t file_id);
 
+/* The write rounds' times (pwrite + fdatasync) are counted in buckets: round i of
+ * write_latency took at most mqr_journal_latency_bounds[i] seconds (and more than the
+ * bound before it), the last counts the rest. */
+#define MQR_JOURNAL_LATENCY_BUCKETS 14
+MQR_EXTERN extern const double mqr_journal_latency_bounds[MQR_JOURNAL_LATENCY_BUCKETS];
+
 typedef struct {
   uint64_t records;    /* appended and durable */
   uint64_t writes;     /* pwrite + fdatasync rounds: records / writes is the group size */
@@ -114,6 +120,8 @@ typedef struct {
   uint32_t torn;       /* files whose torn tail was cut at open */
   uint64_t cut_file;   /* truncate_damaged: the file cut at a damaged record (0: none) */
   uint64_t cut_offset; /* and the offset of that record */
+  uint64_t write_latency[MQR_JOURNAL_LATENCY_BUCKETS + 1]; /* write rounds by their time (above) */
+  uint64_t write_ns;                                       /* their times, together */
 } mqr_journal_stats_t;
 
 /* Why the writer failed (a failed write or fdatasync: what, which file, the system's

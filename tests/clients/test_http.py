@@ -315,6 +315,36 @@ class Http(unittest.TestCase):
         self.assert_refused(b"POST /healthz HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400)
 
 
+class JournalHistogram(unittest.TestCase):
+    """With persistence, /metrics has the journal's write times as a Prometheus histogram
+    that counts every write round, and the journal's families."""
+
+    def test_write_seconds(self):
+        data = tempfile.mkdtemp(prefix="mqr-http-journal-")
+        b = Mqrd(MQRD, "security: {allow-anonymous: true}\npersistence: {directory: %s}\n"
+                       "listeners:\n  - {name: m, host: 127.0.0.1, port: 0, protocols: [mqr, http],\n"
+                       "     http: {anonymous-metrics: true}}\n"
+                       "addresses:\n  jobs: {anycast: [jobs]}\n" % data)
+        try:
+            for _ in range(3):
+                mqr("send", "--url", "tcp://127.0.0.1:%d" % b.port, "--durable", "--body", "x", "jobs")
+            r, body = Http.get(self, b.port, "/metrics")
+            self.assertEqual(r.status, 200)
+        finally:
+            self.assertEqual(b.stop(), 0)
+            shutil.rmtree(data, ignore_errors=True)
+        fams = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        h = fams["mqr_journal_write_seconds"]
+        self.assertEqual(h.type, "histogram")
+        buckets = [x.value for x in h.samples if x.name.endswith("_bucket")]
+        self.assertEqual(buckets, sorted(buckets), "buckets are cumulative")
+        count = [x.value for x in h.samples if x.name.endswith("_count")][0]
+        self.assertGreaterEqual(count, 3)
+        self.assertEqual(buckets[-1], count)
+        self.assertGreater([x.value for x in h.samples if x.name.endswith("_sum")][0], 0)
+        self.assertEqual(fams["mqr_durable_messages"].samples[0].value, 3)
+
+
 class JsonLog(unittest.TestCase):
     """log: {format: json, level: debug}: every line one JSON object with time, level,
     component and message, and a connection's lines with its id and peer; a reload to
