@@ -84,6 +84,7 @@ int mqr_broker_create(uv_loop_t *loop, const mqr_broker_options_t *opt, mqr_brok
   }
   mqr__configured_recovered(b); /* the config's queues recorded; those it no longer lists, kept or deleted */
   b->started = true;
+  b->started_ns = uv_hrtime();
   *out = b;
   return 0;
 }

@@ -280,6 +280,7 @@ struct mqr_broker_s {
     size_t frame_cap;
   } deliver[MQR__DELIVER_DEPTH];
   bool closing, started;
+  uint64_t started_ns; /* uv_hrtime when it started (its uptime) */
   uint32_t open_handles;
   void (*close_cb)(void *arg);
   void *close_arg;

@@ -259,6 +259,7 @@ void mqr__broker_handle_closed(mqr_broker_t *b);
 /* Its loop, options and config (the one it runs on now), whether it is closing, and
  * whether it has a journal. */
 uv_loop_t *mqr__loop(const mqr_broker_t *b);
+uint64_t mqr__uptime_s(const mqr_broker_t *b); /* seconds since it started */
 const mqr_broker_options_t *mqr__options(const mqr_broker_t *b);
 const mqr_config_t *mqr__config(const mqr_broker_t *b);
 bool mqr__closing(const mqr_broker_t *b);

@@ -18,6 +18,8 @@ void mqr__broker_handle_closed(mqr_broker_t *b) {
 }
 
 uv_loop_t *mqr__loop(const mqr_broker_t *b) { return b->loop; }
+
+uint64_t mqr__uptime_s(const mqr_broker_t *b) { return b->started ? (uv_hrtime() - b->started_ns) / 1000000000ull : 0; }
 const mqr_broker_options_t *mqr__options(const mqr_broker_t *b) { return &b->opt; }
 const mqr_config_t *mqr__config(const mqr_broker_t *b) { return b->config; }
 bool mqr__closing(const mqr_broker_t *b) { return b->closing; }

@@ -43,8 +43,10 @@ static int find_or_make_queue(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t 
     return 0;
   }
   /* CONSUME on the address subscribed to: a wildcard subscription's is checked as the
-   * name it is (news.# needs a match that covers news.#, not one of news.eu alone). */
-  if (!mqr__may(b, who, MQR_PERM_CONSUME, address, err)) return MQR_EPERM;
+   * name it is (news.# needs a match that covers news.#, not one of news.eu alone). The
+   * broker's own figures ($SYS.*, MQTT's $SYS/ topics) are read with BROWSE. */
+  bool figures = address.len >= 5 && memcmp(address.ptr, "$SYS.", 5) == 0;
+  if (!mqr__may(b, who, figures ? MQR_PERM_BROWSE : MQR_PERM_CONSUME, address, err)) return MQR_EPERM;
   char buf[512];
   bool wild = false; /* an ANYCAST queue for a consumer on a wildcard address */
   if (!sep) {

@@ -267,8 +267,14 @@ static int cmd_show(const char *path) {
     printf("listener %s host=%s port=%u protocols=%s max-frame-size=%u handshake-timeout=%ums idle-timeout=%ums",
            l->name, l->host, l->port, protocols, l->max_frame, l->handshake_timeout_ms, l->idle_timeout_ms);
     for (uint32_t k = 0; (def = mqr_config_protocol(k)) != NULL; k++) /* each protocol's block */
-      for (uint32_t o = 0; (l->protocols & def->bit) && o < def->n_options; o++)
-        printf(" %s-%s=%lld", def->name, def->options[o].key, (long long)mqr_listener_option(l, def, o));
+      for (uint32_t o = 0; (l->protocols & def->bit) && o < def->n_options; o++) {
+        long long v = (long long)mqr_listener_option(l, def, o);
+        if (def->options[o].kind == MQR_OPTION_BOOL)
+          printf(" %s-%s=%s", def->name, def->options[o].key, v ? "true" : "false");
+        else
+          printf(" %s-%s=%lld%s", def->name, def->options[o].key, v,
+                 def->options[o].kind == MQR_OPTION_DURATION ? "ms" : "");
+      }
     for (uint32_t k = 0; k < l->prefixes.count; k++)
       printf(" %s-prefix=%.*s", l->prefixes.items[k].type == MQR_ANYCAST ? "anycast" : "multicast",
              (int)l->prefixes.items[k].text.len, l->prefixes.items[k].text.ptr);

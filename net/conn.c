@@ -202,6 +202,12 @@ uint32_t mqr__net_connections(mqr_broker_t *b, const mqr__head_t *h) {
   return n;
 }
 
+void mqr__net_bytes(mqr_broker_t *b, uint64_t *in, uint64_t *out) {
+  struct mqr__net_s *net = mqr__net(b);
+  *in = net ? net->bytes_in : 0;
+  *out = net ? net->bytes_out : 0;
+}
+
 void mqr__conn_room_unused(mqr__conn_t *c) {
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c);
 }
@@ -218,6 +224,7 @@ void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
   if (nread == 0) return;
   c->heard_ms = uv_now(mqr__loop(c->b));
   c->rlen += (size_t)nread;
+  c->net->bytes_in += (uint64_t)nread;
   c->reading = true;
   mqr__conn_process(c);
 }

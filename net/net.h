@@ -218,6 +218,8 @@ static inline const char *mqr__conn_identity(mqr__conn_t *c) {
 }
 /* Whether its transport encrypts (TLS). */
 static inline bool mqr__conn_secure(const mqr__conn_t *c) { return c->tr && c->tr->secure; }
+/* Bytes read from and written to the broker's connections since it started. */
+void mqr__net_bytes(mqr_broker_t *b, uint64_t *in, uint64_t *out);
 /* The broker's connections open now that speak h (NULL: every one). */
 uint32_t mqr__net_connections(mqr_broker_t *b, const mqr__head_t *h);
 /* Handle its frames again next pass. */
@@ -251,9 +253,10 @@ struct mqr__net_s {
   uint32_t n_wreq_free;
   void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
   uint32_t n_rbuf_free;
-  uv_timer_t tick;    /* timeouts, heartbeats, paused peers gone */
-  void *heads[8];     /* each head's state, in the order of mqr__heads */
-  uint32_t protocols; /* the protocols some listener names */
+  uv_timer_t tick;              /* timeouts, heartbeats, paused peers gone */
+  void *heads[8];               /* each head's state, in the order of mqr__heads */
+  uint32_t protocols;           /* the protocols some listener names */
+  uint64_t bytes_in, bytes_out; /* read from and written to connections, since start */
 };
 
 static inline struct mqr__net_s *mqr__net(const mqr_broker_t *b) { return *mqr__net_slot(b); }

@@ -124,6 +124,7 @@ void mqr__conn_written(mqr__wreq_t *w, int status) {
   bool was_paused = mqr__conn_paused(c);
   c->progress_ms = uv_now(mqr__loop(b));
   c->in_flight -= w->total;
+  if (status >= 0) c->net->bytes_out += w->total;
   c->writes--;
   mqr__wreq_recycle(b, w);
   if (status < 0 && c->state != MQR__CONN_CLOSING) {

@@ -160,6 +160,7 @@ void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now) {
     }
     pp = &ss->next;
   }
+  mqr__mqtt_sys_tick(b, now);
 }
 
 /* ---- CONNECT ----------------------------------------------------------------------------------- */
@@ -622,6 +623,7 @@ static const mqr_option_def_t options[] = {
     {"receive-maximum", MQR_OPTION_INT, 1, 65535, 65535},
     {"server-keep-alive", MQR_OPTION_INT, -1, 65535, -1},
     {"topic-alias-maximum", MQR_OPTION_INT, 0, 65535, 64},
+    {"sys-interval", MQR_OPTION_DURATION, 0, 86400000, 10000},
 };
 const mqr_protocol_def_t mqr__mqtt_def = {"mqtt", MQR_PROTOCOL_MQTT, options, sizeof options / sizeof *options};
 

@@ -136,6 +136,11 @@ typedef struct {
   uint32_t *sub_ids;
   uint8_t *raw; /* a PUBLISH's user properties as they came, when a name repeats (publish.c) */
   size_t raw_cap;
+  /* $SYS (sys.c): when it was last published, the counters then, their load averages */
+  uint64_t sys_received, sys_sent; /* PUBLISH packets from clients, and deliveries to them */
+  uint64_t sys_at;
+  uint64_t sys_last[4];
+  double sys_load[4][3];
 } mqtt_registry_t;
 
 /* The property that keeps an MQTT 5 PUBLISH's user properties as they came, in order and
@@ -156,7 +161,13 @@ int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id);
 extern const mqr__head_t mqr__mqtt_head;
 /* A listener's mqtt block (head.c): its options, in this order. */
 extern const mqr_protocol_def_t mqr__mqtt_def;
-enum { MQTT_OPT_MAX_PACKET, MQTT_OPT_RECEIVE_MAX, MQTT_OPT_SERVER_KEEP_ALIVE, MQTT_OPT_TOPIC_ALIAS_MAX };
+enum {
+  MQTT_OPT_MAX_PACKET,
+  MQTT_OPT_RECEIVE_MAX,
+  MQTT_OPT_SERVER_KEEP_ALIVE,
+  MQTT_OPT_TOPIC_ALIAS_MAX,
+  MQTT_OPT_SYS_INTERVAL
+};
 static inline int64_t mqr__mqtt_opt(const mqr__conn_t *c, int i) {
   return mqr_listener_option(c->l->cfg, &mqr__mqtt_def, i);
 }
@@ -166,6 +177,9 @@ mqtt_registry_t *mqr__mqtt_registry(mqr_broker_t *b, bool make);
 void mqr__mqtt_free_sessions(mqr_broker_t *b);
 /* Sessions past their expiry, delayed wills: every tick. */
 void mqr__mqtt_tick_sessions(mqr_broker_t *b, uint64_t now);
+/* heads/mqtt/sys.c: the $SYS/broker/... topics published again (retained) when sys-interval has
+ * passed. */
+void mqr__mqtt_sys_tick(mqr_broker_t *b, uint64_t now);
 
 /* publish.c */
 /* An MQTT topic name or filter as an address of the broker's wildcard syntax: '/'

@@ -204,6 +204,7 @@ void mqr__mqtt_on_publish(mqr__conn_t *c, mqr__mqtt_packet_t *p) {
   mqtt_conn_t *mc = c->hs;
   mqtt_session_t *ss = mc->ss;
   mqr__mqtt_publish_t *m = &p->u.publish;
+  mqr__mqtt_registry(c->b, false)->sys_received++; /* ($SYS/broker/messages/received) */
   /* 5.0 topic aliases: set with a topic, used without one. */
   if (MQR__MQTT_HAS(&p->props, 0x23)) {
     uint16_t a = p->props.topic_alias;

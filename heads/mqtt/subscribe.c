@@ -463,6 +463,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   mqtt_registry_t *reg = mqr__mqtt_registry(c->b, false);
   mqr_stored_view_t sv;
   mqr_tail_view_t tv;
+  reg->sys_sent++; /* ($SYS/broker/messages/sent) */
   if (mqr_message_read_stored(e->msg->data, e->msg->len, &sv, NULL) != 0 ||
       mqr_message_read_tail(sv.tail, sv.tail_len, &tv, NULL) != 0) {
     done(k, e->delivery); /* cannot be: the broker wrote it */

@@ -143,6 +143,7 @@ typedef struct {
   bool json; /* one JSON object per line, for log shippers; false: text */
 } mqr_log_config_t;
 
+/* The config's log section (level -1 and text when it has none). */
 MQR_EXTERN const mqr_log_config_t *mqr_config_log(const mqr_config_t *cfg);
 
 /* The config's persistence section (defaults when it has none). */

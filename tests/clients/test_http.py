@@ -58,7 +58,7 @@ listeners:
     host: 127.0.0.1
     port: 0
     protocols: [http]
-    http: {max-header-size: 2KiB, max-body-size: 1KiB, request-timeout: 500ms, keep-alive-timeout: 1s}
+    http: {max-header-size: 2KiB, max-body-size: 1KiB, request-timeout: 2s, keep-alive-timeout: 1s}
   - name: webs
     host: 127.0.0.1
     port: 0
@@ -343,6 +343,66 @@ class JournalHistogram(unittest.TestCase):
         self.assertEqual(buckets[-1], count)
         self.assertGreater([x.value for x in h.samples if x.name.endswith("_sum")][0], 0)
         self.assertEqual(fams["mqr_durable_messages"].samples[0].value, 3)
+
+
+class SysTopics(unittest.TestCase):
+    """$SYS/broker/... as mosquitto publishes them, retained, every sys-interval; a
+    subscription to them needs browse; '#' does not match them [MQTT-4.7.2-1]."""
+
+    def test_sys_topics(self):
+        home = tempfile.mkdtemp(prefix="mqr-sys-")
+        self.addCleanup(shutil.rmtree, home, True)
+        users = os.path.join(home, "users")
+        mqr("user", "add", "--users-file", users, "ops", "--roles", "ops", "--password", "opspw")
+        mqr("user", "add", "--users-file", users, "app", "--roles", "app", "--password", "apppw")
+        b = Mqrd(MQRD, "security:\n  users-file: %s\n  security-settings:\n"
+                       "    '#': {send: [app, ops], consume: [app, ops], browse: [ops],\n"
+                       "          create-address: [app, ops], create-non-durable-queue: [app, ops],\n"
+                       "          delete-non-durable-queue: [app, ops]}\n"
+                       "address-settings:\n  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
+                       "listeners:\n  - {name: m, host: 127.0.0.1, port: 0, protocols: [mqtt],"
+                       " mqtt: {sys-interval: 300ms}}\n" % users)
+        try:
+            def client(user, pw, topic):
+                got, granted = [], []
+                c = paho.Client(client_id="sys-%s-%d" % (user, len(topic)), protocol=paho.MQTTv311)
+                c.username_pw_set(user, pw)
+                c.on_message = lambda cl, ud, m: got.append((m.topic, m.payload.decode()))
+                c.on_subscribe = lambda cl, ud, mid, qos: granted.extend(qos)
+                c.connect("127.0.0.1", b.port)
+                c.loop_start()
+                c.subscribe(topic, 0)
+                self.assertTrue(wait_for(lambda: granted))
+                return c, got, granted
+            time.sleep(0.5)
+            ops, ops_got, ops_granted = client("ops", "opspw", "$SYS/broker/#")
+            app, app_got, app_granted = client("app", "apppw", "$SYS/broker/#")
+            every, every_got, _ = client("ops", "opspw", "#")
+            pub = paho.Client(client_id="sys-pub", protocol=paho.MQTTv311)
+            pub.username_pw_set("app", "apppw")
+            pub.connect("127.0.0.1", b.port)
+            pub.loop_start()
+            pub.publish("x/y", b"hello").wait_for_publish()
+            self.assertTrue(wait_for(lambda: ("x/y", "hello") in every_got))
+
+            def saw(topic, pred):
+                return any(t == topic and pred(v) for t, v in list(ops_got))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/version", lambda v: v.startswith("mqrd "))))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/uptime", lambda v: v.endswith(" seconds"))))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/messages/received", lambda v: int(v) >= 1)))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/messages/sent", lambda v: int(v) >= 1)))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/clients/connected", lambda v: int(v) >= 4)))
+            self.assertTrue(wait_for(lambda: saw("$SYS/broker/bytes/received", lambda v: int(v) > 0)))
+            self.assertTrue(any(t.startswith("$SYS/broker/load/messages/received/") for t, _ in ops_got))
+            self.assertEqual(ops_granted, [0])
+            self.assertEqual(app_granted, [128], "$SYS needs browse")
+            self.assertEqual(app_got, [])
+            self.assertFalse(any(t.startswith("$SYS") for t, _ in every_got), "'#' does not match $SYS")
+            for c in (ops, app, every, pub):
+                c.loop_stop()
+                c.disconnect()
+        finally:
+            self.assertEqual(b.stop(), 0)
 
 
 class JsonLog(unittest.TestCase):
