@@ -60,6 +60,7 @@ void mqr__conn_close_cb(uv_handle_t *h) {
   net->n_conns--;
   c->l->n_conns--;
   if (c->tr && c->tr->release) c->tr->release(c); /* after its last write: a graceful close's go through it */
+  mqr__ws_free(c);
   mqr_free(c);
   mqr__broker_handle_closed(b);
 }
@@ -91,6 +92,7 @@ __attribute__((format(printf, 3, 4))) void mqr__conn_fail(mqr__conn_t *c, int co
 
 void mqr__conn_close(mqr__conn_t *c, bool graceful) {
   if (c->state == MQR__CONN_CLOSING) return;
+  if (c->ws && graceful) mqr__ws_bye(c); /* the close frame, after what was written */
   c->state = MQR__CONN_CLOSING;
   if (c->reading) c->tr->read_stop(c);
   c->reading = false;
@@ -125,6 +127,12 @@ static int pick_head(mqr__conn_t *c) {
   return -1;
 }
 
+const mqr__head_t *mqr__head_named(const char *name) {
+  for (const mqr__head_t *const *h = mqr__heads; *h; h++)
+    if (strcmp((*h)->def->name, name) == 0) return *h;
+  return NULL;
+}
+
 bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h) {
   c->head = h;
   if (h->open && h->open(c) != 0) {
@@ -139,6 +147,10 @@ bool mqr__conn_set_head(mqr__conn_t *c, const mqr__head_t *h) {
 /* Takes every whole frame in the read buffer, while the connection may go on. */
 void mqr__conn_process(mqr__conn_t *c) {
   uint32_t budget = MQR__FRAMES_PER_PASS; /* then the loop serves others, and this goes on next pass */
+  if (mqr__ws_pending(c)) {               /* frames that waited for the head's room (it calls back here) */
+    mqr__ws_pump(c);
+    if (c->state == MQR__CONN_CLOSING) return;
+  }
   if (c->head == NULL && c->rbuf && c->rpos < c->rlen) {
     int r = pick_head(c);
     if (r < 0) return;
@@ -165,7 +177,9 @@ void mqr__conn_process(mqr__conn_t *c) {
   }
 }
 
-uv_buf_t mqr__conn_room(mqr__conn_t *c) {
+uv_buf_t mqr__conn_room(mqr__conn_t *c) { return c->ws ? mqr__ws_room(c) : mqr__conn_head_room(c); }
+
+uv_buf_t mqr__conn_head_room(mqr__conn_t *c) {
   if (c->rbuf == NULL) {
     if ((c->rbuf = rbuf_get(c->b)) == NULL) return uv_buf_init(NULL, 0);
     c->rbuf_pooled = true;
@@ -222,9 +236,17 @@ void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
     return;
   }
   if (nread == 0) return;
+  c->net->bytes_in += (uint64_t)nread;
+  if (c->ws) {
+    mqr__ws_received(c, (size_t)nread);
+    return;
+  }
   c->heard_ms = uv_now(mqr__loop(c->b));
   c->rlen += (size_t)nread;
-  c->net->bytes_in += (uint64_t)nread;
+  mqr__conn_head_received(c);
+}
+
+void mqr__conn_head_received(mqr__conn_t *c) {
   c->reading = true;
   mqr__conn_process(c);
 }

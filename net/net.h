@@ -175,6 +175,7 @@ struct mqr__conn_s {
   uint64_t opened_ms, heard_ms, progress_ms; /* uv_now of: accept; last bytes read; last write done */
   struct mqr__conn_s *next_dirty, *next_resume;
   char peer[64];
+  struct mqr__ws_s *ws;            /* WebSocket framing (ws.c), after an HTTP upgrade; else NULL */
   struct mqr__conn_s *next, *prev; /* the layer's list */
 };
 
@@ -220,6 +221,14 @@ static inline const char *mqr__conn_identity(mqr__conn_t *c) {
 static inline bool mqr__conn_secure(const mqr__conn_t *c) { return c->tr && c->tr->secure; }
 /* Bytes read from and written to the broker's connections since it started. */
 void mqr__net_bytes(mqr_broker_t *b, uint64_t *in, uint64_t *out);
+/* The HTTP head's upgrade to a WebSocket (ws.c): from now on the connection's bytes are
+ * WebSocket frames, each client frame of at most max_frame bytes, carrying h's stream; h
+ * takes the connection (its open op) as at a connect, its handshake-timeout starting now.
+ * What the head wrote before (the 101 answer) goes unframed; what the client sent behind
+ * its upgrade request is taken as frames. 0, or MQR_ENOMEM (the caller closes). */
+int mqr__conn_websocket(mqr__conn_t *c, const mqr__head_t *h, uint64_t max_frame);
+/* The head of that protocol name ("mqtt"), or NULL. */
+const mqr__head_t *mqr__head_named(const char *name);
 /* The broker's connections open now that speak h (NULL: every one). */
 uint32_t mqr__net_connections(mqr_broker_t *b, const mqr__head_t *h);
 /* Handle its frames again next pass. */
@@ -241,6 +250,19 @@ void mqr__conn_room_unused(mqr__conn_t *c);
 void mqr__conn_written(mqr__wreq_t *w, int status);
 
 /* ---- inside the layer ------------------------------------------------------------------------------ */
+
+/* The head's read buffer (room, and bytes added to rlen taken), under a WebSocket or not. */
+uv_buf_t mqr__conn_head_room(mqr__conn_t *c);
+void mqr__conn_head_received(mqr__conn_t *c);
+/* ws.c: frames read (room, received), fed to the head while it has room (pump, pending:
+ * some wait); a write's frame around the head's bytes; the close frame; the end. */
+uv_buf_t mqr__ws_room(mqr__conn_t *c);
+void mqr__ws_received(mqr__conn_t *c, size_t n);
+bool mqr__ws_pending(const mqr__conn_t *c);
+void mqr__ws_pump(mqr__conn_t *c);
+int mqr__ws_frame(mqr__conn_t *c, mqr__wreq_t *w);
+void mqr__ws_bye(mqr__conn_t *c);
+void mqr__ws_free(mqr__conn_t *c);
 
 /* The layer's state, b->net. */
 struct mqr__net_s {

@@ -146,6 +146,11 @@ static void flush_conn(mqr__conn_t *c) {
   mqr__wreq_t *w = c->out;
   c->out = NULL;
   if (w == NULL) return;
+  if (c->ws && !c->closed && mqr__ws_frame(c, w) != 0) { /* (control frames, then the head's bytes as one) */
+    mqr__wreq_recycle(c->b, w);
+    mqr__conn_close(c, false);
+    return;
+  }
   if (w->n_segs == 0 || c->closed) {
     mqr__wreq_recycle(c->b, w);
     return;

@@ -95,6 +95,7 @@ static const char *reason(int status) {
   case 405: return "Method Not Allowed";
   case 408: return "Request Timeout";
   case 413: return "Content Too Large";
+  case 426: return "Upgrade Required";
   case 431: return "Request Header Fields Too Large";
   case 500: return "Internal Server Error";
   case 503: return "Service Unavailable";
@@ -120,12 +121,12 @@ static bool answer_top(mqr__conn_t *c, const mqr__http_answer_t *a, size_t len, 
   char top[640];
   int n = snprintf(top, sizeof top,
                    "HTTP/1.1 %d %s\r\nServer: mqrd/%s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                   "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s%s%s\r\n",
+                   "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s%s%s%s\r\n",
                    a->status, reason(a->status), mqr_version(),
                    a->content_type ? a->content_type : "text/plain; charset=utf-8", len,
                    a->status == 401 ? "WWW-Authenticate: Basic realm=\"mqrd\", charset=\"UTF-8\"\r\n" : "",
                    a->allow ? "Allow: " : "", a->allow ? a->allow : "", a->allow ? "\r\n" : "",
-                   close ? "Connection: close\r\n" : "");
+                   close ? "Connection: close\r\n" : "", a->extra ? a->extra : "");
   return mqr__http_out(c, top, (size_t)n);
 }
 
@@ -419,6 +420,97 @@ static void resume(mqr__conn_t *c) {
     mqr__conn_hold(c, false);
 }
 
+static void release(mqr__conn_t *c);
+
+/* ---- the WebSocket upgrade ------------------------------------------------------------------------ */
+
+/* Whether the comma-separated list v holds token t (case-insensitive). */
+static bool has_token(mqr_str_t v, const char *t) {
+  size_t n = strlen(t);
+  for (size_t i = 0; i < v.len;) {
+    while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == ',' || v.ptr[i] == '\t')) i++;
+    size_t s = i;
+    while (i < v.len && v.ptr[i] != ',') i++;
+    size_t e = i;
+    while (e > s && (v.ptr[e - 1] == ' ' || v.ptr[e - 1] == '\t')) e--;
+    if (e - s == n && strncasecmp(v.ptr + s, t, n) == 0) return true;
+  }
+  return false;
+}
+
+/* The subprotocols of MQTT and STOMP over WebSockets (Artemis's and mosquitto's names),
+ * and the protocol each one is. */
+static const struct {
+  const char *sub, *protocol;
+} subprotocols[] = {{"mqtt", "mqtt"},       {"mqttv3.1", "mqtt"},   {"v12.stomp", "stomp"},
+                    {"v11.stomp", "stomp"}, {"v10.stomp", "stomp"}, {"stomp", "stomp"}};
+
+/* A GET with Upgrade: websocket (RFC 6455 4.2): 101 and the connection becomes a
+ * WebSocket for the head its subprotocol names (1), or refused and closed (-1). */
+static int upgrade(mqr__conn_t *c, http_t *h) {
+  mqr_str_t v, key = MQR_STR(""), protocols = MQR_STR("");
+  const char *why = NULL;
+  int status = 400;
+  if (h->parser.method != HTTP_GET || h->parser.http_major != 1 || h->parser.http_minor < 1)
+    why = "a WebSocket upgrade is a GET in HTTP/1.1";
+  else if (!header(h, "Upgrade", &v) || !has_token(v, "websocket"))
+    why = "only an upgrade to websocket is offered";
+  else if (!header(h, "Connection", &v) || !has_token(v, "upgrade"))
+    why = "Connection does not say Upgrade";
+  else if (!header(h, "Sec-WebSocket-Version", &v) || !mqr_str_eq(v, MQR_STR("13")))
+    why = "only WebSocket version 13 is spoken", status = 426;
+  else if (!header(h, "Sec-WebSocket-Key", &key) || key.len != 24 || key.ptr[22] != '=' || key.ptr[23] != '=')
+    why = "Sec-WebSocket-Key is not 16 bytes in base64";
+  else if (!header(h, "Sec-WebSocket-Protocol", &protocols))
+    why = "no Sec-WebSocket-Protocol: mqrd speaks mqtt, mqttv3.1, v10.stomp, v11.stomp and v12.stomp";
+  const char *sub = NULL;
+  const mqr__head_t *to = NULL;
+  for (size_t i = 0; why == NULL && to == NULL && i < sizeof subprotocols / sizeof *subprotocols; i++) {
+    const mqr__head_t *x = mqr__head_named(subprotocols[i].protocol);
+    if (has_token(protocols, subprotocols[i].sub) && x && (c->l->cfg->protocols & x->def->bit))
+      to = x, sub = subprotocols[i].sub;
+  }
+  if (why == NULL && to == NULL)
+    why = "none of its subprotocols is a protocol of this listener (mqtt, mqttv3.1, v1x.stomp)";
+  if (why) {
+    mqr__http_answer_t a = {.status = status};
+    mqr__http_printf(&a.body, "%s\n", why);
+    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): WebSocket upgrade refused: %s", (long long)c->sess.id, c->peer,
+             why);
+    if (status == 426) a.extra = "Sec-WebSocket-Version: 13\r\n";
+    answer(c, &a, false, true);
+    mqr_free(a.body.p);
+    return -1;
+  }
+  /* Sec-WebSocket-Accept: base64(SHA-1(key + the RFC's GUID)). */
+  char in[64];
+  memcpy(in, key.ptr, 24);
+  memcpy(in + 24, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+  unsigned char md[EVP_MAX_MD_SIZE], accept[64];
+  unsigned int mdn = 0;
+  if (EVP_Digest(in, 60, md, &mdn, EVP_sha1(), NULL) != 1) {
+    mqr__conn_close(c, false);
+    return -1;
+  }
+  EVP_EncodeBlock(accept, md, (int)mdn);
+  char top[320];
+  int n = snprintf(top, sizeof top,
+                   "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
+                   accept, sub);
+  if (!mqr__http_out(c, top, (size_t)n)) return -1;
+  /* Each frame at most what the protocol's own limit lets one packet or frame be, and room
+   * for its header. */
+  uint64_t max = (uint64_t)mqr_listener_option(c->l->cfg, to->def, 0) + 64;
+  mqr__log(c->b, MQR_LOG_DEBUG, "connection %lld (%s): WebSocket, subprotocol %s", (long long)c->sess.id, c->peer, sub);
+  release(c); /* the HTTP head's state (h) goes */
+  if (mqr__conn_websocket(c, to, max) != 0) {
+    mqr__conn_close(c, false);
+    return -1;
+  }
+  return 1;
+}
+
 static int take(mqr__conn_t *c) {
   http_t *h = c->hs;
   if (!h->complete) {
@@ -439,10 +531,7 @@ static int take(mqr__conn_t *c) {
       return -1;
     }
     if (!h->complete) return 0;
-    if (h->parser.upgrade) {
-      refuse(c, 400, "no protocol upgrade is offered on this path");
-      return -1;
-    }
+    if (h->parser.upgrade) return upgrade(c, h);
   }
   return serve(c, h);
 }

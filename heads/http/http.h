@@ -51,6 +51,7 @@ typedef struct {
   const char *content_type;
   mqr__http_text_t body;
   const char *allow;            /* 405: the methods the path takes */
+  const char *extra;            /* more header lines, each ending in CRLF (may be NULL) */
   mqr__http_metrics_t *metrics; /* the body is this, once made */
 } mqr__http_answer_t;
 

@@ -1,0 +1,238 @@
+/* WebSocket framing (RFC 6455) between a connection's transport and its head, once the
+ * HTTP head has upgraded the connection: MQTT and STOMP over WebSockets see the byte
+ * stream they see over TCP. The frames a client sends are parsed by wslay (Debian's
+ * libwslay: masking checked, control frames answered, fragments and the close handshake
+ * as the RFC says, a frame over the limit refused with 1009), without buffering messages:
+ * each data frame's payload goes straight into the head's read buffer, fed no faster than
+ * the head has room. What the head writes in a loop pass goes out as one binary frame
+ * (its header written before the write's segments, no copy), after the control frames
+ * wslay queued. A close from the client, or a protocol error, closes the connection
+ * after the close frame. */
+#include <stdio.h>
+#include <string.h>
+#include <wslay/wslay.h>
+
+#include "net.h"
+
+typedef struct mqr__ws_s mqr__ws_t;
+
+struct mqr__ws_s {
+  wslay_event_context_ptr ctx;
+  uint8_t *raw; /* frames read and not yet given to wslay: raw[pos..len) */
+  size_t pos, len, cap;
+  uint8_t *ctl; /* control frames wslay wrote, for the next write */
+  size_t ctl_len, ctl_cap;
+  uint32_t plain_segs; /* segments of the write being gathered that went before the upgrade */
+  uint8_t opcode;      /* of the frame being received */
+  bool pumping, failed;
+  uint64_t max_frame;
+};
+
+/* ---- wslay's callbacks ------------------------------------------------------------------------ */
+
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg) {
+  (void)flags;
+  mqr__conn_t *c = arg;
+  mqr__ws_t *ws = c->ws;
+  size_t n = ws->len - ws->pos;
+  uv_buf_t room = mqr__conn_head_room(c); /* a payload is never longer than its frame */
+  if (n > room.len) n = room.len;
+  if (n > len) n = len;
+  if (n == 0) { /* all fed, or the head has no room until it takes what it has */
+    wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+    return -1;
+  }
+  memcpy(buf, ws->raw + ws->pos, n);
+  ws->pos += n;
+  return (ssize_t)n;
+}
+
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *arg) {
+  (void)flags;
+  mqr__conn_t *c = arg;
+  mqr__ws_t *ws = c->ws;
+  if (!mqr__grow_size((void **)&ws->ctl, &ws->ctl_cap, ws->ctl_len + len, 1) || mqr__conn_out(c) == NULL) {
+    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+    return -1;
+  }
+  memcpy(ws->ctl + ws->ctl_len, data, len);
+  ws->ctl_len += len;
+  return (ssize_t)len;
+}
+
+static void frame_start(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_start_arg *a, void *arg) {
+  mqr__conn_t *c = arg;
+  if (a->opcode != WSLAY_CONTINUATION_FRAME) c->ws->opcode = a->opcode;
+  if (a->payload_length > c->ws->max_frame) { /* refused at its first bytes, not once it has all come */
+    (void)wslay_event_queue_close(ctx, WSLAY_CODE_MESSAGE_TOO_BIG, NULL, 0);
+    wslay_event_shutdown_read(ctx);
+  }
+}
+
+static void frame_chunk(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_chunk_arg *a, void *arg) {
+  (void)ctx;
+  mqr__conn_t *c = arg;
+  uint8_t op = c->ws->opcode;
+  if (op != WSLAY_BINARY_FRAME && op != WSLAY_TEXT_FRAME) return; /* (control frames: wslay's) */
+  uv_buf_t room = mqr__conn_head_room(c);
+  size_t n = a->data_length <= room.len ? a->data_length : room.len; /* (always all: fed within room) */
+  if (n) memcpy(room.base, a->data, n);
+  c->rlen += n;
+}
+
+static const struct wslay_event_callbacks callbacks = {
+    .recv_callback = recv_cb,
+    .send_callback = send_cb,
+    .on_frame_recv_start_callback = frame_start,
+    .on_frame_recv_chunk_callback = frame_chunk,
+};
+
+/* ---- the connection ------------------------------------------------------------------------------ */
+
+int mqr__conn_websocket(mqr__conn_t *c, const mqr__head_t *h, uint64_t max_frame) {
+  mqr__ws_t *ws = mqr_calloc(1, sizeof *ws);
+  if (ws == NULL || wslay_event_context_server_init(&ws->ctx, &callbacks, c) != 0) {
+    mqr_free(ws);
+    return MQR_ENOMEM;
+  }
+  wslay_event_config_set_no_buffering(ws->ctx, 1);
+  wslay_event_config_set_max_recv_msg_length(ws->ctx, max_frame); /* per frame, without buffering: 1009 past it */
+  ws->max_frame = max_frame;
+  ws->plain_segs = c->out ? c->out->n_segs : 0;  /* the 101 answer goes as it is */
+  size_t rest = c->rbuf ? c->rlen - c->rpos : 0; /* frames sent right behind the upgrade request */
+  if (rest) {
+    if (!mqr__grow_size((void **)&ws->raw, &ws->cap, rest, 1)) {
+      wslay_event_context_free(ws->ctx);
+      mqr_free(ws);
+      return MQR_ENOMEM;
+    }
+    memcpy(ws->raw, c->rbuf + c->rpos, rest);
+    ws->len = rest;
+    c->rpos = c->rlen;
+  }
+  c->ws = ws;
+  if (!mqr__conn_set_head(c, h)) return MQR_ENOMEM;
+  c->state = MQR__CONN_HANDSHAKE;
+  c->opened_ms = uv_now(mqr__loop(c->b)); /* the head's handshake-timeout starts now */
+  if (rest) mqr__conn_schedule(c);
+  return 0;
+}
+
+/* A close frame of ours, with its status code, for the next write. */
+static void own_close(mqr__conn_t *c, uint16_t code) {
+  mqr__ws_t *ws = c->ws;
+  uint8_t f[4] = {0x88, 2, (uint8_t)(code >> 8), (uint8_t)code};
+  if (mqr__grow_size((void **)&ws->ctl, &ws->ctl_cap, ws->ctl_len + sizeof f, 1) && mqr__conn_out(c)) {
+    memcpy(ws->ctl + ws->ctl_len, f, sizeof f);
+    ws->ctl_len += sizeof f;
+  }
+}
+
+bool mqr__ws_pending(const mqr__conn_t *c) { return c->ws && c->ws->pos < c->ws->len; }
+
+/* Feeds what was read to wslay while the head has room, and the head what came out. */
+void mqr__ws_pump(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  if (ws == NULL || ws->pumping) return;
+  ws->pumping = true;
+  while (c->state != MQR__CONN_CLOSING && !ws->failed) {
+    size_t before = c->rlen, at = ws->pos;
+    int rc = wslay_event_recv(ws->ctx);
+    if (rc != 0) { /* a frame the RFC refuses (unmasked, a fragmented control frame, ...), or no memory */
+      ws->failed = true;
+      if (!wslay_event_get_close_sent(ws->ctx)) /* (wslay writes nothing more after its error) */
+        own_close(c, rc == WSLAY_ERR_NOMEM ? WSLAY_CODE_INTERNAL_SERVER_ERROR : WSLAY_CODE_PROTOCOL_ERROR);
+      mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): WebSocket %s; closing it", (long long)c->sess.id, c->peer,
+               rc == WSLAY_ERR_NOMEM ? "out of memory" : "protocol error");
+      mqr__conn_close(c, true);
+      break;
+    }
+    (void)wslay_event_send(ws->ctx);              /* pongs, the close frame */
+    if (!wslay_event_get_read_enabled(ws->ctx)) { /* a close frame came, or a protocol error */
+      ws->failed = true;
+      mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): WebSocket %s (status %u); closing it", (long long)c->sess.id,
+               c->peer, wslay_event_get_close_received(ws->ctx) ? "closed by the client" : "protocol error",
+               wslay_event_get_status_code_received(ws->ctx));
+      if (c->rlen > before) mqr__conn_head_received(c); /* (what came before it is taken) */
+      if (c->state != MQR__CONN_CLOSING) mqr__conn_close(c, true);
+      break;
+    }
+    if (c->rlen > before) mqr__conn_head_received(c);
+    if (ws->pos == at || ws->pos == ws->len) break; /* no room for more, or all fed */
+  }
+  if (ws->pos == ws->len) ws->pos = ws->len = 0;
+  ws->pumping = false;
+}
+
+uv_buf_t mqr__ws_room(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  if (ws->pos && ws->pos == ws->len) ws->pos = ws->len = 0;
+  if (ws->cap - ws->len < MQR__READ_CHUNK / 4) {
+    if (ws->pos) { /* what was fed goes */
+      memmove(ws->raw, ws->raw + ws->pos, ws->len - ws->pos);
+      ws->len -= ws->pos, ws->pos = 0;
+    }
+    if (ws->cap - ws->len < MQR__READ_CHUNK / 4 &&
+        !mqr__grow_size((void **)&ws->raw, &ws->cap, ws->len + MQR__READ_CHUNK, 1))
+      return uv_buf_init(NULL, 0);
+  }
+  return uv_buf_init((char *)ws->raw + ws->len, (unsigned)(ws->cap - ws->len));
+}
+
+void mqr__ws_received(mqr__conn_t *c, size_t n) {
+  c->ws->len += n;
+  c->heard_ms = uv_now(mqr__loop(c->b));
+  mqr__ws_pump(c);
+}
+
+int mqr__ws_frame(mqr__conn_t *c, mqr__wreq_t *w) {
+  mqr__ws_t *ws = c->ws;
+  uint32_t plain = ws->plain_segs < w->n_segs ? ws->plain_segs : w->n_segs;
+  ws->plain_segs = 0;
+  size_t payload = 0;
+  for (uint32_t i = plain; i < w->n_segs; i++) payload += w->segs[i].len;
+  uint8_t head[10];
+  size_t hn = 0;
+  if (payload) { /* FIN, binary; the server's frames are not masked */
+    head[0] = 0x82;
+    if (payload < 126) {
+      head[1] = (uint8_t)payload, hn = 2;
+    } else if (payload < 65536) {
+      head[1] = 126, head[2] = (uint8_t)(payload >> 8), head[3] = (uint8_t)payload, hn = 4;
+    } else {
+      head[1] = 127, hn = 10;
+      for (int i = 0; i < 8; i++) head[2 + i] = (uint8_t)((uint64_t)payload >> (56 - 8 * i));
+    }
+  }
+  size_t add = ws->ctl_len + hn;
+  if (add == 0) return 0;
+  if (!mqr__grow_size((void **)&w->bytes, &w->cap_bytes, w->n_bytes + add, 1) ||
+      !mqr__grow((void **)&w->segs, &w->cap_segs, w->n_segs + 1, sizeof *w->segs))
+    return MQR_ENOMEM;
+  size_t off = w->n_bytes;
+  if (ws->ctl_len) memcpy(w->bytes + off, ws->ctl, ws->ctl_len);
+  if (hn) memcpy(w->bytes + off + ws->ctl_len, head, hn);
+  w->n_bytes += add;
+  memmove(w->segs + plain + 1, w->segs + plain, (w->n_segs - plain) * sizeof *w->segs);
+  w->segs[plain] = (mqr__seg_t){NULL, off, add};
+  w->n_segs++;
+  w->total += add;
+  ws->ctl_len = 0;
+  return 0;
+}
+
+void mqr__ws_bye(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  if (ws == NULL || ws->failed || wslay_event_get_close_sent(ws->ctx)) return;
+  if (wslay_event_queue_close(ws->ctx, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0) == 0) (void)wslay_event_send(ws->ctx);
+}
+
+void mqr__ws_free(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  if (ws == NULL) return;
+  c->ws = NULL;
+  wslay_event_context_free(ws->ctx);
+  mqr_free(ws->raw);
+  mqr_free(ws->ctl);
+  mqr_free(ws);
+}

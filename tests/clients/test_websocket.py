@@ -1,0 +1,236 @@
+"""MQTT and STOMP over WebSockets against a real mqrd: MQTT.js and stompjs over ws:// and
+wss:// (ws_clients.cjs, in node), paho-mqtt's websockets transport (MQTT 3.1.1 and 5.0),
+and a message across from a WebSocket client to a TCP one; and what RFC 6455 says to
+refuse, the broker serving on: a bad handshake, an unknown subprotocol, another version,
+an unmasked client frame, a fragmented control frame, an oversized frame, and a close in
+the middle of an MQTT packet.
+
+usage: test_websocket.py MQRD MQR"""
+
+import base64
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mqrd import Mqrd, wait_for  # noqa: E402
+
+import paho.mqtt.client as paho  # noqa: E402
+
+MQRD, MQR = sys.argv[1], sys.argv[2]
+HERE = os.path.dirname(os.path.abspath(__file__))
+NPM = os.path.join(HERE, "..", "..", ".deps", "npm", "node_modules")
+DIR = tempfile.mkdtemp(prefix="mqr-ws-")
+
+CONFIG = """
+security: {allow-anonymous: true}
+listeners:
+  - {name: plain, host: 127.0.0.1, port: 0, protocols: [mqtt, stomp, http], anycast-prefix: /queue/,
+     mqtt: {max-packet-size: 256KiB}}
+  - name: secure
+    host: 127.0.0.1
+    port: 0
+    protocols: [mqtt, stomp, http]
+    anycast-prefix: /queue/
+    tls: {cert: CERT, key: KEY}
+address-settings:
+  '#': {auto-create-addresses: true, auto-create-queues: true}
+"""
+
+
+def upgrade(port, protocol="mqtt", version="13", key=None, extra=""):
+    key = key if key is not None else base64.b64encode(os.urandom(16)).decode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(("GET /mqtt HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: %s\r\nSec-WebSocket-Protocol: %s\r\n%s\r\n"
+               % (key, version, protocol, extra)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return s, head.decode("latin-1")
+
+
+def frame(payload, opcode=0x2, fin=True, mask=True, length=None):
+    n = len(payload) if length is None else length
+    b0 = (0x80 if fin else 0) | opcode
+    if n < 126:
+        hdr = struct.pack("!BB", b0, (0x80 if mask else 0) | n)
+    elif n < 65536:
+        hdr = struct.pack("!BBH", b0, (0x80 if mask else 0) | 126, n)
+    else:
+        hdr = struct.pack("!BBQ", b0, (0x80 if mask else 0) | 127, n)
+    if not mask:
+        return hdr + payload
+    key = os.urandom(4)
+    return hdr + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+
+def read_until_closed(s, timeout=5):
+    s.settimeout(timeout)
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got, True
+            got += chunk
+    except socket.timeout:
+        return got, False
+    except ConnectionResetError:
+        return got, True
+
+
+def close_code(data):
+    """The status code of the first close frame (0x88) the server sent in data, or None."""
+    i = 0
+    while i + 2 <= len(data):
+        op, n = data[i] & 0x0F, data[i + 1] & 0x7F
+        j = i + 2
+        if n == 126:
+            n, j = struct.unpack("!H", data[j:j + 2])[0], j + 2
+        elif n == 127:
+            n, j = struct.unpack("!Q", data[j:j + 8])[0], j + 8
+        if op == 0x8:
+            return struct.unpack("!H", data[j:j + 2])[0] if n >= 2 else 1005
+        i = j + n
+    return None
+
+
+CONNECT = bytes([0x10, 16, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 4]) + b"ws-r"
+
+
+class WebSockets(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-keyout", os.path.join(DIR, "key.pem"), "-out", os.path.join(DIR, "cert.pem"), "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        cls.b = Mqrd(MQRD, CONFIG.replace("CERT", os.path.join(DIR, "cert.pem"))
+                     .replace("KEY", os.path.join(DIR, "key.pem")))
+        line = [x for x in cls.b.log_text().split("\n") if "ready on" in x][-1]
+        cls.port = int(re.search(r"tcp://127\.0\.0\.1:(\d+)", line).group(1))
+        cls.tls = int(re.search(r"tls://127\.0\.0\.1:(\d+)", line).group(1))
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.b.stop()
+        shutil.rmtree(DIR, ignore_errors=True)
+        if code != 0:
+            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+
+    def assert_serving(self):
+        s, head = upgrade(self.port)
+        self.assertIn("101 Switching Protocols", head)
+        s.close()
+
+    # ---- the real clients -----------------------------------------------------------------
+
+    def test_node_clients(self):
+        env = dict(os.environ, NODE_PATH=NPM)
+        r = subprocess.run(["node", os.path.join(HERE, "ws_clients.cjs"), str(self.port), str(self.tls),
+                            os.path.join(DIR, "cert.pem")], capture_output=True, text=True, timeout=120, env=env,
+                           cwd=os.path.join(NPM, ".."))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("ok   "), 8, r.stdout)
+
+    def test_paho_websockets_and_across_to_tcp(self):
+        got, tcp_got = [], []
+        sub = paho.Client(client_id="paho-ws-sub", transport="websockets", protocol=paho.MQTTv5)
+        sub.on_message = lambda c, u, m: got.append(m.payload)
+        sub.connect("127.0.0.1", self.port)
+        sub.loop_start()
+        sub.subscribe("across/x", 1)
+        tcp = paho.Client(client_id="paho-tcp-sub", protocol=paho.MQTTv311)
+        tcp.on_message = lambda c, u, m: tcp_got.append(m.payload)
+        tcp.connect("127.0.0.1", self.port)
+        tcp.loop_start()
+        tcp.subscribe("across/x", 1)
+        time.sleep(0.3)
+        pub = paho.Client(client_id="paho-ws-pub", transport="websockets", protocol=paho.MQTTv311)
+        pub.connect("127.0.0.1", self.port)
+        pub.loop_start()
+        for i in range(20):
+            pub.publish("across/x", b"%d:" % i + b"y" * (i * 1000), qos=1).wait_for_publish()
+        self.assertTrue(wait_for(lambda: len(got) == 20 and len(tcp_got) == 20))
+        self.assertEqual(got, tcp_got)
+        self.assertEqual(got[19], b"19:" + b"y" * 19000)
+        for c in (sub, tcp, pub):
+            c.loop_stop()
+            c.disconnect()
+
+    # ---- refused as RFC 6455 says ---------------------------------------------------------
+
+    def test_bad_handshakes(self):
+        s, head = upgrade(self.port, key="short")
+        self.assertTrue(head.startswith("HTTP/1.1 400 "), head)
+        self.assertTrue(read_until_closed(s)[1])
+        s, head = upgrade(self.port, protocol="amqp, chat")
+        self.assertTrue(head.startswith("HTTP/1.1 400 "), head)
+        s.close()
+        s, head = upgrade(self.port, version="8")
+        self.assertTrue(head.startswith("HTTP/1.1 426 "), head)
+        self.assertIn("Sec-WebSocket-Version: 13", head)
+        s.close()
+        self.assert_serving()
+
+    def test_unmasked_client_frame(self):
+        s, head = upgrade(self.port)
+        self.assertIn("101", head)
+        s.sendall(frame(CONNECT, mask=False))
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1002)
+        self.assert_serving()
+
+    def test_fragmented_control_frame(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(b"ping", opcode=0x9, fin=False))
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1002)
+        self.assert_serving()
+
+    def test_ping_answered_and_mqtt_inside(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(b"hi", opcode=0x9) + frame(CONNECT[:7]) + frame(CONNECT[7:]))
+        s.settimeout(5)
+        got = b""
+        deadline = time.time() + 5
+        while time.time() < deadline and not (b"\x8a\x02hi" in got and b"\x20\x02\x00\x00" in got):
+            got += s.recv(65536)
+        self.assertIn(b"\x8a\x02hi", got, "a pong with the ping's payload")
+        self.assertIn(b"\x20\x02\x00\x00", got, "CONNACK, from a CONNECT split over two frames")
+        s.close()
+
+    def test_oversized_frame(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(b"", length=10 * 1024 * 1024)[:14] + b"z" * 1000)  # a 10 MiB frame's start
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1009)
+        self.assert_serving()
+
+    def test_close_in_the_middle_of_an_mqtt_packet(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(CONNECT[:9]) + frame(struct.pack("!H", 1000), opcode=0x8))
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1000, data)
+        self.assertTrue(wait_for(lambda: "WebSocket closed by the client" in self.b.log_text()))
+        self.assert_serving()
+
+
+if __name__ == "__main__":
+    result = unittest.main(argv=[sys.argv[0]], exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
