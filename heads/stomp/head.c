@@ -85,7 +85,7 @@ int64_t mqr__stomp_receipt_later(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
     st->ids = ni;
     st->ids_cap = ncap;
   }
-  memcpy(st->ids + st->ids_len, receipt->ptr, receipt->len);
+  if (receipt->len) memcpy(st->ids + st->ids_len, receipt->ptr, receipt->len); /* ("receipt:" may be empty) */
   stomp_receipt_t *r = &st->waiting[(st->w_head + st->w_n++) % st->w_cap];
   *r = (stomp_receipt_t){++st->next_token, st->ids_len, receipt->len};
   st->ids_len += receipt->len;

@@ -93,7 +93,7 @@ if kind == "heads":
     st = (b"CONNECT\naccept-version:1.2\nclient-id:s1\nheart-beat:0,0\n\n\0"
           b"SUBSCRIBE\nid:1\ndestination:a.b\nack:client\nsubscription-type:MULTICAST\n\n\0"
           b"SUBSCRIBE\nid:2\ndestination:q\nack:client-individual\nselector:k = 'v'\n\n\0"
-          b"SEND\ndestination:a.b\nk:v\nreceipt:r1\n\nhello\0"
+          b"SEND\ndestination:a.b\nk:v\nreceipt:r1\n\nhello\0SEND\ndestination:q\nreceipt:\n\nempty id\0"
           b"BEGIN\ntransaction:t\n\n\0SEND\ndestination:q\ntransaction:t\ncontent-length:3\n\na\0b\0"
           b"ACK\nid:1.1\ntransaction:t\n\n\0COMMIT\ntransaction:t\n\n\0NACK\nid:2.1\n\n\0"
           b"SUBSCRIBE\nid:3\ndestination:t\ndurable-subscription-name:d\n\n\0UNSUBSCRIBE\nid:1\n\n\0"
