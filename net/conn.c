@@ -166,7 +166,7 @@ void mqr__conn_process(mqr__conn_t *c) {
   }
   if (c->state == MQR__CONN_CLOSING) return;
   if (c->rbuf && c->rpos == c->rlen) rbuf_release(c); /* nothing held: the buffer goes back */
-  bool hold = c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred || c->held;
+  bool hold = mqr__conn_holding(c);
   if (!hold && !c->reading) {
     c->reading = true;
     c->heard_ms = uv_now(mqr__loop(c->b)); /* it was not listened to while held */
@@ -177,9 +177,15 @@ void mqr__conn_process(mqr__conn_t *c) {
   }
 }
 
+bool mqr__conn_holding(const mqr__conn_t *c) {
+  return c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred || c->held;
+}
+
 uv_buf_t mqr__conn_room(mqr__conn_t *c) { return c->ws ? mqr__ws_room(c) : mqr__conn_head_room(c); }
 
-uv_buf_t mqr__conn_head_room(mqr__conn_t *c) {
+uv_buf_t mqr__conn_head_room(mqr__conn_t *c) { return mqr__conn_head_room_in(c, true); }
+
+uv_buf_t mqr__conn_head_room_in(mqr__conn_t *c, bool grow) {
   if (c->rbuf == NULL) {
     if ((c->rbuf = rbuf_get(c->b)) == NULL) return uv_buf_init(NULL, 0);
     c->rbuf_pooled = true;
@@ -192,6 +198,7 @@ uv_buf_t mqr__conn_head_room(mqr__conn_t *c) {
     c->rpos = 0;
   }
   if (c->rlen == c->rcap) {
+    if (!grow) return uv_buf_init((char *)c->rbuf + c->rlen, 0);
     /* A frame longer than the buffer: as large as its head says it must be (within the
      * protocol's limit, which the head checked). */
     size_t need = c->head->room(c);
@@ -237,6 +244,7 @@ void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
   }
   if (nread == 0) return;
   c->net->bytes_in += (uint64_t)nread;
+  c->reading = true; /* (the transport reads) */
   if (c->ws) {
     mqr__ws_received(c, (size_t)nread);
     return;
@@ -246,10 +254,9 @@ void mqr__conn_received(mqr__conn_t *c, ssize_t nread) {
   mqr__conn_head_received(c);
 }
 
-void mqr__conn_head_received(mqr__conn_t *c) {
-  c->reading = true;
-  mqr__conn_process(c);
-}
+/* (Not a sign that the transport reads: the WebSocket layer feeds the head what it read
+ * before, also while the transport is stopped.) */
+void mqr__conn_head_received(mqr__conn_t *c) { mqr__conn_process(c); }
 
 /* ---- clocks: timeouts, heartbeats, peers that went away -------------------------------------- */
 

@@ -251,9 +251,16 @@ void mqr__conn_written(mqr__wreq_t *w, int status);
 
 /* ---- inside the layer ------------------------------------------------------------------------------ */
 
-/* The head's read buffer (room, and bytes added to rlen taken), under a WebSocket or not. */
-uv_buf_t mqr__conn_head_room(mqr__conn_t *c);
+/* The head's read buffer (room, and bytes added to rlen taken), under a WebSocket or not.
+ * A full buffer grows (to what the head's room op says its frame needs) only when grow
+ * is true: when the head was given all of it and could take none, not while it holds
+ * whole frames it has yet to take; else the room is empty. */
+uv_buf_t mqr__conn_head_room_in(mqr__conn_t *c, bool grow);
+uv_buf_t mqr__conn_head_room(mqr__conn_t *c); /* (grow true: the transports' reads) */
 void mqr__conn_head_received(mqr__conn_t *c);
+/* Whether the connection takes no frames now (its producer blocked, its output full, its
+ * pass's budget spent, its head holding): something will process it when that ends. */
+bool mqr__conn_holding(const mqr__conn_t *c);
 /* ws.c: frames read (room, received), fed to the head while it has room (pump, pending:
  * some wait); a write's frame around the head's bytes; the close frame; the end. */
 uv_buf_t mqr__ws_room(mqr__conn_t *c);

@@ -24,7 +24,9 @@ struct mqr__ws_s {
   size_t ctl_len, ctl_cap;
   uint32_t plain_segs; /* segments of the write being gathered that went before the upgrade */
   uint8_t opcode;      /* of the frame being received */
-  bool pumping, failed;
+  bool pumping, failed, overrun;
+  uint64_t given; /* payload bytes given to the head (its rlen can shrink: the room is compacted) */
+  bool grow;      /* the head took nothing from a full read buffer: its frame needs a larger one */
   uint64_t max_frame;
 };
 
@@ -35,7 +37,10 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
   mqr__conn_t *c = arg;
   mqr__ws_t *ws = c->ws;
   size_t n = ws->len - ws->pos;
-  uv_buf_t room = mqr__conn_head_room(c); /* a payload is never longer than its frame */
+  /* Fed no more than the head has room for (a payload is never longer than its frame),
+   * and nothing while it holds: the frames it has wait for it, not a larger buffer. */
+  uv_buf_t room = mqr__conn_holding(c) ? uv_buf_init(NULL, 0) : mqr__conn_head_room_in(c, ws->grow);
+  ws->grow = false;
   if (n > room.len) n = room.len;
   if (n > len) n = len;
   if (n == 0) { /* all fed, or the head has no room until it takes what it has */
@@ -74,10 +79,14 @@ static void frame_chunk(wslay_event_context_ptr ctx, const struct wslay_event_on
   mqr__conn_t *c = arg;
   uint8_t op = c->ws->opcode;
   if (op != WSLAY_BINARY_FRAME && op != WSLAY_TEXT_FRAME) return; /* (control frames: wslay's) */
-  uv_buf_t room = mqr__conn_head_room(c);
-  size_t n = a->data_length <= room.len ? a->data_length : room.len; /* (always all: fed within room) */
-  if (n) memcpy(room.base, a->data, n);
-  c->rlen += n;
+  uv_buf_t room = mqr__conn_head_room_in(c, false);
+  if (a->data_length > room.len) { /* (never: fed within room) */
+    c->ws->overrun = true;
+    return;
+  }
+  if (a->data_length) memcpy(room.base, a->data, a->data_length);
+  c->rlen += a->data_length;
+  c->ws->given += a->data_length;
 }
 
 static const struct wslay_event_callbacks callbacks = {
@@ -136,14 +145,19 @@ void mqr__ws_pump(mqr__conn_t *c) {
   if (ws == NULL || ws->pumping) return;
   ws->pumping = true;
   while (c->state != MQR__CONN_CLOSING && !ws->failed) {
-    size_t before = c->rlen, at = ws->pos;
+    uint64_t before = ws->given;
+    size_t at = ws->pos;
     int rc = wslay_event_recv(ws->ctx);
+    if (rc == 0 && ws->overrun) rc = WSLAY_ERR_CALLBACK_FAILURE;
     if (rc != 0) { /* a frame the RFC refuses (unmasked, a fragmented control frame, ...), or no memory */
       ws->failed = true;
       if (!wslay_event_get_close_sent(ws->ctx)) /* (wslay writes nothing more after its error) */
-        own_close(c, rc == WSLAY_ERR_NOMEM ? WSLAY_CODE_INTERNAL_SERVER_ERROR : WSLAY_CODE_PROTOCOL_ERROR);
+        own_close(c,
+                  rc == WSLAY_ERR_NOMEM || ws->overrun ? WSLAY_CODE_INTERNAL_SERVER_ERROR : WSLAY_CODE_PROTOCOL_ERROR);
       mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): WebSocket %s; closing it", (long long)c->sess.id, c->peer,
-               rc == WSLAY_ERR_NOMEM ? "out of memory" : "protocol error");
+               rc == WSLAY_ERR_NOMEM              ? "out of memory"
+               : rc == WSLAY_ERR_CALLBACK_FAILURE ? "internal error (a payload past the read buffer)"
+                                                  : "protocol error");
       mqr__conn_close(c, true);
       break;
     }
@@ -153,12 +167,14 @@ void mqr__ws_pump(mqr__conn_t *c) {
       mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): WebSocket %s (status %u); closing it", (long long)c->sess.id,
                c->peer, wslay_event_get_close_received(ws->ctx) ? "closed by the client" : "protocol error",
                wslay_event_get_status_code_received(ws->ctx));
-      if (c->rlen > before) mqr__conn_head_received(c); /* (what came before it is taken) */
+      if (ws->given != before) mqr__conn_head_received(c); /* (what came before it is taken) */
       if (c->state != MQR__CONN_CLOSING) mqr__conn_close(c, true);
       break;
     }
-    if (c->rlen > before) mqr__conn_head_received(c);
-    if (ws->pos == at || ws->pos == ws->len) break; /* no room for more, or all fed */
+    if (ws->given != before) mqr__conn_head_received(c);
+    if (c->state == MQR__CONN_CLOSING || mqr__conn_holding(c)) break; /* (processed again when that ends) */
+    ws->grow = c->rbuf && c->rpos == 0 && c->rlen == c->rcap;
+    if ((ws->pos == at && !ws->grow) || ws->pos == ws->len) break; /* no room for more, or all fed */
   }
   if (ws->pos == ws->len) ws->pos = ws->len = 0;
   ws->pumping = false;

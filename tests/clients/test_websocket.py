@@ -106,6 +106,66 @@ def close_code(data):
     return None
 
 
+def varint(n):
+    out = b""
+    while True:
+        n, b = n >> 7, n & 0x7F
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def mqtt_packets(s, count, timeout=20):
+    """The next count MQTT packets from the server's frames on s, as (first byte, body);
+    fails the test if they do not all come within timeout (what is read past them is
+    kept for the next call)."""
+    buf, data = PENDING.setdefault(s, [b"", b""]), None
+    deadline = time.time() + timeout
+    got = []
+    while len(got) < count:
+        raw, stream = buf
+        while len(raw) >= 2:  # frames out, their payloads into the stream
+            n, j = raw[1] & 0x7F, 2
+            if n == 126:
+                n, j = (struct.unpack("!H", raw[2:4])[0], 4) if len(raw) >= 4 else (None, 0)
+            elif n == 127:
+                n, j = (struct.unpack("!Q", raw[2:10])[0], 10) if len(raw) >= 10 else (None, 0)
+            if n is None or len(raw) < j + n:
+                break
+            stream += raw[j:j + n]
+            raw = raw[j + n:]
+        while len(got) < count and len(stream) >= 2:  # packets out of the stream
+            n, mult, i = 0, 1, 1
+            while i < len(stream) and i < 5:
+                n += (stream[i] & 0x7F) * mult
+                mult *= 128
+                i += 1
+                if not stream[i - 1] & 0x80:
+                    break
+            else:
+                break
+            if len(stream) < i + n:
+                break
+            got.append((stream[0], stream[i:i + n]))
+            stream = stream[i + n:]
+        buf[0], buf[1] = raw, stream
+        if len(got) < count:
+            left = deadline - time.time()
+            if left <= 0:
+                raise AssertionError("%d of %d packets came" % (len(got), count))
+            s.settimeout(left)
+            try:
+                data = s.recv(1 << 20)
+            except socket.timeout:
+                continue
+            if not data:
+                raise AssertionError("closed after %d of %d packets" % (len(got), count))
+            buf[0] += data
+    return got
+
+
+PENDING = {}
+
 CONNECT = bytes([0x10, 16, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 4]) + b"ws-r"
 
 
@@ -168,6 +228,37 @@ class WebSockets(unittest.TestCase):
         for c in (sub, tcp, pub):
             c.loop_stop()
             c.disconnect()
+
+    def test_bursts_past_the_read_buffer(self):
+        """Bursts of frames larger than the read buffer (each packet a frame, as MQTT.js
+        sends them; some packets larger than the buffer), then silence: every PUBLISH is
+        answered, with no later bytes to wake the connection, and every one delivered."""
+        sub, head = upgrade(self.port)
+        sub.sendall(frame(bytes([0x10, 15, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 3]) + b"sub")
+                    + frame(bytes([0x82, 12, 0, 1, 0, 7]) + b"burst/x" + bytes([1])))
+        pub, head = upgrade(self.port)
+        pub.sendall(frame(CONNECT))
+        self.assertEqual(mqtt_packets(pub, 1)[0][0], 0x20)
+        self.assertEqual([t for t, _ in mqtt_packets(sub, 2)], [0x20, 0x90])
+        packet_id, total, answered, delivered = 0, 0, 0, 0
+        for size, count in ((100, 3000), (5000, 100), (200000, 3), (16, 9000)):
+            burst = []
+            for i in range(count):
+                packet_id += 1
+                body = struct.pack("!H", 7) + b"burst/x" + struct.pack("!H", packet_id) + b"b" * size
+                burst.append(frame(bytes([0x32]) + varint(len(body)) + body))
+            pub.sendall(b"".join(burst))
+            total += count
+            acks = mqtt_packets(pub, count)
+            self.assertEqual([t for t, _ in acks], [0x40] * count)
+            answered += count
+            for t, body in mqtt_packets(sub, count):
+                self.assertEqual(t & 0xF0, 0x30)
+                sub.sendall(frame(bytes([0x40, 2]) + body[9:11]))  # its PUBACK
+                delivered += 1
+        self.assertEqual((answered, delivered), (total, total))
+        pub.close()
+        sub.close()
 
     # ---- refused as RFC 6455 says ---------------------------------------------------------
 
