@@ -8,9 +8,13 @@
  * timed region): the producer is faster than the consumer whenever the broker lets it
  * be. Each iteration reports the broker process's peak RSS (VmHWM) as peak_rss_mb.
  *
- * tls=1 (MQTT): both connections over TLS through OpenSSL on the same non-blocking
- * sockets, to a listener with the run's self-signed P-256 certificate (mqrd's tls block,
- * mosquitto's certfile/keyfile), whatever TLS 1.3 suite the broker prefers.
+ * transport=tls (MQTT): both connections over TLS through OpenSSL on the same
+ * non-blocking sockets, to a listener with the run's self-signed P-256 certificate
+ * (mqrd's tls block, mosquitto's certfile/keyfile), whatever TLS 1.3 suite the broker
+ * prefers. transport=ws: over WebSockets (mqrd's listener with http; the subprotocol
+ * mqtt or v12.stomp), each MQTT packet or STOMP frame in a frame of its own as MQTT.js and
+ * stompjs send them (masked, with a zero key: the broker unmasks as for any key);
+ * mosquitto's websockets listener (libwebsockets) for the MQTT peer.
  *
  *   mqtt   qos=0,1: PUBLISH at that QoS to topic bench, a subscription at that QoS
  *          (QoS 1: the publisher reads PUBACKs, the subscriber sends one per message)
@@ -55,8 +59,13 @@
 
 typedef struct {
   int fd;
-  SSL *ssl;        /* tls=1 */
-  bool want_write; /* TLS: a record the socket did not take yet */
+  SSL *ssl;         /* transport=tls */
+  bool want_write;  /* TLS: a record the socket did not take yet */
+  bool ws;          /* transport=ws: frames both ways */
+  uint64_t ws_left; /* of the frame being read */
+  bool ws_data;     /* it is a data frame (else skipped) */
+  uint8_t ws_hdr[14];
+  size_t ws_hdr_len;
   uint8_t *in, *out;
   size_t in_len, in_cap, out_len, out_cap;
 } conn_t;
@@ -66,7 +75,7 @@ typedef struct {
   int impl; /* 0 mqr, 1 peer, 2 embedded */
   int qos;  /* mqtt */
   bool persistent;
-  bool tls;
+  bool tls, ws;
   SSL_CTX *tls_ctx;
   int port;
   pid_t pid;
@@ -93,6 +102,55 @@ static bool reserve(uint8_t **buf, size_t *cap, size_t need) {
   *buf = p;
   *cap = n;
   return true;
+}
+
+/* transport=ws: the next len bytes put are one packet, in a (masked) frame of their own. */
+static void packet(conn_t *c, size_t len) {
+  if (!c->ws) return;
+  uint8_t h[14];
+  size_t n = 0;
+  h[n++] = 0x82;
+  if (len < 126) {
+    h[n++] = (uint8_t)(0x80 | len);
+  } else if (len < 65536) {
+    h[n++] = 0x80 | 126, h[n++] = (uint8_t)(len >> 8), h[n++] = (uint8_t)len;
+  } else {
+    h[n++] = 0x80 | 127;
+    for (int i = 7; i >= 0; i--) h[n++] = (uint8_t)((uint64_t)len >> (8 * i));
+  }
+  memset(h + n, 0, 4), n += 4; /* the mask key */
+  if (!reserve(&c->out, &c->out_cap, c->out_len + n)) abort();
+  memcpy(c->out + c->out_len, h, n);
+  c->out_len += n;
+}
+
+/* transport=ws: the frames' headers (and control frames) taken out of in[from..in_len). */
+static void unframe(conn_t *c, size_t from) {
+  size_t r = from, w = from;
+  while (r < c->in_len) {
+    if (c->ws_left == 0) {
+      c->ws_hdr[c->ws_hdr_len++] = c->in[r++];
+      size_t need = 2;
+      if (c->ws_hdr_len >= 2) {
+        uint8_t l = c->ws_hdr[1] & 0x7f;
+        need = 2 + (l == 126 ? 2 : l == 127 ? 8 : 0) + ((c->ws_hdr[1] & 0x80) ? 4 : 0);
+      }
+      if (c->ws_hdr_len < need) continue;
+      uint8_t l = c->ws_hdr[1] & 0x7f;
+      uint64_t len = l;
+      if (l == 126) len = (uint64_t)c->ws_hdr[2] << 8 | c->ws_hdr[3];
+      if (l == 127)
+        for (int i = 2, k = 0; k < 8; i++, k++) len = (k ? len << 8 : 0) | c->ws_hdr[i];
+      c->ws_data = (c->ws_hdr[0] & 0x0f) < 8;
+      c->ws_hdr_len = 0;
+      c->ws_left = len;
+      continue;
+    }
+    size_t k = c->in_len - r < c->ws_left ? c->in_len - r : (size_t)c->ws_left;
+    if (c->ws_data) memmove(c->in + w, c->in + r, k), w += k;
+    r += k, c->ws_left -= k;
+  }
+  c->in_len = w;
 }
 
 static void put(conn_t *c, const void *p, size_t n) {
@@ -172,7 +230,9 @@ static int pump(st_t *s) {
       if (!reserve(&c->in, &c->in_cap, c->in_len + 65536)) return -1;
       ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
       if (n > 0) {
+        size_t from = c->in_len;
         c->in_len += (size_t)n;
+        if (c->ws) unframe(c, from);
         continue;
       }
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return -1;
@@ -209,6 +269,7 @@ static void mqtt_connect(conn_t *c, const char *id) {
   b[0] = 0x10;
   size_t h = 1 + vbi(b + 1, n);
   memcpy(b + h, body, n);
+  packet(c, h + n);
   put(c, b, h + n);
 }
 
@@ -268,6 +329,7 @@ static void mqtt_publish(st_t *s) {
     if (++s->next_id == 0) s->next_id = 1;
     b[n++] = (uint8_t)(s->next_id >> 8), b[n++] = (uint8_t)s->next_id;
   }
+  packet(&s->pub, n + s->body);
   put(&s->pub, b, n);
   put(&s->pub, body_bytes(s->body), s->body);
 }
@@ -312,6 +374,7 @@ static void stomp_send(st_t *s) {
                          "SEND\ndestination:/queue/bench\npersistent:true\nreceipt:%llu\ncontent-length:%zu\n\n",
                          (unsigned long long)s->sent, s->body)
               : snprintf(f, sizeof f, "SEND\ndestination:/queue/bench\ncontent-length:%zu\n\n", s->body);
+  packet(&s->pub, (size_t)n + s->body + 1);
   put(&s->pub, f, (size_t)n);
   put(&s->pub, body_bytes(s->body), s->body);
   put(&s->pub, "", 1);
@@ -320,12 +383,41 @@ static void stomp_send(st_t *s) {
 /* ---- brokers ------------------------------------------------------------------------------- */
 
 static const char mqr_yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
-                               "  - {name: bench, port: %d, protocols: [%s], anycast-prefix: /queue/%s}\n"
+                               "  - {name: bench, port: %d, protocols: [%s%s], anycast-prefix: /queue/%s}\n"
                                "address-settings:\n"
                                "  '#': {auto-create-addresses: true, auto-create-queues: true}\n"
                                "addresses:\n"
                                "  bench: {%s}\n"
                                "%s";
+
+/* transport=ws: the HTTP upgrade, its 101 read (the broker's loop run meanwhile when it
+ * is on this thread). */
+static int ws_upgrade(st_t *s, conn_t *c) {
+  char req[300];
+  int n = snprintf(req, sizeof req,
+                   "GET /bench HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   "Sec-WebSocket-Protocol: %s\r\n\r\n",
+                   s->stomp ? "v12.stomp" : "mqtt");
+  if (write(c->fd, req, (size_t)n) != n) return -1;
+  char got[1024];
+  size_t len = 0;
+  for (double end = bench_now() + 10; bench_now() < end && len < sizeof got - 1;) {
+    if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
+    ssize_t k = read(c->fd, got + len, 1); /* (byte by byte: the frames behind it are the pumps') */
+    if (k == 1) {
+      len++;
+      got[len] = 0;
+      if (len >= 4 && memcmp(got + len - 4, "\r\n\r\n", 4) == 0) break;
+    } else if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      return -1;
+    } else if (s->impl != 2) {
+      usleep(100);
+    }
+  }
+  c->ws = true;
+  return strncmp(got, "HTTP/1.1 101", 12) == 0 ? 0 : -1;
+}
 
 static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
   s->port = bench_free_port();
@@ -338,9 +430,13 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
     FILE *f = fopen(s->path, "w");
     if (f == NULL) return mqr_bench_fail(c, "%s", s->path);
     fprintf(f,
-            "listener %d 127.0.0.1\nallow_anonymous true\nmax_inflight_messages 0\nmax_queued_messages 0\n"
-            "persistence false\nlog_dest none\n",
-            s->port);
+            "allow_anonymous true\nmax_inflight_messages 0\nmax_queued_messages 0\npersistence false\nlog_dest none\n");
+    if (s->ws) /* (mosquitto 2.0 starts no websockets listener alone; libwebsockets binds
+                * 127.0.0.1 only when named as ::ffff:127.0.0.1, else every address) */
+      fprintf(f, "listener %d 127.0.0.1\nlistener %d ::ffff:127.0.0.1\nprotocol websockets\n", bench_free_port(),
+              s->port);
+    else
+      fprintf(f, "listener %d 127.0.0.1\n", s->port);
     if (s->tls) fprintf(f, "certfile %s/cert.pem\nkeyfile %s/key.pem\n", bench_tls_dir, bench_tls_dir);
     fclose(f);
     char *argv[] = {"mosquitto", "-c", s->path, NULL};
@@ -375,7 +471,7 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
     char yaml[1000], persistence[700] = "", tls[200] = "";
     if (s->persistent) snprintf(persistence, sizeof persistence, "persistence: {directory: %s}\n", s->dir);
     if (s->tls) snprintf(tls, sizeof tls, ", tls: {cert: %s/cert.pem, key: %s/key.pem}", bench_tls_dir, bench_tls_dir);
-    snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt", tls,
+    snprintf(yaml, sizeof yaml, mqr_yaml, s->port, s->stomp ? "stomp" : "mqtt", s->ws ? ", http" : "", tls,
              s->stomp ? "anycast: [bench]" : "multicast: []", persistence);
     if (s->impl == 0) {
       snprintf(s->path, sizeof s->path, "%s/mqrd.yaml", s->dir);
@@ -437,12 +533,16 @@ static int setup(mqr_bench_ctx_t *c) {
   s->body = (size_t)mqr_bench_param_long(c, "size");
   if (s->body == 0) s->body = 16;
   s->window = WINDOW_BYTES / s->body < WINDOW ? WINDOW_BYTES / s->body : WINDOW;
-  s->tls = mqr_bench_param_long(c, "tls") == 1;
+  const char *transport = mqr_bench_param(c, "transport");
+  s->tls = transport && strcmp(transport, "tls") == 0;
+  s->ws = transport && strcmp(transport, "ws") == 0;
   s->pub.fd = s->sub.fd = -1;
   if (s->tls && !bench_make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
   if (start_broker(c, s) != 0) return -1;
   if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
   if ((s->pub.fd = dial(s->port)) < 0 || (s->sub.fd = dial(s->port)) < 0) return mqr_bench_fail(c, "connect");
+  if (s->ws && (ws_upgrade(s, &s->pub) != 0 || ws_upgrade(s, &s->sub) != 0))
+    return mqr_bench_fail(c, "the WebSocket upgrade was refused");
   if (s->tls) { /* the handshakes are made by the first pumps */
     if ((s->tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) return mqr_bench_fail(c, "SSL_CTX_new");
     SSL_CTX_set_mode(s->tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -455,18 +555,18 @@ static int setup(mqr_bench_ctx_t *c) {
   }
   if (s->stomp) {
     static const char hello[] = "CONNECT\naccept-version:1.2\nhost:localhost\n\n";
-    put(&s->pub, hello, sizeof hello);
-    put(&s->sub, hello, sizeof hello);
+    packet(&s->pub, sizeof hello), put(&s->pub, hello, sizeof hello);
+    packet(&s->sub, sizeof hello), put(&s->sub, hello, sizeof hello);
     char sub[200];
     int n = snprintf(sub, sizeof sub,
                      "SUBSCRIBE\ndestination:/queue/bench\nid:1\nack:auto\nactivemq.prefetchSize:%d\nreceipt:s\n\n",
                      (int)s->window);
-    put(&s->sub, sub, (size_t)n + 1);
+    packet(&s->sub, (size_t)n + 1), put(&s->sub, sub, (size_t)n + 1);
   } else {
     mqtt_connect(&s->pub, "bench-pub");
     mqtt_connect(&s->sub, "bench-sub");
     uint8_t sub[] = {0x82, 10, 0, 1, 0, 5, 'b', 'e', 'n', 'c', 'h', (uint8_t)s->qos};
-    put(&s->sub, sub, sizeof sub);
+    packet(&s->sub, sizeof sub), put(&s->sub, sub, sizeof sub);
   }
   if (await(c, s, &s->pub, 1) != 0 || await(c, s, &s->sub, 2) != 0) return -1;
   return warm_up(c, s);
@@ -540,8 +640,15 @@ static void peak_rss(mqr_bench_ctx_t *c) {
   fclose(f);
 }
 
+static const char *stomp_skip(const mqr_bench_ctx_t *c) {
+  const char *impl = mqr_bench_param(c, "impl"), *transport = mqr_bench_param(c, "transport");
+  if (impl && transport && strcmp(impl, "activemq") == 0 && strcmp(transport, "ws") == 0)
+    return "Debian's ActiveMQ Classic has no activemq-http, its WebSocket transport";
+  return NULL;
+}
+
 static const mqr_bench_def_t mqtt = {
-    "heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded;tls=0,1",
+    "heads.mqtt", "proto=mqtt;qos=0,1;size=16,1024,65536;impl=mqr,mosquitto,embedded;transport=tcp,tls,ws",
     "thrpt",      setup,
     teardown,     NULL,
     peak_rss,     run,
@@ -549,9 +656,10 @@ static const mqr_bench_def_t mqtt = {
 MQR_BENCH_REGISTER(mqtt)
 
 static const mqr_bench_def_t stomp = {
-    "heads.stomp", "proto=stomp;persistent=0,1;size=16,1024,65536;impl=mqr,activemq,embedded",
+    "heads.stomp", "proto=stomp;persistent=0,1;size=16,1024,65536;impl=mqr,activemq,embedded;transport=tcp,ws",
     "thrpt",       setup,
     teardown,      NULL,
     peak_rss,      run,
     finish};
 MQR_BENCH_REGISTER(stomp)
+__attribute__((constructor)) static void stomp_skips(void) { mqr_bench_register_skip(&stomp, stomp_skip); }

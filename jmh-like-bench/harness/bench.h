@@ -53,6 +53,13 @@ void mqr_bench_register(const mqr_bench_def_t *def);
 #define MQR_BENCH_REGISTER(def)                                                                                        \
   __attribute__((constructor)) static void mqr_bench_register_##def(void) { mqr_bench_register(&def); }
 
+/* Optional, for a registered definition: why a parameter combination does not apply
+ * (a peer without the feature, say; read through mqr_bench_param, with no state yet), or
+ * NULL when it does. A combination that does not apply is not run and makes no result,
+ * failed or not. */
+typedef const char *(*mqr_bench_skip_fn)(const mqr_bench_ctx_t *c);
+void mqr_bench_register_skip(const mqr_bench_def_t *def, mqr_bench_skip_fn skip);
+
 /* The value of parameter `key` in this trial (NULL if the benchmark has none). */
 const char *mqr_bench_param(const mqr_bench_ctx_t *c, const char *key);
 /* The same, as an integer (0 if absent or not a number). */

@@ -24,6 +24,22 @@ void mqr_bench_register(const mqr_bench_def_t *def) {
   if (n_registry < sizeof registry / sizeof registry[0]) registry[n_registry++] = def;
 }
 
+static struct {
+  const mqr_bench_def_t *def;
+  mqr_bench_skip_fn skip;
+} skips[64];
+static size_t n_skips;
+
+void mqr_bench_register_skip(const mqr_bench_def_t *def, mqr_bench_skip_fn skip) {
+  if (n_skips < sizeof skips / sizeof skips[0]) skips[n_skips].def = def, skips[n_skips++].skip = skip;
+}
+
+static mqr_bench_skip_fn skip_of(const mqr_bench_def_t *def) {
+  for (size_t i = 0; i < n_skips; i++)
+    if (skips[i].def == def) return skips[i].skip;
+  return NULL;
+}
+
 size_t mqr__bench_registry(const mqr_bench_def_t ***out) {
   *out = registry;
   return n_registry;
@@ -485,12 +501,26 @@ size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt
     if (!(modes & (1 << m))) continue;
     size_t first = n;
     *arr = realloc(*arr, (n + (size_t)nc) * sizeof **arr);
+    int made = 0;
     for (int ci = 0; ci < nc; ci++) {
-      mqr_bench_result_t *r = &(*arr)[n++];
+      mqr_bench_result_t *r = &(*arr)[n];
       memset(r, 0, sizeof *r);
+      combo_at(&ps, ci, &r->combo);
+      if (skip_of(def)) { /* a combination that does not apply: not run, not a result */
+        mqr_bench_ctx_t c = {.def = def, .combo = r->combo};
+        const char *why = skip_of(def)(&c);
+        if (why) {
+          if (progress) {
+            fprintf(stderr, "# Skipped: %s", def->name);
+            for (int k = 0; k < r->combo.n; k++) fprintf(stderr, " %s=%s", r->combo.keys[k], r->combo.vals[k]);
+            fprintf(stderr, ": %s\n", why);
+          }
+          continue;
+        }
+      }
+      n++, made++;
       snprintf(r->name, sizeof r->name, "%s", def->name);
       r->mode = m;
-      combo_at(&ps, ci, &r->combo);
       r->forks = opt->forks;
       r->warmup_iterations = opt->warmup_iterations;
       r->iterations = opt->iterations;
@@ -506,19 +536,19 @@ size_t mqr__bench_run(const mqr_bench_def_t *def, const mqr_bench_options_t *opt
      * comparison (impl=mqr against impl=avroc, say) share the machine's slow and fast
      * phases instead of one side running wholly in one of them. */
     if (opt->forks == 0) {
-      for (int ci = 0; ci < nc; ci++) {
+      for (int ci = 0; ci < made; ci++) {
         mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
         out_t o = {NULL, r, 0};
         trial(def, &r->combo, m, opt, &o);
       }
     } else {
       for (int f = 0; f < opt->forks && f < MQR__MAX_FORKS; f++)
-        for (int ci = 0; ci < nc; ci++) {
+        for (int ci = 0; ci < made; ci++) {
           mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
           if (!r->failed) run_fork(def, &r->combo, m, opt, r, f);
         }
     }
-    for (int ci = 0; ci < nc; ci++) {
+    for (int ci = 0; ci < made; ci++) {
       mqr_bench_result_t *r = &(*arr)[first + (size_t)ci];
       if (!r->failed && r->n_samples == 0) {
         r->failed = true;

@@ -239,6 +239,27 @@ static void test_modes_and_params(void **state) {
   mqr_bench_results_free(r, n);
 }
 
+static const char *skip_kind_b(const mqr_bench_ctx_t *c) {
+  return strcmp(mqr_bench_param(c, "kind"), "b") == 0 ? "no b here" : NULL;
+}
+
+static void test_combinations_that_do_not_apply_are_skipped(void **state) {
+  (void)state;
+  static const mqr_bench_def_t d = {"t.skip", "size=10,200;kind=a,b", "ss", setup_param, NULL, NULL, NULL, run_nothing,
+                                    NULL};
+  mqr_bench_register_skip(&d, skip_kind_b);
+  for (int forks = 0; forks <= 1; forks++) {
+    mqr_bench_options_t o = quick(forks);
+    size_t n;
+    mqr_bench_result_t *r = mqr_bench_run_def(&d, &o, &n);
+    assert_int_equal(n, 2); /* kind=a at both sizes; kind=b neither run nor failed */
+    for (size_t i = 0; i < n; i++) assert_false(mqr_bench_result_failed(r, i, NULL));
+    assert_true(mqr_bench_result_aux(r, 0, "size") == 10);
+    assert_true(mqr_bench_result_aux(r, 1, "size") == 200);
+    mqr_bench_results_free(r, n);
+  }
+}
+
 /* A body that leaves part of its work to finish, as a pipeline with a bounded number in
  * flight is drained once per iteration: the work's time is in the score. Each op costs
  * 2 us of work; run does it only for what is past 1,000 pending, finish does the rest. */
@@ -289,6 +310,7 @@ int main(void) {
       cmocka_unit_test(test_forks_of_combinations_interleave),
       cmocka_unit_test(test_failing_body_is_a_failure_not_a_score),
       cmocka_unit_test(test_modes_and_params),
+      cmocka_unit_test(test_combinations_that_do_not_apply_are_skipped),
       cmocka_unit_test(test_finish_is_timed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
