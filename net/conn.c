@@ -335,7 +335,9 @@ void mqr__net_tick(uv_timer_t *t) {
   }
   for (mqr__conn_t *c = net->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
-    if (c->state != MQR__CONN_CLOSING) tick_conn(c, now);
+    /* (the loop's clock now, not the tick's start: a call in this walk may have moved it
+     * past the times a connection keeps, which would then be ahead of a stale now) */
+    if (c->state != MQR__CONN_CLOSING) tick_conn(c, uv_now(mqr__loop(b)));
   }
   for (const mqr__head_t *const *h = mqr__heads; *h; h++) /* (MQTT's offline sessions: expiry, delayed wills) */
     if ((*h)->tick_all && *mqr__head_slot(b, *h)) (*h)->tick_all(b, now);
