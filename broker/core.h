@@ -317,6 +317,11 @@ bool mqr__principal_revoked(const mqr__principal_t *p);
  * it); and who it acts as. */
 void mqr__session_set_principal(mqr__session_t *s, mqr__principal_t *who);
 mqr__principal_t *mqr__session_principal(const mqr__session_t *s);
+/* One option of a queue made through management (queue.create's key=value, the HTTP
+ * API's options), by its name in mqr.yaml: 0, or MQR_EINVAL (err says which and why).
+ * qc keeps views of v (a filter, a key). */
+int mqr__queue_option(mqr_queue_config_t *qc, mqr_str_t key, mqr_str_t v, mqr_error_t *err);
+
 /* Whether who may do p on address (a concrete name, or a wildcard subscription's address,
  * as Artemis checks it): always, without security-settings or without a principal.
  * A denial is logged and err (may be NULL) says it (MQR_EPERM). */

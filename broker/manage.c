@@ -1,8 +1,10 @@
 /* Management, as Artemis's AddressControl and QueueControl: addresses and queues made and
  * deleted at run time, a queue paused and resumed, browsed, its messages moved to another
  * queue, its consumers listed (mqr/broker.h). The native protocol's MANAGE frame
- * (native/manage.c) and `mqr address|queue` call these. None is on the send path. */
+ * (heads/native/manage.c), the HTTP API (heads/http/api.c) and `mqr address|queue` call
+ * these. None is on the send path. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "durable.h"
 
@@ -331,4 +333,52 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
     n += h;
   }
   return n;
+}
+
+static bool arg_is(mqr_str_t a, const char *lit) { return mqr_str_eq(a, mqr_str(lit)); }
+
+int mqr__queue_option(mqr_queue_config_t *qc, mqr_str_t k, mqr_str_t v, mqr_error_t *err) {
+  bool t = arg_is(v, "true"), f = arg_is(v, "false");
+  char num[32];
+  snprintf(num, sizeof num, "%.*s", (int)(v.len < 31 ? v.len : 31), v.ptr);
+  char *end;
+  long long n = strtoll(num, &end, 10);
+  bool is_num = v.len && v.len < 31 && *end == 0;
+#define BOOL(name, field)                                                                                              \
+  if (arg_is(k, name)) {                                                                                               \
+    if (!t && !f) return mqr_error_set(err, MQR_EINVAL, "%s must be true or false", name);                             \
+    qc->field = t;                                                                                                     \
+    return 0;                                                                                                          \
+  }
+#define NUM(name, field, min, max)                                                                                     \
+  if (arg_is(k, name)) {                                                                                               \
+    if (!is_num || n < (min) || n > (max))                                                                             \
+      return mqr_error_set(err, MQR_EINVAL, "%s must be an integer from %lld to %lld", name, (long long)(min),         \
+                           (long long)(max));                                                                          \
+    qc->field = n;                                                                                                     \
+    return 0;                                                                                                          \
+  }
+  BOOL("durable", durable)
+  BOOL("purge-on-no-consumers", purge_on_no_consumers)
+  BOOL("enabled", enabled)
+  BOOL("exclusive", exclusive)
+  BOOL("group-rebalance", group_rebalance)
+  BOOL("non-destructive", non_destructive)
+  BOOL("auto-create-address", auto_create_address)
+  NUM("max-consumers", max_consumers, -1, INT32_MAX)
+  NUM("ring-size", ring_size, -1, INT64_MAX)
+  NUM("group-buckets", group_buckets, -1, INT32_MAX)
+  NUM("consumers-before-dispatch", consumers_before_dispatch, 0, INT32_MAX)
+  NUM("delay-before-dispatch", delay_before_dispatch, -1, INT64_MAX)
+#undef BOOL
+#undef NUM
+  if (arg_is(k, "filter")) return qc->filter = v, 0;
+  if (arg_is(k, "last-value-key")) return qc->last_value_key = v, 0;
+  if (arg_is(k, "group-first-key")) return qc->group_first_key = v, 0;
+  return mqr_error_set(
+      err, MQR_EINVAL,
+      "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
+      "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, non-destructive, "
+      "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
+      (int)k.len, k.ptr);
 }

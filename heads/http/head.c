@@ -253,6 +253,10 @@ static const mqr_str_t *header(http_t *h, const char *name, mqr_str_t *out) {
   return NULL;
 }
 
+bool mqr__http_header(const mqr__http_request_t *r, const char *name, mqr_str_t *out) {
+  return header(r->head, name, out) != NULL;
+}
+
 /* ---- authentication ------------------------------------------------------------------------------ */
 
 #define MQR__HTTP_PLAINTEXT_BASIC (-1000) /* Basic credentials on a connection without TLS */
@@ -354,7 +358,9 @@ static int serve(mqr__conn_t *c, http_t *h) {
   const char *q = memchr(url.ptr, '?', url.len);
   mqr__http_request_t r = {.method = (enum http_method)h->parser.method,
                            .path = q ? mqr_str_n(url.ptr, (size_t)(q - url.ptr)) : url,
-                           .query = q ? mqr_str_n(q + 1, url.len - (size_t)(q - url.ptr) - 1) : MQR_STR("")};
+                           .query = q ? mqr_str_n(q + 1, url.len - (size_t)(q - url.ptr) - 1) : MQR_STR(""),
+                           .body = h->body_len ? mqr_str_n(h->buf + h->body, h->body_len) : MQR_STR(""),
+                           .head = h};
   mqr__http_answer_t a = {0};
   mqr__http_access_t access = mqr__http_route_access(r.path);
   bool anonymous = access == MQR__HTTP_PUBLIC || (access == MQR__HTTP_HEALTH && option(c, HTTP_OPT_ANONYMOUS_HEALTH)) ||
@@ -552,9 +558,9 @@ static int http_open(mqr__conn_t *c) {
 static void tick(mqr__conn_t *c, uint64_t now) {
   http_t *h = c->hs;
   if (h->complete) return; /* being served (its authentication under way) */
-  if (h->began_ms && now - h->began_ms > (uint64_t)option(c, HTTP_OPT_REQUEST_TIMEOUT))
+  if (h->began_ms && now > h->began_ms && now - h->began_ms > (uint64_t)option(c, HTTP_OPT_REQUEST_TIMEOUT))
     refuse(c, 408, "the request did not come whole in time (request-timeout)");
-  else if (!h->began_ms && now - h->idle_ms > (uint64_t)option(c, HTTP_OPT_KEEP_ALIVE_TIMEOUT))
+  else if (!h->began_ms && now > h->idle_ms && now - h->idle_ms > (uint64_t)option(c, HTTP_OPT_KEEP_ALIVE_TIMEOUT))
     mqr__conn_close(c, true);
 }
 

@@ -5,7 +5,8 @@
  *
  *   head.c     the head: sniff, parsing, limits (431, 413, 400, 408), keep-alive,
  *              authentication (Basic over TLS, or anonymous), the answer's framing
- *   routes.c   what a path serves: /healthz, /readyz, /metrics
+ *   routes.c   what a path serves: /healthz, /readyz, /metrics, /api/v1/...
+ *   api.c      the management API: JSON for the native MANAGE frame's operations
  *   metrics.c  the Prometheus text exposition (format 0.0.4), Artemis's names
  *
  * docs/observability.md is the user's view. */
@@ -39,9 +40,13 @@ void mqr__http_put(mqr__http_text_t *t, const char *p, size_t n);
 /* A request, whole, as the routes see it. Strings point into the head's buffer. */
 typedef struct {
   enum http_method method;
-  mqr_str_t path, query;
+  mqr_str_t path, query, body;
   mqr__principal_t *who; /* who asks (NULL: not authenticated; the route said anonymous is fine) */
+  void *head;            /* the head's state (mqr__http_header reads its headers) */
 } mqr__http_request_t;
+
+/* The value of the request's header name (case-insensitive): false when it has none. */
+bool mqr__http_header(const mqr__http_request_t *r, const char *name, mqr_str_t *out);
 
 /* An answer: status, content type and body (owned by the caller), sent by the head; or
  * (metrics set) its body to be made in slices first. */
@@ -61,6 +66,8 @@ typedef enum { MQR__HTTP_PUBLIC, MQR__HTTP_HEALTH, MQR__HTTP_METRICS, MQR__HTTP_
 mqr__http_access_t mqr__http_route_access(mqr_str_t path);
 /* Serves the request into a (a->status 0 on entry). */
 void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a);
+/* A request under /api/v1/ (api.c): the management API. */
+void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a);
 /* The Prometheus text of the broker, as who may see it, made in slices: started (NULL:
  * no memory), a slice made each pass until step says it is done (true), then finished
  * into t (t->failed: out of memory), and freed. */

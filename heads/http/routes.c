@@ -4,8 +4,9 @@
  *   /readyz   200 once it can take durable messages; 503 while the journal refuses them
  *             after an I/O error, or while the broker shuts down (a readiness probe)
  *   /metrics  the Prometheus text (metrics.c)
+ *   /api/v1/  the management API (api.c; authenticated, as the other heads are)
  *
- * GET and HEAD only; another method is 405, another path 404. */
+ * GET and HEAD only but for the API; another method is 405, another path 404. */
 #include <string.h>
 
 #include "http.h"
@@ -13,6 +14,7 @@
 mqr__http_access_t mqr__http_route_access(mqr_str_t path) {
   if (mqr_str_eq(path, MQR_STR("/healthz")) || mqr_str_eq(path, MQR_STR("/readyz"))) return MQR__HTTP_HEALTH;
   if (mqr_str_eq(path, MQR_STR("/metrics"))) return MQR__HTTP_METRICS;
+  if (path.len >= 5 && memcmp(path.ptr, "/api/", 5) == 0) return MQR__HTTP_USER;
   return MQR__HTTP_PUBLIC; /* (nothing else is served: a 404 tells no secret) */
 }
 
@@ -32,13 +34,17 @@ static void ready(mqr__conn_t *c, mqr__http_answer_t *a) {
 }
 
 void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
+  if (r->path.len >= 8 && memcmp(r->path.ptr, "/api/v1/", 8) == 0) {
+    mqr__http_api(c, r, a);
+    return;
+  }
   int what = mqr_str_eq(r->path, MQR_STR("/healthz"))   ? 1
              : mqr_str_eq(r->path, MQR_STR("/readyz"))  ? 2
              : mqr_str_eq(r->path, MQR_STR("/metrics")) ? 3
                                                         : 0;
   if (what == 0) {
     a->status = 404;
-    mqr__http_printf(&a->body, "no such path: %.*s (mqrd serves /healthz, /readyz and /metrics)\n",
+    mqr__http_printf(&a->body, "no such path: %.*s (mqrd serves /healthz, /readyz, /metrics and /api/v1/)\n",
                      (int)(r->path.len > 200 ? 200 : r->path.len), r->path.ptr);
     return;
   }

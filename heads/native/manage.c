@@ -125,50 +125,8 @@ static bool arg_is(mqr_str_t a, const char *lit) { return mqr_str_eq(a, mqr_str(
 static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   const char *eq = memchr(a.ptr, '=', a.len);
   if (eq == NULL) return mqr_error_set(err, MQR_EINVAL, "'%.*s' is not key=value", (int)a.len, a.ptr);
-  mqr_str_t k = mqr_str_n(a.ptr, (size_t)(eq - a.ptr)), v = mqr_str_n(eq + 1, a.len - k.len - 1);
-  bool t = arg_is(v, "true"), f = arg_is(v, "false");
-  char num[32];
-  snprintf(num, sizeof num, "%.*s", (int)(v.len < 31 ? v.len : 31), v.ptr);
-  char *end;
-  long long n = strtoll(num, &end, 10);
-  bool is_num = v.len && v.len < 31 && *end == 0;
-#define BOOL(name, field)                                                                                              \
-  if (arg_is(k, name)) {                                                                                               \
-    if (!t && !f) return mqr_error_set(err, MQR_EINVAL, "%s must be true or false", name);                             \
-    qc->field = t;                                                                                                     \
-    return 0;                                                                                                          \
-  }
-#define NUM(name, field, min, max)                                                                                     \
-  if (arg_is(k, name)) {                                                                                               \
-    if (!is_num || n < (min) || n > (max))                                                                             \
-      return mqr_error_set(err, MQR_EINVAL, "%s must be an integer from %lld to %lld", name, (long long)(min),         \
-                           (long long)(max));                                                                          \
-    qc->field = n;                                                                                                     \
-    return 0;                                                                                                          \
-  }
-  BOOL("durable", durable)
-  BOOL("purge-on-no-consumers", purge_on_no_consumers)
-  BOOL("enabled", enabled)
-  BOOL("exclusive", exclusive)
-  BOOL("group-rebalance", group_rebalance)
-  BOOL("non-destructive", non_destructive)
-  BOOL("auto-create-address", auto_create_address)
-  NUM("max-consumers", max_consumers, -1, INT32_MAX)
-  NUM("ring-size", ring_size, -1, INT64_MAX)
-  NUM("group-buckets", group_buckets, -1, INT32_MAX)
-  NUM("consumers-before-dispatch", consumers_before_dispatch, 0, INT32_MAX)
-  NUM("delay-before-dispatch", delay_before_dispatch, -1, INT64_MAX)
-#undef BOOL
-#undef NUM
-  if (arg_is(k, "filter")) return qc->filter = v, 0;
-  if (arg_is(k, "last-value-key")) return qc->last_value_key = v, 0;
-  if (arg_is(k, "group-first-key")) return qc->group_first_key = v, 0;
-  return mqr_error_set(
-      err, MQR_EINVAL,
-      "unknown queue option '%.*s' (durable, filter, max-consumers, purge-on-no-consumers, enabled, "
-      "exclusive, last-value-key, ring-size, group-buckets, group-rebalance, group-first-key, non-destructive, "
-      "consumers-before-dispatch, delay-before-dispatch, auto-create-address)",
-      (int)k.len, k.ptr);
+  mqr_str_t k = mqr_str_n(a.ptr, (size_t)(eq - a.ptr));
+  return mqr__queue_option(qc, k, mqr_str_n(eq + 1, a.len - k.len - 1), err);
 }
 
 /* Carries out the operation: 0 or an error in err, with *count and the rows. */

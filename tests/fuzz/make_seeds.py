@@ -102,13 +102,19 @@ if kind == "heads":
     ht = (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nHEAD /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
           b"POST /healthz HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
           b"GET /metrics HTTP/1.0\r\nAuthorization: Basic dTpw\r\n\r\n")
+    body = b'{"name": "q", "routing-type": "ANYCAST", "options": {"durable": false, "filter": "a > 1"}}'
+    api = (b"POST /api/v1/queues HTTP/1.1\r\nX-Requested-With: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+           + b"GET /api/v1/queues?search=q&offset=0&limit=2 HTTP/1.1\r\n\r\nGET /api/v1/queues/q/messages HTTP/1.1\r\n\r\n"
+           + b"POST /api/v1/queues/q/move HTTP/1.1\r\nX-Requested-With: x\r\nContent-Length: 11\r\n\r\n{\"to\": \"r\"}"
+           + b"DELETE /api/v1/queues/q%2Fx HTTP/1.1\r\nX-Requested-With: x\r\nOrigin: http://e\r\n\r\n"
+           + b"GET /api/v1/connections HTTP/1.1\r\n\r\n")
     def wsf(payload, op=2):  # a masked client frame (mask 0: the payload as it is)
         return bytes([0x80 | op, 0x80 | len(payload)]) + b"\0\0\0\0" + payload
     up = (b"GET /mqtt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n")
     wm = up + b"Sec-WebSocket-Protocol: mqtt\r\n\r\n" + wsf(m4[:60]) + wsf(b"p", 9) + wsf(m4[60:120]) + wsf(b"\x03\xe8", 8)
     ws_ = up + b"Sec-WebSocket-Protocol: v12.stomp\r\n\r\n" + wsf(st[:100]) + wsf(st[100:120])
-    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st), (ht, m4), (st, ht), (wm, ws_), (ws_, ht)]
+    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st), (ht, m4), (st, ht), (wm, ws_), (ws_, ht), (api, st), (m4, api)]
     for i, (a, b) in enumerate(pairs):
         total = 1 + len(a) + len(b)
         cut = min(255, -(-256 * len(a) // (total - 1)))
