@@ -136,6 +136,8 @@ mqr_str_t mqr__principal_name(const mqr__principal_t *p) {
   return p && !p->anonymous ? mqr_str(p->name) : MQR_STR("(anonymous)");
 }
 
+bool mqr__principal_anonymous(const mqr__principal_t *p) { return p == NULL || p->anonymous; }
+
 bool mqr__principal_revoked(const mqr__principal_t *p) { return p && p->revoked; }
 
 /* ---- the config's users and settings -------------------------------------------------------------- */

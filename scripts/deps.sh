@@ -10,7 +10,7 @@ what=${1:-test}
 run=(build-essential cmake pkg-config libuv1-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev libsodium-dev libssl-dev
   libhttp-parser-dev libwslay-dev)
 test=("${run[@]}" openssl python3-cryptography libcmocka-dev clang libclang-rt-14-dev python3 python3-avro libavro-dev binutils groff-base systemd
-  libc6-dev-i386-cross libc6-dev-arm64-cross python3-stomp python3-paho-mqtt mosquitto-clients python3-prometheus-client curl)
+  libc6-dev-i386-cross libc6-dev-arm64-cross python3-stomp python3-paho-mqtt mosquitto-clients python3-prometheus-client curl chromium)
 bench=("${test[@]}" libnats-dev nats-server gnuplot-nox mosquitto activemq)
 case "$what" in
   run) packages=("${run[@]}") ;;
@@ -31,17 +31,21 @@ if [ "$what" != run ]; then
   command -v npm >/dev/null || missing+=(npm)
 fi
 
-# The npm packages the tests use (STOMP and MQTT clients, over TCP and WebSockets), in
+# The npm packages the tests use (STOMP and MQTT clients, over TCP and WebSockets; the
+# console's browser test's puppeteer-core), in
 # .deps/npm of the source tree (not in git).
 npm_deps() {
   [ "$what" = run ] && return 0
   local dir
   dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/npm"
   [ -f "$dir/node_modules/@stomp/stompjs/package.json" ] && [ -f "$dir/node_modules/@stomp/tcp-wrapper/package.json" ] &&
-    [ -f "$dir/node_modules/mqtt/package.json" ] && [ -f "$dir/node_modules/ws/package.json" ] && return 0
-  echo "deps.sh: npm install @stomp/stompjs @stomp/tcp-wrapper mqtt ws into $dir" >&2
+    [ -f "$dir/node_modules/mqtt/package.json" ] && [ -f "$dir/node_modules/ws/package.json" ] &&
+    [ -f "$dir/node_modules/puppeteer-core/package.json" ] && return 0
+  echo "deps.sh: npm install @stomp/stompjs @stomp/tcp-wrapper mqtt ws puppeteer-core into $dir" >&2
   mkdir -p "$dir"
-  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stomp/stompjs@7 @stomp/tcp-wrapper@1 mqtt@5 ws@8 >&2
+  # (puppeteer-core 24: the last for Debian 12's node 18; it drives Debian's chromium)
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stomp/stompjs@7 @stomp/tcp-wrapper@1 mqtt@5 ws@8 \
+    puppeteer-core@24 >&2
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

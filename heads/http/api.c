@@ -15,6 +15,7 @@
  * a browser send either without a CORS preflight, which mqrd never grants. */
 #include <jansson.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +251,11 @@ static int list_address(void *arg, const mqr_broker_address_info_t *ai) {
 
 static int list_queue(void *arg, const mqr_broker_queue_info_t *qi) {
   list_t *l = arg;
-  if (l->seen && matches(qi->name, l->search) && on_page(l)) json_array_append_new(l->items, queue_json(qi));
+  if (l->seen && matches(qi->name, l->search) && on_page(l)) {
+    json_t *q = queue_json(qi);
+    json_object_set_new(q, "may-manage", json_boolean(mqr__allowed(l->b, l->who, MQR_PERM_MANAGE, qi->address)));
+    json_array_append_new(l->items, q);
+  }
   return 0;
 }
 
@@ -315,7 +320,9 @@ static void get_address(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t 
 static void get_queue(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, mqr__http_answer_t *a) {
   if (queue_for(c->b, r->who, name, false, a) != 0) return;
   one_t o = {name, NULL};
-  mqr_broker_address_stats(c->b, queue_address(c->b, name), true, one_address, one_queue, &o);
+  mqr_str_t address = queue_address(c->b, name);
+  mqr_broker_address_stats(c->b, address, true, one_address, one_queue, &o);
+  json_object_set_new(o.found, "may-manage", json_boolean(mqr__allowed(c->b, r->who, MQR_PERM_MANAGE, address)));
   answer_json(a, 200, o.found);
 }
 
@@ -571,9 +578,9 @@ static json_t *conn_json(mqr__conn_t *c) {
   mqr__principal_t *who = mqr__session_principal(&c->sess);
   return json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:b, s:I, s:I}", "id", (json_int_t)c->sess.id, "protocol",
                    c->head ? c->head->name : "", "listener", c->l && c->l->cfg ? c->l->cfg->name : "", "peer", c->peer,
-                   "user", who ? jstr(mqr__principal_name(who)) : json_null(), "tls", mqr__conn_secure(c), "websocket",
-                   c->ws != NULL, "connected-seconds", (json_int_t)((now - c->opened_ms) / 1000), "idle-seconds",
-                   (json_int_t)((now - c->heard_ms) / 1000));
+                   "user", mqr__principal_anonymous(who) ? json_null() : jstr(mqr__principal_name(who)), "tls",
+                   mqr__conn_secure(c), "websocket", c->ws != NULL, "connected-seconds",
+                   (json_int_t)((now - c->opened_ms) / 1000), "idle-seconds", (json_int_t)((now - c->heard_ms) / 1000));
 }
 
 static bool may_manage_broker(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
@@ -634,6 +641,47 @@ static void broker_info(mqr__conn_t *c, mqr__http_answer_t *a) {
                         "journal-failed", st.journal_failed, "journal-files", (json_int_t)st.journal_files));
 }
 
+/* ---- the console's session ------------------------------------------------------------------------ */
+
+/* GET: who asks, and the session's CSRF token; POST (with Basic credentials, over TLS):
+ * a session for them, its cookie set; DELETE: the session ended, its cookie dropped. */
+static void session(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
+  mqr__principal_t *who = r->who;
+  bool anonymous = mqr__principal_anonymous(who);
+  mqr_str_t name = anonymous ? MQR_STR("") : mqr__principal_name(who);
+  json_t *user = anonymous ? json_null() : jstr(name);
+  if (r->method == HTTP_GET || r->method == HTTP_HEAD) {
+    answer_json(a, 200,
+                json_pack("{s:o, s:s?, s:b, s:b}", "user", user, "csrf", r->csrf, "anonymous", anonymous,
+                          "may-manage-connections",
+                          mqr__allowed(c->b, who, MQR_PERM_MANAGE, MQR_STR(MANAGEMENT_ADDRESS))));
+  } else if (r->method == HTTP_POST) {
+    char token[65], csrf[65];
+    if (!r->basic) {
+      json_decref(user);
+      answer_error(a, MQR_EINVAL, "log in with Basic credentials (over TLS)");
+      return;
+    }
+    if (mqr__http_session_new(c->b, who, token, csrf) != 0) {
+      json_decref(user);
+      answer_error(a, MQR_ENOMEM, "out of memory");
+      return;
+    }
+    snprintf(a->cookie, sizeof a->cookie, "mqr_session=%s; Path=/; HttpOnly; SameSite=Strict; Secure", token);
+    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): %.*s logged in to the console", (long long)c->sess.id, c->peer,
+             (int)name.len, name.ptr);
+    answer_json(a, 201, json_pack("{s:o, s:s}", "user", user, "csrf", csrf));
+    OPENSSL_cleanse(token, sizeof token);
+  } else if (r->method == HTTP_DELETE) {
+    mqr_str_t cookies;
+    bool ended = mqr__http_header(r, "Cookie", &cookies) && mqr__http_session_end(c->b, cookies);
+    snprintf(a->cookie, sizeof a->cookie, "mqr_session=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0");
+    answer_json(a, 200, json_pack("{s:o, s:b}", "user", user, "ended", ended));
+  } else {
+    json_decref(user);
+  }
+}
+
 /* ---- the routes --------------------------------------------------------------------------------------------- */
 
 /* A change from a page of another site: refused (see the top of the file). */
@@ -641,6 +689,10 @@ static bool cross_site(const mqr__http_request_t *r, mqr__http_answer_t *a) {
   mqr_str_t v, host;
   if (!mqr__http_header(r, "X-Requested-With", &v)) {
     answer_error(a, MQR_EPERM, "a request that changes something must carry the header X-Requested-With");
+    return true;
+  }
+  if (r->csrf && (!mqr__http_header(r, "X-CSRF-Token", &v) || !mqr_str_eq(v, mqr_str(r->csrf)))) {
+    answer_error(a, MQR_EPERM, "a change made with the console's session must carry its X-CSRF-Token");
     return true;
   }
   if (mqr__http_header(r, "Origin", &v) && !mqr_str_eq(v, MQR_STR("null"))) {
@@ -673,7 +725,10 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
   bool addresses = mqr_str_eq(s[0], MQR_STR("addresses")), queues = mqr_str_eq(s[0], MQR_STR("queues"));
   const char *allow = NULL;
   mqr_error_t err = {0};
-  if (n == 1 && mqr_str_eq(s[0], MQR_STR("broker"))) {
+  if (n == 1 && mqr_str_eq(s[0], MQR_STR("session"))) {
+    session(c, r, a);
+    allow = "GET, HEAD, POST, DELETE";
+  } else if (n == 1 && mqr_str_eq(s[0], MQR_STR("broker"))) {
     if (get) broker_info(c, a);
     allow = "GET, HEAD";
   } else if (n == 1 && (addresses || queues)) {

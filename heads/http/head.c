@@ -36,6 +36,8 @@ typedef struct {
   bool auth_done;
   int auth_status;
   mqr__principal_t *who;
+  char csrf[65]; /* who came from a session cookie: its CSRF token (else "") */
+  bool basic;    /* who came from Basic credentials */
   /* an answer made in slices (routes.c's metrics) */
   mqr__http_answer_t pending;
   bool pending_head;  /* for a HEAD request */
@@ -88,6 +90,7 @@ void mqr__http_printf(mqr__http_text_t *t, const char *fmt, ...) {
 static const char *reason(int status) {
   switch (status) {
   case 200: return "OK";
+  case 201: return "Created";
   case 400: return "Bad Request";
   case 401: return "Unauthorized";
   case 403: return "Forbidden";
@@ -118,15 +121,21 @@ bool mqr__http_out(mqr__conn_t *c, const void *p, size_t n) {
 
 /* The status line and headers of an answer of len bytes of body. */
 static bool answer_top(mqr__conn_t *c, const mqr__http_answer_t *a, size_t len, bool close) {
-  char top[640];
-  int n = snprintf(top, sizeof top,
-                   "HTTP/1.1 %d %s\r\nServer: mqrd/%s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                   "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s%s%s%s\r\n",
-                   a->status, reason(a->status), mqr_version(),
-                   a->content_type ? a->content_type : "text/plain; charset=utf-8", len,
-                   a->status == 401 ? "WWW-Authenticate: Basic realm=\"mqrd\", charset=\"UTF-8\"\r\n" : "",
-                   a->allow ? "Allow: " : "", a->allow ? a->allow : "", a->allow ? "\r\n" : "",
-                   close ? "Connection: close\r\n" : "", a->extra ? a->extra : "");
+  char top[900];
+  int n = snprintf(
+      top, sizeof top,
+      "HTTP/1.1 %d %s\r\nServer: mqrd/%s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%s%s%s%s%s\r\n",
+      a->status, reason(a->status), mqr_version(), a->content_type ? a->content_type : "text/plain; charset=utf-8", len,
+      a->status == 401 && !a->no_challenge ? "WWW-Authenticate: Basic realm=\"mqrd\", charset=\"UTF-8\"\r\n" : "",
+      a->allow ? "Allow: " : "", a->allow ? a->allow : "", a->allow ? "\r\n" : "", close ? "Connection: close\r\n" : "",
+      a->extra ? a->extra : "");
+  if (n > 0 && (size_t)n < sizeof top && a->cookie[0]) /* (in place of the blank line, then it) */
+    n += snprintf(top + n - 2, sizeof top - (size_t)n + 2, "Set-Cookie: %s\r\n\r\n", a->cookie) - 2;
+  if (n <= 0 || (size_t)n >= sizeof top) { /* (never: the parts are bounded) */
+    mqr__conn_close(c, false);
+    return false;
+  }
   return mqr__http_out(c, top, (size_t)n);
 }
 
@@ -308,8 +317,11 @@ static bool authenticate(mqr__conn_t *c, http_t *h) {
       rc = MQR__HTTP_PLAINTEXT_BASIC;
     } else {
       rc = mqr__authenticate(c->b, user, password, c->peer, auth_answered, c, &who, &h->auth);
+      h->basic = true;
     }
     OPENSSL_cleanse(creds, sizeof creds);
+  } else if (header(h, "Cookie", &v) && (who = mqr__http_session_find(c->b, v, h->csrf)) != NULL) {
+    rc = 0; /* a console's session */
   } else if (mqr__conn_identity(c)) {
     rc = mqr__authenticate_certificate(c->b, mqr__conn_identity(c), c->peer, &who);
   } else {
@@ -330,6 +342,8 @@ static bool authenticate(mqr__conn_t *c, http_t *h) {
 static void next_request(mqr__conn_t *c, http_t *h) {
   mqr__principal_release(h->who);
   h->who = NULL;
+  h->csrf[0] = 0;
+  h->basic = false;
   h->auth_done = h->complete = false;
   h->began_ms = 0;
   h->idle_ms = uv_now(mqr__loop(c->b));
@@ -377,7 +391,11 @@ static int serve(mqr__conn_t *c, http_t *h) {
                                                    : "the user name or password is wrong");
     }
     r.who = h->who;
+    r.csrf = h->csrf[0] ? h->csrf : NULL;
+    r.basic = h->basic;
   }
+  mqr_str_t xrw;
+  a.no_challenge = header(h, "X-Requested-With", &xrw) != NULL;
   if (a.status == 0) mqr__http_route(c, &r, &a);
   if (a.metrics) { /* made a slice per pass (resume): the connection waits meanwhile */
     h->pending = a;
@@ -616,6 +634,8 @@ const mqr__head_t mqr__http_head = {
     .room = room,
     .tick = tick,
     .resume = resume,
+    .tick_all = mqr__http_sessions_tick,
+    .free = mqr__http_sessions_free,
     .fail = fail,
     .release = release,
 };

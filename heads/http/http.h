@@ -7,6 +7,8 @@
  *              authentication (Basic over TLS, or anonymous), the answer's framing
  *   routes.c   what a path serves: /healthz, /readyz, /metrics, /api/v1/...
  *   api.c      the management API: JSON for the native MANAGE frame's operations
+ *   session.c  the console's sessions (a cookie after one Basic login)
+ *   console.c  the console's files, compiled in (../../console)
  *   metrics.c  the Prometheus text exposition (format 0.0.4), Artemis's names
  *
  * docs/observability.md is the user's view. */
@@ -42,6 +44,8 @@ typedef struct {
   enum http_method method;
   mqr_str_t path, query, body;
   mqr__principal_t *who; /* who asks (NULL: not authenticated; the route said anonymous is fine) */
+  const char *csrf;      /* who was known by a session cookie: the session's CSRF token (else NULL) */
+  bool basic;            /* who gave Basic credentials with this request */
   void *head;            /* the head's state (mqr__http_header reads its headers) */
 } mqr__http_request_t;
 
@@ -57,6 +61,8 @@ typedef struct {
   mqr__http_text_t body;
   const char *allow;            /* 405: the methods the path takes */
   const char *extra;            /* more header lines, each ending in CRLF (may be NULL) */
+  char cookie[192];             /* a Set-Cookie value ("": none) */
+  bool no_challenge;            /* a 401 without WWW-Authenticate (a script asked: no browser dialog) */
   mqr__http_metrics_t *metrics; /* the body is this, once made */
 } mqr__http_answer_t;
 
@@ -85,5 +91,20 @@ void mqr__http_metrics_free(mqr__http_metrics_t *m); /* NULL is allowed */
 bool mqr__http_out(mqr__conn_t *c, const void *p, size_t n);
 
 extern const mqr_protocol_def_t mqr__http_def;
+extern const mqr__head_t mqr__http_head;
+
+/* The console's sessions (session.c): made for who (0, with the cookie's token and the
+ * CSRF token, each 64 hex digits and a NUL; or MQR_ENOMEM); who a Cookie header's session
+ * stands for (held: the caller releases it; NULL when none is live) and its CSRF token
+ * (copied);
+ * ended (false: there was none); the stale ones ended each tick; all freed. */
+int mqr__http_session_new(mqr_broker_t *b, mqr__principal_t *who, char token[65], char csrf[65]);
+mqr__principal_t *mqr__http_session_find(mqr_broker_t *b, mqr_str_t cookies, char csrf[65]);
+bool mqr__http_session_end(mqr_broker_t *b, mqr_str_t cookies);
+void mqr__http_sessions_tick(mqr_broker_t *b, uint64_t now);
+void mqr__http_sessions_free(mqr_broker_t *b);
+
+/* The console's files, compiled in (console.c): 1 when path is one (a answered), else 0. */
+int mqr__http_console(const mqr__http_request_t *r, mqr__http_answer_t *a);
 
 #endif

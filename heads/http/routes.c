@@ -5,6 +5,7 @@
  *             after an I/O error, or while the broker shuts down (a readiness probe)
  *   /metrics  the Prometheus text (metrics.c)
  *   /api/v1/  the management API (api.c; authenticated, as the other heads are)
+ *   /         the web console (console.c: its files; it uses the API)
  *
  * GET and HEAD only but for the API; another method is 405, another path 404. */
 #include <string.h>
@@ -15,6 +16,7 @@ mqr__http_access_t mqr__http_route_access(mqr_str_t path) {
   if (mqr_str_eq(path, MQR_STR("/healthz")) || mqr_str_eq(path, MQR_STR("/readyz"))) return MQR__HTTP_HEALTH;
   if (mqr_str_eq(path, MQR_STR("/metrics"))) return MQR__HTTP_METRICS;
   if (path.len >= 5 && memcmp(path.ptr, "/api/", 5) == 0) return MQR__HTTP_USER;
+  /* (the console's files are public: what they show comes from the API, as its user) */
   return MQR__HTTP_PUBLIC; /* (nothing else is served: a 404 tells no secret) */
 }
 
@@ -38,13 +40,14 @@ void mqr__http_route(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_ans
     mqr__http_api(c, r, a);
     return;
   }
+  if (mqr__http_console(r, a)) return;
   int what = mqr_str_eq(r->path, MQR_STR("/healthz"))   ? 1
              : mqr_str_eq(r->path, MQR_STR("/readyz"))  ? 2
              : mqr_str_eq(r->path, MQR_STR("/metrics")) ? 3
                                                         : 0;
   if (what == 0) {
     a->status = 404;
-    mqr__http_printf(&a->body, "no such path: %.*s (mqrd serves /healthz, /readyz, /metrics and /api/v1/)\n",
+    mqr__http_printf(&a->body, "no such path: %.*s (mqrd serves /, /healthz, /readyz, /metrics and /api/v1/)\n",
                      (int)(r->path.len > 200 ? 200 : r->path.len), r->path.ptr);
     return;
   }

@@ -3,7 +3,7 @@ and change what (a watcher sees and browses orders.* and nothing else, gets 403 
 purge and 404 for what it may not see; admin does all), Basic over TLS only, the
 cross-site guard (X-Requested-With, Origin), a connection listed and closed (an MQTT
 client's, by its user), server-side paging and search over 3,000 queues, a retry from a
-dead-letter queue after real redeliveries, and bad bodies, paths and methods.
+dead-letter queue after real redeliveries, and bad bodies, paths and methods; the console's session (cookie, CSRF token, logout).
 
 usage: test_api.py MQRD MQR"""
 
@@ -202,6 +202,45 @@ class Api(unittest.TestCase):
         self.assertEqual(self.call("GET", "/api/v1/queues/" + dlq)[1]["message-count"], 0)
         conn.disconnect()
         self.call("POST", "/api/v1/queues/orders.eu/purge")
+
+    def test_console_session(self):
+        """A session cookie after one Basic login: HttpOnly, SameSite=Strict, Secure; a change
+        made with it needs its CSRF token; a logout ends it; a script's 401 has no challenge."""
+        c = http.client.HTTPSConnection("localhost", self.webs, context=self.tls, timeout=15)
+        auth = "Basic " + base64.b64encode(b"admin:adminpw").decode()
+        c.request("POST", "/api/v1/session", headers={"Authorization": auth, "X-Requested-With": "t"})
+        r = c.getresponse()
+        body = json.loads(r.read())
+        self.assertEqual(r.status, 201)
+        cookie = r.getheader("Set-Cookie")
+        for attr in ("HttpOnly", "SameSite=Strict", "Secure", "Path=/"):
+            self.assertIn(attr, cookie)
+        token = cookie.split(";")[0]
+        csrf = body["csrf"]
+        self.assertEqual(len(csrf), 64)
+        jar = {"Cookie": token, "X-Requested-With": "t"}
+        self.assertEqual(self.call("GET", "/api/v1/session", user=None, headers=jar)[1]["user"], "admin")
+        status, got = self.call("POST", "/api/v1/queues/orders.eu/purge", user=None, headers=jar)
+        self.assertEqual(status, 403)
+        self.assertIn("X-CSRF-Token", got["error"])
+        status, got = self.call("POST", "/api/v1/queues/orders.eu/purge", user=None,
+                                headers=dict(jar, **{"X-CSRF-Token": "0" * 64}))
+        self.assertEqual(status, 403)
+        status, got = self.call("POST", "/api/v1/queues/orders.eu/purge", user=None,
+                                headers=dict(jar, **{"X-CSRF-Token": csrf}))
+        self.assertEqual(status, 200)
+        status, got = self.call("DELETE", "/api/v1/session", user=None, headers=dict(jar, **{"X-CSRF-Token": csrf}))
+        self.assertEqual((status, got["ended"]), (200, True))
+        c = http.client.HTTPSConnection("localhost", self.webs, context=self.tls, timeout=15)
+        c.request("GET", "/api/v1/queues", headers=jar)
+        r = c.getresponse()
+        r.read()
+        self.assertEqual(r.status, 401)  # the session is gone
+        self.assertIsNone(r.getheader("WWW-Authenticate"))  # a script asked: no browser dialog
+        status, got = self.call("POST", "/api/v1/session", user=None, headers={"X-Requested-With": "t",
+                                                                                "Cookie": "mqr_session=" + "a" * 64})
+        self.assertEqual(status, 401)  # no session, no anonymous here
+        self.assertEqual(self.call("POST", "/api/v1/session", secure=False)[0], 403)  # a password over plaintext
 
     def test_bad_requests(self):
         status, got = self.call("POST", "/api/v1/addresses", body=b"{not json")

@@ -107,7 +107,9 @@ if kind == "heads":
            + b"GET /api/v1/queues?search=q&offset=0&limit=2 HTTP/1.1\r\n\r\nGET /api/v1/queues/q/messages HTTP/1.1\r\n\r\n"
            + b"POST /api/v1/queues/q/move HTTP/1.1\r\nX-Requested-With: x\r\nContent-Length: 11\r\n\r\n{\"to\": \"r\"}"
            + b"DELETE /api/v1/queues/q%2Fx HTTP/1.1\r\nX-Requested-With: x\r\nOrigin: http://e\r\n\r\n"
-           + b"GET /api/v1/connections HTTP/1.1\r\n\r\n")
+           + b"GET /api/v1/connections HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nGET /console.js HTTP/1.1\r\n\r\n"
+           + b"GET /api/v1/session HTTP/1.1\r\nCookie: a=b; mqr_session=%s\r\nX-Requested-With: x\r\n\r\n" % (b"0" * 64)
+           + b"POST /api/v1/session HTTP/1.1\r\nAuthorization: Basic dTpw\r\n\r\n")
     def wsf(payload, op=2):  # a masked client frame (mask 0: the payload as it is)
         return bytes([0x80 | op, 0x80 | len(payload)]) + b"\0\0\0\0" + payload
     up = (b"GET /mqtt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
