@@ -51,9 +51,17 @@ function row(cells) {
   return tr;
 }
 
+// Replaces a table's rows; the link or button that had the keyboard's focus keeps it in
+// the new rows (a refresh each second must not take it away).
 function fill(tbody, rows, empty) {
+  const a = document.activeElement;
+  const key = a && tbody.contains(a) ? a.getAttribute("href") || a.getAttribute("aria-label") : null;
   tbody.replaceChildren(...rows);
   if (!rows.length) { const tr = row([empty]); tr.firstChild.colSpan = 9; tbody.appendChild(tr); }
+  if (key) {
+    const same = [...tbody.querySelectorAll("a, button")].find((e) => (e.getAttribute("href") || e.getAttribute("aria-label")) === key);
+    if (same) same.focus();
+  }
 }
 
 const num = (n) => (n === undefined || n === null ? "" : Number(n).toLocaleString("en"));

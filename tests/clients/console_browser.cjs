@@ -3,12 +3,14 @@
 // keyboard, watches a queue's depth follow real sends, browses its messages, purges it
 // through the confirmation dialog, logs out; then as watcher (browse, no manage) sees no
 // purge button and gets 403 from the API with its own session. Any script error or CSP
-// violation in the page fails it.
+// violation in the page fails it. Then MQTT.js's browser bundle, in a page of its own,
+// sends and receives over wss:// on the same listener.
 //
 // usage: node console_browser.cjs HTTPS_PORT MQR_PORT MQR
 "use strict";
 const puppeteer = require("puppeteer-core");
 const { execFileSync } = require("child_process");
+const path = require("path");
 
 const [port, mqrPort, mqr] = process.argv.slice(2);
 const base = `https://localhost:${port}`;
@@ -43,9 +45,18 @@ async function openQueue(page, name) {
   await page.keyboard.type(name);
   const link = `#queues-rows a[href="#/queues/${name}"]`;
   await page.waitForSelector(link, { visible: true });
-  await page.focus(link);
+  // (the list refreshes each second: the link found may be replaced before it is focused;
+  // focused, it keeps the focus across refreshes)
+  for (let i = 0; i < 20; i++) {
+    await page.focus(link).catch(() => {});
+    if (await page.evaluate((l) => document.activeElement === document.querySelector(l), link)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
   await page.keyboard.press("Enter"); // a row's link opens the queue by keyboard
-  await page.waitForSelector("#queue", { visible: true });
+  await page.waitForSelector("#queue", { visible: true, timeout: 10000 }).catch(async (e) => {
+    const where = await page.evaluate(() => location.hash + " focus=" + (document.activeElement || {}).outerHTML);
+    throw new Error(e.message + " at " + where);
+  });
   await waitText(page, "#queue-title", "Queue " + name, "queue " + name + " opened by keyboard");
 }
 
@@ -100,6 +111,22 @@ async function apiStatus(page, method, path) {
     must(await page.$eval("#queue-actions", (e) => e.hidden || e.offsetParent === null), "watcher sees no purge button");
     must((await apiStatus(page, "POST", "queues/orders/purge")) === 403, "watcher's purge through the API is 403");
     must(errors.length === 0, "no script error or CSP violation in the page: " + errors.join("; "));
+
+    // MQTT.js's browser bundle in a page of mqrd's origin (the test lets it in past the
+    // console's CSP), over wss:// to the same listener.
+    const blank = await browser.newPage();
+    await blank.setBypassCSP(true);
+    await blank.goto(base + "/", { waitUntil: "networkidle0" });
+    await blank.addScriptTag({ path: path.join(process.env.NODE_PATH, "mqtt", "dist", "mqtt.min.js") });
+    const got = await blank.evaluate((p) => new Promise((resolve, reject) => {
+      const c = mqtt.connect(`wss://localhost:${p}`, { username: "admin", password: "adminpw", protocolVersion: 5,
+        reconnectPeriod: 0, connectTimeout: 10000 });
+      c.on("error", (e) => reject(String(e)));
+      c.on("connect", () => c.subscribe("browser/x", { qos: 1 }, () => c.publish("browser/x", "from the browser", { qos: 1 })));
+      c.on("message", (t, m) => { c.end(); resolve(t + " " + m.toString()); });
+      setTimeout(() => reject("no message in 10 s"), 10000);
+    }), port);
+    must(got === "browser/x from the browser", "MQTT.js in the browser over wss://: a message there and back");
   } finally {
     await browser.close();
   }

@@ -1,6 +1,7 @@
 """The web console: its files served with their security headers, and the whole of it in a
 real browser (console_browser.cjs: Debian's chromium, headless, driven by puppeteer-core)
-against a real mqrd over https with two users: admin (manage) and watcher (browse only).
+against a real mqrd over https with two users: admin (manage) and watcher (browse only);
+and MQTT.js's browser bundle over wss:// in the same browser.
 
 usage: test_console.py MQRD MQR"""
 
@@ -25,14 +26,15 @@ DIR = tempfile.mkdtemp(prefix="mqr-console-")
 CONFIG = """
 listeners:
   - {name: shared, host: 127.0.0.1, port: 0, protocols: [mqr]}
-  - {name: webs, host: 127.0.0.1, port: 0, protocols: [http], tls: {cert: CERT, key: KEY}}
+  - {name: webs, host: 127.0.0.1, port: 0, protocols: [http, mqtt], tls: {cert: CERT, key: KEY}}
 security:
   users-file: USERS
   allow-anonymous: false
   security-settings:
-    '#': {send: [admin], consume: [admin], browse: [admin, watcher], manage: [admin]}
+    '#': {send: [admin], consume: [admin], browse: [admin, watcher], manage: [admin], create-address: [admin],
+          create-non-durable-queue: [admin], create-durable-queue: [admin]}
 address-settings:
-  '#': {auto-create-addresses: false, auto-create-queues: false}
+  '#': {auto-create-addresses: true, auto-create-queues: true}
 addresses:
   orders: {anycast: [orders]}
 """
@@ -55,7 +57,7 @@ class Console(unittest.TestCase):
                      .replace("USERS", path("users")))
         line = [x for x in cls.b.log_text().split("\n") if "ready on" in x][-1]
         cls.mqr_port = int(re.search(r"tcp://127\.0\.0\.1:(\d+)", line).group(1))
-        cls.https = int(re.search(r"https://127\.0\.0\.1:(\d+)", line).group(1))
+        cls.https = int(re.search(r"(?:https|tls)://127\.0\.0\.1:(\d+)", line).group(1))
 
     @classmethod
     def tearDownClass(cls):
@@ -83,7 +85,7 @@ class Console(unittest.TestCase):
         r = subprocess.run(["node", os.path.join(HERE, "console_browser.cjs"), str(self.https), str(self.mqr_port), os.path.abspath(MQR)],
                            capture_output=True, text=True, timeout=180, env=env, cwd=os.path.join(NPM, ".."))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + self.b.log_text()[-2000:])
-        self.assertGreaterEqual(r.stdout.count("ok   "), 18, r.stdout)
+        self.assertGreaterEqual(r.stdout.count("ok   "), 19, r.stdout)
 
 
 if __name__ == "__main__":
