@@ -2,9 +2,12 @@
  * iterations, forks. A fork is a fork()ed child that runs one trial and reports its
  * samples to the parent over a pipe, one text line each; a child that dies or says
  * nothing is a failed result, never a score. */
+#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,7 +410,9 @@ done:
 static void run_fork(const mqr_bench_def_t *def, const mqr__combo_t *combo, int mode, const mqr_bench_options_t *opt,
                      mqr_bench_result_t *res, int fork_no) {
   int fds[2];
-  if (pipe(fds) != 0) {
+  /* (close-on-exec: a broker the trial starts must not hold the pipe open after the fork
+   * ends, or its end would never be read) */
+  if (pipe2(fds, O_CLOEXEC) != 0) {
     res->failed = true;
     snprintf(res->why, sizeof res->why, "pipe: %s", strerror(errno));
     return;
@@ -423,6 +428,7 @@ static void run_fork(const mqr_bench_def_t *def, const mqr__combo_t *combo, int 
     return;
   }
   if (pid == 0) {
+    setpgid(0, 0); /* its own group: what it starts goes with it (below) */
     close(fds[0]);
     FILE *p = fdopen(fds[1], "w");
     out_t o = {p, NULL, fork_no};
@@ -453,6 +459,7 @@ static void run_fork(const mqr_bench_def_t *def, const mqr__combo_t *combo, int 
   }
   fclose(p);
   int status = 0;
+  kill(-pid, SIGKILL); /* a broker its trial started and left (a failed setup, a crash) */
   waitpid(pid, &status, 0);
   if (!done && !res->failed) {
     res->failed = true;

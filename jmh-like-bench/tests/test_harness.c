@@ -4,9 +4,12 @@
 #include <jemalloc/jemalloc.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,6 +111,19 @@ static int run_crashes(mqr_bench_ctx_t *c, uint64_t ops) {
   (void)c;
   (void)ops;
   abort();
+}
+
+/* A setup that starts a process (as a benchmark starts a broker) and fails before its
+ * teardown could stop it. */
+static int setup_leaves_a_process(mqr_bench_ctx_t *c) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sleep", "sleep", "60", (char *)NULL);
+    _exit(127);
+  }
+  FILE *f = fopen("/tmp/mqr-harness-left.pid", "w");
+  if (f) fprintf(f, "%d\n", (int)pid), fclose(f);
+  return mqr_bench_fail(c, "setup failed after starting a process");
 }
 
 static int setup_param(mqr_bench_ctx_t *c) {
@@ -217,6 +233,44 @@ static void test_failing_body_is_a_failure_not_a_score(void **state) {
   mqr_bench_results_free(r, n);
 }
 
+/* Whether pid runs (a zombie, killed and not yet reaped by whoever adopted it, does not). */
+static bool running(int pid) {
+  char path[64], stat[256] = "";
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return false;
+  size_t n = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
+  stat[n] = 0;
+  const char *close = strrchr(stat, ')');
+  return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* The fork's failure is reported at once, and what its trial started is stopped: a
+ * broker holding the fork's pipe once hung the whole run. */
+static void test_a_failed_fork_leaves_nothing_running(void **state) {
+  (void)state;
+  mqr_bench_def_t d = {"t.leaves", NULL, "ss", setup_leaves_a_process, NULL, NULL, NULL, run_nothing, NULL};
+  mqr_bench_options_t o = quick(1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  size_t n;
+  mqr_bench_result_t *r = mqr_bench_run_def(&d, &o, &n);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const char *why;
+  assert_true(mqr_bench_result_failed(r, 0, &why));
+  assert_non_null(strstr(why, "setup failed after starting a process"));
+  assert_true(t1.tv_sec - t0.tv_sec < 30); /* (not the sleep's 60 s) */
+  mqr_bench_results_free(r, n);
+  FILE *f = fopen("/tmp/mqr-harness-left.pid", "r");
+  assert_non_null(f);
+  int pid = 0;
+  assert_int_equal(fscanf(f, "%d", &pid), 1);
+  fclose(f);
+  remove("/tmp/mqr-harness-left.pid");
+  assert_false(running(pid));
+}
+
 static void test_modes_and_params(void **state) {
   (void)state;
   mqr_bench_def_t d = {"t.param", "size=10,200;kind=a", "sample,ss", setup_param, NULL, NULL, NULL, run_nothing, NULL};
@@ -311,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_failing_body_is_a_failure_not_a_score),
       cmocka_unit_test(test_modes_and_params),
       cmocka_unit_test(test_combinations_that_do_not_apply_are_skipped),
+      cmocka_unit_test(test_a_failed_fork_leaves_nothing_running),
       cmocka_unit_test(test_finish_is_timed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
