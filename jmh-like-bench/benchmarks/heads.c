@@ -640,9 +640,14 @@ static void peak_rss(mqr_bench_ctx_t *c) {
   fclose(f);
 }
 
-static const char *stomp_skip(const mqr_bench_ctx_t *c) {
+/* (-p impl=mqr,mosquitto over both heads: each head's own peer only) */
+static const char *skip(const mqr_bench_ctx_t *c) {
   const char *impl = mqr_bench_param(c, "impl"), *transport = mqr_bench_param(c, "transport");
-  if (impl && transport && strcmp(impl, "activemq") == 0 && strcmp(transport, "ws") == 0)
+  bool stomp = strcmp(mqr_bench_param(c, "proto"), "stomp") == 0;
+  if (impl && strcmp(impl, "mqr") != 0 && strcmp(impl, "embedded") != 0 &&
+      strcmp(impl, stomp ? "activemq" : "mosquitto") != 0)
+    return stomp ? "the STOMP peer is activemq" : "the MQTT peer is mosquitto";
+  if (stomp && impl && transport && strcmp(impl, "activemq") == 0 && strcmp(transport, "ws") == 0)
     return "Debian's ActiveMQ Classic has no activemq-http, its WebSocket transport";
   return NULL;
 }
@@ -662,4 +667,7 @@ static const mqr_bench_def_t stomp = {
     peak_rss,      run,
     finish};
 MQR_BENCH_REGISTER(stomp)
-__attribute__((constructor)) static void stomp_skips(void) { mqr_bench_register_skip(&stomp, stomp_skip); }
+__attribute__((constructor)) static void skips(void) {
+  mqr_bench_register_skip(&mqtt, skip);
+  mqr_bench_register_skip(&stomp, skip);
+}
