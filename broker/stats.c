@@ -1,5 +1,11 @@
-/* Statistics: a queue's counters, the broker's, and the one walk over every address and
- * queue that the native QUERY, management, `mqr stat` and the metrics use. */
+/* Statistics: a queue's counters, the broker's, the one walk over every address and
+ * queue that the native QUERY, management, `mqr stat` and the metrics use, and what the
+ * data takes on disk. */
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
 #include "broker_int.h"
 #include "durable.h"
 
@@ -103,4 +109,48 @@ int mqr_broker_foreach_stats(const mqr_broker_t *b, bool internal,
                              int (*queue_fn)(void *arg, const mqr_broker_queue_info_t *q), void *arg) {
   walk_t w = {address_fn, queue_fn, arg, internal};
   return mqr_router_foreach_address(&b->router, visit, &w);
+}
+
+/* The regular files of dir: how many and their bytes; with paging, each subdirectory's
+ * too (dir/paging/<address>/...). False when dir cannot be read. */
+static bool count_files(const char *dir, const char *suffix, uint64_t *files, uint64_t *bytes, int depth) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return false;
+  bool ok = true;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) != 0) continue; /* (gone meanwhile: compacted, a page file done) */
+    size_t n = strlen(e->d_name), k = suffix ? strlen(suffix) : 0;
+    if (S_ISREG(st.st_mode) && (suffix == NULL || (n > k && strcmp(e->d_name + n - k, suffix) == 0))) {
+      (*files)++;
+      *bytes += (uint64_t)st.st_blocks * 512; /* what it takes on disk */
+    } else if (S_ISDIR(st.st_mode) && depth > 0) {
+      ok &= count_files(path, suffix, files, bytes, depth - 1);
+    }
+  }
+  closedir(d);
+  return ok;
+}
+
+int mqr_broker_disk_usage(const mqr_broker_t *b, mqr_broker_disk_t *out) {
+  memset(out, 0, sizeof *out);
+  const mqr__durable_t *d = b->dur;
+  if (d == NULL || d->dir == NULL) return MQR_EINVAL;
+  bool ok = count_files(d->dir, ".jrn", &out->journal_files, &out->journal_bytes, 0);
+  char paging[4096];
+  snprintf(paging, sizeof paging, "%s/paging", d->dir);
+  struct stat st;
+  if (stat(paging, &st) == 0) ok &= count_files(paging, ".jrn", &out->page_files, &out->page_bytes, 2);
+  struct statvfs vfs;
+  if (statvfs(d->dir, &vfs) == 0) {
+    out->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    out->size_bytes = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+  } else {
+    ok = false;
+  }
+  return ok ? 0 : MQR_EIO;
 }

@@ -223,6 +223,16 @@ static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t
   if (st.persistence) {
     family(t, "mqr_durable_messages", "gauge", "Stored messages the journal keeps", broker, "", (double)st.durable);
     family(t, "mqr_journal_files", "gauge", "Journal files in use", broker, "", (double)st.journal_files);
+    mqr_broker_disk_t disk;
+    mqr_broker_disk_usage(c->b, &disk); /* (what could be read, if not all) */
+    family(t, "mqr_journal_disk_bytes", "gauge", "Bytes the journal's files take on disk", broker, "",
+           (double)disk.journal_bytes);
+    family(t, "mqr_page_files", "gauge", "Page files of paged addresses", broker, "", (double)disk.page_files);
+    family(t, "mqr_page_disk_bytes", "gauge", "Bytes the page files take on disk", broker, "", (double)disk.page_bytes);
+    family(t, "mqr_disk_free_bytes", "gauge", "Free bytes on the data directory's file system (for the broker's user)",
+           broker, "", (double)disk.free_bytes);
+    family(t, "mqr_disk_size_bytes", "gauge", "Size of the data directory's file system", broker, "",
+           (double)disk.size_bytes);
     family(t, "mqr_journal_records_total", "counter", "Journal records written since start", broker, "",
            (double)st.journal_records);
     family(t, "mqr_journal_syncs_total", "counter", "Journal write rounds (each ends in fdatasync)", broker, "",

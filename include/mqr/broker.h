@@ -242,6 +242,18 @@ typedef struct {
 /* The broker's counters into *out. May be called from a callback. */
 MQR_EXTERN void mqr_broker_stats(const mqr_broker_t *b, mqr_broker_stats_t *out);
 
+typedef struct {
+  uint64_t journal_files, journal_bytes; /* the journal's files (*.jrn) in the data directory */
+  uint64_t page_files, page_bytes;       /* paged messages' files (the .jrn files under paging/) */
+  uint64_t free_bytes, size_bytes;       /* the file system holding them: free to the broker's user, and in all */
+} mqr_broker_disk_t;
+
+/* What the broker's data takes on disk, and the room left there: read from the data
+ * directory (a directory walk and a statvfs: for a scrape or a status, not per message).
+ * 0; MQR_EINVAL when the broker has no persistence; MQR_EIO when the directory cannot be
+ * read (out then holds what could be). */
+MQR_EXTERN int mqr_broker_disk_usage(const mqr_broker_t *b, mqr_broker_disk_t *out);
+
 /* Drops every message waiting in queue q (one of mqr_broker_router(b)'s queues); those
  * in flight to consumers stay theirs. Returns how many were dropped. As Artemis's
  * removeAllMessages; allocates nothing. May be called from a callback. */

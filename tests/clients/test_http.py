@@ -317,19 +317,26 @@ class Http(unittest.TestCase):
 
 class JournalHistogram(unittest.TestCase):
     """With persistence, /metrics has the journal's write times as a Prometheus histogram
-    that counts every write round, and the journal's families."""
+    that counts every write round, and the journal's families; and what the journal and
+    the page files take on disk, and the room left there."""
 
     def test_write_seconds(self):
         data = tempfile.mkdtemp(prefix="mqr-http-journal-")
         b = Mqrd(MQRD, "security: {allow-anonymous: true}\npersistence: {directory: %s}\n"
                        "listeners:\n  - {name: m, host: 127.0.0.1, port: 0, protocols: [mqr, http],\n"
                        "     http: {anonymous-metrics: true}}\n"
-                       "addresses:\n  jobs: {anycast: [jobs]}\n" % data)
+                       "address-settings:\n  paged: {max-size-bytes: 8KiB, address-full-policy: PAGE}\n"
+                       "addresses:\n  jobs: {anycast: [jobs]}\n  paged: {anycast: [paged]}\n" % data)
         try:
             for _ in range(3):
                 mqr("send", "--url", "tcp://127.0.0.1:%d" % b.port, "--durable", "--body", "x", "jobs")
+            mqr("send", "--url", "tcp://127.0.0.1:%d" % b.port, "--durable", "--count", "40", "--body", "p" * 1000,
+                "paged")
             r, body = Http.get(self, b.port, "/metrics")
             self.assertEqual(r.status, 200)
+            # The disk figures, against the directory as the kernel sees it.
+            on_disk = sum(os.stat(os.path.join(data, f)).st_blocks * 512 for f in os.listdir(data) if f.endswith(".jrn"))
+            vfs = os.statvfs(data)
         finally:
             self.assertEqual(b.stop(), 0)
             shutil.rmtree(data, ignore_errors=True)
@@ -342,7 +349,13 @@ class JournalHistogram(unittest.TestCase):
         self.assertGreaterEqual(count, 3)
         self.assertEqual(buckets[-1], count)
         self.assertGreater([x.value for x in h.samples if x.name.endswith("_sum")][0], 0)
-        self.assertEqual(fams["mqr_durable_messages"].samples[0].value, 3)
+        value = lambda name: fams[name].samples[0].value
+        self.assertTrue(3 < value("mqr_durable_messages") < 43)  # the journal's: not the paged ones
+        self.assertEqual(value("mqr_journal_disk_bytes"), on_disk)
+        self.assertGreaterEqual(value("mqr_page_files"), 1)  # paged's messages past 8 KiB
+        self.assertGreater(value("mqr_page_disk_bytes"), 0)
+        self.assertEqual(value("mqr_disk_size_bytes"), vfs.f_blocks * vfs.f_frsize)
+        self.assertLess(abs(value("mqr_disk_free_bytes") - vfs.f_bavail * vfs.f_frsize), 0.05 * value("mqr_disk_size_bytes"))
 
 
 class SysTopics(unittest.TestCase):
