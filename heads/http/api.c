@@ -118,7 +118,7 @@ static bool param(mqr_str_t query, const char *key, char *buf, size_t cap) {
       for (size_t k = i + klen + 1; k < end && o + 1 < cap; k++) {
         char ch = query.ptr[k];
         if (ch == '+') ch = ' ';
-        if (ch == '%' && k + 2 < end + 1) {
+        if (ch == '%' && k + 2 < end) {
           char hex[3] = {query.ptr[k + 1], query.ptr[k + 2], 0}, *e;
           long v = strtol(hex, &e, 16);
           if (*e == 0) ch = (char)v, k += 2;
