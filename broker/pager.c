@@ -499,6 +499,15 @@ void mqr__pager_forget_queue(mqr__bq_t *bq) {
 
 bool mqr__pager_paging(const mqr__acct_t *acct) { return acct->pager && acct->pager->paging; }
 
+uint64_t mqr__pager_pages(const mqr__acct_t *acct) {
+  const mqr__pager_t *pg = acct->pager;
+  if (pg == NULL || pg->w == NULL || pg->appended == 0) return 0;
+  uint64_t file;
+  size_t off;
+  mqr_journal_position(pg->w, &file, &off);
+  return file >= pg->first_file ? file - pg->first_file + 1 : 0;
+}
+
 uint64_t mqr__pager_backlog(const mqr__bq_t *bq) {
   uint64_t n = 0;
   for (const mqr__pcursor_t *c = bq->pcursors; c; c = c->bq_next) n += c->waiting;

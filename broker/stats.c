@@ -82,7 +82,8 @@ static int visit(mqr_address_t *a, void *arg) {
                                     mqr_address_routed(a),
                                     mqr_address_unrouted(a),
                                     acct ? acct->bytes : 0,
-                                    acct && mqr__pager_paging(acct)};
+                                    acct && mqr__pager_paging(acct),
+                                    acct ? mqr__pager_pages(acct) : 0};
     if ((rc = w->address_fn(w->arg, &ai)) != 0) return rc;
   }
   for (uint32_t i = 0; w->queue_fn && i < nq; i++) {

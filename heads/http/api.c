@@ -224,10 +224,10 @@ static json_t *routing_types(mqr_routing_set_t s) {
 }
 
 static json_t *address_json(const mqr_broker_address_info_t *ai) {
-  return json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:b, s:b}", "name", jstr(ai->name), "routing-types",
+  return json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:b, s:I, s:b}", "name", jstr(ai->name), "routing-types",
                    routing_types(ai->routing_types), "queues", (json_int_t)ai->queues, "routed", (json_int_t)ai->routed,
-                   "unrouted", (json_int_t)ai->unrouted, "size", (json_int_t)ai->size, "paging", ai->paging, "internal",
-                   (ai->flags & MQR_ADDRESS_INTERNAL) != 0);
+                   "unrouted", (json_int_t)ai->unrouted, "size", (json_int_t)ai->size, "paging", ai->paging, "pages",
+                   (json_int_t)ai->pages, "internal", (ai->flags & MQR_ADDRESS_INTERNAL) != 0);
 }
 
 static json_t *queue_json(const mqr_broker_queue_info_t *qi) {

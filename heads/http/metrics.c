@@ -37,6 +37,7 @@ enum {
   A_UNROUTED,
   A_SIZE,
   A_PAGING,
+  A_PAGES,
   N_FAMILIES
 };
 
@@ -57,6 +58,7 @@ static const struct {
     [A_UNROUTED] = {"artemis_unrouted_message_count", "Sends to the address that reached no queue"},
     [A_SIZE] = {"artemis_address_size", "Bytes of the address's messages held in memory (what max-size-bytes counts)"},
     [A_PAGING] = {"mqr_address_paging", "1 while the address pages (address-full-policy PAGE in force)"},
+    [A_PAGES] = {"artemis_number_of_pages", "Page files of the address in use (paged messages not yet read back)"},
 };
 
 #define SLICE_NS 2000000ull /* a slice's time, at most (checked every 16 addresses) */
@@ -134,6 +136,7 @@ static int on_address(void *arg, const mqr_broker_address_info_t *a) {
   sample(w, A_UNROUTED, a->unrouted);
   sample(w, A_SIZE, a->size > 0 ? (uint64_t)a->size : 0);
   sample(w, A_PAGING, a->paging);
+  sample(w, A_PAGES, a->pages);
   return 0;
 }
 

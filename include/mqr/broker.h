@@ -347,8 +347,10 @@ typedef struct {
   uint32_t queues; /* its queues */
   uint64_t routed; /* sends that reached at least one queue */
   uint64_t unrouted;
-  int64_t size; /* bytes of its messages held in memory, stored once (what max-size-bytes counts) */
-  bool paging;  /* address-full-policy PAGE is in force: its sends go to its page files */
+  int64_t size;   /* bytes of its messages held in memory, stored once (what max-size-bytes counts) */
+  bool paging;    /* address-full-policy PAGE is in force: its sends go to its page files */
+  uint64_t pages; /* its page files in use (Artemis's number of pages): messages paged and not yet read back by every
+                     queue */
 } mqr_broker_address_info_t;
 
 /* A queue as the statistics tell it; its names stay valid until it goes. stats.depth

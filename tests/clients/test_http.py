@@ -353,6 +353,9 @@ class JournalHistogram(unittest.TestCase):
         self.assertTrue(3 < value("mqr_durable_messages") < 43)  # the journal's: not the paged ones
         self.assertEqual(value("mqr_journal_disk_bytes"), on_disk)
         self.assertGreaterEqual(value("mqr_page_files"), 1)  # paged's messages past 8 KiB
+        pages = {x.labels["address"]: x.value for x in fams["artemis_number_of_pages"].samples}
+        self.assertEqual(pages["jobs"], 0)
+        self.assertEqual(pages["paged"], value("mqr_page_files"))
         self.assertGreater(value("mqr_page_disk_bytes"), 0)
         self.assertEqual(value("mqr_disk_size_bytes"), vfs.f_blocks * vfs.f_frsize)
         self.assertLess(abs(value("mqr_disk_free_bytes") - vfs.f_bavail * vfs.f_frsize), 0.05 * value("mqr_disk_size_bytes"))
