@@ -147,6 +147,7 @@ void mqr__ws_pump(mqr__conn_t *c) {
   while (c->state != MQR__CONN_CLOSING && !ws->failed) {
     uint64_t before = ws->given;
     size_t at = ws->pos;
+    bool growing = ws->grow; /* this round may grow the head's buffer */
     int rc = wslay_event_recv(ws->ctx);
     if (rc == 0 && ws->overrun) rc = WSLAY_ERR_CALLBACK_FAILURE;
     if (rc != 0) { /* a frame the RFC refuses (unmasked, a fragmented control frame, ...), or no memory */
@@ -173,7 +174,8 @@ void mqr__ws_pump(mqr__conn_t *c) {
     }
     if (ws->given != before) mqr__conn_head_received(c);
     if (c->state == MQR__CONN_CLOSING || mqr__conn_holding(c)) break; /* (processed again when that ends) */
-    ws->grow = c->rbuf && c->rpos == 0 && c->rlen == c->rcap;
+    ws->grow = c->rbuf && c->rpos == 0 && c->rlen == c->rcap &&
+               !(growing && ws->pos == at);                        /* (growth that gave no room: stop) */
     if ((ws->pos == at && !ws->grow) || ws->pos == ws->len) break; /* no room for more, or all fed */
   }
   if (ws->pos == ws->len) ws->pos = ws->len = 0;

@@ -39,6 +39,13 @@ static void end(sessions_t *ss, uint32_t i) {
   ss->s[i] = ss->s[--ss->n];
 }
 
+/* Ended by a reload (its user removed), idle too long, or too old. (A time ahead of now,
+ * from a clock read later than now was, is not past anything.) */
+static bool stale(const session_t *s, uint64_t now) {
+  return mqr__principal_revoked(s->who) || (now > s->used_ms && now - s->used_ms > SESSION_IDLE_MS) ||
+         (now > s->made_ms && now - s->made_ms > SESSION_MAX_MS);
+}
+
 static bool hex_random(char out[65]) {
   uint8_t r[32];
   if (RAND_bytes(r, sizeof r) != 1) return false;
@@ -92,7 +99,7 @@ mqr__principal_t *mqr__http_session_find(mqr_broker_t *b, mqr_str_t cookies, cha
   sessions_t *ss = sessions(b, false);
   session_t *s = &ss->s[i];
   uint64_t now = uv_now(mqr__loop(b));
-  if (mqr__principal_revoked(s->who) || now - s->used_ms > SESSION_IDLE_MS || now - s->made_ms > SESSION_MAX_MS) {
+  if (stale(s, now)) {
     end(ss, (uint32_t)i);
     return NULL;
   }
@@ -112,7 +119,7 @@ void mqr__http_sessions_tick(mqr_broker_t *b, uint64_t now) {
   sessions_t *ss = sessions(b, false);
   for (uint32_t i = 0; ss && i < ss->n;) {
     session_t *s = &ss->s[i];
-    if (mqr__principal_revoked(s->who) || now - s->used_ms > SESSION_IDLE_MS || now - s->made_ms > SESSION_MAX_MS)
+    if (stale(s, now))
       end(ss, i);
     else
       i++;
