@@ -8,7 +8,7 @@
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 100;
-const state = { csrf: null, user: null, mayManageConnections: false, offsets: { queues: 0, addresses: 0, connections: 0 },
+const state = { csrf: null, user: null, mayManageConnections: false, sort: "", offsets: { queues: 0, addresses: 0, connections: 0 },
   last: new Map(), history: [], queue: null, timer: null, busy: false };
 
 class ApiError extends Error {
@@ -186,7 +186,8 @@ function rates(q, now) { // messages in and out per second, from the counters' l
 
 async function loadQueues() {
   const q = enc($("queues-search").value.trim());
-  const got = await api("GET", `queues?offset=${state.offsets.queues}&limit=${PAGE}&search=${q}`);
+  const sort = state.sort ? "&sort=" + state.sort : "";
+  const got = await api("GET", `queues?offset=${state.offsets.queues}&limit=${PAGE}&search=${q}${sort}`);
   const now = performance.now();
   fill($("queues-rows"), got.queues.map((x) => {
     const a = el("a", x.name);
@@ -328,6 +329,13 @@ function wire() {
     $(kind + "-next").addEventListener("click", () => { state.offsets[kind] += PAGE; load(); });
     $(kind + "-search").addEventListener("input", () => { state.offsets[kind] = 0; load().catch((e) => say(e.message, true)); });
   }
+  for (const b of document.querySelectorAll("button.sort")) // the broker sorts: a page of 10,000 queues
+    b.addEventListener("click", () => {
+      state.sort = state.sort === b.dataset.sort ? "" : b.dataset.sort;
+      for (const o of document.querySelectorAll("button.sort")) o.setAttribute("aria-pressed", String(o.dataset.sort === state.sort));
+      state.offsets.queues = 0;
+      loadQueues().catch((e) => say(e.message, true));
+    });
   $("queue-back").addEventListener("click", () => { location.hash = "#/queues"; });
   $("queue-browse").addEventListener("click", browse);
   $("act-purge").addEventListener("click", () => act("purge", {}, `Purge every waiting message of ${state.queue}?`));

@@ -12,25 +12,27 @@
  * A listing shows only what its user may see. Every request that changes something
  * (POST, DELETE) must carry the header X-Requested-With (any value) and, when it comes
  * with an Origin, come from the broker's own origin: a page of another site cannot make
- * a browser send either without a CORS preflight, which mqrd never grants. */
+ * a browser send either without a CORS preflight, which mqrd never grants; with a
+ * console's session, its X-CSRF-Token too.
+ *
+ * This file: the routes, addresses and queues; api_broker.c: the broker, connections and
+ * the console's session. */
 #include <jansson.h>
 #include <limits.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "api.h"
 
-#define LIST_DEFAULT 100
-#define LIST_MAX 1000
+#define LIST_DEFAULT MQR__API_LIST_DEFAULT
+#define LIST_MAX MQR__API_LIST_MAX
 #define BROWSE_DEFAULT 200 /* Artemis's management-browse-page-size */
 #define BROWSE_MAX 10000
-#define MANAGEMENT_ADDRESS "activemq.management"
 
 /* ---- answers ------------------------------------------------------------------------------------ */
 
-static void answer_json(mqr__http_answer_t *a, int status, json_t *j) {
+void mqr__api_json(mqr__http_answer_t *a, int status, json_t *j) {
   a->status = status;
   a->content_type = "application/json";
   char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -63,20 +65,20 @@ static int status_of(int rc) {
 }
 
 /* {"error": message, "code": "ENOQUEUE"} with the status the code calls for. */
-static void answer_error(mqr__http_answer_t *a, int rc, const char *message) {
-  answer_json(a, status_of(rc), json_pack("{s:s, s:s}", "error", message, "code", mqr_err_name(rc)));
+void mqr__api_error(mqr__http_answer_t *a, int rc, const char *message) {
+  mqr__api_json(a, status_of(rc), json_pack("{s:s, s:s}", "error", message, "code", mqr_err_name(rc)));
 }
 
-static void answer_done(mqr__http_answer_t *a, int rc, const mqr_error_t *err, json_t *ok) {
+void mqr__api_done(mqr__http_answer_t *a, int rc, const mqr_error_t *err, json_t *ok) {
   if (rc < 0) {
     json_decref(ok);
-    answer_error(a, rc, err->message[0] ? err->message : mqr_strerror(rc));
+    mqr__api_error(a, rc, err->message[0] ? err->message : mqr_strerror(rc));
   } else {
-    answer_json(a, 200, ok);
+    mqr__api_json(a, 200, ok);
   }
 }
 
-static json_t *jstr(mqr_str_t s) { return json_stringn_nocheck(s.ptr ? s.ptr : "", s.len); }
+json_t *mqr__api_str(mqr_str_t s) { return json_stringn_nocheck(s.ptr ? s.ptr : "", s.len); }
 
 /* ---- the request ------------------------------------------------------------------------------- */
 
@@ -108,7 +110,7 @@ static int segments(mqr_str_t path, char *buf, size_t cap, mqr_str_t *seg, int m
 }
 
 /* A query parameter's value, percent-decoded into buf ('+' a space): false when absent. */
-static bool param(mqr_str_t query, const char *key, char *buf, size_t cap) {
+bool mqr__api_param(mqr_str_t query, const char *key, char *buf, size_t cap) {
   size_t klen = strlen(key), i = 0;
   while (i < query.len) {
     size_t end = i;
@@ -133,9 +135,9 @@ static bool param(mqr_str_t query, const char *key, char *buf, size_t cap) {
   return false;
 }
 
-static long param_long(mqr_str_t query, const char *key, long dflt, long min, long max) {
+long mqr__api_param_long(mqr_str_t query, const char *key, long dflt, long min, long max) {
   char v[32], *end;
-  if (!param(query, key, v, sizeof v) || v[0] == 0) return dflt;
+  if (!mqr__api_param(query, key, v, sizeof v) || v[0] == 0) return dflt;
   long n = strtol(v, &end, 10);
   return *end || n < min ? min : n > max ? max : n;
 }
@@ -149,7 +151,7 @@ static json_t *body_object(const mqr__http_request_t *r, mqr__http_answer_t *a) 
     char text[300];
     snprintf(text, sizeof text, "the body is not a JSON object%s%s", j ? "" : ": ", j ? "" : je.text);
     json_decref(j);
-    answer_error(a, MQR_EINVAL, text);
+    mqr__api_error(a, MQR_EINVAL, text);
     return NULL;
   }
   return j;
@@ -178,12 +180,12 @@ static int queue_for(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t queue, bo
   char text[600];
   if (address.len == 0 || !may_see(b, who, address)) {
     snprintf(text, sizeof text, "queue '%.*s' does not exist", (int)(queue.len > 256 ? 256 : queue.len), queue.ptr);
-    answer_error(a, MQR_ENOQUEUE, text);
+    mqr__api_error(a, MQR_ENOQUEUE, text);
     return MQR_ENOQUEUE;
   }
   mqr_error_t err = {0};
   if (manage && !mqr__may(b, who, MQR_PERM_MANAGE, address, &err)) {
-    answer_error(a, MQR_EPERM, err.message);
+    mqr__api_error(a, MQR_EPERM, err.message);
     return MQR_EPERM;
   }
   return 0;
@@ -200,9 +202,17 @@ typedef struct {
   long offset, limit, total;
   bool queues; /* a listing of queues (else of addresses) */
   bool seen;   /* the current address may be seen */
+  /* sorted (queues): every match kept, then sorted and paged (the views stay valid: the
+   * broker does not change during the walk) */
+  int sort; /* 0: the broker's order; SORT_* */
+  mqr_broker_queue_info_t *all;
+  uint32_t n_all, cap_all;
+  bool nomem;
 } list_t;
 
-static bool matches(mqr_str_t name, const char *search) {
+enum { SORT_NONE, SORT_NAME, SORT_DEPTH, SORT_CONSUMERS };
+
+bool mqr__api_matches(mqr_str_t name, const char *search) {
   if (search[0] == 0) return true;
   size_t n = strlen(search);
   for (size_t i = 0; i + n <= name.len; i++)
@@ -224,7 +234,7 @@ static json_t *routing_types(mqr_routing_set_t s) {
 }
 
 static json_t *address_json(const mqr_broker_address_info_t *ai) {
-  return json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:b, s:I, s:b}", "name", jstr(ai->name), "routing-types",
+  return json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:b, s:I, s:b}", "name", mqr__api_str(ai->name), "routing-types",
                    routing_types(ai->routing_types), "queues", (json_int_t)ai->queues, "routed", (json_int_t)ai->routed,
                    "unrouted", (json_int_t)ai->unrouted, "size", (json_int_t)ai->size, "paging", ai->paging, "pages",
                    (json_int_t)ai->pages, "internal", (ai->flags & MQR_ADDRESS_INTERNAL) != 0);
@@ -232,8 +242,8 @@ static json_t *address_json(const mqr_broker_address_info_t *ai) {
 
 static json_t *queue_json(const mqr_broker_queue_info_t *qi) {
   const mqr_broker_queue_stats_t *s = &qi->stats;
-  return json_pack("{s:o, s:o, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "name", jstr(qi->name),
-                   "address", jstr(qi->address), "routing-type",
+  return json_pack("{s:o, s:o, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "name",
+                   mqr__api_str(qi->name), "address", mqr__api_str(qi->address), "routing-type",
                    qi->routing_type == MQR_ANYCAST ? "ANYCAST" : "MULTICAST", "durable", qi->durable, "message-count",
                    (json_int_t)s->depth, "delivering", (json_int_t)s->in_flight, "scheduled", (json_int_t)s->scheduled,
                    "messages-added", (json_int_t)s->enqueued, "messages-acknowledged", (json_int_t)s->acknowledged,
@@ -244,38 +254,95 @@ static json_t *queue_json(const mqr_broker_queue_info_t *qi) {
 static int list_address(void *arg, const mqr_broker_address_info_t *ai) {
   list_t *l = arg;
   l->seen = may_see(l->b, l->who, ai->name) && (l->address[0] == 0 || mqr_str_eq(ai->name, mqr_str(l->address)));
-  if (!l->queues && l->seen && matches(ai->name, l->search) && on_page(l))
+  if (!l->queues && l->seen && mqr__api_matches(ai->name, l->search) && on_page(l))
     json_array_append_new(l->items, address_json(ai));
   return 0;
 }
 
+static void add_queue(list_t *l, const mqr_broker_queue_info_t *qi) {
+  json_t *q = queue_json(qi);
+  json_object_set_new(q, "may-manage", json_boolean(mqr__allowed(l->b, l->who, MQR_PERM_MANAGE, qi->address)));
+  json_array_append_new(l->items, q);
+}
+
 static int list_queue(void *arg, const mqr_broker_queue_info_t *qi) {
   list_t *l = arg;
-  if (l->seen && matches(qi->name, l->search) && on_page(l)) {
-    json_t *q = queue_json(qi);
-    json_object_set_new(q, "may-manage", json_boolean(mqr__allowed(l->b, l->who, MQR_PERM_MANAGE, qi->address)));
-    json_array_append_new(l->items, q);
+  if (!l->seen || !mqr__api_matches(qi->name, l->search)) return 0;
+  if (l->sort == SORT_NONE) {
+    if (on_page(l)) add_queue(l, qi);
+  } else if (mqr__grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all)) {
+    l->all[l->n_all++] = *qi;
+  } else {
+    l->nomem = true;
+    return 1;
   }
   return 0;
 }
 
+static int by_name(const mqr_broker_queue_info_t *a, const mqr_broker_queue_info_t *b) {
+  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+  int c = memcmp(a->name.ptr, b->name.ptr, n);
+  return c ? c : a->name.len < b->name.len ? -1 : a->name.len > b->name.len;
+}
+
+static int by_depth(const void *x, const void *y) { /* deepest first, then by name */
+  const mqr_broker_queue_info_t *a = x, *b = y;
+  if (a->stats.depth != b->stats.depth) return a->stats.depth > b->stats.depth ? -1 : 1;
+  return by_name(a, b);
+}
+
+static int by_consumers(const void *x, const void *y) { /* most consumers first, then by name */
+  const mqr_broker_queue_info_t *a = x, *b = y;
+  if (a->stats.consumers != b->stats.consumers) return a->stats.consumers > b->stats.consumers ? -1 : 1;
+  return by_name(a, b);
+}
+
+static int by_name_v(const void *x, const void *y) { return by_name(x, y); }
+
 static void listing(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a, bool queues) {
   char search[256] = "", address[256] = "", internal[8] = "";
-  param(r->query, "search", search, sizeof search);
-  param(r->query, "address", address, sizeof address);
-  param(r->query, "internal", internal, sizeof internal);
+  mqr__api_param(r->query, "search", search, sizeof search);
+  mqr__api_param(r->query, "address", address, sizeof address);
+  mqr__api_param(r->query, "internal", internal, sizeof internal);
+  char sort[32] = "";
+  mqr__api_param(r->query, "sort", sort, sizeof sort);
   list_t l = {.b = c->b,
               .who = r->who,
               .search = search,
               .address = address,
               .items = json_array(),
-              .offset = param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
-              .limit = param_long(r->query, "limit", LIST_DEFAULT, 0, LIST_MAX),
-              .queues = queues};
+              .offset = mqr__api_param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
+              .limit = mqr__api_param_long(r->query, "limit", LIST_DEFAULT, 0, LIST_MAX),
+              .queues = queues,
+              .sort = !queues || sort[0] == 0              ? SORT_NONE
+                      : strcmp(sort, "name") == 0          ? SORT_NAME
+                      : strcmp(sort, "message-count") == 0 ? SORT_DEPTH
+                      : strcmp(sort, "consumers") == 0     ? SORT_CONSUMERS
+                                                           : -1};
+  if (l.sort < 0) {
+    json_decref(l.items);
+    mqr__api_error(a, MQR_EINVAL, "sort by name, message-count (deepest first) or consumers (most first)");
+    return;
+  }
   mqr_broker_foreach_stats(c->b, strcmp(internal, "true") == 0, list_address, queues ? list_queue : NULL, &l);
-  answer_json(a, 200,
-              json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)l.total, "offset", (json_int_t)l.offset, "limit",
-                        (json_int_t)l.limit, queues ? "queues" : "addresses", l.items));
+  if (l.nomem) {
+    json_decref(l.items);
+    mqr_free(l.all);
+    mqr__api_error(a, MQR_ENOMEM, "out of memory sorting the queues");
+    return;
+  }
+  if (l.sort != SORT_NONE) { /* the page of the sorted mqr__api_matches */
+    qsort(l.all, l.n_all, sizeof *l.all,
+          l.sort == SORT_NAME    ? by_name_v
+          : l.sort == SORT_DEPTH ? by_depth
+                                 : by_consumers);
+    l.total = l.n_all;
+    for (long i = l.offset; i < (long)l.n_all && i < l.offset + l.limit; i++) add_queue(&l, &l.all[i]);
+    mqr_free(l.all);
+  }
+  mqr__api_json(a, 200,
+                json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)l.total, "offset", (json_int_t)l.offset, "limit",
+                          (json_int_t)l.limit, queues ? "queues" : "addresses", l.items));
 }
 
 /* One address or queue, by name. */
@@ -296,7 +363,7 @@ static int one_address(void *arg, const mqr_broker_address_info_t *ai) {
 static int one_queue(void *arg, const mqr_broker_queue_info_t *qi) {
   one_t *o = arg;
   if (o->queue.ptr == NULL) {
-    json_array_append_new(json_object_get(o->found, "queue-names"), jstr(qi->name));
+    json_array_append_new(json_object_get(o->found, "queue-names"), mqr__api_str(qi->name));
   } else if (mqr_str_eq(qi->name, o->queue)) {
     json_decref(o->found);
     o->found = queue_json(qi);
@@ -311,10 +378,10 @@ static void get_address(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t 
   if (!may_see(c->b, r->who, name) || mqr_broker_address_stats(c->b, name, true, one_address, one_queue, &o) != 0) {
     json_decref(o.found);
     snprintf(text, sizeof text, "address '%.*s' does not exist", (int)(name.len > 256 ? 256 : name.len), name.ptr);
-    answer_error(a, MQR_ENOADDR, text);
+    mqr__api_error(a, MQR_ENOADDR, text);
     return;
   }
-  answer_json(a, 200, o.found);
+  mqr__api_json(a, 200, o.found);
 }
 
 static void get_queue(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, mqr__http_answer_t *a) {
@@ -323,7 +390,7 @@ static void get_queue(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t na
   mqr_str_t address = queue_address(c->b, name);
   mqr_broker_address_stats(c->b, address, true, one_address, one_queue, &o);
   json_object_set_new(o.found, "may-manage", json_boolean(mqr__allowed(c->b, r->who, MQR_PERM_MANAGE, address)));
-  answer_json(a, 200, o.found);
+  mqr__api_json(a, 200, o.found);
 }
 
 /* ---- a queue's messages and consumers ---------------------------------------------------------------- */
@@ -335,7 +402,7 @@ static json_t *value_json(mqr_value_t v) {
   case MQR_VALUE_LONG: return json_integer(v.u.l);
   case MQR_VALUE_FLOAT: return json_real(v.u.f);
   case MQR_VALUE_DOUBLE: return json_real(v.u.d);
-  case MQR_VALUE_STRING: return jstr(v.u.s);
+  case MQR_VALUE_STRING: return mqr__api_str(v.u.s);
   case MQR_VALUE_BYTES: return json_pack("{s:I}", "bytes", (json_int_t)v.u.s.len);
   default: return json_null();
   }
@@ -353,10 +420,10 @@ static void on_message(void *arg, const mqr_frame_message_t *m) {
   }
   bool text = mqr_utf8_check(m->body.ptr, m->body.len) == m->body.len;
   json_t *j = json_pack("{s:I, s:o, s:b, s:i, s:I, s:I, s:i, s:o, s:I, s:o}", "message-id", (json_int_t)m->message_id,
-                        "address", jstr(m->address), "durable", m->durable, "priority", (int)m->priority, "timestamp",
-                        (json_int_t)m->timestamp, "expiration", (json_int_t)m->expiration, "delivery-count",
-                        (int)m->delivery_count, "user-id", jstr(m->user_id), "body-size", (json_int_t)m->body.len,
-                        "properties", props);
+                        "address", mqr__api_str(m->address), "durable", m->durable, "priority", (int)m->priority,
+                        "timestamp", (json_int_t)m->timestamp, "expiration", (json_int_t)m->expiration,
+                        "delivery-count", (int)m->delivery_count, "user-id", mqr__api_str(m->user_id), "body-size",
+                        (json_int_t)m->body.len, "properties", props);
   if (text) { /* the body as text, when it is (else its size says what there is) */
     size_t show = m->body.len > 4096 ? 4096 : m->body.len;
     while (show < m->body.len && show && ((uint8_t)m->body.ptr[show] & 0xC0) == 0x80) show--; /* (whole chars) */
@@ -369,17 +436,17 @@ static void browse(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name,
   if (queue_for(c->b, r->who, name, false, a) != 0) return;
   json_t *list = json_array();
   mqr_error_t err = {0};
-  long max = param_long(r->query, "limit", BROWSE_DEFAULT, 1, BROWSE_MAX);
+  long max = mqr__api_param_long(r->query, "limit", BROWSE_DEFAULT, 1, BROWSE_MAX);
   int64_t n = mqr_broker_browse(c->b, name, (uint32_t)max, on_message, list, &err);
-  answer_done(a, (int)(n < 0 ? n : 0), &err,
-              json_pack("{s:I, s:o}", "count", (json_int_t)(n < 0 ? 0 : n), "messages", list));
+  mqr__api_done(a, (int)(n < 0 ? n : 0), &err,
+                json_pack("{s:I, s:o}", "count", (json_int_t)(n < 0 ? 0 : n), "messages", list));
 }
 
 static void on_consumer(void *arg, const mqr_broker_consumer_info_t *ci) {
   json_array_append_new(arg, json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "connection", (json_int_t)ci->session,
                                        "subscription", (json_int_t)ci->subscription, "credit", (json_int_t)ci->credit,
                                        "delivering", (json_int_t)ci->in_flight, "delivered", (json_int_t)ci->delivered,
-                                       "filter", jstr(ci->selector)));
+                                       "filter", mqr__api_str(ci->selector)));
 }
 
 static void consumers(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, mqr__http_answer_t *a) {
@@ -387,8 +454,8 @@ static void consumers(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t na
   json_t *list = json_array();
   mqr_error_t err = {0};
   int64_t n = mqr_broker_list_consumers(c->b, name, on_consumer, list, &err);
-  answer_done(a, (int)(n < 0 ? n : 0), &err,
-              json_pack("{s:I, s:o}", "count", (json_int_t)(n < 0 ? 0 : n), "consumers", list));
+  mqr__api_done(a, (int)(n < 0 ? n : 0), &err,
+                json_pack("{s:I, s:o}", "count", (json_int_t)(n < 0 ? 0 : n), "consumers", list));
 }
 
 /* ---- changes ------------------------------------------------------------------------------------------ */
@@ -408,17 +475,17 @@ static void create_address(mqr__conn_t *c, const mqr__http_request_t *r, json_t 
       set = mqr_routing_set_add(set, rt);
   }
   if (name.len == 0 || !ok) {
-    answer_error(a, MQR_EINVAL, "give {\"name\": \"...\", \"routing-types\": [\"ANYCAST\" and/or \"MULTICAST\"]}");
+    mqr__api_error(a, MQR_EINVAL, "give {\"name\": \"...\", \"routing-types\": [\"ANYCAST\" and/or \"MULTICAST\"]}");
     return;
   }
   mqr_error_t err = {0};
   if (!mqr__may(c->b, r->who, MQR_PERM_MANAGE, name, &err)) {
-    answer_error(a, MQR_EPERM, err.message);
+    mqr__api_error(a, MQR_EPERM, err.message);
     return;
   }
   int rc = mqr_broker_create_address(c->b, name, set, &err);
   if (rc != 0) {
-    answer_done(a, rc, &err, NULL);
+    mqr__api_done(a, rc, &err, NULL);
     return;
   }
   get_address(c, r, name, a);
@@ -429,15 +496,15 @@ static void create_queue(mqr__conn_t *c, const mqr__http_request_t *r, json_t *b
   mqr_str_t name = member_str(body, "name"), address = member_str(body, "address");
   mqr_routing_type_t rt;
   if (name.len == 0 || mqr_routing_type_parse(member_str(body, "routing-type"), &rt) != 0) {
-    answer_error(a, MQR_EINVAL,
-                 "give {\"name\": \"...\", \"address\": \"...\", \"routing-type\": \"ANYCAST\" or \"MULTICAST\", "
-                 "\"options\": {...}}");
+    mqr__api_error(a, MQR_EINVAL,
+                   "give {\"name\": \"...\", \"address\": \"...\", \"routing-type\": \"ANYCAST\" or \"MULTICAST\", "
+                   "\"options\": {...}}");
     return;
   }
   if (address.len == 0) address = name;
   mqr_error_t err = {0};
   if (!mqr__may(c->b, r->who, MQR_PERM_MANAGE, address, &err)) {
-    answer_error(a, MQR_EPERM, err.message);
+    mqr__api_error(a, MQR_EPERM, err.message);
     return;
   }
   mqr_queue_config_t qc;
@@ -447,7 +514,7 @@ static void create_queue(mqr__conn_t *c, const mqr__http_request_t *r, json_t *b
   const char *key;
   char num[32];
   if (opts && !json_is_object(opts)) {
-    answer_error(a, MQR_EINVAL, "options must be an object of the queue settings of mqr.yaml");
+    mqr__api_error(a, MQR_EINVAL, "options must be an object of the queue settings of mqr.yaml");
     return;
   }
   json_object_foreach(opts, key, v) {
@@ -460,13 +527,13 @@ static void create_queue(mqr__conn_t *c, const mqr__http_request_t *r, json_t *b
       snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v)), value = mqr_str(num);
     int rc = mqr__queue_option(&qc, mqr_str(key), value, &err);
     if (rc != 0) {
-      answer_done(a, rc, &err, NULL);
+      mqr__api_done(a, rc, &err, NULL);
       return;
     }
   }
   int rc = mqr_broker_create_queue(c->b, &qc, &err);
   if (rc != 0) {
-    answer_done(a, rc, &err, NULL);
+    mqr__api_done(a, rc, &err, NULL);
     return;
   }
   get_queue(c, r, name, a);
@@ -536,7 +603,7 @@ static void retry(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, 
   }
   for (size_t i = 0; i < o.n; i++) mqr_free(o.names[i]);
   mqr_free(o.names);
-  answer_done(a, rc, &err, json_pack("{s:I, s:o}", "retried", (json_int_t)moved, "origins-left", skipped));
+  mqr__api_done(a, rc, &err, json_pack("{s:I, s:o}", "retried", (json_int_t)moved, "origins-left", skipped));
 }
 
 static void queue_action(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, mqr_str_t action, json_t *body,
@@ -547,138 +614,27 @@ static void queue_action(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t
   if (queue_for(b, r->who, name, true, a) != 0) return;
   if (mqr_str_eq(action, MQR_STR("purge"))) {
     uint64_t n = mqr_broker_purge(b, mqr_router_find_queue(mqr_broker_router(b), name));
-    answer_json(a, 200, json_pack("{s:I}", "purged", (json_int_t)n));
+    mqr__api_json(a, 200, json_pack("{s:I}", "purged", (json_int_t)n));
   } else if (mqr_str_eq(action, MQR_STR("pause")) || mqr_str_eq(action, MQR_STR("resume"))) {
     bool pause = mqr_str_eq(action, MQR_STR("pause"));
     rc = mqr_broker_pause_queue(b, name, pause, json_is_true(json_object_get(body, "persist")), &err);
-    answer_done(a, rc, &err, json_pack("{s:b}", "paused", pause));
+    mqr__api_done(a, rc, &err, json_pack("{s:b}", "paused", pause));
   } else if (mqr_str_eq(action, MQR_STR("move"))) {
     mqr_str_t to = member_str(body, "to"), where = queue_address(b, to);
     if (to.len == 0) {
-      answer_error(a, MQR_EINVAL, "give {\"to\": \"a queue\", \"filter\": \"...\" (optional)}");
+      mqr__api_error(a, MQR_EINVAL, "give {\"to\": \"a queue\", \"filter\": \"...\" (optional)}");
       return;
     }
     if (where.len && !mqr__may(b, r->who, MQR_PERM_MANAGE, where, &err)) {
-      answer_error(a, MQR_EPERM, err.message);
+      mqr__api_error(a, MQR_EPERM, err.message);
       return;
     }
     int64_t n = mqr_broker_move_messages(b, name, member_str(body, "filter"), to, &err);
-    answer_done(a, (int)(n < 0 ? n : 0), &err, json_pack("{s:I}", "moved", (json_int_t)(n < 0 ? 0 : n)));
+    mqr__api_done(a, (int)(n < 0 ? n : 0), &err, json_pack("{s:I}", "moved", (json_int_t)(n < 0 ? 0 : n)));
   } else if (mqr_str_eq(action, MQR_STR("retry"))) {
     retry(c, r, name, body, a);
   } else {
-    answer_error(a, MQR_ENOTFOUND, "a queue's actions: purge, pause, resume, move, retry");
-  }
-}
-
-/* ---- connections ------------------------------------------------------------------------------------------ */
-
-static json_t *conn_json(mqr__conn_t *c) {
-  uint64_t now = uv_now(mqr__loop(c->b));
-  mqr__principal_t *who = mqr__session_principal(&c->sess);
-  return json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:b, s:I, s:I}", "id", (json_int_t)c->sess.id, "protocol",
-                   c->head ? c->head->name : "", "listener", c->l && c->l->cfg ? c->l->cfg->name : "", "peer", c->peer,
-                   "user", mqr__principal_anonymous(who) ? json_null() : jstr(mqr__principal_name(who)), "tls",
-                   mqr__conn_secure(c), "websocket", c->ws != NULL, "connected-seconds",
-                   (json_int_t)((now - c->opened_ms) / 1000), "idle-seconds", (json_int_t)((now - c->heard_ms) / 1000));
-}
-
-static bool may_manage_broker(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
-  mqr_error_t err = {0};
-  if (mqr__may(c->b, r->who, MQR_PERM_MANAGE, MQR_STR(MANAGEMENT_ADDRESS), &err)) return true;
-  answer_error(a, MQR_EPERM, err.message);
-  return false;
-}
-
-static void connections(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
-  if (!may_manage_broker(c, r, a)) return;
-  char search[256] = "";
-  param(r->query, "search", search, sizeof search);
-  list_t l = {.search = search,
-              .items = json_array(),
-              .offset = param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
-              .limit = param_long(r->query, "limit", LIST_DEFAULT, 0, LIST_MAX)};
-  for (mqr__conn_t *x = mqr__net(c->b)->conns; x; x = x->next) {
-    if (x->state == MQR__CONN_CLOSING) continue;
-    mqr__principal_t *who = mqr__session_principal(&x->sess);
-    if ((search[0] && !matches(mqr_str(x->peer), search) && !(who && matches(mqr__principal_name(who), search)) &&
-         !(x->head && matches(mqr_str(x->head->name), search))))
-      continue;
-    if (on_page(&l)) json_array_append_new(l.items, conn_json(x));
-  }
-  answer_json(a, 200,
-              json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)l.total, "offset", (json_int_t)l.offset, "limit",
-                        (json_int_t)l.limit, "connections", l.items));
-}
-
-static void close_connection(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t id, mqr__http_answer_t *a) {
-  if (!may_manage_broker(c, r, a)) return;
-  char num[24], *end;
-  snprintf(num, sizeof num, "%.*s", (int)(id.len < 23 ? id.len : 23), id.ptr);
-  long long n = strtoll(num, &end, 10);
-  for (mqr__conn_t *x = mqr__net(c->b)->conns; *end == 0 && id.len && x; x = x->next) {
-    if (x->sess.id != n || x->state == MQR__CONN_CLOSING) continue;
-    if (x == c) {
-      answer_error(a, MQR_EINVAL, "this is the connection asking: it closes by itself");
-      return;
-    }
-    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): closed through the management API by connection %lld",
-             (long long)x->sess.id, x->peer, (long long)c->sess.id);
-    mqr__conn_close(x, true);
-    answer_json(a, 200, json_pack("{s:I}", "closed", (json_int_t)n));
-    return;
-  }
-  answer_error(a, MQR_ENOTFOUND, "no such connection");
-}
-
-static void broker_info(mqr__conn_t *c, mqr__http_answer_t *a) {
-  mqr_broker_stats_t st;
-  mqr_broker_stats(c->b, &st);
-  answer_json(a, 200,
-              json_pack("{s:s, s:I, s:I, s:I, s:I, s:b, s:b, s:I}", "version", mqr_version(), "uptime-seconds",
-                        (json_int_t)mqr__uptime_s(c->b), "connections", (json_int_t)st.connections, "messages",
-                        (json_int_t)st.messages, "bytes", (json_int_t)st.bytes, "persistence", st.persistence,
-                        "journal-failed", st.journal_failed, "journal-files", (json_int_t)st.journal_files));
-}
-
-/* ---- the console's session ------------------------------------------------------------------------ */
-
-/* GET: who asks, and the session's CSRF token; POST (with Basic credentials, over TLS):
- * a session for them, its cookie set; DELETE: the session ended, its cookie dropped. */
-static void session(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a) {
-  mqr__principal_t *who = r->who;
-  bool anonymous = mqr__principal_anonymous(who);
-  mqr_str_t name = anonymous ? MQR_STR("") : mqr__principal_name(who);
-  json_t *user = anonymous ? json_null() : jstr(name);
-  if (r->method == HTTP_GET || r->method == HTTP_HEAD) {
-    answer_json(a, 200,
-                json_pack("{s:o, s:s?, s:b, s:b}", "user", user, "csrf", r->csrf, "anonymous", anonymous,
-                          "may-manage-connections",
-                          mqr__allowed(c->b, who, MQR_PERM_MANAGE, MQR_STR(MANAGEMENT_ADDRESS))));
-  } else if (r->method == HTTP_POST) {
-    char token[65], csrf[65];
-    if (!r->basic) {
-      json_decref(user);
-      answer_error(a, MQR_EINVAL, "log in with Basic credentials (over TLS)");
-      return;
-    }
-    if (mqr__http_session_new(c->b, who, token, csrf) != 0) {
-      json_decref(user);
-      answer_error(a, MQR_ENOMEM, "out of memory");
-      return;
-    }
-    snprintf(a->cookie, sizeof a->cookie, "mqr_session=%s; Path=/; HttpOnly; SameSite=Strict; Secure", token);
-    mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): %.*s logged in to the console", (long long)c->sess.id, c->peer,
-             (int)name.len, name.ptr);
-    answer_json(a, 201, json_pack("{s:o, s:s}", "user", user, "csrf", csrf));
-    OPENSSL_cleanse(token, sizeof token);
-  } else if (r->method == HTTP_DELETE) {
-    mqr_str_t cookies;
-    bool ended = mqr__http_header(r, "Cookie", &cookies) && mqr__http_session_end(c->b, cookies);
-    snprintf(a->cookie, sizeof a->cookie, "mqr_session=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0");
-    answer_json(a, 200, json_pack("{s:o, s:b}", "user", user, "ended", ended));
-  } else {
-    json_decref(user);
+    mqr__api_error(a, MQR_ENOTFOUND, "a queue's actions: purge, pause, resume, move, retry");
   }
 }
 
@@ -688,11 +644,11 @@ static void session(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answ
 static bool cross_site(const mqr__http_request_t *r, mqr__http_answer_t *a) {
   mqr_str_t v, host;
   if (!mqr__http_header(r, "X-Requested-With", &v)) {
-    answer_error(a, MQR_EPERM, "a request that changes something must carry the header X-Requested-With");
+    mqr__api_error(a, MQR_EPERM, "a request that changes something must carry the header X-Requested-With");
     return true;
   }
   if (r->csrf && (!mqr__http_header(r, "X-CSRF-Token", &v) || !mqr_str_eq(v, mqr_str(r->csrf)))) {
-    answer_error(a, MQR_EPERM, "a change made with the console's session must carry its X-CSRF-Token");
+    mqr__api_error(a, MQR_EPERM, "a change made with the console's session must carry its X-CSRF-Token");
     return true;
   }
   if (mqr__http_header(r, "Origin", &v) && !mqr_str_eq(v, MQR_STR("null"))) {
@@ -701,7 +657,7 @@ static bool cross_site(const mqr__http_request_t *r, mqr__http_answer_t *a) {
                                 ? mqr_str_n(sep + 3, v.len - (size_t)(sep - v.ptr) - 3)
                                 : mqr_str_n(NULL, 0);
     if (!mqr__http_header(r, "Host", &host) || !mqr_str_eq(origin_host, host)) {
-      answer_error(a, MQR_EPERM, "a request that changes something must come from mqrd's own origin");
+      mqr__api_error(a, MQR_EPERM, "a request that changes something must come from mqrd's own origin");
       return true;
     }
   }
@@ -716,7 +672,7 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
   bool get = r->method == HTTP_GET || r->method == HTTP_HEAD, post = r->method == HTTP_POST,
        del = r->method == HTTP_DELETE;
   if (n <= 0) {
-    answer_error(a, MQR_ENOTFOUND, "no such path (docs/management-api.md lists them)");
+    mqr__api_error(a, MQR_ENOTFOUND, "no such path (docs/management-api.md lists them)");
     return;
   }
   if ((post || del) && cross_site(r, a)) return;
@@ -726,10 +682,10 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
   const char *allow = NULL;
   mqr_error_t err = {0};
   if (n == 1 && mqr_str_eq(s[0], MQR_STR("session"))) {
-    session(c, r, a);
+    mqr__api_session(c, r, a);
     allow = "GET, HEAD, POST, DELETE";
   } else if (n == 1 && mqr_str_eq(s[0], MQR_STR("broker"))) {
-    if (get) broker_info(c, a);
+    if (get) mqr__api_broker(c, a);
     allow = "GET, HEAD";
   } else if (n == 1 && (addresses || queues)) {
     if (get) listing(c, r, a, queues);
@@ -739,12 +695,12 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
     if (get) get_address(c, r, s[1], a);
     if (del) {
       char force[8] = "";
-      param(r->query, "force", force, sizeof force);
+      mqr__api_param(r->query, "force", force, sizeof force);
       if (!mqr__may(c->b, r->who, MQR_PERM_MANAGE, s[1], &err)) {
-        answer_error(a, MQR_EPERM, err.message);
+        mqr__api_error(a, MQR_EPERM, err.message);
       } else {
         int rc = mqr_broker_delete_address(c->b, s[1], strcmp(force, "true") == 0, &err);
-        answer_done(a, rc, &err, json_pack("{s:o}", "deleted", jstr(s[1])));
+        mqr__api_done(a, rc, &err, json_pack("{s:o}", "deleted", mqr__api_str(s[1])));
       }
     }
     allow = "GET, HEAD, DELETE";
@@ -752,7 +708,7 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
     if (get) get_queue(c, r, s[1], a);
     if (del && queue_for(c->b, r->who, s[1], true, a) == 0) {
       int rc = mqr_broker_delete_queue(c->b, s[1], &err);
-      answer_done(a, rc, &err, json_pack("{s:o}", "deleted", jstr(s[1])));
+      mqr__api_done(a, rc, &err, json_pack("{s:o}", "deleted", mqr__api_str(s[1])));
     }
     allow = "GET, HEAD, DELETE";
   } else if (n == 3 && queues && mqr_str_eq(s[2], MQR_STR("messages"))) {
@@ -765,17 +721,17 @@ void mqr__http_api(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answe
     if (post) queue_action(c, r, s[1], s[2], body, a);
     allow = "POST";
   } else if (n == 1 && mqr_str_eq(s[0], MQR_STR("connections"))) {
-    if (get) connections(c, r, a);
+    if (get) mqr__api_connections(c, r, a);
     allow = "GET, HEAD";
   } else if (n == 2 && mqr_str_eq(s[0], MQR_STR("connections"))) {
-    if (del) close_connection(c, r, s[1], a);
+    if (del) mqr__api_close_connection(c, r, s[1], a);
     allow = "DELETE";
   } else {
-    answer_error(a, MQR_ENOTFOUND, "no such path (docs/management-api.md lists them)");
+    mqr__api_error(a, MQR_ENOTFOUND, "no such path (docs/management-api.md lists them)");
   }
   json_decref(body);
   if (a->status == 0) {
-    answer_error(a, MQR_EINVAL, "this path does not take that method");
+    mqr__api_error(a, MQR_EINVAL, "this path does not take that method");
     a->status = 405;
     a->allow = allow;
   }

@@ -7,6 +7,7 @@
  *              authentication (Basic over TLS, or anonymous), the answer's framing
  *   routes.c   what a path serves: /healthz, /readyz, /metrics, /api/v1/...
  *   api.c      the management API: JSON for the native MANAGE frame's operations
+ *   api_broker.c  its broker-wide part: connections, the console's session (api.h)
  *   session.c  the console's sessions (a cookie after one Basic login)
  *   console.c  the console's files, compiled in (../../console)
  *   metrics.c  the Prometheus text exposition (format 0.0.4), Artemis's names

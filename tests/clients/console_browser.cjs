@@ -85,6 +85,9 @@ async function apiStatus(page, method, path) {
     must(cookie && cookie.httpOnly && cookie.sameSite === "Strict" && cookie.secure, "session cookie HttpOnly, SameSite=Strict, Secure");
     must(await page.evaluate(() => document.cookie === ""), "the page's script cannot read the cookie");
 
+    await page.click('button.sort[data-sort="message-count"]'); // sorted by the broker, the deepest first
+    await page.waitForFunction(() => document.querySelector('button.sort[data-sort="message-count"]').getAttribute("aria-pressed") === "true");
+    ok("the queues sort by depth");
     await openQueue(page, "orders");
     await waitText(page, "#stat-depth", "0", "depth 0 before the sends");
     execFileSync(mqr, ["send", "--url", `tcp://admin:adminpw@127.0.0.1:${mqrPort}`, "--count", "5", "--body", "hello from mqr", "orders"]);

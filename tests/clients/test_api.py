@@ -147,6 +147,17 @@ class Api(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertEqual(got["total"], 1111)  # many.1, many.10-19, many.100-199, many.1000-1999
         self.assertEqual(len(got["queues"]), 5)
+        for i, n in ((17, 3), (2017, 5), (99, 1)):  # deepest first, then by name
+            mqr("send", "--url", "tcp://admin:adminpw@127.0.0.1:%d" % self.shared, "--count", str(n), "many.%d" % i)
+        status, got = self.call("GET", "/api/v1/queues?search=many.&sort=message-count&limit=4")
+        self.assertEqual([(q["name"], q["message-count"]) for q in got["queues"]],
+                         [("many.2017", 5), ("many.17", 3), ("many.99", 1), ("many.0", 0)])
+        self.assertEqual(got["total"], 3000)
+        status, got = self.call("GET", "/api/v1/queues?search=many.&sort=name&offset=1&limit=2")
+        self.assertEqual([q["name"] for q in got["queues"]], ["many.1", "many.10"])
+        self.assertEqual(self.call("GET", "/api/v1/queues?sort=colour")[0], 400)
+        for i in (17, 2017, 99):
+            self.call("POST", "/api/v1/queues/many.%d/purge" % i)
         status, got = self.call("GET", "/api/v1/queues?limit=100000")
         self.assertEqual(got["limit"], 1000)
         self.assertEqual(len(got["queues"]), 1000)
