@@ -202,8 +202,19 @@ async function loadQueues() {
 async function loadAddresses() {
   const q = enc($("addresses-search").value.trim());
   const got = await api("GET", `addresses?offset=${state.offsets.addresses}&limit=${PAGE}&search=${q}`);
-  fill($("addresses-rows"), got.addresses.map((x) => row([x.name, x["routing-types"].join(", "), [num(x.queues), "n"],
-    [num(x.routed), "n"], [num(x.unrouted), "n"], [num(x.size), "n"], x.paging ? "paging" : ""])), "No address matches.");
+  fill($("addresses-rows"), got.addresses.map((x) => {
+    const b = el("button", "Delete", "danger");
+    b.type = "button";
+    b.setAttribute("aria-label", "delete address " + x.name);
+    b.addEventListener("click", async () => {
+      const force = x.queues > 0;
+      if (!(await confirmBox(`Delete address ${x.name}${force ? ` and its ${x.queues} queue(s), with their messages` : ""}?`))) return;
+      try { await api("DELETE", `addresses/${enc(x.name)}${force ? "?force=true" : ""}`); say(`Address ${x.name} deleted.`); loadAddresses(); }
+      catch (e) { say(e.message, true); }
+    });
+    return row([x.name, x["routing-types"].join(", "), [num(x.queues), "n"], [num(x.routed), "n"], [num(x.unrouted), "n"],
+      [num(x.size), "n"], x.paging ? `paging (${num(x.pages)} page files)` : "", b]);
+  }), "No address matches.");
   pager("addresses", got);
 }
 
@@ -336,6 +347,28 @@ function wire() {
       state.offsets.queues = 0;
       loadQueues().catch((e) => say(e.message, true));
     });
+  $("new-queue-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const name = $("nq-name").value.trim();
+    try {
+      await api("POST", "queues", { name, address: $("nq-address").value.trim() || name, "routing-type": $("nq-type").value,
+        options: { durable: $("nq-durable").checked } });
+      say(`Queue ${name} created.`);
+      $("nq-name").value = "";
+      loadQueues();
+    } catch (e) { say(e.message, true); }
+  });
+  $("new-address-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const name = $("na-name").value.trim();
+    const types = [...($("na-anycast").checked ? ["ANYCAST"] : []), ...($("na-multicast").checked ? ["MULTICAST"] : [])];
+    try {
+      await api("POST", "addresses", { name, "routing-types": types });
+      say(`Address ${name} created.`);
+      $("na-name").value = "";
+      loadAddresses();
+    } catch (e) { say(e.message, true); }
+  });
   $("queue-back").addEventListener("click", () => { location.hash = "#/queues"; });
   $("queue-browse").addEventListener("click", browse);
   $("act-purge").addEventListener("click", () => act("purge", {}, `Purge every waiting message of ${state.queue}?`));

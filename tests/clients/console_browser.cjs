@@ -76,7 +76,7 @@ async function apiStatus(page, method, path) {
   try {
     const page = await browser.newPage();
     page.on("pageerror", (e) => errors.push("page error: " + e.message));
-    page.on("console", (m) => { if (m.type() === "error" && !/status of 40[13]/.test(m.text())) errors.push(m.text()); });
+    page.on("console", (m) => { if (m.type() === "error" && !/status of 40[134]/.test(m.text())) errors.push(m.text()); });
     await page.goto(base + "/", { waitUntil: "networkidle0" });
     must(await page.$eval("#login", (e) => !e.hidden), "the login page, before anything else");
 
@@ -102,6 +102,21 @@ async function apiStatus(page, method, path) {
     must((await text(page, "#confirm-text")).includes("Purge"), "purge asks for confirmation");
     await page.click("#confirm-ok");
     await waitText(page, "#stat-depth", "0", "purged: depth 0");
+
+    // A queue made from the console's form (by keyboard), then deleted through its page.
+    await page.evaluate(() => { location.hash = "#/queues"; });
+    await page.waitForSelector("#queues", { visible: true });
+    await page.click("#new-queue summary");
+    await page.focus("#nq-name");
+    await page.keyboard.type("made.in.console");
+    await page.keyboard.press("Enter");
+    await waitText(page, "#status", "Queue made.in.console created.", "a queue created from the form");
+    await openQueue(page, "made.in.console");
+    await page.click("#act-delete");
+    await page.waitForSelector("#confirm[open]", { visible: true });
+    await page.click("#confirm-ok");
+    await page.waitForSelector("#queues", { visible: true });
+    must((await apiStatus(page, "GET", "queues/made.in.console")) === 404, "the queue deleted after its confirmation");
 
     await page.click("#logout");
     await page.waitForSelector("#login-user", { visible: true });

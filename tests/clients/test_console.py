@@ -85,7 +85,7 @@ class Console(unittest.TestCase):
         r = subprocess.run(["node", os.path.join(HERE, "console_browser.cjs"), str(self.https), str(self.mqr_port), os.path.abspath(MQR)],
                            capture_output=True, text=True, timeout=180, env=env, cwd=os.path.join(NPM, ".."))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + self.b.log_text()[-2000:])
-        self.assertGreaterEqual(r.stdout.count("ok   "), 20, r.stdout)
+        self.assertGreaterEqual(r.stdout.count("ok   "), 23, r.stdout)
 
 
 if __name__ == "__main__":
