@@ -331,11 +331,12 @@ static void listing(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answ
     mqr__api_error(a, MQR_ENOMEM, "out of memory sorting the queues");
     return;
   }
-  if (l.sort != SORT_NONE) { /* the page of the sorted mqr__api_matches */
-    qsort(l.all, l.n_all, sizeof *l.all,
-          l.sort == SORT_NAME    ? by_name_v
-          : l.sort == SORT_DEPTH ? by_depth
-                                 : by_consumers);
+  if (l.sort != SORT_NONE) { /* the page of the sorted matches */
+    if (l.n_all)             /* (qsort takes no NULL, even for none) */
+      qsort(l.all, l.n_all, sizeof *l.all,
+            l.sort == SORT_NAME    ? by_name_v
+            : l.sort == SORT_DEPTH ? by_depth
+                                   : by_consumers);
     l.total = l.n_all;
     for (long i = l.offset; i < (long)l.n_all && i < l.offset + l.limit; i++) add_queue(&l, &l.all[i]);
     mqr_free(l.all);

@@ -156,6 +156,8 @@ class Api(unittest.TestCase):
         status, got = self.call("GET", "/api/v1/queues?search=many.&sort=name&offset=1&limit=2")
         self.assertEqual([q["name"] for q in got["queues"]], ["many.1", "many.10"])
         self.assertEqual(self.call("GET", "/api/v1/queues?sort=colour")[0], 400)
+        status, got = self.call("GET", "/api/v1/queues?search=no-such-queue&sort=name")  # none to sort
+        self.assertEqual((status, got["total"], got["queues"]), (200, 0, []))
         for i in (17, 2017, 99):
             self.call("POST", "/api/v1/queues/many.%d/purge" % i)
         status, got = self.call("GET", "/api/v1/queues?limit=100000")
