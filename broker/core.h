@@ -310,8 +310,8 @@ int mqr__authenticate_certificate(mqr_broker_t *b, const char *name, const char 
 void mqr__sec_counts(const mqr_broker_t *b, uint64_t *accepted, uint64_t *refused);
 void mqr__principal_release(mqr__principal_t *p);           /* NULL is allowed */
 mqr__principal_t *mqr__principal_hold(mqr__principal_t *p); /* one more reference (NULL: NULL) */
-mqr_str_t mqr__principal_name(const mqr__principal_t *p); /* "(anonymous)" for an anonymous client */
-bool mqr__principal_anonymous(const mqr__principal_t *p); /* (NULL: true) */
+mqr_str_t mqr__principal_name(const mqr__principal_t *p);   /* "(anonymous)" for an anonymous client */
+bool mqr__principal_anonymous(const mqr__principal_t *p);   /* (NULL: true) */
 /* Its user was removed (or anonymous clients refused) by a reload: its connection goes. */
 bool mqr__principal_revoked(const mqr__principal_t *p);
 /* The session acts as who from now on, holding the reference (the session's end drops

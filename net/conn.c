@@ -320,7 +320,6 @@ const mqr__producer_ops_t mqr__conn_producer_ops = {producer_resume, producer_se
 void mqr__net_tick(uv_timer_t *t) {
   mqr_broker_t *b = t->data;
   struct mqr__net_s *net = mqr__net(b);
-  uint64_t now = uv_now(mqr__loop(b));
   for (uint32_t i = 0; i < net->n_listeners; i++) {
     mqr__listener_t *l = &net->listeners[i];
     if (l->refused) {
@@ -335,10 +334,10 @@ void mqr__net_tick(uv_timer_t *t) {
   }
   for (mqr__conn_t *c = net->conns, *next; c; c = next) {
     next = c->next; /* closing only marks it: it leaves the list in its close callback */
-    /* (the loop's clock now, not the tick's start: a call in this walk may have moved it
+    /* (the loop's clock each time, not the tick's start: a call in this walk may move it
      * past the times a connection keeps, which would then be ahead of a stale now) */
     if (c->state != MQR__CONN_CLOSING) tick_conn(c, uv_now(mqr__loop(b)));
   }
   for (const mqr__head_t *const *h = mqr__heads; *h; h++) /* (MQTT's offline sessions: expiry, delayed wills) */
-    if ((*h)->tick_all && *mqr__head_slot(b, *h)) (*h)->tick_all(b, now);
+    if ((*h)->tick_all && *mqr__head_slot(b, *h)) (*h)->tick_all(b, uv_now(mqr__loop(b)));
 }

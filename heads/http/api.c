@@ -25,8 +25,6 @@
 
 #include "api.h"
 
-#define LIST_DEFAULT MQR__API_LIST_DEFAULT
-#define LIST_MAX MQR__API_LIST_MAX
 #define BROWSE_DEFAULT 200 /* Artemis's management-browse-page-size */
 #define BROWSE_MAX 10000
 
@@ -196,8 +194,8 @@ static int queue_for(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t queue, bo
 typedef struct {
   mqr_broker_t *b;
   mqr__principal_t *who;
-  const char *search;  /* a substring of the name; "" any */
-  const char *address; /* queues: of this address only; "" any */
+  mqr_str_t search;  /* a substring of the name; "" any */
+  mqr_str_t address; /* queues: of this address only; "" any */
   json_t *items;
   long offset, limit, total;
   bool queues; /* a listing of queues (else of addresses) */
@@ -212,11 +210,9 @@ typedef struct {
 
 enum { SORT_NONE, SORT_NAME, SORT_DEPTH, SORT_CONSUMERS };
 
-bool mqr__api_matches(mqr_str_t name, const char *search) {
-  if (search[0] == 0) return true;
-  size_t n = strlen(search);
-  for (size_t i = 0; i + n <= name.len; i++)
-    if (memcmp(name.ptr + i, search, n) == 0) return true;
+bool mqr__api_matches(mqr_str_t name, mqr_str_t search) {
+  for (size_t i = 0; i + search.len <= name.len; i++)
+    if (search.len == 0 || memcmp(name.ptr + i, search.ptr, search.len) == 0) return true;
   return false;
 }
 
@@ -253,7 +249,7 @@ static json_t *queue_json(const mqr_broker_queue_info_t *qi) {
 
 static int list_address(void *arg, const mqr_broker_address_info_t *ai) {
   list_t *l = arg;
-  l->seen = may_see(l->b, l->who, ai->name) && (l->address[0] == 0 || mqr_str_eq(ai->name, mqr_str(l->address)));
+  l->seen = may_see(l->b, l->who, ai->name) && (l->address.len == 0 || mqr_str_eq(ai->name, l->address));
   if (!l->queues && l->seen && mqr__api_matches(ai->name, l->search) && on_page(l))
     json_array_append_new(l->items, address_json(ai));
   return 0;
@@ -308,11 +304,11 @@ static void listing(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answ
   mqr__api_param(r->query, "sort", sort, sizeof sort);
   list_t l = {.b = c->b,
               .who = r->who,
-              .search = search,
-              .address = address,
+              .search = mqr_str(search),
+              .address = mqr_str(address),
               .items = json_array(),
               .offset = mqr__api_param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
-              .limit = mqr__api_param_long(r->query, "limit", LIST_DEFAULT, 0, LIST_MAX),
+              .limit = mqr__api_param_long(r->query, "limit", MQR__API_LIST_DEFAULT, 0, MQR__API_LIST_MAX),
               .queues = queues,
               .sort = !queues || sort[0] == 0              ? SORT_NONE
                       : strcmp(sort, "name") == 0          ? SORT_NAME

@@ -24,7 +24,7 @@ json_t *mqr__api_str(mqr_str_t s); /* a JSON string of s (UTF-8 already) */
 bool mqr__api_param(mqr_str_t query, const char *key, char *buf, size_t cap);
 long mqr__api_param_long(mqr_str_t query, const char *key, long dflt, long min, long max);
 /* Whether name holds search ("" holds anything). */
-bool mqr__api_matches(mqr_str_t name, const char *search);
+bool mqr__api_matches(mqr_str_t name, mqr_str_t search);
 
 void mqr__api_broker(mqr__conn_t *c, mqr__http_answer_t *a);
 void mqr__api_connections(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answer_t *a);

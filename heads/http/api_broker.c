@@ -39,13 +39,14 @@ void mqr__api_connections(mqr__conn_t *c, const mqr__http_request_t *r, mqr__htt
   mqr__api_param(r->query, "search", search, sizeof search);
   long offset = mqr__api_param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
        limit = mqr__api_param_long(r->query, "limit", MQR__API_LIST_DEFAULT, 0, MQR__API_LIST_MAX), total = 0;
+  mqr_str_t want = mqr_str(search);
   json_t *items = json_array();
   for (mqr__conn_t *x = mqr__net(c->b)->conns; x; x = x->next) {
     if (x->state == MQR__CONN_CLOSING) continue;
     mqr__principal_t *who = mqr__session_principal(&x->sess);
-    if ((search[0] && !mqr__api_matches(mqr_str(x->peer), search) &&
-         !(who && mqr__api_matches(mqr__principal_name(who), search)) &&
-         !(x->head && mqr__api_matches(mqr_str(x->head->name), search))))
+    if ((want.len && !mqr__api_matches(mqr_str(x->peer), want) &&
+         !(who && mqr__api_matches(mqr__principal_name(who), want)) &&
+         !(x->head && mqr__api_matches(mqr_str(x->head->name), want))))
       continue;
     long i = total++;
     if (i >= offset && i < offset + limit) json_array_append_new(items, conn_json(x));

@@ -47,6 +47,13 @@ typedef struct {
 
 static int64_t option(const mqr__conn_t *c, uint32_t i) { return mqr_listener_option(c->l->cfg, &mqr__http_def, i); }
 
+/* The loop's time, never 0 (0 marks no request under way): never ahead of the clock the
+ * tick reads. */
+static uint64_t stamp(const mqr__conn_t *c) {
+  uint64_t now = uv_now(mqr__loop(c->b));
+  return now ? now : 1;
+}
+
 /* ---- texts --------------------------------------------------------------------------------------- */
 
 void mqr__http_put(mqr__http_text_t *t, const char *p, size_t n) {
@@ -176,7 +183,7 @@ static int on_begin(http_parser *p) {
   h->len = h->url_len = h->body_len = h->header_bytes = 0;
   h->n_headers = 0;
   h->in_value = false;
-  if (h->began_ms == 0) h->began_ms = uv_now(mqr__loop(c->b)) | 1; /* (the first: since the connection came) */
+  if (h->began_ms == 0) h->began_ms = stamp(c); /* (the first: since the connection came) */
   return 0;
 }
 
@@ -567,7 +574,7 @@ static int http_open(mqr__conn_t *c) {
   if (h == NULL) return MQR_ENOMEM;
   http_parser_init(&h->parser, HTTP_REQUEST);
   h->parser.data = c;
-  h->began_ms = h->idle_ms = uv_now(mqr__loop(c->b)) | 1; /* its first request is due within request-timeout */
+  h->began_ms = h->idle_ms = stamp(c); /* its first request is due within request-timeout */
   c->hs = h;
   c->state = MQR__CONN_OPEN; /* (HTTP has no hello: the head's clocks are request-timeout and keep-alive-timeout) */
   return 0;
@@ -576,9 +583,9 @@ static int http_open(mqr__conn_t *c) {
 static void tick(mqr__conn_t *c, uint64_t now) {
   http_t *h = c->hs;
   if (h->complete) return; /* being served (its authentication under way) */
-  if (h->began_ms && now > h->began_ms && now - h->began_ms > (uint64_t)option(c, HTTP_OPT_REQUEST_TIMEOUT))
+  if (h->began_ms && now - h->began_ms > (uint64_t)option(c, HTTP_OPT_REQUEST_TIMEOUT))
     refuse(c, 408, "the request did not come whole in time (request-timeout)");
-  else if (!h->began_ms && now > h->idle_ms && now - h->idle_ms > (uint64_t)option(c, HTTP_OPT_KEEP_ALIVE_TIMEOUT))
+  else if (!h->began_ms && now - h->idle_ms > (uint64_t)option(c, HTTP_OPT_KEEP_ALIVE_TIMEOUT))
     mqr__conn_close(c, true);
 }
 

@@ -39,11 +39,9 @@ static void end(sessions_t *ss, uint32_t i) {
   ss->s[i] = ss->s[--ss->n];
 }
 
-/* Ended by a reload (its user removed), idle too long, or too old. (A time ahead of now,
- * from a clock read later than now was, is not past anything.) */
+/* Ended by a reload (its user removed), idle too long, or too old. */
 static bool stale(const session_t *s, uint64_t now) {
-  return mqr__principal_revoked(s->who) || (now > s->used_ms && now - s->used_ms > SESSION_IDLE_MS) ||
-         (now > s->made_ms && now - s->made_ms > SESSION_MAX_MS);
+  return mqr__principal_revoked(s->who) || now - s->used_ms > SESSION_IDLE_MS || now - s->made_ms > SESSION_MAX_MS;
 }
 
 static bool hex_random(char out[65]) {

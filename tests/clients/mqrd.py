@@ -5,6 +5,7 @@ sends."""
 
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -75,6 +76,31 @@ class Mqrd:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def stop_clean(self, directory=None):
+        """A test class's end: stops it, removes directory, and fails unless it exited 0."""
+        code = self.stop()
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+        if code != 0:
+            raise AssertionError("mqrd exited %s: %s" % (code, self.log_text()[-3000:]))
+
+
+def self_signed(directory):
+    """A self-signed P-256 certificate for localhost and 127.0.0.1: (cert.pem, key.pem) in directory."""
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def run_mqr(mqr, *args):
+    """The mqr CLI, which must succeed: its CompletedProcess."""
+    r = subprocess.run([mqr] + list(args), capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("mqr %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+    return r
 
 
 def raw(port, data=b"", timeout=5.0):

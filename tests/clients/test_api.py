@@ -12,16 +12,13 @@ import http.client
 import json
 import os
 import re
-import shutil
 import ssl
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, wait_for  # noqa: E402
+from mqrd import Mqrd, run_mqr, self_signed, wait_for  # noqa: E402
 
 import paho.mqtt.client as paho  # noqa: E402
 import stomp  # noqa: E402
@@ -35,10 +32,7 @@ def path(name):
 
 
 def mqr(*args):
-    r = subprocess.run([MQR] + list(args), capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise AssertionError("mqr %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
-    return r
+    return run_mqr(MQR, *args)
 
 
 CONFIG = """
@@ -70,9 +64,7 @@ ADMIN, WATCHER = ("admin", "adminpw"), ("watcher", "watchpw")
 class Api(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-keyout", path("key.pem"), "-out", path("cert.pem"), "-days", "2", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        self_signed(DIR)
         mqr("user", "add", "--users-file", path("users"), "admin", "--roles", "admin", "--password", "adminpw")
         mqr("user", "add", "--users-file", path("users"), "watcher", "--roles", "watcher", "--password", "watchpw")
         cls.b = Mqrd(MQRD, CONFIG.replace("CERT", path("cert.pem")).replace("KEY", path("key.pem"))
@@ -84,10 +76,7 @@ class Api(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.b.stop()
-        shutil.rmtree(DIR, ignore_errors=True)
-        if code != 0:
-            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+        cls.b.stop_clean(DIR)
 
     def call(self, method, url, user=ADMIN, body=None, headers=None, port=None, secure=True):
         h = {} if headers is None else dict(headers)

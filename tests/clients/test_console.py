@@ -7,7 +7,6 @@ usage: test_console.py MQRD MQR"""
 
 import os
 import re
-import shutil
 import ssl
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd  # noqa: E402
+from mqrd import Mqrd, run_mqr, self_signed  # noqa: E402
 
 MQRD, MQR = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,12 +46,9 @@ def path(name):
 class Console(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-keyout", path("key.pem"), "-out", path("cert.pem"), "-days", "2", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        self_signed(DIR)
         for user, roles, pw in (("admin", "admin", "adminpw"), ("watcher", "watcher", "watchpw")):
-            subprocess.run([MQR, "user", "add", "--users-file", path("users"), user, "--roles", roles, "--password", pw],
-                           check=True, capture_output=True)
+            run_mqr(MQR, "user", "add", "--users-file", path("users"), user, "--roles", roles, "--password", pw)
         cls.b = Mqrd(MQRD, CONFIG.replace("CERT", path("cert.pem")).replace("KEY", path("key.pem"))
                      .replace("USERS", path("users")))
         line = [x for x in cls.b.log_text().split("\n") if "ready on" in x][-1]
@@ -61,10 +57,7 @@ class Console(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.b.stop()
-        shutil.rmtree(DIR, ignore_errors=True)
-        if code != 0:
-            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+        cls.b.stop_clean(DIR)
 
     def test_files_and_their_headers(self):
         ctx = ssl.create_default_context(cafile=path("cert.pem"))

@@ -17,14 +17,13 @@ import shutil
 import signal
 import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, raw_closed, wait_for  # noqa: E402
+from mqrd import Mqrd, raw_closed, run_mqr, self_signed, wait_for  # noqa: E402
 
 import paho.mqtt.client as paho  # noqa: E402
 import stomp  # noqa: E402
@@ -39,16 +38,7 @@ def path(name):
 
 
 def mqr(*args):
-    r = subprocess.run([MQR] + list(args), capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise AssertionError("mqr %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
-    return r
-
-
-def make_cert():
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", path("key.pem"), "-out", path("cert.pem"), "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+    return run_mqr(MQR, *args)
 
 
 CONFIG = """
@@ -91,7 +81,7 @@ def basic(user, password):
 class Http(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        make_cert()
+        self_signed(DIR)
         mqr("user", "add", "--users-file", path("users"), "admin", "--roles", "admin", "--password", "adminpw")
         mqr("user", "add", "--users-file", path("users"), "watcher", "--roles", "watcher", "--password", "watchpw")
         config = (CONFIG.replace("CERT", path("cert.pem")).replace("KEY", path("key.pem"))
@@ -107,10 +97,7 @@ class Http(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.b.stop()
-        shutil.rmtree(DIR, ignore_errors=True)
-        if code != 0:
-            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+        cls.b.stop_clean(DIR)
 
     def get(self, port, url, headers=None, method="GET", body=None, tls=False):
         c = (http.client.HTTPSConnection("localhost", port, context=self.tls, timeout=10) if tls

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -127,10 +126,7 @@ class Tls(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.b.stop()
-        shutil.rmtree(DIR, ignore_errors=True)
-        if code != 0:
-            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+        cls.b.stop_clean(DIR)
 
     def test_s_client_verifies_the_server(self):
         for v in ("-tls1_2", "-tls1_3"):

@@ -10,7 +10,6 @@ usage: test_websocket.py MQRD MQR"""
 import base64
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -20,7 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, wait_for  # noqa: E402
+from mqrd import Mqrd, self_signed, wait_for  # noqa: E402
 
 import paho.mqtt.client as paho  # noqa: E402
 
@@ -172,22 +171,15 @@ CONNECT = bytes([0x10, 16, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 4]) + b"ws-
 class WebSockets(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-keyout", os.path.join(DIR, "key.pem"), "-out", os.path.join(DIR, "cert.pem"), "-days", "2",
-                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                       check=True, capture_output=True)
-        cls.b = Mqrd(MQRD, CONFIG.replace("CERT", os.path.join(DIR, "cert.pem"))
-                     .replace("KEY", os.path.join(DIR, "key.pem")))
+        cert, key = self_signed(DIR)
+        cls.b = Mqrd(MQRD, CONFIG.replace("CERT", cert).replace("KEY", key))
         line = [x for x in cls.b.log_text().split("\n") if "ready on" in x][-1]
         cls.port = int(re.search(r"tcp://127\.0\.0\.1:(\d+)", line).group(1))
         cls.tls = int(re.search(r"tls://127\.0\.0\.1:(\d+)", line).group(1))
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.b.stop()
-        shutil.rmtree(DIR, ignore_errors=True)
-        if code != 0:
-            raise AssertionError("mqrd exited %s: %s" % (code, cls.b.log_text()[-3000:]))
+        cls.b.stop_clean(DIR)
 
     def assert_serving(self):
         s, head = upgrade(self.port)
