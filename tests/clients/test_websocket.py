@@ -9,6 +9,7 @@ usage: test_websocket.py MQRD MQR"""
 
 import base64
 import os
+import random
 import re
 import socket
 import struct
@@ -59,10 +60,11 @@ def upgrade(port, protocol="mqtt", version="13", key=None, extra=""):
     return s, head.decode("latin-1")
 
 
-def frame(payload, opcode=0x2, fin=True, mask=True, length=None):
+def frame(payload, opcode=0x2, fin=True, mask=True, length=None, wide=False):
+    """A client's frame; wide: its length in two bytes more than it needs."""
     n = len(payload) if length is None else length
     b0 = (0x80 if fin else 0) | opcode
-    if n < 126:
+    if n < 126 and not wide:
         hdr = struct.pack("!BB", b0, (0x80 if mask else 0) | n)
     elif n < 65536:
         hdr = struct.pack("!BBH", b0, (0x80 if mask else 0) | 126, n)
@@ -131,7 +133,10 @@ def mqtt_packets(s, count, timeout=20):
                 n, j = (struct.unpack("!Q", raw[2:10])[0], 10) if len(raw) >= 10 else (None, 0)
             if n is None or len(raw) < j + n:
                 break
-            stream += raw[j:j + n]
+            if raw[0] & 0x0F == 0xA:  # a pong: counted
+                PONGS[s] = PONGS.get(s, 0) + 1
+            elif raw[0] & 0x0F < 8:
+                stream += raw[j:j + n]
             raw = raw[j + n:]
         while len(got) < count and len(stream) >= 2:  # packets out of the stream
             n, mult, i = 0, 1, 1
@@ -164,6 +169,7 @@ def mqtt_packets(s, count, timeout=20):
 
 
 PENDING = {}
+PONGS = {}
 
 CONNECT = bytes([0x10, 16, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 4]) + b"ws-r"
 
@@ -252,6 +258,45 @@ class WebSockets(unittest.TestCase):
         pub.close()
         sub.close()
 
+    def test_every_kind_of_frame_split_anywhere(self):
+        """Whole messages in one frame (unmasked by mqrd itself) beside what goes through
+        wslay: messages in fragments with pings between them, empty frames; the stream cut
+        at random bytes. Every PUBLISH is answered in order, comes back to its own subscription
+        byte for byte, and every ping has its pong."""
+        rnd = random.Random(7)
+        s, head = upgrade(self.port)
+        s.sendall(frame(bytes([0x10, 15, 0, 4]) + b"MQTT" + bytes([4, 2, 0, 30, 0, 3]) + b"mix")
+                  + frame(bytes([0x82, 10, 0, 1, 0, 5]) + b"mix/x" + bytes([0])))
+        self.assertEqual([t for t, _ in mqtt_packets(s, 2)], [0x20, 0x90])
+        stream, bodies, pings, count = b"", [], 0, 600
+        for i in range(1, count + 1):
+            payload = bytes([i % 251]) * rnd.choice((0, 10, 125, 126, 1000, 70000))
+            body = struct.pack("!H", 5) + b"mix/x" + struct.pack("!H", i) + payload
+            bodies.append(payload)
+            packet = bytes([0x32]) + varint(len(body)) + body
+            kind = rnd.randrange(4)
+            if kind <= 1:  # one frame (the common case), now and then after an empty one
+                stream += (frame(b"") if kind else b"") + frame(packet)
+            else:  # in fragments, pings between them
+                cuts = sorted(rnd.sample(range(1, len(packet)), 2))
+                stream += frame(packet[:cuts[0]], fin=False)
+                if kind == 3:
+                    stream += frame(b"p%d" % i, opcode=0x9)
+                    pings += 1
+                stream += frame(packet[cuts[0]:cuts[1]], opcode=0x0, fin=False) + frame(packet[cuts[1]:], opcode=0x0)
+        at = 0
+        while at < len(stream):
+            n = rnd.choice((1, 2, 3, 7, 100, 4096, 70000))
+            s.sendall(stream[at:at + n])
+            at += n
+        got = mqtt_packets(s, 2 * count, timeout=60)
+        self.assertEqual([struct.unpack("!H", b[:2])[0] for t, b in got if t == 0x40], list(range(1, count + 1)))
+        self.assertEqual([b[7:] for t, b in got if t & 0xF0 == 0x30], bodies)
+        self.assertEqual(PONGS.get(s), pings)
+        self.assertGreater(pings, 50)
+        s.close()
+        self.assertNotIn("WebSocket protocol error", self.b.log_text())
+
     # ---- refused as RFC 6455 says ---------------------------------------------------------
 
     def test_bad_handshakes(self):
@@ -295,6 +340,22 @@ class WebSockets(unittest.TestCase):
         self.assertIn(b"\x8a\x02hi", got, "a pong with the ping's payload")
         self.assertIn(b"\x20\x02\x00\x00", got, "CONNACK, from a CONNECT split over two frames")
         s.close()
+
+    def test_length_in_more_bytes_than_it_needs(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(CONNECT) + frame(b"\xc0\x00", wide=True))  # a PINGREQ, its length in 3 bytes
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1002)
+        self.assert_serving()
+
+    def test_text_frame_not_utf8(self):
+        s, head = upgrade(self.port)
+        s.sendall(frame(CONNECT) + frame(b"\xc0\x00", opcode=0x1))  # a PINGREQ in a text frame: not UTF-8
+        data, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(data), 1007)
+        self.assert_serving()
 
     def test_oversized_frame(self):
         s, head = upgrade(self.port)
