@@ -56,6 +56,7 @@
 
 #define WINDOW 10000
 #define WINDOW_BYTES (32u << 20)
+#define WS_BIG 16384 /* a frame's payload read apart from its header */
 
 typedef struct {
   int fd;
@@ -64,6 +65,10 @@ typedef struct {
   bool ws;          /* transport=ws: frames both ways */
   uint64_t ws_left; /* of the frame being read */
   bool ws_data;     /* it is a data frame (else skipped) */
+  bool ws_big;      /* the last frame was large: the next header is read on its own */
+  bool ws_ping;     /* it is a ping: its payload is kept for the pong */
+  uint8_t ws_ctl[125];
+  size_t ws_ctl_len;
   uint8_t ws_hdr[14];
   size_t ws_hdr_len;
   uint8_t *in, *out;
@@ -85,6 +90,7 @@ typedef struct {
   mqr_broker_t *b;
   conn_t pub, sub;
   uint64_t sent, received, answered;
+  double progress; /* when a message or an answer last came */
   uint16_t next_id;
   size_t body;     /* bytes of each message's body */
   uint64_t window; /* messages in flight at most */
@@ -124,7 +130,19 @@ static void packet(conn_t *c, size_t len) {
   c->out_len += n;
 }
 
-/* transport=ws: the frames' headers (and control frames) taken out of in[from..in_len). */
+/* transport=ws: a ping's pong (libwebsockets closes a connection that does not answer). */
+static void pong(conn_t *c) {
+  uint8_t h[6] = {0x8a, (uint8_t)(0x80 | c->ws_ctl_len), 0, 0, 0, 0}; /* (a zero mask key) */
+  if (!reserve(&c->out, &c->out_cap, c->out_len + sizeof h + c->ws_ctl_len)) abort();
+  memcpy(c->out + c->out_len, h, sizeof h);
+  memcpy(c->out + c->out_len + sizeof h, c->ws_ctl, c->ws_ctl_len);
+  c->out_len += sizeof h + c->ws_ctl_len;
+}
+
+/* transport=ws: the frames' headers (and control frames) taken out of in[from..in_len),
+ * pings answered.
+ * Taking a header out moves what follows it; so that a large frame's payload is not moved,
+ * the reads around it stop at its header's end and at its own (read_size). */
 static void unframe(conn_t *c, size_t from) {
   size_t r = from, w = from;
   while (r < c->in_len) {
@@ -142,15 +160,35 @@ static void unframe(conn_t *c, size_t from) {
       if (l == 127)
         for (int i = 2, k = 0; k < 8; i++, k++) len = (k ? len << 8 : 0) | c->ws_hdr[i];
       c->ws_data = (c->ws_hdr[0] & 0x0f) < 8;
+      c->ws_ping = (c->ws_hdr[0] & 0x0f) == 0x9 && len <= sizeof c->ws_ctl;
+      c->ws_ctl_len = 0;
+      c->ws_big = len >= WS_BIG;
       c->ws_hdr_len = 0;
       c->ws_left = len;
+      if (c->ws_ping && len == 0) pong(c);
       continue;
     }
     size_t k = c->in_len - r < c->ws_left ? c->in_len - r : (size_t)c->ws_left;
-    if (c->ws_data) memmove(c->in + w, c->in + r, k), w += k;
+    if (c->ws_data) {
+      if (w != r) memmove(c->in + w, c->in + r, k);
+      w += k;
+    } else if (c->ws_ping) {
+      memcpy(c->ws_ctl + c->ws_ctl_len, c->in + r, k);
+      c->ws_ctl_len += k;
+      if (c->ws_left == k) pong(c);
+    }
     r += k, c->ws_left -= k;
   }
   c->in_len = w;
+}
+
+/* How much the next read may take of what the broker sent. */
+static size_t read_size(const conn_t *c) {
+  size_t n = c->in_cap - c->in_len;
+  if (!c->ws) return n;
+  if (c->ws_left >= WS_BIG && c->ws_data && c->ws_left < n) return (size_t)c->ws_left; /* its payload, to its end */
+  if (c->ws_left == 0 && c->ws_big && n > 10) return 10 - c->ws_hdr_len; /* (a server's header: 10 bytes at most) */
+  return n;
 }
 
 static void put(conn_t *c, const void *p, size_t n) {
@@ -228,7 +266,7 @@ static int pump(st_t *s) {
     }
     for (;;) {
       if (!reserve(&c->in, &c->in_cap, c->in_len + 65536)) return -1;
-      ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+      ssize_t n = read(c->fd, c->in + c->in_len, read_size(c));
       if (n > 0) {
         size_t from = c->in_len;
         c->in_len += (size_t)n;
@@ -600,6 +638,11 @@ static int take(mqr_bench_ctx_t *c, st_t *s) {
   if (got < 0 || answers < 0) return mqr_bench_fail(c, "the broker refused (an ERROR or a DISCONNECT)");
   s->received += (uint64_t)got;
   s->answered += (uint64_t)answers;
+  double now = bench_now();
+  if (got || answers || s->progress == 0) s->progress = now;
+  if (now - s->progress > 10) /* (a QoS 0 peer may drop what a slow subscriber has not taken) */
+    return mqr_bench_fail(c, "nothing came for 10 s, %llu of %llu messages received: the broker dropped them",
+                          (unsigned long long)s->received, (unsigned long long)s->sent);
   return 0;
 }
 
@@ -623,8 +666,15 @@ __attribute__((noinline)) static int run(mqr_bench_ctx_t *c, uint64_t ops) {
 
 static int finish(mqr_bench_ctx_t *c) {
   st_t *s = mqr_bench_state(c);
-  while (s->received < s->sent || (s->persistent && s->answered < s->sent))
+  double start = bench_now();
+  uint64_t from = s->received;
+  while (s->received < s->sent || (s->persistent && s->answered < s->sent)) {
     if (take(c, s) != 0) return -1;
+    double took = bench_now() - start;
+    if (took > 30) /* (mosquitto's websockets listener past 8 KiB: a few messages a second) */
+      return mqr_bench_fail(c, "the last %llu messages in flight came at %.0f/s: more than 30 s",
+                            (unsigned long long)(s->sent - from), (double)(s->received - from) / took);
+  }
   return 0;
 }
 
