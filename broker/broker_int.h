@@ -148,6 +148,10 @@ typedef struct mqr__bq_s {
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
   struct mqr__bq_s *next, *prev;   /* the broker's list */
+  /* Bytes of its messages in memory (waiting, in flight, held, scheduled): added with
+   * enqueued, taken away with acked, killed and expired. (Here, not beside them: placed
+   * there it moved the fields after it and cost a checked send 14 ns, dosend.checked.) */
+  uint64_t bytes;
 } mqr__bq_t;
 
 /* Whether a queue's durable messages go to the journal: a durable queue not made for one

@@ -333,6 +333,7 @@ static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr__idx_del(c, e->delivery);
   if (!e->copy) { /* a non-destructive queue's delivery: its message stays */
     c->bq->acked++;
+    c->bq->bytes -= e->msg->len;
     c->bq->in_flight--;
   }
   if (e->jbq) mqr__durable_removed(b, e);

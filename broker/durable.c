@@ -310,6 +310,7 @@ static void written(void *arg, int status) {
       m->refs++;
       mqr__enqueue(b, bq, e);
       bq->enqueued++;
+      bq->bytes += m->len;
       taken++;
     }
     p->r.queues = taken;

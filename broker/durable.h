@@ -183,6 +183,8 @@ void mqr__pager_fill(mqr__bq_t *bq);         /* a queue low on waiting messages 
 void mqr__pagers_run(mqr__durable_t *d);     /* records became readable */
 void mqr__pager_forget_queue(mqr__bq_t *bq); /* the queue goes */
 uint64_t mqr__pager_backlog(const mqr__bq_t *bq);
+/* Their stored messages' bytes. */
+uint64_t mqr__pager_backlog_bytes(const mqr__bq_t *bq);
 bool mqr__pager_paging(const mqr__acct_t *acct);    /* its sends go to its page files now */
 uint64_t mqr__pager_pages(const mqr__acct_t *acct); /* its page files in use (Artemis's number of pages) */
 int mqr__pagers_recover(mqr_broker_t *b, mqr_error_t *err);

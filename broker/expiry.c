@@ -39,6 +39,7 @@ bool mqr__expire(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, int64_t now) {
                     .now = now};
   if (!mqr__move(b, bq, e, &to)) return false;
   bq->expired++;
+  bq->bytes -= e->msg->len;
   if (e->jbq) mqr__durable_removed(b, e);
   mqr__msg_release(b, e->msg);
   mqr__pool_put(&b->entries, e);

@@ -99,6 +99,7 @@ static bool key_of(const struct mqr__lvq_s *l, const mqr__msg_t *m, char *buf, s
 /* e's message replaced old: old is acknowledged (AckReason.REPLACED). */
 static void replaced(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *old) {
   bq->acked++;
+  bq->bytes -= old->msg->len;
   if (old->jbq) mqr__durable_removed(b, old);
   mqr__msg_release(b, old->msg);
   mqr__pool_put(&b->entries, old);

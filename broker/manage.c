@@ -185,6 +185,7 @@ static void move_some(mqr_broker_t *b, struct mqr__mover_s *m, uint32_t n) {
     e->next = NULL;
     if (m->failed == 0 && mqr__move(b, m->bq, e, &m->mv)) {
       m->bq->acked++; /* it left the queue as an acknowledged message does */
+      m->bq->bytes -= e->msg->len;
       if (e->jbq) mqr__durable_removed(b, e);
       mqr__msg_release(b, e->msg);
       mqr__pool_put(&b->entries, e);
@@ -323,6 +324,7 @@ uint64_t mqr_broker_purge(mqr_broker_t *b, mqr_queue_t *q) {
   uint64_t n = 0;
   for (mqr__entry_t *e; bq && (e = bq->store.ops->pop(&bq->store)) != NULL; n++) {
     bq->acked++; /* it left the queue as an acknowledged message does */
+    bq->bytes -= e->msg->len;
     if (e->jbq) mqr__durable_removed(b, e);
     mqr__grave_put(b, e); /* released in slices (grave.c) */
   }

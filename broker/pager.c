@@ -38,12 +38,13 @@ struct mqr__pcursor_s {
   mqr__bq_t *bq;
   uint64_t file; /* the page file it reads */
   size_t off;
-  uint64_t read;      /* the pager's records it has passed */
-  int64_t skip_upto;  /* records up to this id were depaged before a restart */
-  uint64_t waiting;   /* records for its queue not yet read back */
-  int64_t last_id;    /* the highest id of its queue's records it has passed */
-  uint64_t jfile;     /* the journal file of its latest mark (0: none) */
-  const uint8_t *map; /* file, mapped */
+  uint64_t read;          /* the pager's records it has passed */
+  int64_t skip_upto;      /* records up to this id were depaged before a restart */
+  uint64_t waiting;       /* records for its queue not yet read back */
+  uint64_t waiting_bytes; /* and their stored messages' bytes */
+  int64_t last_id;        /* the highest id of its queue's records it has passed */
+  uint64_t jfile;         /* the journal file of its latest mark (0: none) */
+  const uint8_t *map;     /* file, mapped */
   size_t map_len;
   uint64_t map_use;               /* the mapped file's use id (its header's) */
   struct mqr__pcursor_s *next;    /* the pager's */
@@ -256,17 +257,19 @@ static void depage(mqr__pcursor_t *c) {
     size_t stored_len;
     if (r.type != MQR_JOURNAL_PAGED || !parse(&r, &n, &names, &stored, &stored_len)) continue;
     if (!names_has(names, n, qname)) continue;
-    if (c->waiting) c->waiting--;
     if ((int64_t)r.id > c->last_id) c->last_id = (int64_t)r.id;
     if ((int64_t)r.id <= c->skip_upto) continue;
     bool durable = stored_durable(stored, stored_len);
     if (!durable && c->read <= pg->recovered) continue; /* non-durable, from before a restart */
+    /* (what a restart's scan counts, or a send since: the records skipped above are not) */
+    if (c->waiting) c->waiting--, c->waiting_bytes -= stored_len < c->waiting_bytes ? stored_len : c->waiting_bytes;
     mqr__msg_t *m = mqr__msg_alloc(b, stored_len);
     mqr__entry_t *e = m ? mqr__pool_take(&b->entries) : NULL;
     if (e == NULL) { /* no memory: read it again later */
       if (m) mqr__msg_release(b, (m->refs = 1, b->stats.messages++, b->stats.bytes += stored_len, m));
       c->read--;
       c->waiting++;
+      c->waiting_bytes += stored_len;
       c->off = r.offset;
       c->last_id = id_before > c->last_id ? id_before : c->last_id;
       break;
@@ -296,6 +299,7 @@ static void depage(mqr__pcursor_t *c) {
     }
     mqr__enqueue(b, bq, e);
     bq->enqueued++;
+    bq->bytes += m->len;
   }
   if (c->last_id != id_before) mqr__pager_mark(c); /* after the records it depaged */
   if (c->file != file_before) maybe_release(pg);
@@ -445,7 +449,7 @@ int mqr__pager_send(mqr_broker_t *b, mqr__acct_t *acct, const mqr__msg_t *m, mqr
   pg->appended++;
   for (uint32_t i = 0; i < n; i++) {
     mqr__pcursor_t *c = i < 64 ? cur[i] : cursor_of(pg, mqr_queue_data(targets[i]));
-    if (c) c->waiting++;
+    if (c) c->waiting++, c->waiting_bytes += m->len;
   }
   if (!wait) return 0;
   mqr__durable_pend_wait(d, s, pg, r);
@@ -514,6 +518,12 @@ uint64_t mqr__pager_backlog(const mqr__bq_t *bq) {
   return n;
 }
 
+uint64_t mqr__pager_backlog_bytes(const mqr__bq_t *bq) {
+  uint64_t n = 0;
+  for (const mqr__pcursor_t *c = bq->pcursors; c; c = c->bq_next) n += c->waiting_bytes;
+  return n;
+}
+
 /* ---- recovery ------------------------------------------------------------------------------------- */
 
 /* The highest id of address a's messages that the journal gave back to bq. */
@@ -531,6 +541,7 @@ typedef struct {
   mqr_str_t address;
   mqr_str_t names[64];
   uint64_t counts[64]; /* records still to read back: after skip, durable */
+  uint64_t bytes[64];  /* and their stored messages' bytes */
   int64_t skip[64];
   uint32_t n_names;
   int64_t max_id; /* the highest message id in the pages */
@@ -561,7 +572,7 @@ static int scan_record(void *ctx, uint64_t file, const char *path, const mqr_jou
       memcpy(s->store + s->used, q.ptr, l);
       s->names[k] = mqr_str_n(s->store + s->used, l);
       s->used += l;
-      s->counts[k] = 0;
+      s->counts[k] = s->bytes[k] = 0;
       mqr_queue_t *qq = mqr_router_find_queue(&s->b->router, q);
       const mqr__bq_t *bq = qq ? mqr_queue_data(qq) : NULL;
       s->skip[k] = bq ? highest_recovered(bq, s->address) : 0;
@@ -569,7 +580,7 @@ static int scan_record(void *ctx, uint64_t file, const char *path, const mqr_jou
       if (mk && mk->id > s->skip[k]) s->skip[k] = mk->id;
       s->n_names++;
     }
-    if (durable && (int64_t)r->id > s->skip[k]) s->counts[k]++;
+    if (durable && (int64_t)r->id > s->skip[k]) s->counts[k]++, s->bytes[k] += stored_len;
   }
   return 0;
 }
@@ -620,6 +631,7 @@ int mqr__pagers_recover(mqr_broker_t *b, mqr_error_t *err) {
       }
       c->skip_upto = s.skip[i];
       c->waiting = s.counts[i];
+      c->waiting_bytes = s.bytes[i];
       const mqr__pmark_t *mk = mqr__recovered_mark(d, mqr_address_name(a), s.names[i]);
       if (mk) {
         c->last_id = mk->id;

@@ -359,6 +359,7 @@ void mqr__recovery_finish(mqr__recovery_t *rc, uint64_t *messages, uint64_t *que
       /* Waiting out a redelivery delay when the broker stopped: held to the same time. */
       if (due <= now || !mqr__hold_redelivery(b, bq, e, (uint64_t)(due - now))) mqr__enqueue(b, bq, e);
       bq->enqueued++;
+      bq->bytes += m->len;
       m->refs++;
     }
     mqr__jlive_add(d, m);

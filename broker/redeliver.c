@@ -157,6 +157,7 @@ void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
     if (exhausted(s, e)) {
       if (dead_letter(b, bq, e)) {
         bq->killed++;
+        bq->bytes -= e->msg->len;
         if (e->jbq) mqr__durable_removed(b, e);
         release(b, e);
         continue;
@@ -229,6 +230,7 @@ uint64_t mqr__redeliver_drop_queue(mqr_broker_t *b, mqr__bq_t *bq, bool journal,
       continue;
     }
     if (journal && b->held[i].e->jbq) mqr__durable_removed(b, b->held[i].e);
+    bq->bytes -= b->held[i].e->msg->len;
     release(b, b->held[i].e);
     n++;
   }

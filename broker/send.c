@@ -212,6 +212,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
     m->refs++;
     mqr__enqueue(b, bq, e);
     bq->enqueued++;
+    bq->bytes += m->len;
     taken++;
   }
   m->acct = acct;

@@ -27,6 +27,7 @@ enum {
   Q_COUNT,
   Q_DELIVERING,
   Q_SCHEDULED,
+  Q_SIZE,
   Q_ADDED,
   Q_ACKED,
   Q_KILLED,
@@ -48,6 +49,8 @@ static const struct {
                  "Messages in the queue: waiting, being delivered, scheduled, and waiting out a redelivery delay"},
     [Q_DELIVERING] = {"artemis_delivering_message_count", "Messages delivered to a consumer and not yet acknowledged"},
     [Q_SCHEDULED] = {"artemis_scheduled_message_count", "Messages waiting for their scheduled delivery time"},
+    [Q_SIZE] = {"artemis_persistent_size",
+                "Bytes of the queue's messages as stored (waiting, being delivered, scheduled, held, paged)"},
     [Q_ADDED] = {"artemis_messages_added", "Messages added to the queue since the broker started"},
     [Q_ACKED] = {"artemis_messages_acknowledged", "Messages acknowledged from the queue since the broker started"},
     [Q_KILLED] = {"artemis_messages_killed", "Messages that reached max-delivery-attempts (dead-lettered or dropped)"},
@@ -148,6 +151,7 @@ static int on_queue(void *arg, const mqr_broker_queue_info_t *q) {
   sample(w, Q_COUNT, s->depth + s->in_flight + s->scheduled + s->held);
   sample(w, Q_DELIVERING, s->in_flight);
   sample(w, Q_SCHEDULED, s->scheduled);
+  sample(w, Q_SIZE, s->bytes);
   sample(w, Q_ADDED, s->enqueued);
   sample(w, Q_ACKED, s->acknowledged);
   sample(w, Q_KILLED, s->killed);

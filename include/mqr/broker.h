@@ -218,6 +218,8 @@ typedef struct {
                          enqueued = acknowledged + killed + expired + depth + held + scheduled
                          + in_flight */
   bool paused;        /* mqr_broker_pause_queue: it takes messages and delivers none */
+  uint64_t bytes;     /* the stored size of its messages (waiting, in flight, held, scheduled,
+                         paged): what they take in the journal, Artemis's persistent size */
 } mqr_broker_queue_stats_t;
 
 /* A queue's counters; MQR_ENOQUEUE. */

@@ -178,6 +178,8 @@ class Http(unittest.TestCase):
         m, text = self.metrics()
         self.assertEqual(self.queue_metric(m, "artemis_messages_added", "orders.eu"), added0 + 4)
         self.assertGreaterEqual(self.queue_metric(m, "artemis_message_count", "orders.eu"), 4)
+        self.assertGreater(self.queue_metric(m, "artemis_persistent_size", "orders.eu"), 4 * len("stomp 0"))
+        self.assertEqual(self.queue_metric(m, "artemis_persistent_size", "billing"), 0)
         self.assertEqual(m[("artemis_routed_message_count", (("address", "orders.eu"), ("broker", socket.gethostname())))] >= 4,
                          True)
         self.assertRegex(text, r'\nartemis_message_count\{address="orders.eu",broker="[^"]+",queue="orders.eu"\} \d+\n')

@@ -164,6 +164,13 @@ static inline uint64_t depth(fx_t *f, const char *queue) {
   return st.depth + st.in_flight;
 }
 
+/* The stored bytes of queue's messages (Artemis's persistent size). */
+static inline uint64_t bytes_of(fx_t *f, const char *queue) {
+  mqr_broker_queue_stats_t st;
+  assert_int_equal(mqr_broker_queue_stats(f->b, mqr_str(queue), &st), 0);
+  return st.bytes;
+}
+
 /* Messages of queue waiting out a redelivery delay. */
 static inline uint64_t held_of(fx_t *f, const char *queue) {
   mqr_broker_queue_stats_t st;

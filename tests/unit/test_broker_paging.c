@@ -68,6 +68,8 @@ static void test_paging(void **state) {
   mqr_broker_stats(f.b, &st);
   assert_true(st.bytes < 64 * 1024); /* 2 MB sent, a few KiB held */
   assert_int_equal(depth(&f, "big"), N + 1);
+  uint64_t paged = bytes_of(&f, "big"); /* the persistent size counts them, on disk or not */
+  assert_in_range(paged, (uint64_t)(N + 1) * 106, (uint64_t)(N + 1) * 400);
   static pager_sink_t ps;
   ps = (pager_sink_t){.ack = true, .limit = 5000};
   page_drain(&f, "big", &ps, 5000); /* some, acknowledged */
@@ -84,6 +86,9 @@ static void test_paging(void **state) {
   mqr_broker_stats(f.b, &st);
   assert_true(st.bytes < 512 * 1024);
   assert_int_equal(depth(&f, "big"), N - taken);
+  /* (the transient one is gone; the others each take about what they took before) */
+  uint64_t each = paged / (N + 1);
+  assert_in_range(bytes_of(&f, "big"), each * (N - taken) * 97 / 100, each * (N - taken) * 103 / 100);
   a = (answers_t){0};
   for (int i = 0; i < 100; i++) {
     snprintf(body, sizeof body, "m%d %0100d", N + i, 0);
@@ -105,6 +110,7 @@ static void test_paging(void **state) {
   assert_int_equal(ps.n, N + 100 - taken); /* not the transient one */
   assert_int_equal(ps.order_errors, 0);
   assert_int_equal(depth(&f, "big"), 0);
+  assert_int_equal(bytes_of(&f, "big"), 0);
   mqr_broker_unsubscribe(k);
   static pager_sink_t pa, pb;
   pa = (pager_sink_t){.ack = true};
