@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../common/grow.h"
 #include "client_int.h"
 #include "mqr/security.h"
 
@@ -60,7 +61,9 @@ struct mqr_client_s {
   /* tls:// : its TLS, the ciphertext of the data write in flight, a read's ciphertext,
    * and the host its certificate must name. */
   mqr__ctls_t *tls;
-  uint8_t *wcipher;
+  uint8_t *wcipher; /* the ciphertext being written, kept for the next write (a large
+                       buffer made for each write cost the kernel its pages each time) */
+  size_t wcipher_cap;
   uint8_t *cin;
   char tls_host[256];
   mqr_scram_client_t *scram;              /* a SCRAM-SHA-256 exchange under way */
@@ -139,8 +142,6 @@ static void write_cb(uv_write_t *req, int status) {
   mqr_client_t *c = req->data;
   c->write_in_flight = false;
   c->writing.len = 0;
-  mqr_free(c->wcipher);
-  c->wcipher = NULL;
   if (status < 0) {
     lost(c, MQR_EIO);
     /* Closing already (the user's close, its DISCONNECT failing on a dead peer): lost()
@@ -195,7 +196,7 @@ static void flush(mqr_client_t *c) {
   if (c->tls) { /* encrypted, the ciphertext written */
     size_t n;
     if (mqr__ctls_write(c->tls, c->writing.data, c->writing.len) != 0 || (n = mqr__ctls_pending(c->tls)) == 0 ||
-        (c->wcipher = mqr_malloc(n)) == NULL) {
+        !mqr__grow_size((void **)&c->wcipher, &c->wcipher_cap, n, 1)) {
       lost(c, MQR_EIO);
       return;
     }
