@@ -12,9 +12,9 @@
  * One kind of frame skips wslay: a whole binary message in one frame (FIN, no RSV bits,
  * masked, its length in the fewest bytes and within the limit) arriving while no
  * fragmented message is open: what MQTT clients send. (Text frames stay wslay's: it
- * checks that they are UTF-8.) wslay unmasks a byte at a
- * time through its own 4 KiB buffer, most of the broker's time at 1 KiB and more; such a
- * frame is unmasked eight bytes at a time straight from the read buffer into the head's.
+ * checks that they are UTF-8.) wslay unmasks a byte at a time through its own 4 KiB
+ * buffer, most of the broker's time at 1 KiB and more; such a frame is unmasked eight
+ * bytes at a time straight from the read buffer into the head's.
  * Every other frame is given to wslay alone (its bytes and no more, so that wslay is
  * always between frames when the next one is looked at), and wslay handles or refuses it
  * as before: the fast frames are ones it would take and pass on unchanged. */
@@ -47,18 +47,24 @@ struct mqr__ws_s {
   bool direct;     /* the transport reads a fast frame's payload straight into the head's room */
 };
 
+/* How many payload bytes the head has room for: none while it holds (the frames it has
+ * wait for it, not a larger buffer). A payload is never longer than its frame, so what
+ * is fed to wslay or unmasked here is held to this. */
+static size_t head_room(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  size_t n = mqr__conn_holding(c) ? 0 : mqr__conn_head_room_in(c, ws->grow).len;
+  ws->grow = false;
+  return n;
+}
+
 /* ---- wslay's callbacks ------------------------------------------------------------------------ */
 
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg) {
   (void)flags;
   mqr__conn_t *c = arg;
   mqr__ws_t *ws = c->ws;
-  size_t n = ws->len - ws->pos;
-  /* Fed no more than the head has room for (a payload is never longer than its frame),
-   * and nothing while it holds: the frames it has wait for it, not a larger buffer. */
-  uv_buf_t room = mqr__conn_holding(c) ? uv_buf_init(NULL, 0) : mqr__conn_head_room_in(c, ws->grow);
-  ws->grow = false;
-  if (n > room.len) n = room.len;
+  size_t n = ws->len - ws->pos, room = head_room(c);
+  if (n > room) n = room;
   if (n > len) n = len;
   if (n > ws->wslay_left) n = (size_t)ws->wslay_left; /* its frame's bytes, not the next's */
   if (n == 0) {                                       /* all fed, or the head has no room until it takes what it has */
@@ -215,20 +221,25 @@ static void unmask(uint8_t *dst, const uint8_t *src, size_t n, const uint8_t key
   *phase = (uint8_t)((*phase + n) & 3);
 }
 
-/* Gives the head what it has room for of the fast frame's payload. */
-static void feed_fast(mqr__conn_t *c) {
+/* n bytes of the fast frame's payload from src, unmasked onto the end of the head's read
+ * buffer (src may be that place: read there directly). */
+static void give_fast(mqr__conn_t *c, const uint8_t *src, size_t n) {
   mqr__ws_t *ws = c->ws;
-  uv_buf_t room = mqr__conn_holding(c) ? uv_buf_init(NULL, 0) : mqr__conn_head_room_in(c, ws->grow);
-  ws->grow = false;
-  size_t n = ws->len - ws->pos;
-  if (n > room.len) n = room.len;
-  if (n > ws->fast_left) n = (size_t)ws->fast_left;
-  if (n == 0) return;
-  unmask((uint8_t *)room.base, ws->raw + ws->pos, n, ws->key, &ws->phase);
-  ws->pos += n;
+  unmask(c->rbuf + c->rlen, src, n, ws->key, &ws->phase);
   ws->fast_left -= n;
   c->rlen += n;
   ws->given += n;
+}
+
+/* Gives the head what it has room for of the fast frame's payload. */
+static void feed_fast(mqr__conn_t *c) {
+  mqr__ws_t *ws = c->ws;
+  size_t n = ws->len - ws->pos, room = head_room(c);
+  if (n > room) n = room;
+  if (n > ws->fast_left) n = (size_t)ws->fast_left;
+  if (n == 0) return;
+  give_fast(c, ws->raw + ws->pos, n);
+  ws->pos += n;
 }
 
 /* Gives wslay what it may have of its frame: false when the connection closes. */
@@ -320,11 +331,7 @@ void mqr__ws_received(mqr__conn_t *c, size_t n) {
   c->heard_ms = uv_now(mqr__loop(c->b));
   if (ws->direct) { /* the head's bytes, still masked */
     ws->direct = false;
-    uint8_t *at = c->rbuf + c->rlen;
-    unmask(at, at, n, ws->key, &ws->phase);
-    ws->fast_left -= n;
-    c->rlen += n;
-    ws->given += n;
+    give_fast(c, c->rbuf + c->rlen, n);
     mqr__conn_head_received(c);
     return;
   }

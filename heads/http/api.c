@@ -197,7 +197,7 @@ typedef struct {
   mqr_str_t search;  /* a substring of the name; "" any */
   mqr_str_t address; /* queues: of this address only; "" any */
   json_t *items;
-  long offset, limit, total;
+  mqr__api_page_t page;
   bool queues; /* a listing of queues (else of addresses) */
   bool seen;   /* the current address may be seen */
   /* sorted (queues): every match kept, then sorted and paged (the views stay valid: the
@@ -217,9 +217,20 @@ bool mqr__api_matches(mqr_str_t name, mqr_str_t search) {
 }
 
 /* Whether the next match is on the page (counted either way). */
-static bool on_page(list_t *l) {
-  long i = l->total++;
-  return i >= l->offset && i < l->offset + l->limit;
+mqr__api_page_t mqr__api_page(mqr_str_t query) {
+  return (mqr__api_page_t){mqr__api_param_long(query, "offset", 0, 0, LONG_MAX / 2),
+                           mqr__api_param_long(query, "limit", MQR__API_LIST_DEFAULT, 0, MQR__API_LIST_MAX), 0};
+}
+
+bool mqr__api_on_page(mqr__api_page_t *p) {
+  long i = p->total++;
+  return i >= p->offset && i < p->offset + p->limit;
+}
+
+void mqr__api_page_answer(mqr__http_answer_t *a, const mqr__api_page_t *p, const char *key, json_t *items) {
+  mqr__api_json(a, 200,
+                json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)p->total, "offset", (json_int_t)p->offset,
+                          "limit", (json_int_t)p->limit, key, items));
 }
 
 static json_t *routing_types(mqr_routing_set_t s) {
@@ -250,7 +261,7 @@ static json_t *queue_json(const mqr_broker_queue_info_t *qi) {
 static int list_address(void *arg, const mqr_broker_address_info_t *ai) {
   list_t *l = arg;
   l->seen = may_see(l->b, l->who, ai->name) && (l->address.len == 0 || mqr_str_eq(ai->name, l->address));
-  if (!l->queues && l->seen && mqr__api_matches(ai->name, l->search) && on_page(l))
+  if (!l->queues && l->seen && mqr__api_matches(ai->name, l->search) && mqr__api_on_page(&l->page))
     json_array_append_new(l->items, address_json(ai));
   return 0;
 }
@@ -265,7 +276,7 @@ static int list_queue(void *arg, const mqr_broker_queue_info_t *qi) {
   list_t *l = arg;
   if (!l->seen || !mqr__api_matches(qi->name, l->search)) return 0;
   if (l->sort == SORT_NONE) {
-    if (on_page(l)) add_queue(l, qi);
+    if (mqr__api_on_page(&l->page)) add_queue(l, qi);
   } else if (mqr__grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all)) {
     l->all[l->n_all++] = *qi;
   } else {
@@ -307,8 +318,7 @@ static void listing(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answ
               .search = mqr_str(search),
               .address = mqr_str(address),
               .items = json_array(),
-              .offset = mqr__api_param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
-              .limit = mqr__api_param_long(r->query, "limit", MQR__API_LIST_DEFAULT, 0, MQR__API_LIST_MAX),
+              .page = mqr__api_page(r->query),
               .queues = queues,
               .sort = !queues || sort[0] == 0              ? SORT_NONE
                       : strcmp(sort, "name") == 0          ? SORT_NAME
@@ -333,13 +343,11 @@ static void listing(mqr__conn_t *c, const mqr__http_request_t *r, mqr__http_answ
             l.sort == SORT_NAME    ? by_name_v
             : l.sort == SORT_DEPTH ? by_depth
                                    : by_consumers);
-    l.total = l.n_all;
-    for (long i = l.offset; i < (long)l.n_all && i < l.offset + l.limit; i++) add_queue(&l, &l.all[i]);
+    for (uint32_t i = 0; i < l.n_all; i++)
+      if (mqr__api_on_page(&l.page)) add_queue(&l, &l.all[i]);
     mqr_free(l.all);
   }
-  mqr__api_json(a, 200,
-                json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)l.total, "offset", (json_int_t)l.offset, "limit",
-                          (json_int_t)l.limit, queues ? "queues" : "addresses", l.items));
+  mqr__api_page_answer(a, &l.page, queues ? "queues" : "addresses", l.items);
 }
 
 /* One address or queue, by name. */

@@ -23,6 +23,14 @@ json_t *mqr__api_str(mqr_str_t s); /* a JSON string of s (UTF-8 already) */
  * [min, max] (dflt when absent, min when not a number). */
 bool mqr__api_param(mqr_str_t query, const char *key, char *buf, size_t cap);
 long mqr__api_param_long(mqr_str_t query, const char *key, long dflt, long min, long max);
+/* A listing's page: offset and limit from the query; total counts the matches. */
+typedef struct {
+  long offset, limit, total;
+} mqr__api_page_t;
+mqr__api_page_t mqr__api_page(mqr_str_t query);
+bool mqr__api_on_page(mqr__api_page_t *p); /* one more match: whether it is on the page */
+/* {"total", "offset", "limit", key: items} (items taken). */
+void mqr__api_page_answer(mqr__http_answer_t *a, const mqr__api_page_t *p, const char *key, json_t *items);
 /* Whether name holds search ("" holds anything). */
 bool mqr__api_matches(mqr_str_t name, mqr_str_t search);
 

@@ -6,7 +6,6 @@
  *   GET|POST|DELETE /api/v1/session  the console's session: who asks; a login; a logout
  */
 #include <jansson.h>
-#include <limits.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +36,7 @@ void mqr__api_connections(mqr__conn_t *c, const mqr__http_request_t *r, mqr__htt
   if (!may_manage_broker(c, r, a)) return;
   char search[256] = "";
   mqr__api_param(r->query, "search", search, sizeof search);
-  long offset = mqr__api_param_long(r->query, "offset", 0, 0, LONG_MAX / 2),
-       limit = mqr__api_param_long(r->query, "limit", MQR__API_LIST_DEFAULT, 0, MQR__API_LIST_MAX), total = 0;
+  mqr__api_page_t page = mqr__api_page(r->query);
   mqr_str_t want = mqr_str(search);
   json_t *items = json_array();
   for (mqr__conn_t *x = mqr__net(c->b)->conns; x; x = x->next) {
@@ -48,12 +46,9 @@ void mqr__api_connections(mqr__conn_t *c, const mqr__http_request_t *r, mqr__htt
          !(who && mqr__api_matches(mqr__principal_name(who), want)) &&
          !(x->head && mqr__api_matches(mqr_str(x->head->name), want))))
       continue;
-    long i = total++;
-    if (i >= offset && i < offset + limit) json_array_append_new(items, conn_json(x));
+    if (mqr__api_on_page(&page)) json_array_append_new(items, conn_json(x));
   }
-  mqr__api_json(a, 200,
-                json_pack("{s:I, s:I, s:I, s:o}", "total", (json_int_t)total, "offset", (json_int_t)offset, "limit",
-                          (json_int_t)limit, "connections", items));
+  mqr__api_page_answer(a, &page, "connections", items);
 }
 
 void mqr__api_close_connection(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t id, mqr__http_answer_t *a) {

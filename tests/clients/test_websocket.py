@@ -187,6 +187,17 @@ class WebSockets(unittest.TestCase):
     def tearDownClass(cls):
         cls.b.stop_clean(DIR)
 
+    def assert_refused(self, data, code):
+        """data sent after an upgrade is answered with a close frame of code, the
+        connection closed, and the broker serves on."""
+        s, head = upgrade(self.port)
+        self.assertIn("101", head)
+        s.sendall(data)
+        got, closed = read_until_closed(s)
+        self.assertTrue(closed)
+        self.assertEqual(close_code(got), code)
+        self.assert_serving()
+
     def assert_serving(self):
         s, head = upgrade(self.port)
         self.assertIn("101 Switching Protocols", head)
@@ -313,21 +324,10 @@ class WebSockets(unittest.TestCase):
         self.assert_serving()
 
     def test_unmasked_client_frame(self):
-        s, head = upgrade(self.port)
-        self.assertIn("101", head)
-        s.sendall(frame(CONNECT, mask=False))
-        data, closed = read_until_closed(s)
-        self.assertTrue(closed)
-        self.assertEqual(close_code(data), 1002)
-        self.assert_serving()
+        self.assert_refused(frame(CONNECT, mask=False), 1002)
 
     def test_fragmented_control_frame(self):
-        s, head = upgrade(self.port)
-        s.sendall(frame(b"ping", opcode=0x9, fin=False))
-        data, closed = read_until_closed(s)
-        self.assertTrue(closed)
-        self.assertEqual(close_code(data), 1002)
-        self.assert_serving()
+        self.assert_refused(frame(b"ping", opcode=0x9, fin=False), 1002)
 
     def test_ping_answered_and_mqtt_inside(self):
         s, head = upgrade(self.port)
@@ -342,28 +342,13 @@ class WebSockets(unittest.TestCase):
         s.close()
 
     def test_length_in_more_bytes_than_it_needs(self):
-        s, head = upgrade(self.port)
-        s.sendall(frame(CONNECT) + frame(b"\xc0\x00", wide=True))  # a PINGREQ, its length in 3 bytes
-        data, closed = read_until_closed(s)
-        self.assertTrue(closed)
-        self.assertEqual(close_code(data), 1002)
-        self.assert_serving()
+        self.assert_refused(frame(CONNECT) + frame(b"\xc0\x00", wide=True), 1002)  # a PINGREQ's length in 3 bytes
 
     def test_text_frame_not_utf8(self):
-        s, head = upgrade(self.port)
-        s.sendall(frame(CONNECT) + frame(b"\xc0\x00", opcode=0x1))  # a PINGREQ in a text frame: not UTF-8
-        data, closed = read_until_closed(s)
-        self.assertTrue(closed)
-        self.assertEqual(close_code(data), 1007)
-        self.assert_serving()
+        self.assert_refused(frame(CONNECT) + frame(b"\xc0\x00", opcode=0x1), 1007)  # a PINGREQ in a text frame
 
     def test_oversized_frame(self):
-        s, head = upgrade(self.port)
-        s.sendall(frame(b"", length=10 * 1024 * 1024)[:14] + b"z" * 1000)  # a 10 MiB frame's start
-        data, closed = read_until_closed(s)
-        self.assertTrue(closed)
-        self.assertEqual(close_code(data), 1009)
-        self.assert_serving()
+        self.assert_refused(frame(b"", length=10 * 1024 * 1024)[:14] + b"z" * 1000, 1009)  # a 10 MiB frame's start
 
     def test_close_in_the_middle_of_an_mqtt_packet(self):
         s, head = upgrade(self.port)
