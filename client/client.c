@@ -194,13 +194,12 @@ static void flush(mqr_client_t *c) {
   c->out.len = 0;
   uv_buf_t buf = uv_buf_init((char *)c->writing.data, (unsigned)c->writing.len);
   if (c->tls) { /* encrypted, the ciphertext written */
-    size_t n;
-    if (mqr__ctls_write(c->tls, c->writing.data, c->writing.len) != 0 || (n = mqr__ctls_pending(c->tls)) == 0 ||
-        !mqr__grow_size((void **)&c->wcipher, &c->wcipher_cap, n, 1)) {
+    size_t n = 0;
+    if (mqr__ctls_write(c->tls, c->writing.data, c->writing.len, &c->wcipher, &c->wcipher_cap, &n) != 0 || n == 0) {
       lost(c, MQR_EIO);
       return;
     }
-    buf = uv_buf_init((char *)c->wcipher, (unsigned)mqr__ctls_take(c->tls, c->wcipher, n));
+    buf = uv_buf_init((char *)c->wcipher, (unsigned)n);
   }
   c->wreq.data = c;
   if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, write_cb) != 0) {
@@ -425,12 +424,9 @@ static void parse(mqr_client_t *c) {
   c->rlen -= pos;
 }
 
-/* tls:// : ciphertext in; the handshake on; plaintext into rbuf, frames handled. */
-static void tls_read(mqr_client_t *c, const uint8_t *p, size_t n) {
-  if (mqr__ctls_feed(c->tls, p, n) != 0) {
-    lost(c, MQR_ENOMEM);
-    return;
-  }
+/* tls:// : ciphertext in (read in place: tls_read keeps what is left); the handshake on;
+ * plaintext into rbuf, frames handled. */
+static void tls_take_in(mqr_client_t *c) {
   mqr_error_t err;
   int hs = mqr__ctls_handshake(c->tls, &err);
   tls_send_own(c);
@@ -462,6 +458,15 @@ static void tls_read(mqr_client_t *c, const uint8_t *p, size_t n) {
     if (c->state >= C_CLOSING) return;
   }
   tls_send_own(c);
+}
+
+static void tls_read(mqr_client_t *c, const uint8_t *p, size_t n) {
+  if (mqr__ctls_feed(c->tls, p, n) != 0) {
+    lost(c, MQR_ENOMEM);
+    return;
+  }
+  tls_take_in(c);
+  if (c->tls && mqr__ctls_keep(c->tls) != 0) lost(c, MQR_ENOMEM);
 }
 
 static void tls_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import random
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,22 @@ class Tls(unittest.TestCase):
                 path("mallory.key"), check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("names no user", r.stderr)
+
+    def test_backlog_over_tls(self):
+        """Megabytes each way through TLS: a producer's burst (many records per read) and a
+        backlog delivered in writes of many records, which go out in chunks; every body
+        comes back byte for byte."""
+        murl = "tls://127.0.0.1:%d" % self.mutual
+        tls = ["--ca", path("ca.pem"), "--cert", path("alice.pem"), "--key", path("alice.key")]
+        body = "".join(random.Random(7).choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(6000))
+        with open(path("body.txt"), "w") as f:
+            f.write(body)
+        mqr("queue", "create", "tls.bulk", "tls.bulk", "ANYCAST", "--url", murl, *tls)
+        mqr("send", "--url", murl, "--file", path("body.txt"), "--count", "400", "tls.bulk", *tls)
+        r = mqr("recv", "--url", murl, "--count", "400", "--timeout", "10", "tls.bulk", *tls)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 400)
+        self.assertTrue(all(line == body for line in lines))
 
     def test_plain_over_tls(self):
         """Over TLS the native protocol's password goes as SASL PLAIN, so a user whose hash
