@@ -214,11 +214,12 @@ static int dial(int port) {
 /* TLS: pump's writes and reads through OpenSSL (which makes the handshake on the way). */
 static int tls_pump(conn_t *c) {
   c->want_write = false;
-  while (c->out_len) {
-    int n = SSL_write(c->ssl, c->out, (int)(c->out_len < (1u << 20) ? c->out_len : (1u << 20)));
+  size_t done = 0; /* (SSL_write writes a record at a time: what is left moves once, after) */
+  while (done < c->out_len) {
+    size_t left = c->out_len - done;
+    int n = SSL_write(c->ssl, c->out + done, (int)(left < (1u << 20) ? left : (1u << 20)));
     if (n > 0) {
-      memmove(c->out, c->out + n, c->out_len - (size_t)n);
-      c->out_len -= (size_t)n;
+      done += (size_t)n;
       continue;
     }
     int e = SSL_get_error(c->ssl, n);
@@ -226,6 +227,8 @@ static int tls_pump(conn_t *c) {
     if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return -1;
     break;
   }
+  memmove(c->out, c->out + done, c->out_len - done);
+  c->out_len -= done;
   for (;;) {
     if (!reserve(&c->in, &c->in_cap, c->in_len + 65536)) return -1;
     int n = SSL_read(c->ssl, c->in + c->in_len, (int)(c->in_cap - c->in_len));
@@ -584,6 +587,7 @@ static int setup(mqr_bench_ctx_t *c) {
   if (s->tls) { /* the handshakes are made by the first pumps */
     if ((s->tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) return mqr_bench_fail(c, "SSL_CTX_new");
     SSL_CTX_set_mode(s->tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_read_ahead(s->tls_ctx, 1); /* a read takes what there is, not a record's header, then its rest */
     conn_t *cs[2] = {&s->pub, &s->sub};
     for (int i = 0; i < 2; i++) {
       if ((cs[i]->ssl = SSL_new(s->tls_ctx)) == NULL) return mqr_bench_fail(c, "SSL_new");
