@@ -140,7 +140,7 @@ static inline bool bench_make_cert(void) {
     bench_tls_dir[0] = 0;
     return false;
   }
-  atexit(bench_remove_cert);
+  mqr_bench_at_exit(bench_remove_cert);
   return true;
 }
 

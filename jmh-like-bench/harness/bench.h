@@ -76,6 +76,10 @@ int mqr_bench_fail(mqr_bench_ctx_t *c, const char *fmt, ...) __attribute__((form
  * 72, "B"). Reported once per fork; the forks' values form its sample. */
 void mqr_bench_aux(mqr_bench_ctx_t *c, const char *name, double value, const char *unit);
 
+/* fn runs when the process that runs the trials ends: a fork when it has run its trial
+ * (forks end with _exit, which runs no atexit handler), else at exit. At most 8. */
+void mqr_bench_at_exit(void (*fn)(void));
+
 /* Bytes this thread has allocated so far through jemalloc, or -1 when the counter is
  * unavailable (not linked with jemalloc, or built without stats). */
 int64_t mqr_bench_allocated_bytes(void);

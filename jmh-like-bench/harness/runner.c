@@ -407,6 +407,20 @@ done:
 
 /* ---- forks ---------------------------------------------------------------------- */
 
+/* ---- what a trial's process leaves: mqr_bench_at_exit ---- */
+
+static void (*at_exit_fns[8])(void);
+static int n_at_exit;
+
+static void run_at_exit(void) {
+  while (n_at_exit > 0) at_exit_fns[--n_at_exit]();
+}
+
+void mqr_bench_at_exit(void (*fn)(void)) {
+  if (n_at_exit == 0) atexit(run_at_exit); /* (forks run it before their _exit) */
+  if (n_at_exit < 8) at_exit_fns[n_at_exit++] = fn;
+}
+
 static void run_fork(const mqr_bench_def_t *def, const mqr__combo_t *combo, int mode, const mqr_bench_options_t *opt,
                      mqr_bench_result_t *res, int fork_no) {
   int fds[2];
@@ -433,6 +447,7 @@ static void run_fork(const mqr_bench_def_t *def, const mqr__combo_t *combo, int 
     FILE *p = fdopen(fds[1], "w");
     out_t o = {p, NULL, fork_no};
     int rc = trial(def, combo, mode, opt, &o);
+    run_at_exit(); /* (before the parent, told it is done, ends its group) */
     fprintf(p, "D %d\n", rc);
     fclose(p);
     _exit(0);
