@@ -62,13 +62,15 @@ extern "C" {
   XX(ENODIVERT, -37, "divert does not exist")                                                                          \
   XX(EBUSY, -38, "in use by another process")                                                                          \
   XX(EAUTH, -39, "authentication failed")                                                                              \
-  XX(EPERM, -40, "not authorized")
+  XX(EPERM, -40, "not authorized")                                                                                     \
+  XX(ENOTLEADER, -41, "not the leader of the replication group")                                                     \
+  XX(EINDOUBT, -42, "outcome unknown: the leader changed before it committed")
 
 typedef enum {
 #define MQR_ERRNO_ENUM_ITEM(name, value, text) MQR_##name = (value),
   MQR_ERRNO_MAP(MQR_ERRNO_ENUM_ITEM)
 #undef MQR_ERRNO_ENUM_ITEM
-      MQR_ERRNO_LAST = -41
+      MQR_ERRNO_LAST = -43
 } mqr_errno_t;
 
 /* Returns a static, human-readable description of err ("unknown error" for a code

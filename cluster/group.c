@@ -1,0 +1,359 @@
+/* One Raft group: libraft, a batch of records gathered per loop pass, and the owner's
+ * state machine fed in log order (group.h). An entry's payload (and a snapshot's) is laid
+ * out as a journal file is (mqr/journal.h): its header (the magic and the format's
+ * version), then records, each with its CRC, all of file id 0. */
+#include "group.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BATCH_MAX (4u << 20)
+
+typedef struct {
+  mqr__group_done_fn fn;
+  void *arg;
+} done_t;
+
+/* A proposed batch, until libraft answers it. */
+typedef struct {
+  struct raft_apply req;
+  mqr__group_t *g;
+  done_t *dones;
+  uint32_t n_dones;
+} proposal_t;
+
+struct mqr__group_s {
+  struct raft *r; /* &own, or a fixture's */
+  struct raft own;
+  struct raft_fsm fsm;
+  mqr__group_options_t opt;
+  char *address;
+  /* The batch being gathered: records (raft_malloc'd: libraft takes the buffer) and the
+   * callbacks of its records. */
+  uint8_t *batch;
+  size_t batch_len, batch_cap;
+  done_t *dones;
+  uint32_t n_dones, cap_dones;
+  struct raft_barrier barrier; /* a new leader's: it leads once everything before is applied */
+  uint64_t applied, committed;
+  bool leading;    /* leader, its barrier applied: it may append */
+  bool barrier_on; /* the barrier is in flight */
+  bool broken, closing;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+};
+
+struct mqr__group_snap_s {
+  uint8_t *p; /* raft_malloc'd: libraft frees it */
+  size_t len, cap;
+};
+
+/* ---- records into a raft_malloc'd buffer --------------------------------------------------- */
+
+static int put_record(uint8_t **p, size_t *len, size_t *cap, mqr_journal_record_type_t type, uint64_t id,
+                      const void *payload, size_t n) {
+  if (n > MQR_JOURNAL_MAX_PAYLOAD) return MQR_ELIMIT;
+  size_t need = (*len ? *len : MQR_JOURNAL_HEADER) + mqr_journal_record_size(n) + 7; /* (and padding) */
+  if (need > *cap) {
+    size_t c = *cap ? *cap : 4096;
+    while (c < need) c *= 2;
+    uint8_t *q = raft_realloc(*p, c);
+    if (q == NULL) return MQR_ENOMEM;
+    *p = q, *cap = c;
+  }
+  if (*len == 0) {
+    mqr_journal_header_write(*p, 0);
+    *len = MQR_JOURNAL_HEADER;
+  }
+  *len += mqr_journal_record_write(*p + *len, 0, type, id, payload, n);
+  return 0;
+}
+
+/* Zeros up to a multiple of 8 bytes: libraft's disk format needs an entry's length so
+ * (raft_uv reads a segment back wrong otherwise); the reader skips them. */
+static size_t padded(uint8_t *p, size_t len) {
+  while (len % 8) p[len++] = 0;
+  return len;
+}
+
+/* Each record of p[0..len) to the state machine: 0, or the first error. */
+static int apply_records(mqr__group_t *g, const uint8_t *p, size_t len) {
+  uint64_t file_id = 1;
+  if (len == 0) return 0; /* (an empty state's snapshot) */
+  if (mqr_journal_header_read(p, len, &file_id, NULL) != 0 || file_id != 0) return MQR_EBADDATA;
+  size_t off = MQR_JOURNAL_HEADER, next = 0;
+  mqr_journal_record_t r;
+  while (off < len) {
+    if (mqr_journal_record_at(p, len, off, 0, &r, &next) != 1) { /* the end, padding (zeros), or a bad CRC */
+      while (off < len && p[off] == 0) off++;
+      if (off < len) return MQR_EBADDATA;
+      break;
+    }
+    int rc = g->opt.fsm.apply(g->opt.fsm.arg, &r);
+    if (rc) return rc;
+    g->applied++;
+    off = next;
+  }
+  return 0;
+}
+
+/* ---- the state machine, as libraft sees it ----------------------------------------------------- */
+
+static void barrier_cb(struct raft_barrier *req, int status) {
+  mqr__group_t *g = req->data;
+  g->barrier_on = false;
+  if (status != 0 || g->closing || raft_state(g->r) != RAFT_LEADER) return; /* (the next look tries again) */
+  g->leading = true;
+  if (g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, true);
+}
+
+/* libraft 0.15 has no callback for a change of state: the group looks at each flush.
+ * A new leader leads once a barrier of its term is applied, so that every entry an
+ * earlier leader committed is in its state machine first. */
+static void note_leadership(mqr__group_t *g) {
+  if (g->closing) return;
+  bool leader = raft_state(g->r) == RAFT_LEADER;
+  if (!leader && g->leading) {
+    g->leading = false;
+    if (g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, false);
+  } else if (leader && !g->leading && !g->barrier_on && !g->broken) {
+    g->barrier.data = g;
+    g->barrier_on = raft_barrier(g->r, &g->barrier, barrier_cb) == 0;
+  }
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result) {
+  mqr__group_t *g = fsm->data;
+  *result = NULL;
+  if (g->broken) return RAFT_SHUTDOWN;
+  if (buf->len == 0) return 0; /* (a barrier) */
+  int rc = apply_records(g, buf->base, buf->len);
+  if (rc) { /* the state would no longer be the others': apply nothing more */
+    g->broken = true;
+    fprintf(stderr, "mqr cluster: node %llu cannot apply an entry (%s); it stops applying\n",
+            (unsigned long long)g->opt.id, mqr_strerror(rc));
+    return RAFT_SHUTDOWN;
+  }
+  return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n) {
+  mqr__group_t *g = fsm->data;
+  mqr__group_snap_t s = {NULL, 0, 0};
+  int rc = g->opt.fsm.snapshot ? g->opt.fsm.snapshot(g->opt.fsm.arg, &s) : MQR_EINVAL;
+  struct raft_buffer *b = rc == 0 ? raft_malloc(sizeof *b) : NULL;
+  if (b == NULL) {
+    raft_free(s.p);
+    return RAFT_NOMEM;
+  }
+  if (s.p == NULL && (s.p = raft_malloc(1)) == NULL) { /* (an empty state is a snapshot too) */
+    raft_free(b);
+    return RAFT_NOMEM;
+  }
+  b->base = s.p, b->len = s.len ? padded(s.p, s.len) : 0;
+  *bufs = b, *n = 1;
+  return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf) {
+  mqr__group_t *g = fsm->data;
+  g->opt.fsm.reset(g->opt.fsm.arg);
+  int rc = apply_records(g, buf->base, buf->len);
+  if (rc) {
+    g->broken = true;
+    fprintf(stderr, "mqr cluster: node %llu cannot restore a snapshot (%s)\n", (unsigned long long)g->opt.id,
+            mqr_strerror(rc));
+    return RAFT_CORRUPT;
+  }
+  raft_free(buf->base); /* (restored: the buffer is the state machine's to free) */
+  return 0;
+}
+
+/* ---- making, starting, closing --------------------------------------------------------------- */
+
+int mqr__group_new(const mqr__group_options_t *opt, mqr__group_t **out, mqr_error_t *err) {
+  if (opt == NULL || opt->id == 0 || opt->address == NULL || opt->fsm.apply == NULL || opt->fsm.reset == NULL)
+    return mqr_error_set(err, MQR_EINVAL, "a Raft group needs an io, an id, an address and a state machine");
+  mqr__group_t *g = mqr_calloc(1, sizeof *g);
+  if (g == NULL || (g->address = mqr_malloc(strlen(opt->address) + 1)) == NULL) {
+    mqr_free(g);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory for a Raft group");
+  }
+  strcpy(g->address, opt->address);
+  g->opt = *opt;
+  g->opt.address = g->address;
+  if (g->opt.max_batch == 0 || g->opt.max_batch > BATCH_MAX) g->opt.max_batch = BATCH_MAX;
+  g->fsm =
+      (struct raft_fsm){.version = 1, .data = g, .apply = fsm_apply, .snapshot = fsm_snapshot, .restore = fsm_restore};
+  *out = g;
+  return 0;
+}
+
+struct raft_fsm *mqr__group_fsm(mqr__group_t *g) {
+  return &g->fsm;
+}
+
+static void settings(mqr__group_t *g) {
+  const mqr__group_options_t *opt = &g->opt;
+  raft_set_election_timeout(g->r, opt->election_timeout_ms ? opt->election_timeout_ms : 1000);
+  raft_set_heartbeat_timeout(g->r, opt->heartbeat_timeout_ms ? opt->heartbeat_timeout_ms : 100);
+  raft_set_snapshot_threshold(g->r, opt->snapshot_threshold ? opt->snapshot_threshold : 1024);
+  raft_set_snapshot_trailing(g->r, opt->snapshot_trailing ? opt->snapshot_trailing : 128);
+  g->r->data = g;
+}
+
+int mqr__group_open(mqr__group_t *g, struct raft_io *io, mqr_error_t *err) {
+  int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
+  if (rc)
+    return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EIO, "Raft group (node %llu): %s",
+                         (unsigned long long)g->opt.id, raft_errmsg(&g->own));
+  g->r = &g->own;
+  settings(g);
+  return 0;
+}
+
+void mqr__group_adopt(mqr__group_t *g, struct raft *r) {
+  g->r = r;
+  settings(g);
+}
+
+int mqr__group_bootstrap(mqr__group_t *g, unsigned n, const raft_id *ids, const char *const *addresses,
+                         mqr_error_t *err) {
+  struct raft_configuration conf;
+  raft_configuration_init(&conf);
+  int rc = 0;
+  for (unsigned i = 0; i < n && rc == 0; i++) rc = raft_configuration_add(&conf, ids[i], addresses[i], RAFT_VOTER);
+  if (rc == 0) rc = raft_bootstrap(g->r, &conf);
+  raft_configuration_close(&conf);
+  if (rc == 0 || rc == RAFT_CANTBOOTSTRAP) return 0; /* (a restart: the configuration is in the log) */
+  return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINVAL, "Raft group: bootstrap: %s", raft_strerror(rc));
+}
+
+int mqr__group_start(mqr__group_t *g, mqr_error_t *err) {
+  int rc = raft_start(g->r);
+  if (rc)
+    return mqr_error_set(err, MQR_EIO, "Raft group (node %llu): %s", (unsigned long long)g->opt.id, raft_errmsg(g->r));
+  note_leadership(g);
+  return 0;
+}
+
+static void tell(done_t *d, uint32_t n, int status) {
+  for (uint32_t i = 0; i < n; i++)
+    if (d[i].fn) d[i].fn(d[i].arg, status);
+}
+
+static void raft_closed(struct raft *r) {
+  mqr__group_t *g = r->data;
+  /* (libraft answered every proposal in flight before this, with RAFT_SHUTDOWN) */
+  if (g->close_cb) g->close_cb(g->close_arg);
+}
+
+void mqr__group_close(mqr__group_t *g, void (*cb)(void *arg), void *arg) {
+  if (g->closing) return;
+  g->closing = true;
+  g->close_cb = cb, g->close_arg = arg;
+  done_t *d = g->dones;
+  uint32_t n = g->n_dones;
+  g->n_dones = 0, g->batch_len = 0;
+  tell(d, n, MQR_ECLOSED);
+  if (g->leading && g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, false);
+  g->leading = false;
+  raft_close(g->r, raft_closed); /* (it answers the proposals and the barrier in flight) */
+}
+
+void mqr__group_free(mqr__group_t *g) {
+  if (g == NULL) return;
+  raft_free(g->batch);
+  mqr_free(g->dones);
+  mqr_free(g->address);
+  mqr_free(g);
+}
+
+/* ---- proposing ------------------------------------------------------------------------------- */
+
+static void applied_cb(struct raft_apply *req, int status, void *result) {
+  (void)result;
+  proposal_t *p = req->data;
+  mqr__group_t *g = p->g;
+  if (status == 0) g->committed++;
+  tell(p->dones, p->n_dones,
+       status == 0                ? 0
+       : status == RAFT_SHUTDOWN  ? MQR_ECLOSED
+       : status == RAFT_NOTLEADER ? MQR_ENOTLEADER
+                                  : MQR_EINDOUBT); /* (leadership lost: it may yet commit) */
+  mqr_free(p->dones);
+  mqr_free(p);
+  note_leadership(g);
+}
+
+int mqr__group_flush(mqr__group_t *g) {
+  note_leadership(g);
+  if (g->batch_len == 0) return 0;
+  proposal_t *p = mqr_calloc(1, sizeof *p);
+  struct raft_buffer buf = {g->batch, padded(g->batch, g->batch_len)};
+  int rc = MQR_ENOMEM;
+  if (p != NULL) {
+    p->g = g;
+    p->dones = g->dones, p->n_dones = g->n_dones;
+    p->req.data = p;
+    int r = raft_apply(g->r, &p->req, &buf, 1, applied_cb);
+    rc = r == 0 ? 0 : r == RAFT_NOTLEADER ? MQR_ENOTLEADER : r == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINDOUBT;
+  }
+  if (rc == 0) { /* libraft has the buffer, the proposal the callbacks */
+    g->batch = NULL, g->batch_len = g->batch_cap = 0;
+    g->dones = NULL, g->n_dones = g->cap_dones = 0;
+    return 0;
+  }
+  mqr_free(p);
+  done_t *d = g->dones;
+  uint32_t n = g->n_dones;
+  g->dones = NULL, g->n_dones = g->cap_dones = 0;
+  g->batch_len = 0;
+  tell(d, n, rc);
+  mqr_free(d);
+  note_leadership(g);
+  return rc;
+}
+
+int mqr__group_append(mqr__group_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
+                      mqr__group_done_fn cb, void *arg) {
+  if (g->closing || g->broken || !g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  if (len > MQR_JOURNAL_MAX_PAYLOAD) return MQR_ELIMIT;
+  if (g->batch_len && g->batch_len + mqr_journal_record_size(len) > g->opt.max_batch) {
+    int rc = mqr__group_flush(g); /* (its callbacks were told) */
+    if (rc == MQR_ENOTLEADER) return rc;
+  }
+  if (cb && g->n_dones == g->cap_dones) {
+    uint32_t c = g->cap_dones ? 2 * g->cap_dones : 16;
+    done_t *d = mqr_realloc(g->dones, c * sizeof *d);
+    if (d == NULL) return MQR_ENOMEM;
+    g->dones = d, g->cap_dones = c;
+  }
+  int rc = put_record(&g->batch, &g->batch_len, &g->batch_cap, type, id, payload, len);
+  if (rc) return rc;
+  if (cb) g->dones[g->n_dones++] = (done_t){cb, arg};
+  return 0;
+}
+
+int mqr__group_snapshot_record(mqr__group_snap_t *s, mqr_journal_record_type_t type, uint64_t id, const void *payload,
+                               size_t len) {
+  return put_record(&s->p, &s->len, &s->cap, type, id, payload, len);
+}
+
+/* ---- status ---------------------------------------------------------------------------------- */
+
+bool mqr__group_leading(const mqr__group_t *g) { return g->leading && raft_state((struct raft *)g->r) == RAFT_LEADER; }
+
+raft_id mqr__group_leader(const mqr__group_t *g, const char **address) {
+  raft_id id = 0;
+  const char *a = NULL;
+  raft_leader((struct raft *)g->r, &id, &a);
+  if (address) *address = a;
+  return id;
+}
+
+struct raft *mqr__group_raft(mqr__group_t *g) {
+  return g->r;
+}
+uint64_t mqr__group_applied(const mqr__group_t *g) { return g->applied; }
+uint64_t mqr__group_committed(const mqr__group_t *g) { return g->committed; }
