@@ -43,11 +43,6 @@ struct mqr__group_s {
   void *close_arg;
 };
 
-struct mqr__group_snap_s {
-  uint8_t *p; /* raft_malloc'd: libraft frees it */
-  size_t len, cap;
-};
-
 /* ---- records into a raft_malloc'd buffer --------------------------------------------------- */
 
 static int put_record(uint8_t **p, size_t *len, size_t *cap, mqr_journal_record_type_t type, uint64_t id,

@@ -26,7 +26,12 @@
 #include "mqr/journal.h"
 
 typedef struct mqr__group_s mqr__group_t;
-typedef struct mqr__group_snap_s mqr__group_snap_t;
+/* A snapshot being written: records laid out as an entry's (zeroed to start one outside
+ * a group, as tests do; p is raft_malloc'd). */
+typedef struct mqr__group_snap_s {
+  uint8_t *p;
+  size_t len, cap;
+} mqr__group_snap_t;
 
 /* A record's callback: 0 once its batch committed and was applied, MQR_EAGAIN when its
  * leader lost its leadership first (the outcome is unknown), MQR_ECLOSED at close. */
