@@ -41,10 +41,31 @@ void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type
   mqr_free(big);
 }
 
+/* An entry's record (DELETE, UPDATE: [u32 count] then its queue's name) to where its
+ * queue's records go: the journal, or its replication group (replicate.c). */
+static void entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
+                         uint32_t *count) {
+  int g = mqr__replicate_group(b, bq);
+  if (g < 0) {
+    mqr__durable_append_named(b->dur, type, id, count, mqr_queue_name(bq->q));
+    return;
+  }
+  mqr_str_t name = mqr_queue_name(bq->q);
+  uint8_t buf[512];
+  size_t at = count ? 4 : 0;
+  if (at + name.len > sizeof buf) {
+    b->dur->cluster_dropped++;
+    return;
+  }
+  if (count) memcpy(buf, count, 4);
+  memcpy(buf + at, name.ptr, name.len);
+  mqr__replicate_record(b, g, type, id, buf, at + name.len);
+}
+
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
   mqr__durable_t *d = b->dur;
   mqr__msg_t *m = e->msg;
-  mqr__durable_append_named(d, MQR_JOURNAL_DELETE, m->id, NULL, mqr_queue_name(e->jbq->q));
+  entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL);
   for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
     if (*pp == e) {
       *pp = e->jnext;
@@ -60,7 +81,7 @@ void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
 
 void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e) {
   uint32_t count = (uint32_t)e->delivery_count;
-  mqr__durable_append_named(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, &count, mqr_queue_name(e->jbq->q));
+  entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count);
 }
 
 /* An UPDATE whose count has the top bit set: an i64 time (ms since the epoch) follows it,
@@ -78,7 +99,11 @@ void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due) {
   memcpy(buf, &count, 4); /* little-endian hosts only, as above */
   memcpy(buf + 4, &due, 8);
   memcpy(buf + 12, name.ptr, name.len);
-  mqr__durable_append(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
+  int g = mqr__replicate_group(b, e->jbq);
+  if (g < 0)
+    mqr__durable_append(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
+  else
+    mqr__replicate_record(b, g, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
   mqr_free(buf);
 }
 
@@ -271,21 +296,31 @@ static void reopen(uv_timer_t *t) {
 
 /* ---- a durable send -------------------------------------------------------------------------- */
 
-static void written(void *arg, int status) {
-  mqr__durable_t *d = arg;
+/* A send waiting for owner (the journal: d; a replication group) is durable (status 0)
+ * or not. Callbacks come in append order, one per send: the oldest answer waiting for
+ * owner and not yet done is this one. */
+void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr_broker_t *b = d->b;
-  /* Callbacks come in append order, one per journaled send: the oldest journaled answer
-   * not yet done is this one. */
-  mqr__pend_t *p = oldest_waiting(d, d);
+  mqr__pend_t *p = oldest_waiting(d, owner);
   if (p == NULL) return;
   mqr__msg_t *m = p->m;
   p->m = NULL;
   p->done = true;
   if (status != 0) {
-    journal_failed(d);
-    p->status = MQR_EIO;
     mqr_error_t e;
-    mqr_error_set(&e, MQR_EIO, "the journal could not make the message durable (%s): it went nowhere", d->why);
+    if (owner == d) {
+      journal_failed(d);
+      p->status = MQR_EIO;
+      mqr_error_set(&e, MQR_EIO, "the journal could not make the message durable (%s): it went nowhere", d->why);
+    } else {
+      p->status = status;
+      mqr_error_set(&e, status, "%s",
+                    status == MQR_EINDOUBT  ? "the cluster's leader changed before the message was committed: it may "
+                                              "or may not be delivered; send it again (at least once)"
+                    : status == MQR_ECLOSED ? "the broker closed before the cluster committed the message"
+                                            : "this node stopped leading the message's group before it committed: "
+                                              "send it again");
+    }
     p->err = copy_err(&e);
     if (m->jfile) mqr__jlive_drop(d, m);
     mqr__msg_release(b, m);
@@ -322,6 +357,20 @@ static void written(void *arg, int status) {
   mqr__durable_maintain(d);
 }
 
+static void written(void *arg, int status) { mqr__durable_settle(arg, arg, status); }
+
+bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n) { return pend_reserve(d, n); }
+
+void mqr__durable_pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
+                                const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n) {
+  mqr__pend_t *p = pend_push(d, s);
+  p->m = m;
+  p->wait = owner;
+  p->n = n;
+  if (r) p->r = *r;
+  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+}
+
 int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const mqr__send_t *s,
                       const mqr_broker_receipt_t *r, mqr_error_t *err) {
   mqr__durable_t *d = b->dur;
@@ -335,11 +384,24 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
     mqr__msg_release(b, m);
     return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a durable message");
   }
-  for (uint32_t i = 0; i < n; i++)
-    if (mqr__bq_of(b, targets[i]) == NULL) {
+  int group = -2; /* the replication group of its journaled targets: -1 none, -3 several */
+  for (uint32_t i = 0; i < n; i++) {
+    mqr__bq_t *bq = mqr__bq_of(b, targets[i]);
+    if (bq == NULL) {
       mqr__msg_release(b, m);
       return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a durable message");
     }
+    if (!mqr__queue_journaled(targets[i])) continue;
+    int g = mqr__replicate_group(b, bq);
+    group = group == -2 || group == g ? g : -3;
+  }
+  if (group == -3) {
+    mqr__msg_release(b, m);
+    return mqr_error_set(err, MQR_EINVAL,
+                         "the message reaches durable queues of replicated and other addresses (or of two "
+                         "replication groups): not supported; send it to each address");
+  }
+  if (group >= 0) return mqr__replicate_send(b, m, targets, n, group, s, r, err);
   /* ADD, then a REF per durable queue; the last record's callback is the answer. */
   uint32_t last = 0;
   for (uint32_t i = 0; i < n; i++)
@@ -487,6 +549,7 @@ int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   b->open_handles += 3;
   rc = mqr__pagers_recover(b, err);
   mqr__recovered_marks_free(d);
+  if (rc == 0) rc = mqr__replicate_open(b, err);
   if (rc) return rc; /* the broker closes what is open */
   mqr__durable_maintain(d);
   return 0;
@@ -502,6 +565,7 @@ void mqr__durable_close(mqr_broker_t *b) {
   mqr__durable_t *d = b->dur;
   if (d == NULL || d->closing) return;
   d->closing = true;
+  mqr__replicate_close(b); /* (its sends in flight are answered as its groups close) */
   mqr__durable_compact_stop(d);
   uv_timer_stop(&d->retry);
   uv_close((uv_handle_t *)&d->retry, handle_closed);

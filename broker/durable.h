@@ -104,6 +104,9 @@ struct mqr__durable_s {
   uint32_t n_marks, cap_marks;
   uv_idle_t page_idle; /* pagers whose records became readable are run at the next pass */
   bool page_idle_on;
+  struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
+  bool cluster_silent;            /* entries leave the group's queues without records */
+  uint64_t cluster_dropped;       /* entry records a group did not take (no longer its leader) */
 };
 
 /* durable.c */
@@ -125,6 +128,22 @@ bool mqr__durable_pend_reserve(mqr__durable_t *d);
 void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r);
 /* owner wrote (status 0) or failed its oldest waited-for record. */
 void mqr__durable_done(mqr__durable_t *d, const void *owner, int status);
+/* A send with its message (m, one reference) and targets waits for owner (a replication
+ * group): room first (mqr__durable_pend_reserve_n), then the wait; owner settles it with
+ * mqr__durable_settle: 0 puts m on its targets and answers, else the error is answered. */
+bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n);
+void mqr__durable_pend_wait_msg(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
+                                const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n);
+void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
+
+/* replicate.c: replicated durable queues (the cluster). */
+int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config has a cluster */
+void mqr__replicate_close(mqr_broker_t *b);
+/* The replication group of bq's records, or -1: the journal's. */
+int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
+int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
+                        const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
+void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
 /* e leaves its queue for good (acked, purged): a DELETE when the journal holds it. */

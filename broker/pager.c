@@ -391,6 +391,8 @@ static void page_written(void *arg, int status) {
 
 bool mqr__pager_wants(mqr_broker_t *b, const mqr__acct_t *acct) {
   if (acct->policy != MQR_FULL_PAGE || b->dur == NULL || b->dur->failed) return false;
+  /* a replicated address does not page (its messages would stay on this node): BLOCK */
+  if (b->dur->cluster && mqr_address_settings(acct->address)->replicated) return false;
   if (acct->pager && acct->pager->paging) return true;
   return mqr__full(b, acct); /* its own limit, or the broker's */
 }

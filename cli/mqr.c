@@ -205,6 +205,7 @@ static void print_settings_set(FILE *f, const char *lead, const mqr_address_sett
     fprintf(f, " config-delete-queues=%s", s->config_delete_queues ? "FORCE" : "OFF");
   if (set & MQR_SET_CONFIG_DELETE_ADDRESSES)
     fprintf(f, " config-delete-addresses=%s", s->config_delete_addresses ? "FORCE" : "OFF");
+  if (set & MQR_SET_REPLICATED) fprintf(f, " replicated=%s", s->replicated ? "true" : "false");
   fputc('\n', f);
 }
 
@@ -288,6 +289,16 @@ static int cmd_show(const char *path) {
          pc->journal_min_files, pc->journal_pool_files ? (long long)pc->journal_pool_files : -1LL,
          (unsigned long long)pc->journal_buffer_timeout_ns, pc->journal_buffer_size,
          pc->journal_sync ? "true" : "false", pc->journal_compact_min_files, pc->journal_compact_percentage);
+  const mqr_cluster_config_t *cc = mqr_config_cluster(cfg);
+  if (cc->enabled) {
+    printf("cluster node-id=%llu bind=%s groups=%u directory=%s election-timeout=%ums heartbeat-timeout=%ums "
+           "snapshot-threshold=%u",
+           (unsigned long long)cc->node_id, cc->bind, cc->groups, cc->directory ? cc->directory : "(persistence's)",
+           cc->election_timeout_ms, cc->heartbeat_timeout_ms, cc->snapshot_threshold);
+    for (uint32_t k = 0; k < cc->n_peers; k++)
+      printf(" peer=%llu@%s", (unsigned long long)cc->peers[k].id, cc->peers[k].address);
+    printf("\n");
+  }
   printf("global-max-size=%lld\n", (long long)mqr_config_global_max_size(cfg));
   uint32_t scan = mqr_config_expiry_scan_ms(cfg);
   if (scan) printf("message-expiry-scan-period=%ums\n", scan);

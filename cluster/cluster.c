@@ -16,7 +16,7 @@ typedef struct {
   uint32_t index;
   struct raft_uv_transport tr;
   struct raft_io io;
-  mqr__group_t *g;
+  mqr__rgroup_t *g;
   mqr__rstate_t *state;
   char address[64];
   bool tr_open, io_open, closing;
@@ -41,7 +41,7 @@ static int sm_apply(void *arg, const mqr_journal_record_t *r) {
   return mqr__rstate_apply(ng->state, r);
 }
 
-static int sm_snapshot(void *arg, mqr__group_snap_t *s) {
+static int sm_snapshot(void *arg, mqr__rgroup_snap_t *s) {
   node_group_t *ng = arg;
   return mqr__rstate_snapshot(ng->state, s);
 }
@@ -60,7 +60,7 @@ static void sm_leadership(void *arg, bool leader) {
 static void tick_cb(uv_prepare_t *h) {
   mqr__cluster_t *c = h->data;
   for (uint32_t i = 0; i < c->n_groups; i++)
-    if (c->groups[i].g && !c->groups[i].closing) mqr__group_flush(c->groups[i].g);
+    if (c->groups[i].g && !c->groups[i].closing) mqr__rgroup_flush(c->groups[i].g);
 }
 
 /* ---- addresses ------------------------------------------------------------------------------- */
@@ -131,16 +131,16 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EIO, "cluster: group %u (%s): %s", ng->index, dir, ng->io.errmsg);
   ng->io_open = true;
   raft_uv_set_connect_retry_delay(&ng->io, 100); /* (a peer back from a restart is heard soon) */
-  mqr__group_options_t go = {.id = opt->node_id,
-                             .address = ng->address,
-                             .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership},
-                             .election_timeout_ms = opt->election_timeout,
-                             .heartbeat_timeout_ms = opt->heartbeat_timeout,
-                             .snapshot_threshold = opt->snapshot_threshold};
-  int rc = mqr__group_new(&go, &ng->g, err);
-  if (rc == 0) rc = mqr__group_open(ng->g, &ng->io, err);
+  mqr__rgroup_options_t go = {.id = opt->node_id,
+                              .address = ng->address,
+                              .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                              .election_timeout_ms = opt->election_timeout,
+                              .heartbeat_timeout_ms = opt->heartbeat_timeout,
+                              .snapshot_threshold = opt->snapshot_threshold};
+  int rc = mqr__rgroup_new(&go, &ng->g, err);
+  if (rc == 0) rc = mqr__rgroup_open(ng->g, &ng->io, err);
   if (rc) {
-    mqr__group_free(ng->g); /* (libraft never took the io: it is closed as it is) */
+    mqr__rgroup_free(ng->g); /* (libraft never took the io: it is closed as it is) */
     ng->g = NULL;
     return rc;
   }
@@ -152,8 +152,8 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     group_address(opt->peers[i].address, ng->index, addrs[i], sizeof addrs[i]);
     ids[i + 1] = opt->peers[i].id, ap[i + 1] = addrs[i];
   }
-  rc = mqr__group_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);
-  if (rc == 0) rc = mqr__group_start(ng->g, err);
+  rc = mqr__rgroup_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);
+  if (rc == 0) rc = mqr__rgroup_start(ng->g, err);
   return rc;
 }
 
@@ -189,7 +189,7 @@ static void maybe_done(mqr__cluster_t *c) {
   if (c->open_groups || c->tick_open) return;
   for (uint32_t i = 0; i < c->n_groups; i++) {
     node_group_t *ng = &c->groups[i];
-    mqr__group_free(ng->g);
+    mqr__rgroup_free(ng->g);
     mqr__rstate_free(ng->state);
   }
   void (*cb)(void *) = c->closed_cb;
@@ -223,7 +223,7 @@ void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg) {
     node_group_t *ng = &c->groups[i];
     ng->closing = true;
     if (ng->g) {
-      mqr__group_close(ng->g, group_closed, ng); /* (libraft closes the io) */
+      mqr__rgroup_close(ng->g, group_closed, ng); /* (libraft closes the io) */
       continue;
     }
     /* never got a Raft instance: its io and transport as they are */
@@ -238,16 +238,16 @@ void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg) {
 /* ---- looking --------------------------------------------------------------------------------- */
 
 uint32_t mqr__cluster_groups(const mqr__cluster_t *c) { return c->n_groups; }
-mqr__group_t *mqr__cluster_group(mqr__cluster_t *c, uint32_t g) { return g < c->n_groups ? c->groups[g].g : NULL; }
+mqr__rgroup_t *mqr__cluster_group(mqr__cluster_t *c, uint32_t g) { return g < c->n_groups ? c->groups[g].g : NULL; }
 mqr__rstate_t *mqr__cluster_state(mqr__cluster_t *c, uint32_t g) { return g < c->n_groups ? c->groups[g].state : NULL; }
 
 void mqr__cluster_status(mqr__cluster_t *c, uint32_t g, mqr__cluster_status_t *out) {
   memset(out, 0, sizeof *out);
   if (g >= c->n_groups || c->groups[g].g == NULL) return;
-  mqr__group_t *gr = c->groups[g].g;
-  struct raft *r = mqr__group_raft(gr);
-  out->leading = mqr__group_leading(gr);
-  out->leader_id = mqr__group_leader(gr, &out->leader);
+  mqr__rgroup_t *gr = c->groups[g].g;
+  struct raft *r = mqr__rgroup_raft(gr);
+  out->leading = mqr__rgroup_leading(gr);
+  out->leader_id = mqr__rgroup_leader(gr, &out->leader);
   out->term = r->current_term;
   out->commit_index = r->commit_index;
   out->applied_index = r->last_applied;

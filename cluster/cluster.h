@@ -54,7 +54,7 @@ void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg);
 
 uint32_t mqr__cluster_groups(const mqr__cluster_t *c);
 uint32_t mqr__cluster_group_of(const mqr__cluster_t *c, mqr_str_t address);
-mqr__group_t *mqr__cluster_group(mqr__cluster_t *c, uint32_t g);
+mqr__rgroup_t *mqr__cluster_group(mqr__cluster_t *c, uint32_t g);
 mqr__rstate_t *mqr__cluster_state(mqr__cluster_t *c, uint32_t g);
 
 typedef struct {

@@ -10,23 +10,23 @@
 #define BATCH_MAX (4u << 20)
 
 typedef struct {
-  mqr__group_done_fn fn;
+  mqr__rgroup_done_fn fn;
   void *arg;
 } done_t;
 
 /* A proposed batch, until libraft answers it. */
 typedef struct {
   struct raft_apply req;
-  mqr__group_t *g;
+  mqr__rgroup_t *g;
   done_t *dones;
   uint32_t n_dones;
 } proposal_t;
 
-struct mqr__group_s {
+struct mqr__rgroup_s {
   struct raft *r; /* &own, or a fixture's */
   struct raft own;
   struct raft_fsm fsm;
-  mqr__group_options_t opt;
+  mqr__rgroup_options_t opt;
   char *address;
   /* The batch being gathered: records (raft_malloc'd: libraft takes the buffer) and the
    * callbacks of its records. */
@@ -41,6 +41,7 @@ struct mqr__group_s {
   bool broken, closing;
   void (*close_cb)(void *arg);
   void *close_arg;
+  void *owner;
 };
 
 /* ---- records into a raft_malloc'd buffer --------------------------------------------------- */
@@ -72,7 +73,7 @@ static size_t padded(uint8_t *p, size_t len) {
 }
 
 /* Each record of p[0..len) to the state machine: 0, or the first error. */
-static int apply_records(mqr__group_t *g, const uint8_t *p, size_t len) {
+static int apply_records(mqr__rgroup_t *g, const uint8_t *p, size_t len) {
   uint64_t file_id = 1;
   if (len == 0) return 0; /* (an empty state's snapshot) */
   if (mqr_journal_header_read(p, len, &file_id, NULL) != 0 || file_id != 0) return MQR_EBADDATA;
@@ -95,7 +96,7 @@ static int apply_records(mqr__group_t *g, const uint8_t *p, size_t len) {
 /* ---- the state machine, as libraft sees it ----------------------------------------------------- */
 
 static void barrier_cb(struct raft_barrier *req, int status) {
-  mqr__group_t *g = req->data;
+  mqr__rgroup_t *g = req->data;
   g->barrier_on = false;
   if (status != 0 || g->closing || raft_state(g->r) != RAFT_LEADER) return; /* (the next look tries again) */
   g->leading = true;
@@ -105,7 +106,7 @@ static void barrier_cb(struct raft_barrier *req, int status) {
 /* libraft 0.15 has no callback for a change of state: the group looks at each flush.
  * A new leader leads once a barrier of its term is applied, so that every entry an
  * earlier leader committed is in its state machine first. */
-static void note_leadership(mqr__group_t *g) {
+static void note_leadership(mqr__rgroup_t *g) {
   if (g->closing) return;
   bool leader = raft_state(g->r) == RAFT_LEADER;
   if (!leader && g->leading) {
@@ -118,7 +119,7 @@ static void note_leadership(mqr__group_t *g) {
 }
 
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result) {
-  mqr__group_t *g = fsm->data;
+  mqr__rgroup_t *g = fsm->data;
   *result = NULL;
   if (g->broken) return RAFT_SHUTDOWN;
   if (buf->len == 0) return 0; /* (a barrier) */
@@ -133,8 +134,8 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 }
 
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n) {
-  mqr__group_t *g = fsm->data;
-  mqr__group_snap_t s = {NULL, 0, 0};
+  mqr__rgroup_t *g = fsm->data;
+  mqr__rgroup_snap_t s = {NULL, 0, 0};
   int rc = g->opt.fsm.snapshot ? g->opt.fsm.snapshot(g->opt.fsm.arg, &s) : MQR_EINVAL;
   struct raft_buffer *b = rc == 0 ? raft_malloc(sizeof *b) : NULL;
   if (b == NULL) {
@@ -151,7 +152,7 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 }
 
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf) {
-  mqr__group_t *g = fsm->data;
+  mqr__rgroup_t *g = fsm->data;
   g->opt.fsm.reset(g->opt.fsm.arg);
   int rc = apply_records(g, buf->base, buf->len);
   if (rc) {
@@ -166,10 +167,10 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf) {
 
 /* ---- making, starting, closing --------------------------------------------------------------- */
 
-int mqr__group_new(const mqr__group_options_t *opt, mqr__group_t **out, mqr_error_t *err) {
+int mqr__rgroup_new(const mqr__rgroup_options_t *opt, mqr__rgroup_t **out, mqr_error_t *err) {
   if (opt == NULL || opt->id == 0 || opt->address == NULL || opt->fsm.apply == NULL || opt->fsm.reset == NULL)
     return mqr_error_set(err, MQR_EINVAL, "a Raft group needs an io, an id, an address and a state machine");
-  mqr__group_t *g = mqr_calloc(1, sizeof *g);
+  mqr__rgroup_t *g = mqr_calloc(1, sizeof *g);
   if (g == NULL || (g->address = mqr_malloc(strlen(opt->address) + 1)) == NULL) {
     mqr_free(g);
     return mqr_error_set(err, MQR_ENOMEM, "out of memory for a Raft group");
@@ -184,12 +185,12 @@ int mqr__group_new(const mqr__group_options_t *opt, mqr__group_t **out, mqr_erro
   return 0;
 }
 
-struct raft_fsm *mqr__group_fsm(mqr__group_t *g) {
+struct raft_fsm *mqr__rgroup_fsm(mqr__rgroup_t *g) {
   return &g->fsm;
 }
 
-static void settings(mqr__group_t *g) {
-  const mqr__group_options_t *opt = &g->opt;
+static void settings(mqr__rgroup_t *g) {
+  const mqr__rgroup_options_t *opt = &g->opt;
   raft_set_election_timeout(g->r, opt->election_timeout_ms ? opt->election_timeout_ms : 1000);
   raft_set_heartbeat_timeout(g->r, opt->heartbeat_timeout_ms ? opt->heartbeat_timeout_ms : 100);
   raft_set_snapshot_threshold(g->r, opt->snapshot_threshold ? opt->snapshot_threshold : 1024);
@@ -197,7 +198,7 @@ static void settings(mqr__group_t *g) {
   g->r->data = g;
 }
 
-int mqr__group_open(mqr__group_t *g, struct raft_io *io, mqr_error_t *err) {
+int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
   int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
   if (rc)
     return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EIO, "Raft group (node %llu): %s",
@@ -207,13 +208,13 @@ int mqr__group_open(mqr__group_t *g, struct raft_io *io, mqr_error_t *err) {
   return 0;
 }
 
-void mqr__group_adopt(mqr__group_t *g, struct raft *r) {
+void mqr__rgroup_adopt(mqr__rgroup_t *g, struct raft *r) {
   g->r = r;
   settings(g);
 }
 
-int mqr__group_bootstrap(mqr__group_t *g, unsigned n, const raft_id *ids, const char *const *addresses,
-                         mqr_error_t *err) {
+int mqr__rgroup_bootstrap(mqr__rgroup_t *g, unsigned n, const raft_id *ids, const char *const *addresses,
+                          mqr_error_t *err) {
   struct raft_configuration conf;
   raft_configuration_init(&conf);
   int rc = 0;
@@ -224,7 +225,7 @@ int mqr__group_bootstrap(mqr__group_t *g, unsigned n, const raft_id *ids, const 
   return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINVAL, "Raft group: bootstrap: %s", raft_strerror(rc));
 }
 
-int mqr__group_start(mqr__group_t *g, mqr_error_t *err) {
+int mqr__rgroup_start(mqr__rgroup_t *g, mqr_error_t *err) {
   int rc = raft_start(g->r);
   if (rc)
     return mqr_error_set(err, MQR_EIO, "Raft group (node %llu): %s", (unsigned long long)g->opt.id, raft_errmsg(g->r));
@@ -238,12 +239,12 @@ static void tell(done_t *d, uint32_t n, int status) {
 }
 
 static void raft_closed(struct raft *r) {
-  mqr__group_t *g = r->data;
+  mqr__rgroup_t *g = r->data;
   /* (libraft answered every proposal in flight before this, with RAFT_SHUTDOWN) */
   if (g->close_cb) g->close_cb(g->close_arg);
 }
 
-void mqr__group_close(mqr__group_t *g, void (*cb)(void *arg), void *arg) {
+void mqr__rgroup_close(mqr__rgroup_t *g, void (*cb)(void *arg), void *arg) {
   if (g->closing) return;
   g->closing = true;
   g->close_cb = cb, g->close_arg = arg;
@@ -256,7 +257,7 @@ void mqr__group_close(mqr__group_t *g, void (*cb)(void *arg), void *arg) {
   raft_close(g->r, raft_closed); /* (it answers the proposals and the barrier in flight) */
 }
 
-void mqr__group_free(mqr__group_t *g) {
+void mqr__rgroup_free(mqr__rgroup_t *g) {
   if (g == NULL) return;
   raft_free(g->batch);
   mqr_free(g->dones);
@@ -269,7 +270,7 @@ void mqr__group_free(mqr__group_t *g) {
 static void applied_cb(struct raft_apply *req, int status, void *result) {
   (void)result;
   proposal_t *p = req->data;
-  mqr__group_t *g = p->g;
+  mqr__rgroup_t *g = p->g;
   if (status == 0) g->committed++;
   tell(p->dones, p->n_dones,
        status == 0                ? 0
@@ -281,7 +282,7 @@ static void applied_cb(struct raft_apply *req, int status, void *result) {
   note_leadership(g);
 }
 
-int mqr__group_flush(mqr__group_t *g) {
+int mqr__rgroup_flush(mqr__rgroup_t *g) {
   note_leadership(g);
   if (g->batch_len == 0) return 0;
   proposal_t *p = mqr_calloc(1, sizeof *p);
@@ -310,12 +311,12 @@ int mqr__group_flush(mqr__group_t *g) {
   return rc;
 }
 
-int mqr__group_append(mqr__group_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
-                      mqr__group_done_fn cb, void *arg) {
+int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
+                       mqr__rgroup_done_fn cb, void *arg) {
   if (g->closing || g->broken || !g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
   if (len > MQR_JOURNAL_MAX_PAYLOAD) return MQR_ELIMIT;
   if (g->batch_len && g->batch_len + mqr_journal_record_size(len) > g->opt.max_batch) {
-    int rc = mqr__group_flush(g); /* (its callbacks were told) */
+    int rc = mqr__rgroup_flush(g); /* (its callbacks were told) */
     if (rc == MQR_ENOTLEADER) return rc;
   }
   if (cb && g->n_dones == g->cap_dones) {
@@ -330,16 +331,18 @@ int mqr__group_append(mqr__group_t *g, mqr_journal_record_type_t type, uint64_t 
   return 0;
 }
 
-int mqr__group_snapshot_record(mqr__group_snap_t *s, mqr_journal_record_type_t type, uint64_t id, const void *payload,
-                               size_t len) {
+int mqr__rgroup_snapshot_record(mqr__rgroup_snap_t *s, mqr_journal_record_type_t type, uint64_t id, const void *payload,
+                                size_t len) {
   return put_record(&s->p, &s->len, &s->cap, type, id, payload, len);
 }
 
 /* ---- status ---------------------------------------------------------------------------------- */
 
-bool mqr__group_leading(const mqr__group_t *g) { return g->leading && raft_state((struct raft *)g->r) == RAFT_LEADER; }
+bool mqr__rgroup_leading(const mqr__rgroup_t *g) {
+  return g->leading && raft_state((struct raft *)g->r) == RAFT_LEADER;
+}
 
-raft_id mqr__group_leader(const mqr__group_t *g, const char **address) {
+raft_id mqr__rgroup_leader(const mqr__rgroup_t *g, const char **address) {
   raft_id id = 0;
   const char *a = NULL;
   raft_leader((struct raft *)g->r, &id, &a);
@@ -347,8 +350,11 @@ raft_id mqr__group_leader(const mqr__group_t *g, const char **address) {
   return id;
 }
 
-struct raft *mqr__group_raft(mqr__group_t *g) {
+struct raft *mqr__rgroup_raft(mqr__rgroup_t *g) {
   return g->r;
 }
-uint64_t mqr__group_applied(const mqr__group_t *g) { return g->applied; }
-uint64_t mqr__group_committed(const mqr__group_t *g) { return g->committed; }
+uint64_t mqr__rgroup_applied(const mqr__rgroup_t *g) { return g->applied; }
+uint64_t mqr__rgroup_committed(const mqr__rgroup_t *g) { return g->committed; }
+
+void mqr__rgroup_set_owner(mqr__rgroup_t *g, void *owner) { g->owner = owner; }
+void *mqr__rgroup_owner(const mqr__rgroup_t *g) { return g->owner; }

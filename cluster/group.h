@@ -3,17 +3,17 @@
  * a raft_io the caller makes: raft_uv on the broker's loop, libraft's fixture in the
  * tests. Private to mqr.
  *
- * The state machine is its owner's, through mqr__group_fsm_t: every committed entry's
+ * The state machine is its owner's, through mqr__rgroup_fsm_t: every committed entry's
  * records are handed to it in log order on every node, the leader included, so that a
  * node that becomes leader already holds the state. The leader's owner appends records
- * (each with an optional callback) to the batch being gathered; mqr__group_flush, once
+ * (each with an optional callback) to the batch being gathered; mqr__rgroup_flush, once
  * per loop pass, proposes the batch as one log entry; when it commits, its records are
  * applied, then the callbacks run with 0, in append order. A batch whose leader lost its
  * leadership before the commit is reported MQR_EAGAIN: it may or may not commit (under a
  * later leader), so the answer to a client is "unknown: send again" (at least once).
  *
  * Snapshots: libraft asks for one every snapshot_threshold entries; the owner writes its
- * live state as records (mqr__group_snapshot_record). A node restoring a snapshot is told
+ * live state as records (mqr__rgroup_snapshot_record). A node restoring a snapshot is told
  * to reset its state, then gets the snapshot's records as if applied.
  *
  * Threads: every call on the thread of the raft_io's loop; callbacks run there. */
@@ -25,87 +25,91 @@
 #include "mqr/common.h"
 #include "mqr/journal.h"
 
-typedef struct mqr__group_s mqr__group_t;
+typedef struct mqr__rgroup_s mqr__rgroup_t;
 /* A snapshot being written: records laid out as an entry's (zeroed to start one outside
  * a group, as tests do; p is raft_malloc'd). */
-typedef struct mqr__group_snap_s {
+typedef struct mqr__rgroup_snap_s {
   uint8_t *p;
   size_t len, cap;
-} mqr__group_snap_t;
+} mqr__rgroup_snap_t;
 
 /* A record's callback: 0 once its batch committed and was applied, MQR_EAGAIN when its
  * leader lost its leadership first (the outcome is unknown), MQR_ECLOSED at close. */
-typedef void (*mqr__group_done_fn)(void *arg, int status);
+typedef void (*mqr__rgroup_done_fn)(void *arg, int status);
 
 typedef struct {
   void *arg;
   /* A committed record, in log order. Non-zero: the state machine cannot go on (logged;
    * the group stops applying: a bug or no memory). */
   int (*apply)(void *arg, const mqr_journal_record_t *r);
-  /* The live state as records, each through mqr__group_snapshot_record(s, ...). 0 or an
+  /* The live state as records, each through mqr__rgroup_snapshot_record(s, ...). 0 or an
    * error (no snapshot now). */
-  int (*snapshot)(void *arg, mqr__group_snap_t *s);
+  int (*snapshot)(void *arg, mqr__rgroup_snap_t *s);
   /* A snapshot is to replace the state: forget everything (its records follow through
    * apply). */
   void (*reset)(void *arg);
   /* This node leads the group now (true: elected, and everything earlier leaders committed
    * is applied) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, bool leader);
-} mqr__group_fsm_t;
+} mqr__rgroup_fsm_t;
 
 typedef struct {
   raft_id id;          /* this node's, not 0 */
   const char *address; /* its address for the transport ("127.0.0.1:7001") */
-  mqr__group_fsm_t fsm;
+  mqr__rgroup_fsm_t fsm;
   unsigned election_timeout_ms;  /* 0: 1000 */
   unsigned heartbeat_timeout_ms; /* 0: 100 */
   unsigned snapshot_threshold;   /* entries between snapshots; 0: 1024 */
   unsigned snapshot_trailing;    /* entries kept after a snapshot; 0: 128 */
   size_t max_batch;              /* bytes of records per entry at most; 0: 4 MiB */
-} mqr__group_options_t;
+} mqr__rgroup_options_t;
 
 /* A group: its state machine ready, no Raft instance yet. *out on success; MQR_EINVAL,
  * MQR_ENOMEM. */
-int mqr__group_new(const mqr__group_options_t *opt, mqr__group_t **out, mqr_error_t *err);
+int mqr__rgroup_new(const mqr__rgroup_options_t *opt, mqr__rgroup_t **out, mqr_error_t *err);
 /* Its Raft instance over io (made and initialised by the caller; closed with the group:
- * the caller frees it after mqr__group_close's callback). 0, MQR_ENOMEM, MQR_EIO
+ * the caller frees it after mqr__rgroup_close's callback). 0, MQR_ENOMEM, MQR_EIO
  * (libraft's message in err). */
-int mqr__group_open(mqr__group_t *g, struct raft_io *io, mqr_error_t *err);
-/* Or a Raft instance made elsewhere with mqr__group_fsm(g) as its state machine
+int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err);
+/* Or a Raft instance made elsewhere with mqr__rgroup_fsm(g) as its state machine
  * (libraft's fixture, in tests), which its maker bootstraps, starts and closes. */
-struct raft_fsm *mqr__group_fsm(mqr__group_t *g);
-void mqr__group_adopt(mqr__group_t *g, struct raft *r);
+struct raft_fsm *mqr__rgroup_fsm(mqr__rgroup_t *g);
+void mqr__rgroup_adopt(mqr__rgroup_t *g, struct raft *r);
 /* The first configuration of a new group: n voters. Nothing to do (0) when io already
  * holds a configuration (a restart). */
-int mqr__group_bootstrap(mqr__group_t *g, unsigned n, const raft_id *ids, const char *const *addresses,
-                         mqr_error_t *err);
-int mqr__group_start(mqr__group_t *g, mqr_error_t *err);
+int mqr__rgroup_bootstrap(mqr__rgroup_t *g, unsigned n, const raft_id *ids, const char *const *addresses,
+                          mqr_error_t *err);
+int mqr__rgroup_start(mqr__rgroup_t *g, mqr_error_t *err);
 /* Stops it: every pending callback gets MQR_ECLOSED, then cb(arg) once libraft has closed
- * (then free io, then mqr__group_free). */
-void mqr__group_close(mqr__group_t *g, void (*cb)(void *arg), void *arg);
-void mqr__group_free(mqr__group_t *g);
+ * (then free io, then mqr__rgroup_free). */
+void mqr__rgroup_close(mqr__rgroup_t *g, void (*cb)(void *arg), void *arg);
+void mqr__rgroup_free(mqr__rgroup_t *g);
 
 /* A record into the batch being gathered (copied), cb (may be NULL) to be told its fate.
  * 0; MQR_ENOTLEADER when this node does not lead the group (nothing appended);
  * MQR_ELIMIT past MQR_JOURNAL_MAX_PAYLOAD; MQR_ENOMEM. A batch reaching max_batch is
  * proposed at once. */
-int mqr__group_append(mqr__group_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
-                      mqr__group_done_fn cb, void *arg);
+int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
+                       mqr__rgroup_done_fn cb, void *arg);
 /* Proposes the batch gathered, if any: 0, or the error every one of its callbacks got.
  * Also where a change of leadership is noticed (libraft 0.15 has no callback for it):
  * call it once per loop pass. */
-int mqr__group_flush(mqr__group_t *g);
+int mqr__rgroup_flush(mqr__rgroup_t *g);
 
 /* A record of a snapshot being taken. 0 or MQR_ENOMEM/MQR_ELIMIT. */
-int mqr__group_snapshot_record(mqr__group_snap_t *s, mqr_journal_record_type_t type, uint64_t id, const void *payload,
-                               size_t len);
+int mqr__rgroup_snapshot_record(mqr__rgroup_snap_t *s, mqr_journal_record_type_t type, uint64_t id, const void *payload,
+                                size_t len);
 
-bool mqr__group_leading(const mqr__group_t *g);
+/* Whatever its owner wants to find from it (the broker's durable store). */
+void mqr__rgroup_set_owner(mqr__rgroup_t *g, void *owner);
+void *mqr__rgroup_owner(const mqr__rgroup_t *g);
+
+bool mqr__rgroup_leading(const mqr__rgroup_t *g);
 /* The leader this node knows of: its id (0: none known) and address (NULL then). */
-raft_id mqr__group_leader(const mqr__group_t *g, const char **address);
-struct raft *mqr__group_raft(mqr__group_t *g); /* for status (term, commit index) */
+raft_id mqr__rgroup_leader(const mqr__rgroup_t *g, const char **address);
+struct raft *mqr__rgroup_raft(mqr__rgroup_t *g); /* for status (term, commit index) */
 /* Records applied since start (snapshots' included), and batches this node proposed that committed. */
-uint64_t mqr__group_applied(const mqr__group_t *g);
-uint64_t mqr__group_committed(const mqr__group_t *g);
+uint64_t mqr__rgroup_applied(const mqr__rgroup_t *g);
+uint64_t mqr__rgroup_committed(const mqr__rgroup_t *g);
 
 #endif

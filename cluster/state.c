@@ -329,15 +329,15 @@ int mqr__rstate_each_topology(const mqr__rstate_t *s, int (*fn)(void *ctx, const
 }
 
 static int snap_topology(void *ctx, const uint8_t *p, size_t len) {
-  return mqr__group_snapshot_record(ctx, MQR_JOURNAL_TOPOLOGY, 0, p, len);
+  return mqr__rgroup_snapshot_record(ctx, MQR_JOURNAL_TOPOLOGY, 0, p, len);
 }
 
 static int snap_msg(void *ctx, int64_t id, const uint8_t *stored, size_t len, const mqr__rref_t *refs,
                     uint32_t n_refs) {
-  mqr__group_snap_t *snap = ctx;
-  int rc = mqr__group_snapshot_record(snap, MQR_JOURNAL_ADD, (uint64_t)id, stored, len);
+  mqr__rgroup_snap_t *snap = ctx;
+  int rc = mqr__rgroup_snapshot_record(snap, MQR_JOURNAL_ADD, (uint64_t)id, stored, len);
   for (uint32_t k = 0; k < n_refs && rc == 0; k++) {
-    rc = mqr__group_snapshot_record(snap, MQR_JOURNAL_REF, (uint64_t)id, refs[k].queue.ptr, refs[k].queue.len);
+    rc = mqr__rgroup_snapshot_record(snap, MQR_JOURNAL_REF, (uint64_t)id, refs[k].queue.ptr, refs[k].queue.len);
     if (rc || (refs[k].delivery_count == 0 && refs[k].due == 0)) continue;
     uint8_t buf[12 + 512], *p = refs[k].queue.len <= 512 ? buf : mqr_malloc(12 + refs[k].queue.len);
     if (p == NULL) return MQR_ENOMEM;
@@ -346,14 +346,14 @@ static int snap_msg(void *ctx, int64_t id, const uint8_t *stored, size_t len, co
     memcpy(p, &count, 4);
     if (refs[k].due) memcpy(p + 4, &refs[k].due, 8);
     memcpy(p + at, refs[k].queue.ptr, refs[k].queue.len);
-    rc = mqr__group_snapshot_record(snap, MQR_JOURNAL_UPDATE, (uint64_t)id, p, at + refs[k].queue.len);
+    rc = mqr__rgroup_snapshot_record(snap, MQR_JOURNAL_UPDATE, (uint64_t)id, p, at + refs[k].queue.len);
     if (p != buf) mqr_free(p);
   }
   return rc;
 }
 
-int mqr__rstate_snapshot(mqr__rstate_t *s, mqr__group_snap_t *snap) {
-  int rc = mqr__group_snapshot_record(snap, MQR__RSTATE_MAX_ID, (uint64_t)s->st.max_id, NULL, 0);
+int mqr__rstate_snapshot(mqr__rstate_t *s, mqr__rgroup_snap_t *snap) {
+  int rc = mqr__rgroup_snapshot_record(snap, MQR__RSTATE_MAX_ID, (uint64_t)s->st.max_id, NULL, 0);
   if (rc == 0) rc = mqr__rstate_each_topology(s, snap_topology, snap);
   return rc ? rc : mqr__rstate_each(s, snap_msg, snap);
 }

@@ -44,7 +44,7 @@ void mqr__rstate_reset(mqr__rstate_t *s); /* empty again (a snapshot follows) */
 int mqr__rstate_apply(mqr__rstate_t *s, const mqr_journal_record_t *r);
 /* The live state as records: MQR__RSTATE_MAX_ID, the TOPOLOGY records, then per message
  * in id order its ADD, a REF per queue and an UPDATE where the count or the time is not 0. */
-int mqr__rstate_snapshot(mqr__rstate_t *s, mqr__group_snap_t *snap);
+int mqr__rstate_snapshot(mqr__rstate_t *s, mqr__rgroup_snap_t *snap);
 
 /* Each live message in id order: its stored bytes and its queues (views valid during
  * the call; the state must not change meanwhile). A non-zero return stops the walk and

@@ -92,6 +92,9 @@ struct mqr_config_s {
   uint32_t n_diverts, cap_diverts;
   mqr_persistence_config_t persistence;
   char *persistence_dir;
+  mqr_cluster_config_t cluster;
+  mqr_cluster_peer_config_t cluster_peers[15];
+  char *cluster_bind, *cluster_dir;
   int64_t expiry_scan_ms;  /* message-expiry-scan-period; 0: not given */
   int64_t global_max_size; /* bytes; -1: none; 0: not given (the default, from the machine's memory) */
   mqr_log_config_t log;
@@ -160,6 +163,9 @@ bool mqr__cfg_listener_same(const mqr_listener_config_t *a, const mqr_listener_c
 int mqr__cfg_build(const mqr_config_t *cfg, mqr_router_t *r, mqr_diags_t *diags, mqr_error_t *err);
 void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root);
 void mqr__cfg_persistence_defaults(mqr_persistence_config_t *p);
+void mqr__cfg_cluster_defaults(mqr_cluster_config_t *cc);
+void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map);
+void mqr__cfg_free_cluster(mqr_config_t *cfg);
 void mqr__cfg_parse_persistence(ctx_t *c, yaml_node_t *map);
 void mqr__cfg_parse_diverts(ctx_t *c, yaml_node_t *map);
 /* A path as written, relative to the config file's folder unless absolute (security.c). */

@@ -105,12 +105,14 @@ static void parse_one_settings(ctx_t *c, const pair_t *entry) {
         "default-consumers-before-dispatch, default-delay-before-dispatch, auto-delete-queues, "
         "auto-delete-queues-delay, auto-delete-queues-message-count, auto-delete-addresses, "
         "auto-delete-addresses-delay, default-group-first-key, default-non-destructive, config-delete-queues, "
-        "config-delete-addresses";
+        "config-delete-addresses, replicated";
     FOREACH_PAIR(c, map, p) {
       if (!mqr__cfg_key(c, map, p_it, &p, where)) continue;
       int64_t v;
       if (mqr_str_eq(p.name, MQR_STR("auto-create-addresses"))) {
         if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_addresses)) s.s.set |= MQR_SET_AUTO_CREATE_ADDRESSES;
+      } else if (mqr_str_eq(p.name, MQR_STR("replicated"))) {
+        if (mqr__cfg_get_bool(c, &p, &s.s.replicated)) s.s.set |= MQR_SET_REPLICATED;
       } else if (mqr_str_eq(p.name, MQR_STR("auto-create-queues"))) {
         if (mqr__cfg_get_bool(c, &p, &s.s.auto_create_queues)) s.s.set |= MQR_SET_AUTO_CREATE_QUEUES;
       } else if (mqr_str_eq(p.name, MQR_STR("send-to-dla-on-no-route"))) {
@@ -516,18 +518,18 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (!mqr__cfg_want(c, root, YAML_MAPPING_NODE, "the config")) return;
   static const char *const keys[] = {
       "wildcard-addresses",         "address-settings", "listeners", "addresses", "persistence", "diverts",
-      "message-expiry-scan-period", "global-max-size",  "security",  "log"};
-  yaml_node_t *found[10] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+      "message-expiry-scan-period", "global-max-size",  "security",  "log",       "cluster"};
+  yaml_node_t *found[11] = {NULL};
   FOREACH_PAIR(c, root, p) {
     if (!mqr__cfg_check_key(c, p.key, "the config")) continue;
     p.name = mqr__cfg_scalar(p.key);
     int k = -1;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
       if (mqr_str_eq(p.name, mqr_str(keys[i]))) k = i;
     if (k < 0) {
       mqr__cfg_unknown_key(c, &p, "the config",
                            "listeners, wildcard-addresses, address-settings, addresses, diverts, persistence, "
-                           "message-expiry-scan-period, global-max-size, security, log");
+                           "message-expiry-scan-period, global-max-size, security, log, cluster");
       continue;
     }
     if (found[k]) {
@@ -545,6 +547,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
   if (found[5] && !c->nomem) mqr__cfg_parse_diverts(c, found[5]);
   if (found[8] && !c->nomem) mqr__cfg_parse_security(c, found[8]);
   if (found[9] && !c->nomem) parse_log(c, found[9]);
+  if (found[10] && !c->nomem) mqr__cfg_parse_cluster(c, found[10]);
   if (found[6]) {
     pair_t p = {NULL, found[6], MQR_STR("message-expiry-scan-period")};
     int64_t ms;
@@ -570,6 +573,7 @@ void mqr__cfg_parse_root(ctx_t *c, yaml_node_t *root) {
 void mqr_config_destroy(mqr_config_t *cfg) {
   if (cfg == NULL) return;
   mqr_free(cfg->persistence_dir);
+  mqr__cfg_free_cluster(cfg);
   for (uint32_t i = 0; i < cfg->n_listeners; i++) {
     mqr_free(cfg->listeners[i].name);
     mqr_free(cfg->listeners[i].host);
@@ -621,6 +625,7 @@ int mqr_config_load_string(const char *name, const char *text, size_t len, mqr_c
   if (cfg == NULL) return MQR_ENOMEM;
   cfg->wildcard = mqr_wildcard_default();
   mqr__cfg_persistence_defaults(&cfg->persistence);
+  mqr__cfg_cluster_defaults(&cfg->cluster);
   cfg->log.level = -1;
   mqr__cfg_security_defaults(&cfg->security);
   if ((cfg->file = mqr_malloc(strlen(c.file) + 1)) == NULL) {

@@ -57,6 +57,7 @@ void mqr_address_settings_defaults(mqr_address_settings_t *s) {
   s->auto_delete_addresses_delay = 0;
   s->config_delete_queues = false;
   s->config_delete_addresses = false;
+  s->replicated = false;
 }
 
 void mqr_queue_config_defaults(mqr_queue_config_t *cfg, const mqr_address_settings_t *s) {
@@ -120,6 +121,7 @@ static void merge(mqr_address_settings_t *out, const mqr_address_settings_t *src
   if (take & MQR_SET_AUTO_DELETE_ADDRESSES_DELAY) out->auto_delete_addresses_delay = src->auto_delete_addresses_delay;
   if (take & MQR_SET_CONFIG_DELETE_QUEUES) out->config_delete_queues = src->config_delete_queues;
   if (take & MQR_SET_CONFIG_DELETE_ADDRESSES) out->config_delete_addresses = src->config_delete_addresses;
+  if (take & MQR_SET_REPLICATED) out->replicated = src->replicated;
   out->set |= take;
 }
 

@@ -135,6 +135,31 @@ typedef struct {
   uint32_t line, column;               /* of the section; 0 when absent */
 } mqr_persistence_config_t;
 
+/* The cluster section (docs/cluster.md): this node and its peers, whose durable queues of
+ * addresses whose settings say `replicated` are replicated over Raft groups. Without the
+ * section, enabled is false. Strings live as long as the config. */
+typedef struct {
+  uint64_t id;
+  const char *address; /* "IPV4:PORT": its group 0's (group g at PORT + g) */
+} mqr_cluster_peer_config_t;
+
+typedef struct {
+  bool enabled;
+  uint64_t node_id;
+  const char *bind; /* "IPV4:PORT" of this node's group 0, as its peers know it */
+  const mqr_cluster_peer_config_t *peers;
+  uint32_t n_peers;
+  uint32_t groups;               /* 1 to 64: 1 */
+  const char *directory;         /* the groups' logs; NULL: the persistence directory's "cluster" */
+  uint32_t election_timeout_ms;  /* 500 (libraft waits a random time between it and twice it) */
+  uint32_t heartbeat_timeout_ms; /* 100 */
+  uint32_t snapshot_threshold;   /* log entries between snapshots: 1024 */
+  uint32_t line, column;         /* of the section; 0 when absent */
+} mqr_cluster_config_t;
+
+/* The config's cluster section (enabled false when it has none). */
+MQR_EXTERN const mqr_cluster_config_t *mqr_config_cluster(const mqr_config_t *cfg);
+
 /* The log section: `log: {level: error|warn|info|debug, format: text|json}`
  * (docs/observability.md). What writes the log (mqrd) reads it; the library logs through
  * its options' callback. */

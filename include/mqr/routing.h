@@ -247,7 +247,8 @@ typedef enum {
 #define MQR_SET_DEFAULT_NON_DESTRUCTIVE 0x2000000000ull    /* default_non_destructive */
 #define MQR_SET_CONFIG_DELETE_QUEUES 0x4000000000ull       /* config_delete_queues */
 #define MQR_SET_CONFIG_DELETE_ADDRESSES 0x8000000000ull    /* config_delete_addresses */
-#define MQR_SET_ALL 0xffffffffffull
+#define MQR_SET_REPLICATED 0x10000000000ull                /* replicated */
+#define MQR_SET_ALL 0x1ffffffffffull
 
 /* Address settings (Artemis address-settings). Defaults: auto-create addresses and
  * queues on, default routing types MULTICAST, no dead-letter address,
@@ -318,6 +319,10 @@ typedef struct {
    * address: with its queues). */
   bool config_delete_queues;
   bool config_delete_addresses;
+  /* Durable messages on the address's durable queues are replicated to the cluster's
+   * nodes (docs/cluster.md): a send is answered once a majority has it. Without a
+   * cluster, nothing changes. Default false. */
+  bool replicated;
 } mqr_address_settings_t;
 
 /* Writes the built-in defaults, with every field marked set. */

@@ -86,7 +86,7 @@ static int leader_of(uint32_t g) {
   uint64_t end = uv_now(&x.loop) + 20000;
   while (uv_now(&x.loop) < end) {
     for (int i = 0; i < NODES; i++)
-      if (x.node[i] && mqr__group_leading(mqr__cluster_group(x.node[i], g))) return i;
+      if (x.node[i] && mqr__rgroup_leading(mqr__cluster_group(x.node[i], g))) return i;
     uv_run(&x.loop, UV_RUN_ONCE);
   }
   return -1;
@@ -109,10 +109,10 @@ static void send_to(const char *address, int64_t first, int n, tally_t *t) {
   uint32_t g = mqr__cluster_group_of(x.node[0] ? x.node[0] : x.node[1], mqr_str(address));
   int l = leader_of(g);
   assert_true(l >= 0);
-  mqr__group_t *gr = mqr__cluster_group(x.node[l], g);
+  mqr__rgroup_t *gr = mqr__cluster_group(x.node[l], g);
   for (int64_t id = first; id < first + n; id++) {
-    assert_int_equal(mqr__group_append(gr, MQR_JOURNAL_ADD, (uint64_t)id, address, strlen(address), NULL, NULL), 0);
-    assert_int_equal(mqr__group_append(gr, MQR_JOURNAL_REF, (uint64_t)id, address, strlen(address), done, t), 0);
+    assert_int_equal(mqr__rgroup_append(gr, MQR_JOURNAL_ADD, (uint64_t)id, address, strlen(address), NULL, NULL), 0);
+    assert_int_equal(mqr__rgroup_append(gr, MQR_JOURNAL_REF, (uint64_t)id, address, strlen(address), done, t), 0);
   }
 }
 

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
   struct raft_fixture f;
-  mqr__group_t *g[N];
+  mqr__rgroup_t *g[N];
   sm_t sm[N];
 } fx_t;
 
@@ -49,10 +49,10 @@ static int sm_apply(void *arg, const mqr_journal_record_t *r) {
   return 0;
 }
 
-static int sm_snapshot(void *arg, mqr__group_snap_t *snap) {
+static int sm_snapshot(void *arg, mqr__rgroup_snap_t *snap) {
   sm_t *s = arg;
   for (uint32_t i = 0; i < s->n; i++) {
-    int rc = mqr__group_snapshot_record(snap, MQR_JOURNAL_ADD, s->ids[i], &s->ids[i], sizeof s->ids[i]);
+    int rc = mqr__rgroup_snapshot_record(snap, MQR_JOURNAL_ADD, s->ids[i], &s->ids[i], sizeof s->ids[i]);
     if (rc) return rc;
   }
   return 0;
@@ -78,15 +78,15 @@ static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
   for (unsigned i = 0; i < N; i++) {
     char addr[16];
     snprintf(addr, sizeof addr, "%u", i + 1);
-    mqr__group_options_t o = {.id = i + 1,
+    mqr__rgroup_options_t o = {.id = i + 1,
                               .address = addr,
                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
                               .snapshot_threshold = threshold,
                               .snapshot_trailing = trailing,
                               .max_batch = max_batch};
-    assert_int_equal(mqr__group_new(&o, &x->g[i], NULL), 0);
-    assert_int_equal(raft_fixture_grow(&x->f, mqr__group_fsm(x->g[i])), 0);
-    mqr__group_adopt(x->g[i], raft_fixture_get(&x->f, i));
+    assert_int_equal(mqr__rgroup_new(&o, &x->g[i], NULL), 0);
+    assert_int_equal(raft_fixture_grow(&x->f, mqr__rgroup_fsm(x->g[i])), 0);
+    mqr__rgroup_adopt(x->g[i], raft_fixture_get(&x->f, i));
   }
   /* the fixture's own timeouts (its time is simulated) */
   for (unsigned i = 0; i < N; i++) {
@@ -103,7 +103,7 @@ static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
 
 static void fx_free(fx_t *x) {
   raft_fixture_close(&x->f);
-  for (unsigned i = 0; i < N; i++) mqr__group_free(x->g[i]);
+  for (unsigned i = 0; i < N; i++) mqr__rgroup_free(x->g[i]);
   free(x);
 }
 
@@ -112,7 +112,7 @@ static bool run_until(fx_t *x, bool (*pred)(fx_t *, void *), void *arg, unsigned
   raft_time end = raft_fixture_time(&x->f) + ms;
   while (raft_fixture_time(&x->f) < end) {
     for (unsigned i = 0; i < N; i++)
-      if (raft_fixture_alive(&x->f, i)) mqr__group_flush(x->g[i]);
+      if (raft_fixture_alive(&x->f, i)) mqr__rgroup_flush(x->g[i]);
     if (pred && pred(x, arg)) return true;
     raft_fixture_step(&x->f);
   }
@@ -122,7 +122,7 @@ static bool run_until(fx_t *x, bool (*pred)(fx_t *, void *), void *arg, unsigned
 static bool someone_leads(fx_t *x, void *arg) {
   unsigned *who = arg;
   for (unsigned i = 0; i < N; i++)
-    if (raft_fixture_alive(&x->f, i) && mqr__group_leading(x->g[i])) {
+    if (raft_fixture_alive(&x->f, i) && mqr__rgroup_leading(x->g[i])) {
       if (who) *who = i;
       return true;
     }
@@ -150,8 +150,8 @@ static void done(void *arg, int status) {
   d->calls++;
 }
 
-static int append_id(mqr__group_t *g, uint64_t id, done_t *d) {
-  return mqr__group_append(g, MQR_JOURNAL_ADD, id, &id, sizeof id, d ? done : NULL, d);
+static int append_id(mqr__rgroup_t *g, uint64_t id, done_t *d) {
+  return mqr__rgroup_append(g, MQR_JOURNAL_ADD, id, &id, sizeof id, d ? done : NULL, d);
 }
 
 static unsigned elect(fx_t *x) {
@@ -178,7 +178,7 @@ static void test_batches_apply_everywhere_in_order(void **state) {
   uint64_t id = 1;
   for (int batch = 0; batch < 30; batch++) {
     for (int k = 0; k < 10; k++, id++) assert_int_equal(append_id(x->g[l], id, &d[id - 1]), 0);
-    mqr__group_flush(x->g[l]);
+    mqr__rgroup_flush(x->g[l]);
   }
   for (unsigned i = 0; i < N; i++) {
     want_t w = {i, 300};
@@ -193,7 +193,7 @@ static void test_batches_apply_everywhere_in_order(void **state) {
     assert_int_equal(d[k].calls, 1);
     assert_int_equal(d[k].status, 0);
   }
-  assert_int_equal(mqr__group_committed(x->g[l]), 30);
+  assert_int_equal(mqr__rgroup_committed(x->g[l]), 30);
   fx_free(x);
 }
 
@@ -206,7 +206,7 @@ static void test_leader_cut_off(void **state) {
   unsigned l = elect(x);
   static done_t first;
   assert_int_equal(append_id(x->g[l], 1, &first), 0);
-  mqr__group_flush(x->g[l]);
+  mqr__rgroup_flush(x->g[l]);
   for (unsigned i = 0; i < N; i++) {
     want_t w = {i, 1};
     assert_true(run_until(x, has_applied, &w, 20000));
@@ -218,21 +218,21 @@ static void test_leader_cut_off(void **state) {
     if (i != l) raft_fixture_disconnect(&x->f, l, i), raft_fixture_disconnect(&x->f, i, l);
   static done_t lost;
   assert_int_equal(append_id(x->g[l], 999, &lost), 0);
-  mqr__group_flush(x->g[l]);
+  mqr__rgroup_flush(x->g[l]);
   /* the other two elect one of themselves */
   unsigned other = N;
   raft_time end = raft_fixture_time(&x->f) + 30000;
   while (raft_fixture_time(&x->f) < end && other == N) {
     for (unsigned i = 0; i < N; i++) {
-      mqr__group_flush(x->g[i]);
-      if (i != l && mqr__group_leading(x->g[i])) other = i;
+      mqr__rgroup_flush(x->g[i]);
+      if (i != l && mqr__rgroup_leading(x->g[i])) other = i;
     }
     raft_fixture_step(&x->f);
   }
   assert_int_not_equal(other, N);
   static done_t second;
   assert_int_equal(append_id(x->g[other], 2, &second), 0);
-  mqr__group_flush(x->g[other]);
+  mqr__rgroup_flush(x->g[other]);
   want_t w = {other, 2};
   assert_true(run_until(x, has_applied, &w, 20000));
   /* heal: the old leader steps down, drops 999 and takes 2 */
@@ -264,7 +264,7 @@ static void test_follower_catches_up_from_a_snapshot(void **state) {
   uint64_t id = 1;
   for (int batch = 0; batch < 40; batch++) {
     for (int k = 0; k < 5; k++, id++) assert_int_equal(append_id(x->g[l], id, NULL), 0);
-    mqr__group_flush(x->g[l]);
+    mqr__rgroup_flush(x->g[l]);
     want_t w = {l, (uint32_t)(id - 1)};
     assert_true(run_until(x, has_applied, &w, 20000));
   }
@@ -277,7 +277,7 @@ static void test_follower_catches_up_from_a_snapshot(void **state) {
   for (uint32_t k = 0; k < 200; k++) assert_int_equal(x->sm[down].ids[k], k + 1);
   /* and it follows on after it */
   for (int k = 0; k < 5; k++, id++) assert_int_equal(append_id(x->g[l], id, NULL), 0);
-  mqr__group_flush(x->g[l]);
+  mqr__rgroup_flush(x->g[l]);
   w = (want_t){down, 205};
   assert_true(run_until(x, has_applied, &w, 20000));
   assert_same_state(x, l, down);
@@ -289,15 +289,15 @@ static void test_limits(void **state) {
   (void)state;
   fx_t *x = fx_make(0, 0, MQR_JOURNAL_HEADER + 10 * mqr_journal_record_size(sizeof(uint64_t)));
   unsigned l = elect(x);
-  assert_int_equal(mqr__group_append(x->g[l], MQR_JOURNAL_ADD, 1, NULL, MQR_JOURNAL_MAX_PAYLOAD + 1, NULL, NULL),
+  assert_int_equal(mqr__rgroup_append(x->g[l], MQR_JOURNAL_ADD, 1, NULL, MQR_JOURNAL_MAX_PAYLOAD + 1, NULL, NULL),
                    MQR_ELIMIT);
-  uint64_t before = mqr__group_committed(x->g[l]);
+  uint64_t before = mqr__rgroup_committed(x->g[l]);
   for (uint64_t id = 1; id <= 100; id++) assert_int_equal(append_id(x->g[l], id, NULL), 0);
-  mqr__group_flush(x->g[l]);
+  mqr__rgroup_flush(x->g[l]);
   want_t w = {l, 100};
   assert_true(run_until(x, has_applied, &w, 20000));
   run_until(x, NULL, NULL, 200);
-  assert_int_equal(mqr__group_committed(x->g[l]) - before, 10); /* ten records a batch */
+  assert_int_equal(mqr__rgroup_committed(x->g[l]) - before, 10); /* ten records a batch */
   fx_free(x);
 }
 
@@ -308,7 +308,7 @@ typedef struct {
   uv_timer_t tick;
   struct raft_uv_transport tr[N];
   struct raft_io io[N];
-  mqr__group_t *g[N];
+  mqr__rgroup_t *g[N];
   sm_t sm[N];
   char dirs[N][64], addrs[N][32];
   int closed;
@@ -328,7 +328,7 @@ static int free_port(void) {
 static void tick_cb(uv_timer_t *t) {
   net_t *x = t->data;
   for (unsigned i = 0; i < N; i++)
-    if (x->g[i]) mqr__group_flush(x->g[i]);
+    if (x->g[i]) mqr__rgroup_flush(x->g[i]);
 }
 
 static void net_open(net_t *x, bool first) {
@@ -353,16 +353,16 @@ static void net_open(net_t *x, bool first) {
     memset(&x->sm[i], 0, sizeof x->sm[i]);
     assert_int_equal(raft_uv_tcp_init(&x->tr[i], &x->loop), 0);
     assert_int_equal(raft_uv_init(&x->io[i], &x->loop, x->dirs[i], &x->tr[i]), 0);
-    mqr__group_options_t o = {.id = i + 1,
+    mqr__rgroup_options_t o = {.id = i + 1,
                               .address = x->addrs[i],
                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
                               .election_timeout_ms = 300,
                               .heartbeat_timeout_ms = 50};
     mqr_error_t err;
-    assert_int_equal(mqr__group_new(&o, &x->g[i], &err), 0);
-    assert_int_equal(mqr__group_open(x->g[i], &x->io[i], &err), 0);
-    assert_int_equal(mqr__group_bootstrap(x->g[i], N, ids, addrs, &err), 0); /* (a restart: nothing to do) */
-    if (mqr__group_start(x->g[i], &err) != 0) fail_msg("%s", err.message);
+    assert_int_equal(mqr__rgroup_new(&o, &x->g[i], &err), 0);
+    assert_int_equal(mqr__rgroup_open(x->g[i], &x->io[i], &err), 0);
+    assert_int_equal(mqr__rgroup_bootstrap(x->g[i], N, ids, addrs, &err), 0); /* (a restart: nothing to do) */
+    if (mqr__rgroup_start(x->g[i], &err) != 0) fail_msg("%s", err.message);
   }
 }
 
@@ -373,12 +373,12 @@ static void group_closed(void *arg) {
 
 static void net_close(net_t *x) {
   x->closed = 0;
-  for (unsigned i = 0; i < N; i++) mqr__group_close(x->g[i], group_closed, x);
+  for (unsigned i = 0; i < N; i++) mqr__rgroup_close(x->g[i], group_closed, x);
   while (x->closed < N) uv_run(&x->loop, UV_RUN_ONCE);
   for (unsigned i = 0; i < N; i++) {
     raft_uv_close(&x->io[i]);
     raft_uv_tcp_close(&x->tr[i]);
-    mqr__group_free(x->g[i]);
+    mqr__rgroup_free(x->g[i]);
     x->g[i] = NULL;
   }
   uv_close((uv_handle_t *)&x->tick, NULL);
@@ -402,7 +402,7 @@ static int net_leader(net_t *x) {
   uint64_t end = uv_now(&x->loop) + 20000;
   while (uv_now(&x->loop) < end) {
     for (unsigned i = 0; i < N; i++)
-      if (mqr__group_leading(x->g[i])) return (int)i;
+      if (mqr__rgroup_leading(x->g[i])) return (int)i;
     uv_run(&x->loop, UV_RUN_ONCE);
   }
   return -1;

@@ -113,8 +113,8 @@ static void compare(mqr__rstate_t *s) {
 
 /* ---- a snapshot, as the group takes and restores one ----------------------------------------- */
 
-static mqr__group_snap_t *snap_new(void);
-static void snap_replay(mqr__group_snap_t *s, mqr__rstate_t *into);
+static mqr__rgroup_snap_t *snap_new(void);
+static void snap_replay(mqr__rgroup_snap_t *s, mqr__rstate_t *into);
 
 static void test_against_the_model(void **state) {
   (void)state;
@@ -169,7 +169,7 @@ static void test_against_the_model(void **state) {
     assert_int_equal(mqr__rstate_apply(s, &r), 0);
     if (step % 97 == 0) compare(s);
     if (step % 2503 == 0) { /* a snapshot restored elsewhere lists the same */
-      mqr__group_snap_t *snap = snap_new();
+      mqr__rgroup_snap_t *snap = snap_new();
       assert_int_equal(mqr__rstate_snapshot(s, snap), 0);
       mqr__rstate_t *t = mqr__rstate_new();
       mqr__rstate_apply(t, &(mqr_journal_record_t){MQR_JOURNAL_ADD, 9999, (const uint8_t *)"stale", 5, 0});
@@ -227,14 +227,14 @@ static void test_order(void **state) {
 
 /* ---- snapshots through the group's own writer --------------------------------------------------- */
 
-static mqr__group_snap_t *snap_new(void) {
-  static mqr__group_snap_t s;
+static mqr__rgroup_snap_t *snap_new(void) {
+  static mqr__rgroup_snap_t s;
   raft_free(s.p);
-  s = (mqr__group_snap_t){NULL, 0, 0};
+  s = (mqr__rgroup_snap_t){NULL, 0, 0};
   return &s;
 }
 
-static void snap_replay(mqr__group_snap_t *s, mqr__rstate_t *into) {
+static void snap_replay(mqr__rgroup_snap_t *s, mqr__rstate_t *into) {
   uint64_t file_id = 1;
   assert_int_equal(mqr_journal_header_read(s->p, s->len, &file_id, NULL), 0);
   assert_int_equal(file_id, 0);

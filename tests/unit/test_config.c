@@ -165,6 +165,16 @@ static const char every_key[] =
     "    id-cache-size: 7\n"
     "    max-size-bytes: 10MB\n"
     "    address-full-policy: drop\n"
+    "    replicated: true\n"
+    "cluster:\n"
+    "  node-id: 2\n"
+    "  bind: 10.0.0.2:7001\n"
+    "  peers: [{id: 1, address: 10.0.0.1:7001}, {id: 3, address: 10.0.0.3:7001}]\n"
+    "  groups: 4\n"
+    "  directory: /var/lib/mqr/raft\n"
+    "  election-timeout: 2s\n"
+    "  heartbeat-timeout: 200ms\n"
+    "  snapshot-threshold: 4096\n"
     "addresses:\n"
     "  a/b:\n"
     "    routing-types: ANYCAST,MULTICAST\n"
@@ -280,6 +290,19 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(s->id_cache_size, 7);
   assert_int_equal(s->max_size_bytes, 10 * 1024 * 1024);
   assert_int_equal(s->address_full_policy, MQR_FULL_DROP);
+  assert_true(s->replicated);
+  const mqr_cluster_config_t *cc = mqr_config_cluster(cfg);
+  assert_true(cc->enabled);
+  assert_int_equal(cc->node_id, 2);
+  assert_string_equal(cc->bind, "10.0.0.2:7001");
+  assert_int_equal(cc->n_peers, 2);
+  assert_int_equal(cc->peers[1].id, 3);
+  assert_string_equal(cc->peers[1].address, "10.0.0.3:7001");
+  assert_int_equal(cc->groups, 4);
+  assert_string_equal(cc->directory, "/var/lib/mqr/raft");
+  assert_int_equal(cc->election_timeout_ms, 2000);
+  assert_int_equal(cc->heartbeat_timeout_ms, 200);
+  assert_int_equal(cc->snapshot_threshold, 4096);
   assert_int_equal(mqr_address_routing_types(a).bits, 3);
   mqr_queue_t *q = mqr_router_find_queue(&r, MQR_STR("q1"));
   assert_false(mqr_queue_durable(q));

@@ -1,0 +1,232 @@
+/* Replicated durable queues (docs/cluster.md; durable.h): the broker's side of the
+ * cluster (../cluster). A durable queue of an address whose settings say `replicated`
+ * keeps its records not in the journal but in a Raft group's log (the group chosen by
+ * the address's name): a durable send to it is answered once the group has committed its
+ * ADD and REFs, and it goes onto its queues then, as a journaled send does once its
+ * fdatasync returned; acks and deliveries append their DELETE and UPDATE records to the
+ * group as they do to the journal.
+ *
+ * Only the node that leads a group serves its queues. Every node keeps the group's
+ * replicated state (what its committed records leave); the node that comes to lead a
+ * group empties those queues (without records) and puts the state's messages on them,
+ * in id order, with their delivery counts and redelivery times. A node that stops
+ * leading empties them, without records. A send to a replicated address on a node that
+ * does not lead its group is refused (MQR_ENOTLEADER, naming the leader). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "durable.h"
+
+/* ---- which group ------------------------------------------------------------------------------ */
+
+int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq) {
+  const mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL || bq == NULL) return -1;
+  mqr_address_t *a = mqr_queue_address(bq->q);
+  if (a == NULL || !mqr_address_settings(a)->replicated) return -1;
+  return (int)mqr__cluster_group_of(d->cluster, mqr_address_name(a));
+}
+
+/* A record of an entry (DELETE, UPDATE) to its group: dropped when this node no longer
+ * leads it (its queues were emptied then; the new leader has the message) or while the
+ * broker moves messages in and out of the queues itself. */
+void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p,
+                           size_t n) {
+  mqr__durable_t *d = b->dur;
+  if (d->cluster_silent) return;
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
+  if (gr == NULL || mqr__rgroup_append(gr, type, (uint64_t)id, p, n, NULL, NULL) != 0) d->cluster_dropped++;
+}
+
+/* ---- a durable send ------------------------------------------------------------------------- */
+
+static void committed(void *arg, int status) {
+  mqr__rgroup_t *gr = arg;
+  mqr__durable_settle(mqr__rgroup_owner(gr), gr, status);
+}
+
+static mqr_str_t address_of(const mqr__msg_t *m) {
+  mqr_stored_view_t v;
+  return mqr_message_read_stored(m->data, m->len, &v, NULL) == 0 ? v.address : mqr_str_n("?", 1);
+}
+
+int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
+                        const mqr__send_t *s, const mqr_broker_receipt_t *r, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
+  if (!mqr__rgroup_leading(gr)) {
+    const char *where = NULL;
+    uint64_t leader = mqr__rgroup_leader(gr, &where);
+    mqr_str_t a = address_of(m);
+    if (leader == 0)
+      mqr_error_set(err, MQR_ENOTLEADER, "address '%.*s' is replicated in group %d, which has no leader now",
+                    (int)a.len, a.ptr, g);
+    else
+      mqr_error_set(err, MQR_ENOTLEADER,
+                    "address '%.*s' is replicated in group %d, led by node %llu (%s), not by this node", (int)a.len,
+                    a.ptr, g, (unsigned long long)leader, where ? where : "?");
+    mqr__msg_release(b, m);
+    return MQR_ENOTLEADER;
+  }
+  if (!mqr__durable_pend_reserve_n(d, n)) {
+    mqr__msg_release(b, m);
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory sending a replicated message");
+  }
+  uint32_t last = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (mqr__queue_journaled(targets[i])) last = i;
+  int rc = mqr__rgroup_append(gr, MQR_JOURNAL_ADD, (uint64_t)m->id, m->data, m->len, NULL, NULL);
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    if (!mqr__queue_journaled(targets[i])) continue;
+    mqr_str_t q = mqr_queue_name(targets[i]);
+    rc = mqr__rgroup_append(gr, MQR_JOURNAL_REF, (uint64_t)m->id, q.ptr, q.len, i == last ? committed : NULL,
+                            i == last ? gr : NULL);
+  }
+  if (rc) { /* (what went in before commits with no answer: the message is in the state, on no queue here) */
+    mqr__msg_release(b, m);
+    return mqr_error_set(err, rc, "the cluster cannot take the message: %s", mqr_strerror(rc));
+  }
+  m->jfile = 0; /* (nothing of it is in the journal) */
+  mqr__durable_pend_wait_msg(d, s, gr, r, m, targets, n);
+  return MQR__PENDING;
+}
+
+/* ---- leading a group, and no longer ------------------------------------------------------------- */
+
+/* Every entry of the group's queues goes, without records. */
+static void empty_group(mqr_broker_t *b, uint32_t g) {
+  mqr__durable_t *d = b->dur;
+  d->cluster_silent = true;
+  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
+    if (mqr__replicate_group(b, bq) == (int)g) mqr_broker_purge(b, bq->q);
+  d->cluster_silent = false;
+}
+
+typedef struct {
+  mqr_broker_t *b;
+  uint32_t g;
+  uint64_t messages, orphans;
+} promote_t;
+
+static int promote_one(void *ctx, int64_t id, const uint8_t *stored, size_t len, const mqr__rref_t *refs,
+                       uint32_t n_refs) {
+  promote_t *pr = ctx;
+  mqr_broker_t *b = pr->b;
+  mqr__msg_t *m = mqr__msg_alloc(b, len);
+  if (m == NULL) return MQR_ENOMEM;
+  memcpy(m->data, stored, len);
+  m->id = id;
+  m->jfile = 0;
+  m->jbytes = 0;
+  m->jentries = NULL;
+  m->jlive_next = m->jlive_prev = NULL;
+  b->stats.messages++;
+  b->stats.bytes += len;
+  mqr_stored_view_t v;
+  mqr_address_t *a =
+      mqr_message_read_stored(stored, len, &v, NULL) == 0 ? mqr_router_find_address(&b->router, v.address) : NULL;
+  m->refs = 1; /* (the walk's, until its entries hold it) */
+  m->acct = NULL;
+  int64_t now = mqr__wall_ms();
+  for (uint32_t k = 0; k < n_refs; k++) {
+    mqr_queue_t *q = mqr_router_find_queue(&b->router, refs[k].queue);
+    mqr__bq_t *bq = q ? mqr__bq_of(b, q) : NULL;
+    if (bq == NULL || mqr__replicate_group(b, bq) != (int)pr->g) {
+      pr->orphans++;
+      continue;
+    }
+    mqr__entry_t *e = mqr__pool_take(&b->entries);
+    if (e == NULL) break;
+    if (m->acct == NULL) {
+      m->acct = mqr__acct_of(b, a ? a : mqr_queue_address(q));
+      if (m->acct) m->acct->bytes += len;
+    }
+    *e = (mqr__entry_t){NULL, NULL, m, 0, refs[k].delivery_count, 0, bq, m->jentries, false};
+    m->jentries = e;
+    m->refs++;
+    bq->enqueued++;
+    bq->bytes += len;
+    /* waiting out a redelivery delay when its last leader went: held to the same time */
+    if (refs[k].due <= now || !mqr__hold_redelivery(b, bq, e, (uint64_t)(refs[k].due - now))) mqr__enqueue(b, bq, e);
+  }
+  mqr__msg_release(b, m);
+  if (id > b->next_message_id) b->next_message_id = id;
+  pr->messages++;
+  return 0;
+}
+
+static void leadership(void *arg, uint32_t g, bool leader) {
+  mqr_broker_t *b = arg;
+  mqr__durable_t *d = b->dur;
+  if (d->closing) return;
+  empty_group(b, g);
+  if (!leader) {
+    mqr__log(b, MQR_LOG_WARN, "cluster: this node no longer leads group %u; its queues here are emptied", g);
+    return;
+  }
+  mqr__rstate_t *st = mqr__cluster_state(d->cluster, g);
+  mqr__rstate_stats_t ss = mqr__rstate_stats(st);
+  if (ss.max_id > b->next_message_id) b->next_message_id = ss.max_id;
+  promote_t pr = {b, g, 0, 0};
+  int rc = mqr__rstate_each(st, promote_one, &pr);
+  if (rc) mqr__log(b, MQR_LOG_ERROR, "cluster: group %u: out of memory putting its messages on their queues", g);
+  mqr__log(b, MQR_LOG_INFO, "cluster: this node leads group %u: %llu messages on its queues", g,
+           (unsigned long long)pr.messages);
+  if (pr.orphans)
+    mqr__log(b, MQR_LOG_WARN,
+             "cluster: group %u: %llu references to queues this node does not have (or not replicated here) dropped", g,
+             (unsigned long long)pr.orphans);
+  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
+    if (mqr__replicate_group(b, bq) == (int)g) mqr__dispatch(bq);
+}
+
+/* ---- opening and closing ------------------------------------------------------------------------- */
+
+int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  const mqr_cluster_config_t *cc = mqr_config_cluster(b->config);
+  if (!cc->enabled) return 0;
+  char dir[4096];
+  if (cc->directory)
+    snprintf(dir, sizeof dir, "%s", cc->directory);
+  else
+    snprintf(dir, sizeof dir, "%s/cluster", d->dir);
+  mqr__cluster_peer_t peers[16];
+  for (uint32_t i = 0; i < cc->n_peers && i < 16; i++)
+    peers[i] = (mqr__cluster_peer_t){cc->peers[i].id, cc->peers[i].address};
+  mqr__cluster_options_t o = {.node_id = cc->node_id,
+                              .bind = cc->bind,
+                              .peers = peers,
+                              .n_peers = cc->n_peers,
+                              .groups = cc->groups,
+                              .directory = dir,
+                              .election_timeout = cc->election_timeout_ms,
+                              .heartbeat_timeout = cc->heartbeat_timeout_ms,
+                              .snapshot_threshold = cc->snapshot_threshold,
+                              .leadership = leadership,
+                              .arg = b};
+  int rc = mqr__cluster_open(b->loop, &o, &d->cluster, err);
+  if (rc) return rc;
+  for (uint32_t g = 0; g < mqr__cluster_groups(d->cluster); g++)
+    mqr__rgroup_set_owner(mqr__cluster_group(d->cluster, g), d);
+  mqr__log(b, MQR_LOG_INFO, "cluster: node %llu at %s, %u peer(s), %u group(s); logs in %s",
+           (unsigned long long)cc->node_id, cc->bind, cc->n_peers, mqr__cluster_groups(d->cluster), dir);
+  return 0;
+}
+
+static void cluster_closed(void *arg) {
+  mqr_broker_t *b = arg;
+  b->dur->cluster = NULL;
+  mqr__broker_handle_closed(b);
+}
+
+void mqr__replicate_close(mqr_broker_t *b) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL) return;
+  if (d->cluster_dropped)
+    mqr__log(b, MQR_LOG_INFO, "cluster: %llu delivery and ack records were not taken (this node no longer led)",
+             (unsigned long long)d->cluster_dropped);
+  mqr__broker_handle_opened(b);
+  mqr__cluster_close(d->cluster, cluster_closed, b); /* (its sends in flight are answered MQR_ECLOSED) */
+}
