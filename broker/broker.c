@@ -209,6 +209,10 @@ int mqr_broker_reload(mqr_broker_t *b, const mqr_config_t *cfg, uint32_t *skippe
   reload_t x = {b, 0};
   if (persistence_differs(mqr_config_persistence(b->config), mqr_config_persistence(cfg)))
     reload_report(&x, false, "persistence changed: the journal keeps its settings until a restart");
+  const mqr_cluster_config_t *was = mqr_config_cluster(b->config), *now = mqr_config_cluster(cfg);
+  if (was->enabled != now->enabled || (was->enabled && (was->node_id != now->node_id || was->groups != now->groups ||
+                                                        was->n_peers != now->n_peers || strcmp(was->bind, now->bind))))
+    reload_report(&x, false, "cluster changed: the cluster keeps its settings until a restart");
   int rc = mqr_config_apply(cfg, b->config, &b->router, reload_report, &x, err);
   /* Accounts take the settings as they now resolve; producers paused on a limit that grew
    * may go on. */
