@@ -141,6 +141,9 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config h
 void mqr__replicate_close(mqr_broker_t *b);
 /* The replication group of bq's records, or -1: the journal's. */
 int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
+/* 0 when this node serves bq's consumers; MQR_ENOTLEADER (err names the leader) for a
+ * replicated queue whose group another node leads. */
+int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);

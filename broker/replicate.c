@@ -51,21 +51,31 @@ static mqr_str_t address_of(const mqr__msg_t *m) {
   return mqr_message_read_stored(m->data, m->len, &v, NULL) == 0 ? v.address : mqr_str_n("?", 1);
 }
 
+/* MQR_ENOTLEADER, err naming the leader of group g (of address a) if one is known. */
+static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
+  const char *where = NULL;
+  uint64_t leader = mqr__rgroup_leader(gr, &where);
+  if (leader == 0)
+    return mqr_error_set(err, MQR_ENOTLEADER, "address '%.*s' is replicated in group %d, which has no leader now",
+                         (int)a.len, a.ptr, g);
+  return mqr_error_set(err, MQR_ENOTLEADER,
+                       "address '%.*s' is replicated in group %d, led by node %llu (%s), not by this node", (int)a.len,
+                       a.ptr, g, (unsigned long long)leader, where ? where : "?");
+}
+
+int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
+  int g = mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1;
+  if (g < 0) return 0;
+  mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, (uint32_t)g);
+  return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, g, mqr_address_name(mqr_queue_address(bq->q)), err);
+}
+
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const mqr__send_t *s, const mqr_broker_receipt_t *r, mqr_error_t *err) {
   mqr__durable_t *d = b->dur;
   mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
   if (!mqr__rgroup_leading(gr)) {
-    const char *where = NULL;
-    uint64_t leader = mqr__rgroup_leader(gr, &where);
-    mqr_str_t a = address_of(m);
-    if (leader == 0)
-      mqr_error_set(err, MQR_ENOTLEADER, "address '%.*s' is replicated in group %d, which has no leader now",
-                    (int)a.len, a.ptr, g);
-    else
-      mqr_error_set(err, MQR_ENOTLEADER,
-                    "address '%.*s' is replicated in group %d, led by node %llu (%s), not by this node", (int)a.len,
-                    a.ptr, g, (unsigned long long)leader, where ? where : "?");
+    not_leader(gr, g, address_of(m), err);
     mqr__msg_release(b, m);
     return MQR_ENOTLEADER;
   }

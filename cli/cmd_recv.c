@@ -16,7 +16,8 @@ const char mqr_usage_recv[] =
     "  delivery count, address and routing type, and a line per property; --json prints one\n"
     "  JSON object per message. --schema decodes single-object Avro bodies to JSON. A prefix\n"
     "  of the listener (anycast://, multicast://) picks the routing type. --selector takes\n"
-    "  only messages that match a filter expression (\"color = 'red' AND weight > 2.5\").\n" CLI_TLS_USAGE;
+    "  only messages that match a filter expression (\"color = 'red' AND weight > 2.5\").\n" CLI_URLS_USAGE
+        CLI_TLS_USAGE;
 
 #define CREDIT 1000
 
@@ -174,23 +175,39 @@ int mqr_cmd_recv(int argc, char **argv) {
       return 1;
     }
   }
-  mqr_bclient_t *bc;
+  mqr_bclient_t *bc = NULL;
   mqr_error_t err;
   int rc = 1;
   char why[256];
-  if (cli_bconnect(url, "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err) != 0) {
-    cli_error("cannot connect to %s: %s", url, cli_connect_error(&err, why, sizeof why));
+  char urls[CLI_MAX_URLS][512];
+  int n_urls = cli_urls(url, urls), u = 0;
+  if (n_urls == 0) {
+    cli_usage_error(mqr_usage_recv, "--url: at most %d URLs, comma-separated", CLI_MAX_URLS);
     goto out;
   }
-  int64_t sub;
-  if (mqr_bclient_subscribe(bc, mqr_str(argv[optind]), rt, mqr_str_n("", 0), mqr_str(selector),
-                            follow || count > CREDIT ? CREDIT : (uint32_t)count, &sub, NULL, 0, &err) != 0) {
-    cli_broker_error(&err);
-    mqr_bclient_close(bc);
-    goto out;
+  int64_t sub = 0;
+  long got = 0;
+  uint32_t credit = follow || count > CREDIT ? CREDIT : (uint32_t)count;
+  /* The first node that serves TARGET: one that cannot be reached, or refuses because
+   * another node leads its group (ENOTLEADER), gives way to the next. */
+  for (;;) {
+    int crc = cli_bconnect(urls[u], "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err);
+    if (crc == 0 && mqr_bclient_subscribe(bc, mqr_str(argv[optind]), rt, mqr_str_n("", 0), mqr_str(selector), credit,
+                                          &sub, NULL, 0, &err) == 0)
+      break;
+    if (crc == 0) mqr_bclient_close(bc);
+    bc = NULL;
+    bool next = u + 1 < n_urls && (crc != 0 || err.code == MQR_ENOTLEADER);
+    if (!next) {
+      if (crc)
+        cli_error("cannot connect to %s: %s", urls[u], cli_connect_error(&err, why, sizeof why));
+      else
+        cli_broker_error(&err);
+      goto out;
+    }
+    u++;
   }
   if (follow) cli_catch_interrupt();
-  long got = 0;
   mqr_avro_buf_t scratch;
   mqr_avro_buf_init_growable(&scratch);
   while (follow ? !cli_interrupted : got < count) {

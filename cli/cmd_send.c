@@ -20,7 +20,7 @@ const char mqr_usage_send[] =
     "  the routing type. A property is a string unless TYPE says otherwise: boolean, int,\n"
     "  long, float, double, string, bytes or null (--property weight:double=2.5). The\n"
     "  priority defaults to 4; --ttl sets the expiration MS milliseconds from now; --delay\n"
-    "  schedules the delivery MS milliseconds from now (_AMQ_SCHED_DELIVERY).\n" CLI_TLS_USAGE;
+    "  schedules the delivery MS milliseconds from now (_AMQ_SCHED_DELIVERY).\n" CLI_URLS_USAGE CLI_TLS_USAGE;
 
 #define MAX_PROPS 64
 #define N_STATUS 5
@@ -218,66 +218,95 @@ int mqr_cmd_send(int argc, char **argv) {
   uv_timer_init(&loop, &timer);
   timer.data = &expired;
   uv_timer_start(&timer, on_timer, (uint64_t)(timeout * 1000), 0);
-  mqr_error_t lost = {0};
-  mqr_client_options_t copt = {.client_id = "mqr-send", .on_error = on_lost, .arg = &lost};
-  cli_client_options(&copt);
-  mqr_client_t *c;
-  conn_t conn = {0};
+  char urls[CLI_MAX_URLS][512];
+  int n_urls = cli_urls(url, urls);
+  if (n_urls == 0) return cli_usage_error(mqr_usage_send, "--url: at most %d URLs, comma-separated", CLI_MAX_URLS);
   int rc = 1;
-  mqr_error_t err;
+  long total[N_STATUS] = {0}, remaining = count;
+  static sent_t tries[CLI_MAX_URLS]; /* each attempt's own: a closed client answers what waited, later */
   sent_t sent = {0};
   long queued = 0;
-  if (mqr_client_create(&loop, &copt, &c) != 0 || mqr_client_connect(c, url, on_connected, &conn, &err) != 0) {
-    cli_error("%s", err.message);
-  } else {
+  mqr_error_t err = {0}, lost = {0};
+  bool connected = false;
+  const char *last_url = urls[0];
+  /* Each URL in turn while the cluster says another node leads (or the node goes): what
+   * was not answered OK is sent again there (at least once). */
+  for (int u = 0; u < n_urls && remaining > 0 && !expired; u++) {
+    last_url = urls[u];
+    memset(&lost, 0, sizeof lost);
+    mqr_client_options_t copt = {.client_id = "mqr-send", .on_error = on_lost, .arg = &lost};
+    cli_client_options(&copt);
+    mqr_client_t *c;
+    conn_t conn = {0};
+    sent_t *at = &tries[u];
+    *at = (sent_t){0};
+    queued = 0;
+    if (mqr_client_create(&loop, &copt, &c) != 0 || mqr_client_connect(c, urls[u], on_connected, &conn, &err) != 0) {
+      cli_error("%s", err.message);
+      break;
+    }
     while (conn.state == 0 && lost.code == 0 && !expired) uv_run(&loop, UV_RUN_ONCE);
     if (conn.state != 1) {
       char why[256];
       mqr_error_t *e = conn.state < 0 ? &conn.err : &lost;
       if (expired) mqr_error_set(e, MQR_ETIMEOUT, "no answer within %g s", timeout);
-      cli_error("cannot connect to %s: %s", url, cli_connect_error(e, why, sizeof why));
+      err = *e;
+      mqr_client_close(c, NULL, NULL);
+      if (u + 1 < n_urls && !expired) continue; /* the next node */
+      cli_error("cannot connect to %s: %s", urls[u], cli_connect_error(e, why, sizeof why));
+      connected = false;
+      break;
+    }
+    connected = true;
+    /* All sends leave at once; then the receipts come back. */
+    for (; queued < remaining && lost.code == 0; queued++) {
+      if (mqr_client_send(c, &m, on_receipt, at, &err) != 0) break;
+      at->waiting++;
+      if ((queued & 1023) == 1023) uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    while (at->waiting > 0 && lost.code == 0 && !expired) uv_run(&loop, UV_RUN_ONCE);
+    sent = *at; /* (as it stood: closing the client answers what still waits, ECLOSED) */
+    long answered = 0;
+    for (int k = 0; k < N_STATUS; k++) total[k] += sent.status[k], answered += sent.status[k];
+    remaining -= answered;
+    mqr_client_close(c, NULL, NULL);
+    bool elsewhere = (sent.errors && (sent.first.code == MQR_ENOTLEADER || sent.first.code == MQR_EINDOUBT)) ||
+                     (lost.code && queued == remaining + answered);
+    if (remaining == 0 || !elsewhere || u + 1 == n_urls) break;
+    fprintf(stderr, "mqr: %s: %s; %ld to send again to %s\n", urls[u], sent.errors ? sent.first.message : lost.message,
+            remaining, urls[u + 1]);
+  }
+  if (connected) {
+    long unrouted = total[1], dropped = total[4];
+    bool partial = remaining > 0;
+    if (remaining > 0 && queued < remaining && lost.code == 0 && sent.errors == 0) {
+      cli_broker_error(&err); /* refused before it left: over the broker's max-frame-size, say */
+    } else if (sent.errors) {
+      cli_broker_error(&sent.first);
+    } else if (lost.code) {
+      cli_error("the broker closed the connection: %s [%s]", lost.message, mqr_err_name(lost.code));
+    } else if (sent.waiting > 0) {
+      cli_error("timed out after %g s with %ld of %ld receipts: the address may be full and its "
+                "address-full-policy BLOCK (mqr stat shows it); --timeout waits longer",
+                timeout, count - remaining, count);
     } else {
-      /* All sends leave at once; then the receipts come back. */
-      for (; queued < count && lost.code == 0; queued++) {
-        if (mqr_client_send(c, &m, on_receipt, &sent, &err) != 0) break;
-        sent.waiting++;
-        if ((queued & 1023) == 1023) uv_run(&loop, UV_RUN_NOWAIT);
-      }
-      while (sent.waiting > 0 && lost.code == 0 && !expired) uv_run(&loop, UV_RUN_ONCE);
-      long unrouted = sent.status[1], dropped = sent.status[4];
-      bool partial = queued < count || sent.errors || lost.code || sent.waiting > 0;
-      if (queued < count && lost.code == 0) {
-        cli_broker_error(&err); /* refused before it left: over the broker's max-frame-size, say */
-      } else if (sent.errors) {
-        cli_broker_error(&sent.first);
-      } else if (lost.code) {
-        cli_error("the broker closed the connection: %s [%s]", lost.message, mqr_err_name(lost.code));
-      } else if (sent.waiting > 0) {
-        cli_error("timed out after %g s with %ld of %ld receipts: the address may be full and its "
-                  "address-full-policy BLOCK (mqr stat shows it); --timeout waits longer",
-                  timeout, count - sent.waiting, count);
-      } else {
-        printf("sent %ld to %s:", count, address);
-        for (int k = 0; k < N_STATUS; k++)
-          if (sent.status[k]) printf(" %s %ld", status_names[k], sent.status[k]);
-        printf("\n");
-        fflush(stdout);
-        rc = 0;
-        if ((unrouted || dropped) && !allow_unrouted) {
-          explain_unrouted(url, address, unrouted, dropped);
-          rc = 1;
-        }
-      }
-      if (partial && count > 1) { /* what went before the error, counted as the receipts said */
-        long answered = 0;
-        for (int k = 0; k < N_STATUS; k++) answered += sent.status[k];
-        fprintf(stderr, "mqr: %ld of %ld sent to %s", answered, count, address);
-        for (int k = 0; k < N_STATUS; k++)
-          if (sent.status[k]) fprintf(stderr, " %s %ld", status_names[k], sent.status[k]);
-        fprintf(stderr, "; %ld refused, %ld not answered\n", sent.errors, sent.waiting + (count - queued));
+      printf("sent %ld to %s:", count, address);
+      for (int k = 0; k < N_STATUS; k++)
+        if (total[k]) printf(" %s %ld", status_names[k], total[k]);
+      printf("\n");
+      fflush(stdout);
+      rc = 0;
+      if ((unrouted || dropped) && !allow_unrouted) {
+        explain_unrouted(last_url, address, unrouted, dropped);
+        rc = 1;
       }
     }
-    mqr_client_close(c, NULL, NULL);
+    if (partial && count > 1) { /* what went before the error, counted as the receipts said */
+      fprintf(stderr, "mqr: %ld of %ld sent to %s", count - remaining, count, address);
+      for (int k = 0; k < N_STATUS; k++)
+        if (total[k]) fprintf(stderr, " %s %ld", status_names[k], total[k]);
+      fprintf(stderr, "; %ld refused, %ld not answered\n", sent.errors, remaining - sent.errors);
+    }
   }
   uv_close((uv_handle_t *)&timer, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);

@@ -40,6 +40,14 @@ extern const char *cli_tls_ca, *cli_tls_cert, *cli_tls_key, *cli_user, *cli_pass
 int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err);
 void cli_client_options(mqr_client_options_t *opt); /* the TLS files into opt */
 /* What the usage of a command that connects adds. */
+/* --url URL,URL,...: the nodes of a cluster (docs/cluster.md), tried in turn. */
+#define CLI_MAX_URLS 16
+#define CLI_URLS_USAGE                                                                                                 \
+  "  --url URL,URL,... (a cluster's nodes): when one refuses because another node leads the\n"                         \
+  "  address's group (ENOTLEADER), cannot be reached or goes, the next is tried.\n"
+/* Splits a comma-separated list of URLs into urls: how many, or 0 (none, or too many). */
+int cli_urls(const char *list, char urls[][512]);
+
 #define CLI_TLS_USAGE                                                                                                  \
   "  --user NAME --password P (or tcp://NAME:P@HOST:PORT): who it is; SCRAM-SHA-256 proves the\n"                      \
   "  password without sending it, over TLS it goes as PLAIN.\n"                                                        \

@@ -71,9 +71,18 @@ bool cli_routing_type(const char *s, int *rt) {
 bool cli_url(const char *s) {
   struct sockaddr_storage sa;
   mqr_error_t err;
-  if (mqr_client_parse_url(s, &sa, &err) == 0) return true;
-  cli_error("--url: %s", err.message);
-  return false;
+  char urls[CLI_MAX_URLS][512];
+  int n = cli_urls(s, urls);
+  if (n == 0) {
+    cli_error("--url: at most %d URLs, comma-separated", CLI_MAX_URLS);
+    return false;
+  }
+  for (int i = 0; i < n; i++)
+    if (mqr_client_parse_url(urls[i], &sa, &err) != 0) {
+      cli_error("--url: %s", err.message);
+      return false;
+    }
+  return true;
 }
 
 int cli_read_all(FILE *f, uint8_t **out, size_t *len) {
@@ -187,5 +196,25 @@ void cli_client_options(mqr_client_options_t *opt) {
 int cli_bconnect(const char *url, const char *client_id, int timeout_ms, mqr_bclient_t **out, mqr_error_t *err) {
   mqr_client_options_t opt = {.client_id = client_id};
   cli_client_options(&opt);
-  return mqr_bclient_connect_opt(url, &opt, timeout_ms, out, err);
+  char urls[CLI_MAX_URLS][512];
+  int n = cli_urls(url, urls), rc = MQR_EINVAL;
+  if (n == 0) return mqr_error_set(err, MQR_EINVAL, "--url: at most %d URLs, comma-separated", CLI_MAX_URLS);
+  for (int i = 0; i < n; i++) /* the first that answers (any node of a cluster will do) */
+    if ((rc = mqr_bclient_connect_opt(urls[i], &opt, timeout_ms, out, err)) == 0) break;
+  return rc;
+}
+
+int cli_urls(const char *list, char urls[][512]) {
+  int n = 0;
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len && (n == CLI_MAX_URLS || len >= 512)) return 0;
+    if (len) {
+      memcpy(urls[n], p, len);
+      urls[n++][len] = 0;
+    }
+    p += len + (end != NULL);
+  }
+  return n;
 }

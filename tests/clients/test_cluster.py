@@ -151,6 +151,30 @@ class Cluster(unittest.TestCase):
         # 'alone' was never answered OK: it may or may not be there (at least once); 'back' is
         self.assertIn("back", r.stdout.splitlines())
 
+    def test_3_clients_given_every_node_find_the_leader(self):
+        """mqr send and recv with --url of all three nodes: the one that leads serves, the
+        others give way; with the leader gone, the same command finds the next."""
+        urls = ",".join(self.url(i) for i in range(3))
+        l, _ = self.leader()
+        self.drain(l, 1)
+        r = mqr("send", "--url", urls, "--durable", "--body", "any", "--count", "20", "orders")
+        self.assertIn("OK 20", r.stdout)
+        self.nodes[l].stop(signal.SIGKILL)
+        deadline = time.time() + 15
+        while True:  # until a majority has elected one (the command itself tries every node)
+            r = mqr("send", "--url", urls, "--durable", "--body", "after", "--count", "10", "orders", check=False)
+            if r.returncode == 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertIn("OK 10", r.stdout)
+        r = mqr("recv", "--url", urls, "--count", "30", "--timeout", "10", "orders")
+        got = [g for g in r.stdout.splitlines() if g != "probe"]
+        self.assertEqual(got, ["any"] * 20 + ["after"] * 10)
+        self.nodes[l].start()
+        r = mqr("send", "--url", ",".join(["tcp://127.0.0.1:1"] * 17), "--body", "x", "orders", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("at most 16 URLs", r.stderr)
+
 
 if __name__ == "__main__":
     MQRD, MQR = sys.argv[1], sys.argv[2]
