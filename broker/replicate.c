@@ -55,6 +55,10 @@ static mqr_str_t address_of(const mqr__msg_t *m) {
 static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
   const char *where = NULL;
   uint64_t leader = mqr__rgroup_leader(gr, &where);
+  if (a.len == 0) /* (the group itself) */
+    return leader ? mqr_error_set(err, MQR_ENOTLEADER, "group %d is led by node %llu (%s), not by this node", g,
+                                  (unsigned long long)leader, where ? where : "?")
+                  : mqr_error_set(err, MQR_ENOTLEADER, "group %d has no leader now", g);
   if (leader == 0)
     return mqr_error_set(err, MQR_ENOTLEADER, "address '%.*s' is replicated in group %d, which has no leader now",
                          (int)a.len, a.ptr, g);
@@ -189,6 +193,67 @@ static void leadership(void *arg, uint32_t g, bool leader) {
              (unsigned long long)pr.orphans);
   for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
     if (mqr__replicate_group(b, bq) == (int)g) mqr__dispatch(bq);
+}
+
+/* ---- looking, and moving a leadership ----------------------------------------------------------- */
+
+uint64_t mqr_broker_cluster_groups(mqr_broker_t *b, void (*fn)(void *arg, const mqr_broker_group_info_t *g),
+                                   void *arg) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL) return 0;
+  for (uint32_t g = 0; g < mqr__cluster_groups(d->cluster); g++) {
+    mqr__cluster_status_t st;
+    mqr__cluster_status(d->cluster, g, &st);
+    mqr__rstate_stats_t ss = mqr__rstate_stats(mqr__cluster_state(d->cluster, g));
+    mqr_broker_group_info_t info = {.group = g,
+                                    .leading = st.leading,
+                                    .leader_id = st.leader_id,
+                                    .leader_address = mqr_str(st.leader ? st.leader : ""),
+                                    .term = st.term,
+                                    .commit_index = st.commit_index,
+                                    .applied_index = st.applied_index,
+                                    .messages = ss.messages,
+                                    .bytes = ss.bytes,
+                                    .n_followers = st.n_followers};
+    for (uint32_t k = 0; k < st.n_followers && k < 16; k++) {
+      info.follower_id[k] = st.followers[k].id;
+      info.follower_lag[k] = st.followers[k].lag;
+    }
+    fn(arg, &info);
+  }
+  return mqr_config_cluster(b->config)->node_id;
+}
+
+typedef struct {
+  mqr_broker_t *b;
+  uint32_t g;
+} moved_t;
+
+static void moved(void *arg, bool ok, uint64_t leader) {
+  moved_t *m = arg;
+  if (ok)
+    mqr__log(m->b, MQR_LOG_INFO, "cluster: group %u's leadership moved to node %llu", m->g, (unsigned long long)leader);
+  else
+    mqr__log(m->b, MQR_LOG_WARN, "cluster: group %u's leadership did not move (node %llu leads)", m->g,
+             (unsigned long long)leader);
+  mqr_free(m);
+}
+
+int mqr_broker_cluster_transfer(mqr_broker_t *b, uint32_t g, uint64_t to, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL) return mqr_error_set(err, MQR_ENOTFOUND, "this broker is not in a cluster");
+  if (g >= mqr__cluster_groups(d->cluster))
+    return mqr_error_set(err, MQR_ENOTFOUND, "the cluster has %u group(s): no group %u",
+                         mqr__cluster_groups(d->cluster), g);
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, g);
+  moved_t *m = mqr_malloc(sizeof *m);
+  if (m == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  *m = (moved_t){b, g};
+  int rc = mqr__rgroup_transfer(gr, to, moved, m);
+  if (rc == 0) return 0;
+  mqr_free(m);
+  if (rc == MQR_ENOTLEADER) return not_leader(gr, (int)g, mqr_str_n("", 0), err);
+  return mqr_error_set(err, rc, "group %u: node %llu is not a voter of it (or this node)", g, (unsigned long long)to);
 }
 
 /* ---- opening and closing ------------------------------------------------------------------------- */

@@ -32,6 +32,15 @@ const char mqr_usage_queue[] =
     "  Prints what was done; browse and consumers print a line per message or consumer\n"
     "  (--json: a JSON object per line). A refusal exits 1.\n" CLI_TLS_USAGE;
 
+const char mqr_usage_cluster[] =
+    "usage: mqr cluster [--url URL,...] [--json] status\n"
+    "       mqr cluster [--url URL,...] transfer-leader GROUP [NODE]\n"
+    "  status: the node's replication groups (docs/cluster.md): which node leads each, the\n"
+    "  Raft term, commit and applied index, the messages the group holds, and on the leader\n"
+    "  how many log entries each follower is behind (lag.NODE). transfer-leader: the node that\n"
+    "  leads GROUP hands it to NODE (or to a follower it picks); run it against the leader.\n"
+    "  Both need manage on the address $sys.mqr.cluster.\n" CLI_URLS_USAGE CLI_TLS_USAGE;
+
 /* A value as text: strings and bytes with what is not printable escaped. */
 static void print_value(const mqr_value_t *v) {
   switch (v->type) {
@@ -207,4 +216,14 @@ int mqr_cmd_queue(int argc, char **argv) {
     return manage(o.url, cmds[i].op, a, n, o.json);
   }
   return cli_usage_error(mqr_usage_queue, "unknown queue command '%.*s'", (int)o.args[0].len, o.args[0].ptr);
+}
+
+int mqr_cmd_cluster(int argc, char **argv) {
+  opts_t o;
+  int rc = parse(argc, argv, mqr_usage_cluster, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (o.n == 1 && mqr_str_eq(o.args[0], MQR_STR("status"))) return manage(o.url, "cluster.status", NULL, 0, o.json);
+  if (o.n >= 2 && o.n <= 3 && mqr_str_eq(o.args[0], MQR_STR("transfer-leader")))
+    return manage(o.url, "cluster.transfer", o.args + 1, o.n - 1, false);
+  return cli_usage_error(mqr_usage_cluster, "give status, or transfer-leader GROUP [NODE]");
 }

@@ -21,11 +21,12 @@ int mqr_cmd_stat(int argc, char **argv);
 int mqr_cmd_journal(int argc, char **argv);
 int mqr_cmd_address(int argc, char **argv);
 int mqr_cmd_queue(int argc, char **argv);
+int mqr_cmd_cluster(int argc, char **argv);
 int mqr_cmd_user(int argc, char **argv);
 
 /* Each command's usage text, for --help (stdout, exit 0) and usage errors (stderr). */
 extern const char mqr_usage_send[], mqr_usage_recv[], mqr_usage_stat[], mqr_usage_avro[], mqr_usage_schema[],
-    mqr_usage_journal[], mqr_usage_address[], mqr_usage_queue[], mqr_usage_user[];
+    mqr_usage_journal[], mqr_usage_address[], mqr_usage_queue[], mqr_usage_user[], mqr_usage_cluster[];
 
 /* Prints the usage text on stderr and returns 2. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

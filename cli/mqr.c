@@ -36,6 +36,7 @@ static const char usage_text[] =
     "  avro     encode, decode, read, write Avro   journal  check or dump journal files\n"
     "  address  make or delete a broker's address  queue    manage a broker's queue\n"
     "  user     keep a users file (add, passwd, roles, remove, list)\n"
+    "  cluster  a cluster's groups: status, transfer-leader\n"
     "  mqr --version | --help\n"
     "Exit status: 0 done, 1 an error (said on stderr as \"mqr: ...\"), 2 a usage error.\n";
 
@@ -495,7 +496,7 @@ int main(int argc, char **argv) {
   } helps[] = {{"config", usage_config},   {"route", usage_route},         {"schema", mqr_usage_schema},
                {"avro", mqr_usage_avro},   {"send", mqr_usage_send},       {"recv", mqr_usage_recv},
                {"stat", mqr_usage_stat},   {"journal", mqr_usage_journal}, {"address", mqr_usage_address},
-               {"queue", mqr_usage_queue}, {"user", mqr_usage_user}};
+               {"queue", mqr_usage_queue}, {"user", mqr_usage_user},       {"cluster", mqr_usage_cluster}};
   for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
     if (!strcmp(cmd, helps[i].name) && wants_help(argc, argv)) {
       fputs(helps[i].usage, stdout);
@@ -547,6 +548,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "address")) return mqr_cmd_address(argc - 1, argv + 1);
   if (!strcmp(cmd, "queue")) return mqr_cmd_queue(argc - 1, argv + 1);
   if (!strcmp(cmd, "user")) return mqr_cmd_user(argc - 1, argv + 1);
+  if (!strcmp(cmd, "cluster")) return mqr_cmd_cluster(argc - 1, argv + 1);
   fprintf(stderr, "mqr: unknown command '%s'\n", cmd);
   return usage(stderr, 2);
 }

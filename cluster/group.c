@@ -358,3 +358,34 @@ uint64_t mqr__rgroup_committed(const mqr__rgroup_t *g) { return g->committed; }
 
 void mqr__rgroup_set_owner(mqr__rgroup_t *g, void *owner) { g->owner = owner; }
 void *mqr__rgroup_owner(const mqr__rgroup_t *g) { return g->owner; }
+
+typedef struct {
+  struct raft_transfer req;
+  mqr__rgroup_t *g;
+  uint64_t to;
+  void (*cb)(void *arg, bool ok, uint64_t leader);
+  void *arg;
+} transfer_t;
+
+static void transferred(struct raft_transfer *req) {
+  transfer_t *t = req->data;
+  raft_id leader = 0;
+  const char *address = NULL;
+  raft_leader(t->g->r, &leader, &address);
+  if (t->cb) t->cb(t->arg, leader != 0 && (t->to == 0 ? leader != t->g->opt.id : leader == t->to), leader);
+  mqr_free(t);
+}
+
+int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg) {
+  if (!g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  transfer_t *t = mqr_calloc(1, sizeof *t);
+  if (t == NULL) return MQR_ENOMEM;
+  *t = (transfer_t){.g = g, .to = to, .cb = cb, .arg = arg};
+  t->req.data = t;
+  int rc = raft_transfer(g->r, &t->req, to, transferred);
+  if (rc) {
+    mqr_free(t);
+    return rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINVAL;
+  }
+  return 0;
+}

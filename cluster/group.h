@@ -104,6 +104,11 @@ int mqr__rgroup_snapshot_record(mqr__rgroup_snap_t *s, mqr_journal_record_type_t
 void mqr__rgroup_set_owner(mqr__rgroup_t *g, void *owner);
 void *mqr__rgroup_owner(const mqr__rgroup_t *g);
 
+/* Asks libraft to move the leadership to node `to` (0: one it picks); cb(arg, ok) once
+ * done or given up (ok: `to`, or whichever node, leads now). 0, MQR_ENOTLEADER,
+ * MQR_EINVAL (not a voter), MQR_ENOMEM. */
+int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg);
+
 bool mqr__rgroup_leading(const mqr__rgroup_t *g);
 /* The leader this node knows of: its id (0: none known) and address (NULL then). */
 raft_id mqr__rgroup_leader(const mqr__rgroup_t *g, const char **address);

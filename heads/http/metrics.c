@@ -206,6 +206,53 @@ static double resident_bytes(void) {
   return (double)rss * (double)sysconf(_SC_PAGESIZE);
 }
 
+/* The cluster's groups (docs/cluster.md), gathered first: each family's samples together. */
+typedef struct {
+  mqr_broker_group_info_t g[64];
+  uint32_t n;
+} groups_t;
+
+static void note_group(void *arg, const mqr_broker_group_info_t *g) {
+  groups_t *gs = arg;
+  if (gs->n < 64) {
+    gs->g[gs->n] = *g;
+    gs->g[gs->n++].leader_address = mqr_str_n("", 0); /* (valid during the call only) */
+  }
+}
+
+static void cluster_families(mqr__conn_t *c, const char *broker, mqr__http_text_t *t) {
+  static groups_t gs; /* (the loop's thread only) */
+  gs.n = 0;
+  uint64_t node = mqr_broker_cluster_groups(c->b, note_group, &gs);
+  if (node == 0) return;
+  family(t, "mqr_cluster_node_id", "gauge", "This node's id in its cluster", broker, "", (double)node);
+  static const struct {
+    const char *name, *type, *help;
+  } f[] = {{"mqr_cluster_leading", "gauge", "1 while this node leads the group (and serves its queues)"},
+           {"mqr_cluster_leader", "gauge", "The id of the node that leads the group as this node knows it (0: none)"},
+           {"mqr_cluster_term", "gauge", "The group's Raft term"},
+           {"mqr_cluster_commit_index", "gauge", "The group's last log entry known committed"},
+           {"mqr_cluster_applied_index", "gauge", "The group's last log entry applied on this node"},
+           {"mqr_cluster_messages", "gauge", "Live messages of the group's replicated state on this node"},
+           {"mqr_cluster_message_bytes", "gauge", "Bytes of those messages"}};
+  for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+    mqr__http_printf(t, "# HELP %s %s\n# TYPE %s %s\n", f[k].name, f[k].help, f[k].name, f[k].type);
+    for (uint32_t i = 0; i < gs.n; i++) {
+      const mqr_broker_group_info_t *g = &gs.g[i];
+      uint64_t v[] = {g->leading, g->leader_id, g->term, g->commit_index, g->applied_index, g->messages, g->bytes};
+      mqr__http_printf(t, "%s{broker=\"%s\",group=\"%u\"} %llu\n", f[k].name, broker, g->group,
+                       (unsigned long long)v[k]);
+    }
+  }
+  mqr__http_printf(t, "# HELP mqr_cluster_follower_lag Log entries a follower is behind its leader (on the leader)\n"
+                      "# TYPE mqr_cluster_follower_lag gauge\n");
+  for (uint32_t i = 0; i < gs.n; i++)
+    for (uint32_t k = 0; k < gs.g[i].n_followers; k++)
+      mqr__http_printf(t, "mqr_cluster_follower_lag{broker=\"%s\",group=\"%u\",follower=\"%llu\"} %llu\n", broker,
+                       gs.g[i].group, (unsigned long long)gs.g[i].follower_id[k],
+                       (unsigned long long)gs.g[i].follower_lag[k]);
+}
+
 static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t *t) {
   mqr_broker_stats_t st;
   mqr_broker_stats(c->b, &st);
@@ -286,6 +333,7 @@ static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t
     family(t, "mqr_uptime_seconds", "gauge", "Seconds since the process started", broker, "",
            (double)now.tv_sec + now.tv_nsec / 1e9 - start);
   }
+  cluster_families(c, broker, t);
   char labels[96];
   snprintf(labels, sizeof labels, ",version=\"%s\"", mqr_version());
   family(t, "mqr_build_info", "gauge", "1, with the version as a label", broker, labels, 1);

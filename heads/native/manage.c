@@ -129,6 +129,27 @@ static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   return mqr__queue_option(qc, k, mqr_str_n(eq + 1, a.len - k.len - 1), err);
 }
 
+/* A replication group as a row (cluster.status). */
+static void on_group(void *arg, const mqr_broker_group_info_t *g) {
+  rows_t *rows = arg;
+  mqr_avro_map_t *m = row_begin(rows, 9 + 2 * (size_t)g->n_followers);
+  if (m == NULL) return;
+  row_put(rows, m, "group", mqr_value_long(g->group));
+  row_put(rows, m, "leading", mqr_value_bool(g->leading));
+  row_put(rows, m, "leader", mqr_value_long((int64_t)g->leader_id));
+  row_put(rows, m, "term", mqr_value_long((int64_t)g->term));
+  row_put(rows, m, "commit_index", mqr_value_long((int64_t)g->commit_index));
+  row_put(rows, m, "applied_index", mqr_value_long((int64_t)g->applied_index));
+  row_put(rows, m, "messages", mqr_value_long((int64_t)g->messages));
+  row_put(rows, m, "bytes", mqr_value_long((int64_t)g->bytes));
+  static const char *const lag_keys[16] = {"lag.1",  "lag.2",  "lag.3",  "lag.4",  "lag.5",  "lag.6",
+                                           "lag.7",  "lag.8",  "lag.9",  "lag.10", "lag.11", "lag.12",
+                                           "lag.13", "lag.14", "lag.15", "lag.16"};
+  for (uint32_t k = 0; k < g->n_followers; k++)
+    if (g->follower_id[k] >= 1 && g->follower_id[k] <= 16)
+      row_put(rows, m, lag_keys[g->follower_id[k] - 1], mqr_value_long((int64_t)g->follower_lag[k]));
+}
+
 /* Carries out the operation: 0 or an error in err, with *count and the rows. */
 static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int64_t *count, rows_t *rows, browse_t *br,
                char *text, size_t tcap, mqr_error_t *err) {
@@ -204,10 +225,33 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
     if (rows->nomem) return mqr_error_set(err, MQR_ENOMEM, "out of memory listing consumers");
     *count = r;
     snprintf(text, tcap, "%lld consumer(s) on '%.*s'", (long long)r, (int)a[0].len, a[0].ptr);
+  } else if (arg_is(op, "cluster.status")) {
+    if (n != 0) return mqr_error_set(err, MQR_EINVAL, "usage: cluster.status (no arguments)");
+    uint64_t node = mqr_broker_cluster_groups(b, on_group, rows);
+    if (node == 0) return mqr_error_set(err, MQR_ENOTFOUND, "this broker is not in a cluster");
+    if (rows->nomem) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+    *count = rows->n;
+    snprintf(text, tcap, "node %llu: %u group(s)", (unsigned long long)node, rows->n);
+  } else if (arg_is(op, "cluster.transfer")) {
+    NEED(1, 2, "GROUP [NODE]");
+    char num[2][24], *end[2];
+    long long v[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+      snprintf(num[i], sizeof num[i], "%.*s", (int)(a[i].len < 23 ? a[i].len : 23), a[i].ptr);
+      v[i] = strtoll(num[i], &end[i], 10);
+      if (a[i].len == 0 || *end[i] || v[i] < (i ? 1 : 0) || v[i] > (i ? INT64_MAX : 63))
+        return mqr_error_set(err, MQR_EINVAL, "%s must be a number", i ? "NODE" : "GROUP");
+    }
+    if ((r = mqr_broker_cluster_transfer(b, (uint32_t)v[0], (uint64_t)v[1], err)) != 0) return (int)r;
+    if (n == 2)
+      snprintf(text, tcap, "group %lld's leadership moving to node %lld", v[0], v[1]);
+    else
+      snprintf(text, tcap, "group %lld's leadership moving to a follower", v[0]);
   } else {
     return mqr_error_set(err, MQR_EINVAL,
                          "unknown operation '%.*s' (address.create, address.delete, queue.create, queue.delete, "
-                         "queue.purge, queue.pause, queue.resume, queue.browse, queue.move, queue.consumers)",
+                         "queue.purge, queue.pause, queue.resume, queue.browse, queue.move, queue.consumers, "
+                         "cluster.status, cluster.transfer)",
                          (int)op.len, op.ptr);
   }
 #undef NEED
@@ -226,6 +270,9 @@ static mqr_str_t queue_address(mqr_broker_t *b, mqr_str_t queue) {
 static int authorize(mqr__conn_t *c, mqr_str_t op, const mqr_str_t *a, size_t n, mqr_error_t *err) {
   mqr_broker_t *b = c->b;
   mqr__principal_t *who = mqr__session_principal(&c->sess);
+  /* The cluster's: manage on the address $sys.mqr.cluster (a '#' match gives it). */
+  if (arg_is(op, "cluster.status") || arg_is(op, "cluster.transfer"))
+    return mqr__may(b, who, MQR_PERM_MANAGE, MQR_STR("$sys.mqr.cluster"), err) ? 0 : MQR_EPERM;
   if (n == 0) return 0; /* a usage error follows */
   bool look = arg_is(op, "queue.browse") || arg_is(op, "queue.consumers");
   mqr_str_t where = arg_is(op, "address.create") || arg_is(op, "address.delete") ? a[0]

@@ -336,6 +336,35 @@ MQR_EXTERN int64_t mqr_broker_list_consumers(mqr_broker_t *b, mqr_str_t queue,
                                              void (*fn)(void *arg, const mqr_broker_consumer_info_t *c), void *arg,
                                              mqr_error_t *err);
 
+/* ---- the cluster (docs/cluster.md) ------------------------------------------------------- */
+
+/* A replication group as this node sees it. leader_address is valid during the call. */
+typedef struct {
+  uint32_t group;
+  bool leading;             /* this node leads it (and serves its queues) */
+  uint64_t leader_id;       /* 0: none known */
+  mqr_str_t leader_address; /* its cluster address ("IP:PORT"); empty when none is known */
+  uint64_t term;            /* Raft's current term */
+  uint64_t commit_index;    /* the last log entry known committed */
+  uint64_t applied_index;   /* the last one applied here */
+  uint64_t messages, bytes; /* the group's replicated state here: live messages, their bytes */
+  uint32_t n_followers;     /* when leading: the other voters, and how many entries behind */
+  uint64_t follower_id[16];
+  uint64_t follower_lag[16];
+} mqr_broker_group_info_t;
+
+/* Calls fn for each replication group of this node, in order. Returns the node's id, or
+ * 0 when the broker has no cluster (fn is not called). */
+MQR_EXTERN uint64_t mqr_broker_cluster_groups(mqr_broker_t *b, void (*fn)(void *arg, const mqr_broker_group_info_t *g),
+                                              void *arg);
+
+/* Asks this node's leadership of group g to move to node `to` (0: a follower libraft
+ * picks), as a Raft leadership transfer: 0 once asked (the outcome is logged; the group
+ * has no leader for a moment). MQR_ENOTFOUND without a cluster or such a group,
+ * MQR_ENOTLEADER when this node does not lead it, MQR_EINVAL for a node that is not a
+ * voter of it (err says which). */
+MQR_EXTERN int mqr_broker_cluster_transfer(mqr_broker_t *b, uint32_t g, uint64_t to, mqr_error_t *err);
+
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);
 

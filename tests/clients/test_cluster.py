@@ -7,6 +7,7 @@ serves at once; the killed node comes back and follows.
 
 Usage: test_cluster.py MQRD MQR"""
 
+import json
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import Mqrd  # noqa: E402
@@ -43,7 +45,7 @@ def config(i, raft_ports, data):
     peers = ", ".join("{id: %d, address: 127.0.0.1:%d}" % (k + 1, p) for k, p in enumerate(raft_ports) if k != i)
     return """security: {allow-anonymous: true}
 listeners:
-  - {name: main, host: 127.0.0.1, port: 0}
+  - {name: main, host: 127.0.0.1, port: 0, protocols: [mqr, http], http: {anonymous-metrics: true}}
 persistence: {directory: %s}
 address-settings:
   "orders.#": {replicated: true}
@@ -174,6 +176,47 @@ class Cluster(unittest.TestCase):
         r = mqr("send", "--url", ",".join(["tcp://127.0.0.1:1"] * 17), "--body", "x", "orders", check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("at most 16 URLs", r.stderr)
+
+    def status(self, i):
+        r = mqr("cluster", "status", "--json", "--url", self.url(i))
+        return [json.loads(line) for line in r.stdout.splitlines()]
+
+    def test_4_status_metrics_and_a_leadership_moved(self):
+        """mqr cluster status on each node: all agree on the leader, which sees each follower's
+        lag; the same in /metrics; transfer-leader hands the group to the node named, which
+        then serves it."""
+        l, _ = self.leader()
+        self.drain(l, 1)
+        deadline = time.time() + 10
+        while True:
+            rows = [self.status(i) for i in range(3)]
+            lead = rows[l][0]
+            if (all(r[0]["leader"] == l + 1 for r in rows) and lead.get("lag.%d" % ((l + 1) % 3 + 1)) == 0
+                    and lead.get("lag.%d" % ((l + 2) % 3 + 1)) == 0) or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertTrue(lead["leading"])
+        self.assertEqual([r[0]["leading"] for r in rows].count(True), 1)
+        self.assertEqual({r[0]["leader"] for r in rows}, {l + 1})
+        self.assertEqual(lead["lag.%d" % ((l + 1) % 3 + 1)], 0)
+        self.assertGreaterEqual(lead["term"], 1)
+        self.assertEqual(lead["commit_index"], lead["applied_index"])
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.nodes[l].port, timeout=10) as resp:
+            text = resp.read().decode()
+        self.assertRegex(text, r'mqr_cluster_leading\{broker="[^"]*",group="0"\} 1')
+        self.assertRegex(text, r'mqr_cluster_leader\{broker="[^"]*",group="0"\} %d' % (l + 1))
+        self.assertRegex(text, r'mqr_cluster_follower_lag\{broker="[^"]*",group="0",follower="%d"\} \d+'
+                         % ((l + 1) % 3 + 1))
+        # the leadership handed to another node
+        to = (l + 1) % 3
+        r = mqr("cluster", "transfer-leader", "0", str(to + 1), "--url", self.url(l))
+        self.assertIn("moving to node %d" % (to + 1), r.stdout)
+        n, _ = self.leader()
+        self.assertEqual(n, to)
+        self.drain(n, 1)
+        r = mqr("cluster", "transfer-leader", "0", "--url", self.url(l), check=False)  # no longer the leader
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("led by node %d" % (to + 1), r.stderr)
 
 
 if __name__ == "__main__":
