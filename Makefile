@@ -11,7 +11,7 @@ CFG_ARG     = $(if $(CONFIG),--config $(CONFIG),)
 # The embedded config's journal goes under the build; a CONFIG names its own.
 DATA_ARG    = $(if $(CONFIG),,--data-dir $(BUILD)/mqr-data)
 
-.PHONY: all deps deps-test deps-bench configure build build-run run test test-asan crash-test bench bench-docs format clean
+.PHONY: all deps deps-test deps-bench configure build build-run run test test-asan crash-test cluster-test bench bench-docs format clean
 
 all: build
 
@@ -73,6 +73,14 @@ crash-test: deps-test $(BUILD_ASAN)/CMakeCache.txt
 	cmake -S . -B $(BUILD_ASAN) -DMQR_BUILD_TESTS=ON >/dev/null
 	cmake --build $(BUILD_ASAN) -j $(JOBS) --target mqrd test_crash
 	MQRD=$(BUILD_ASAN)/daemon/mqrd MQR_CRASH_SECONDS=$(CRASH_SECONDS) $(BUILD_ASAN)/tests/test_crash
+
+# The cluster under faults (tests/cluster/test_nemesis.py) for longer than make test runs
+# it: NEMESIS_SECONDS of partitions, delays, kills and pauses against three mqrd nodes.
+NEMESIS_SECONDS ?= 300
+cluster-test: deps-test build
+	cmake -S . -B $(BUILD) -DMQR_BUILD_TESTS=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target mqrd mqr
+	NEMESIS_SECONDS=$(NEMESIS_SECONDS) /usr/bin/python3 tests/cluster/test_nemesis.py $(BUILD)/daemon/mqrd $(BUILD)/cli/mqr
 
 bench: deps-bench build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null

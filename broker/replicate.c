@@ -185,7 +185,8 @@ static void leadership(void *arg, uint32_t g, bool leader) {
   promote_t pr = {b, g, 0, 0};
   int rc = mqr__rstate_each(st, promote_one, &pr);
   if (rc) mqr__log(b, MQR_LOG_ERROR, "cluster: group %u: out of memory putting its messages on their queues", g);
-  mqr__log(b, MQR_LOG_INFO, "cluster: this node leads group %u: %llu messages on its queues", g,
+  mqr__log(b, MQR_LOG_INFO, "cluster: this node leads group %u (term %llu): %llu messages on its queues", g,
+           (unsigned long long)mqr__rgroup_raft(mqr__cluster_group(d->cluster, g))->current_term,
            (unsigned long long)pr.messages);
   if (pr.orphans)
     mqr__log(b, MQR_LOG_WARN,

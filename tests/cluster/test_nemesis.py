@@ -1,0 +1,210 @@
+"""Three mqrd nodes under faults, their histories checked (docs/cluster.md's promise).
+
+Each node is started as a user would, with its own data directory; the nodes reach
+one another only through a fault-injecting proxy of the test's (faultproxy.py). Two
+producers send numbered messages one at a time to a replicated address with `mqr send
+--durable` given every node (the command finds the leader), each recording whether the
+broker answered OK. Meanwhile the nemesis, in rounds: isolates the leader, cuts a
+follower off, delays every link, kills the leader with SIGKILL and starts it again,
+pauses it with SIGSTOP and resumes it. Then every fault heals, and the queue is drained
+through any node. The checker then holds that:
+
+  - no message answered OK is lost: every one is received;
+  - nothing is received that was never sent, and each producer's messages come in the
+    order it sent them (a message sent again after an in-doubt answer may come twice);
+  - no two nodes led the group in the same term (from their logs);
+  - with the nemesis over, the group serves again.
+
+Bounded in `make test` (NEMESIS_SECONDS, default 30); `make cluster-test` runs it longer.
+
+Usage: test_nemesis.py MQRD MQR"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "clients"))
+from faultproxy import FaultProxy  # noqa: E402
+from mqrd import Mqrd  # noqa: E402
+
+MQRD, MQR = None, None
+SECONDS = float(os.environ.get("NEMESIS_SECONDS", "30"))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def mqr(*args, timeout=60):
+    return subprocess.run([MQR] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+class Producer(threading.Thread):
+    def __init__(self, name, urls, stop):
+        super().__init__(daemon=True)
+        self.name_, self.urls, self.stop = name, urls, stop
+        self.sent = []  # (body, answered OK)
+
+    def run(self):
+        seq = 0
+        while not self.stop.is_set():
+            body = "%s-%06d" % (self.name_, seq)
+            r = mqr("send", "--url", self.urls(), "--durable", "--body", body, "--timeout", "5", "orders", timeout=30)
+            self.sent.append((body, r.returncode == 0 and "OK 1" in r.stdout))
+            seq += 1
+
+
+class Nemesis(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mqr-nemesis-")
+        real = {i: free_port() for i in (1, 2, 3)}
+        self.proxy = FaultProxy(real)
+        via = self.proxy.start()
+        self.nodes = {}
+        for i in (1, 2, 3):
+            peers = ", ".join("{id: %d, address: 127.0.0.1:%d}" % (k, via[k]) for k in (1, 2, 3) if k != i)
+            config = """security: {allow-anonymous: true}
+listeners:
+  - {name: main, host: 127.0.0.1, port: 0}
+persistence: {directory: %s/n%d}
+address-settings:
+  "orders": {replicated: true}
+addresses:
+  orders: {anycast: [orders]}
+cluster:
+  node-id: %d
+  bind: 127.0.0.1:%d
+  peers: [%s]
+  snapshot-threshold: 100000
+""" % (self.dir, i, i, real[i], peers)
+            self.nodes[i] = Mqrd(MQRD, config)
+        self.paused = set()
+
+    def tearDown(self):
+        for i in self.paused:
+            if self.nodes[i].alive():
+                self.nodes[i].proc.send_signal(signal.SIGCONT)
+        codes = {i: n.stop() for i, n in self.nodes.items()}
+        self.proxy.stop()
+        logs = {i: n.log_text() for i, n in self.nodes.items()}
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for i, code in codes.items():
+            if code not in (0, None):
+                raise AssertionError("node %d exited %s: %s" % (i, code, logs[i][-3000:]))
+
+    def urls(self):
+        return ",".join("tcp://127.0.0.1:%d" % n.port for n in self.nodes.values())
+
+    def leader(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for i, n in self.nodes.items():
+                if not n.alive() or i in self.paused:
+                    continue
+                r = mqr("cluster", "status", "--json", "--url", "tcp://127.0.0.1:%d" % n.port, timeout=10)
+                if r.returncode == 0 and '"leading": true' in r.stdout.replace('"leading":true', '"leading": true'):
+                    return i
+            time.sleep(0.1)
+        return None
+
+    def nemesis(self, stop):
+        faults = ["isolate-leader", "cut-follower", "delay", "kill-leader", "pause-leader"]
+        k = 0
+        while not stop.is_set():
+            fault = faults[k % len(faults)]
+            k += 1
+            l = self.leader(10)
+            if l is None:
+                self.events.append("no leader found before %s" % fault)
+                time.sleep(1)
+                continue
+            self.events.append("%s (leader %d)" % (fault, l))
+            if fault == "isolate-leader":
+                self.proxy.isolate(l)
+                time.sleep(2.5)
+                self.proxy.heal()
+            elif fault == "cut-follower":
+                f = [i for i in self.nodes if i != l][k % 2]
+                self.proxy.isolate(f)
+                time.sleep(2)
+                self.proxy.heal()
+            elif fault == "delay":
+                for a in self.nodes:
+                    for b in self.nodes:
+                        if a != b:
+                            self.proxy.delay(a, b, 0.05)
+                time.sleep(2)
+                self.proxy.heal()
+            elif fault == "kill-leader":
+                self.nodes[l].stop(signal.SIGKILL)
+                time.sleep(2)
+                self.nodes[l].start()
+            elif fault == "pause-leader":
+                self.paused.add(l)
+                self.nodes[l].proc.send_signal(signal.SIGSTOP)
+                time.sleep(2)
+                self.nodes[l].proc.send_signal(signal.SIGCONT)
+                self.paused.discard(l)
+            time.sleep(1.5)
+
+    def test_histories_hold_under_faults(self):
+        self.events = []
+        stop = threading.Event()
+        producers = [Producer(p, self.urls, stop) for p in ("a", "b")]
+        for p in producers:
+            p.start()
+        nem = threading.Thread(target=self.nemesis, args=(stop,), daemon=True)
+        nem.start()
+        time.sleep(SECONDS)
+        stop.set()
+        nem.join(60)
+        for p in producers:
+            p.join(60)
+        self.proxy.heal()
+        print("nemesis: " + "; ".join(self.events), file=sys.stderr)
+        # every fault healed: the group serves again
+        self.assertIsNotNone(self.leader(30), "no leader once the faults healed")
+        sent = {p.name_: p.sent for p in producers}
+        ok = {b for s in sent.values() for b, answered in s if answered}
+        attempted = {b for s in sent.values() for b, _ in s}
+        r = mqr("recv", "--url", self.urls(), "--count", str(len(attempted)), "--timeout", "5", "orders", timeout=120)
+        got = r.stdout.splitlines()
+        print("nemesis: %d sent, %d answered OK, %d received (%d distinct)"
+              % (len(attempted), len(ok), len(got), len(set(got))), file=sys.stderr)
+        self.assertGreater(len(ok), 10, "too few sends answered OK to tell anything")
+        lost = sorted(ok - set(got))
+        self.assertEqual(lost, [], "messages answered OK and never received")
+        self.assertEqual(sorted(set(got) - attempted), [], "received, never sent")
+        for name in sent:  # each producer's order, first receptions only
+            firsts = []
+            for g in got:
+                if g.startswith(name + "-") and g not in firsts:
+                    firsts.append(g)
+            self.assertEqual(firsts, sorted(firsts), "producer %s's messages out of order" % name)
+        # no two nodes led in the same term
+        terms = {}
+        for i, n in self.nodes.items():
+            for m in re.finditer(r"this node leads group 0 \(term (\d+)\)", n.log_text()):
+                terms.setdefault(int(m.group(1)), set()).add(i)
+        self.assertTrue(terms, "no leadership was logged")
+        both = {t: who for t, who in terms.items() if len(who) > 1}
+        self.assertEqual(both, {}, "two leaders in one term")
+
+
+if __name__ == "__main__":
+    MQRD, MQR = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0], "-v"])
