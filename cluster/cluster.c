@@ -10,6 +10,10 @@
 
 #define MAX_GROUPS 64
 #define MAX_NODES 16
+#ifndef MQR_BATCH_MAX
+#define MQR_BATCH_MAX                                                                                                  \
+  (64u << 10) /* a log entry's records at most: the log in memory is up to snapshot-threshold of them */
+#endif
 
 typedef struct {
   mqr__cluster_t *c;
@@ -136,7 +140,8 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
                               .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership},
                               .election_timeout_ms = opt->election_timeout,
                               .heartbeat_timeout_ms = opt->heartbeat_timeout,
-                              .snapshot_threshold = opt->snapshot_threshold};
+                              .snapshot_threshold = opt->snapshot_threshold,
+                              .max_batch = MQR_BATCH_MAX};
   int rc = mqr__rgroup_new(&go, &ng->g, err);
   if (rc == 0) rc = mqr__rgroup_open(ng->g, &ng->io, err);
   if (rc) {

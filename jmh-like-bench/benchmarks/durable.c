@@ -35,68 +35,11 @@
 
 #include "bench.h"
 #include "bench_proc.h"
+#include "durable_loop.h"
 #include "mqr/broker.h"
 #include "mqr/client.h"
 
-#define WINDOW 4096
-#define FRAMING 48
-#define FLUSH_EVERY 256
-
-typedef struct {
-  int impl; /* 0 mqr, 1 jetstream, 2 disk */
-  size_t size;
-  char body[1024];
-  char dir[512];
-  /* mqr */
-  pid_t mqrd;
-  char config_path[600];
-  uv_loop_t loop;
-  mqr_client_t *pub, *sub;
-  mqr_client_sub_t *subscription;
-  uint64_t sent, answered, failed, received, acked, flushed;
-  /* jetstream */
-  pid_t server;
-  natsConnection *npub, *nsub;
-  jsCtx *js, *jsub;
-  natsSubscription *nsubscription;
-  _Atomic uint64_t nreceived;
-  /* disk */
-  int fd;
-  uint8_t *buf;
-  size_t off, file_size;
-} st_t;
-
-static void fresh(st_t *s, const char *what) {
-  snprintf(s->dir, sizeof s->dir, "%s/%s-%d", MQR_BENCH_DATA, what, (int)getpid());
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", s->dir, s->dir);
-  if (system(cmd) != 0) abort();
-}
-
-static void remove_dir(st_t *s) {
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", s->dir);
-}
-
-/* ---- mqr over loopback ------------------------------------------------------------------- */
-
-static void on_receipt(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
-  (void)c, (void)f;
-  st_t *s = arg;
-  s->answered++;
-  if (status != 0) s->failed++;
-}
-
-static void on_message(mqr_client_sub_t *sub, const mqr_frame_message_t *m, void *arg) {
-  st_t *s = arg;
-  s->received++;
-  if (s->received - s->acked >= 1000) {
-    mqr_client_ack(sub, m->delivery, true);
-    mqr_client_credit(sub, (uint32_t)(s->received - s->acked));
-    s->acked = s->received;
-  }
-}
+/* ---- mqr over loopback, and JetStream (their runs: durable_loop.h) ------------------------------ */
 
 static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   fresh(s, "mqr");
@@ -123,43 +66,7 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   return 0;
 }
 
-static int run_mqr(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
-  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT,       0, 0,
-                            {"", 0},          NULL,        NULL, 0,       mqr_str_n(s->body, s->size)};
-  uint64_t end = s->sent + ops;
-  while (s->sent < end) {
-    while (s->sent < end && s->sent - s->answered < WINDOW && s->sent - s->received < 2 * WINDOW) {
-      if (mqr_client_send(s->pub, &m, on_receipt, s, NULL) != 0) return mqr_bench_fail(c, "send");
-      s->sent++;
-    }
-    /* As a pipelining client does: sends gather in the client's buffer and go out
-     * every FLUSH_EVERY (one pass that writes and reads without waiting), and the loop
-     * blocks only when the window is full. */
-    bool room = s->sent - s->answered < WINDOW && s->sent - s->received < 2 * WINDOW;
-    if (!room || s->sent - s->flushed >= FLUSH_EVERY) {
-      uv_run(&s->loop, room ? UV_RUN_NOWAIT : UV_RUN_ONCE);
-      s->flushed = s->sent;
-    }
-  }
-  return s->failed ? mqr_bench_fail(c, "%llu sends refused", (unsigned long long)s->failed) : 0;
-}
-
-static int finish_mqr(st_t *s) {
-  s->flushed = s->sent;
-  while (s->received < s->sent || s->answered < s->sent) uv_run(&s->loop, UV_RUN_ONCE);
-  return 0;
-}
-
 static void teardown_mqr(st_t *s) { bench_mqr_close(&s->loop, s->pub, s->sub, s->mqrd); }
-
-/* ---- JetStream ------------------------------------------------------------------------------ */
-
-static void on_js(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *arg) {
-  (void)nc, (void)sub;
-  st_t *s = arg;
-  atomic_fetch_add_explicit(&s->nreceived, 1, memory_order_acq_rel);
-  natsMsg_Destroy(msg);
-}
 
 static int setup_js(mqr_bench_ctx_t *c, st_t *s) {
   fresh(s, "jetstream");
@@ -196,38 +103,6 @@ static int setup_js(mqr_bench_ctx_t *c, st_t *s) {
       natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK)
     return mqr_bench_fail(c, "subscribe: %d", (int)jerr);
   return 0;
-}
-
-static void wait_js(st_t *s, uint64_t n) {
-  while (atomic_load_explicit(&s->nreceived, memory_order_acquire) < n) usleep(200);
-}
-
-static int run_js(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
-  uint64_t end = s->sent + ops;
-  while (s->sent < end) {
-    /* MaxPending stalls the publisher at WINDOW unacknowledged publishes. */
-    natsStatus st = js_PublishAsync(s->js, "bench", s->body, (int)s->size, NULL);
-    if (st == NATS_TIMEOUT) continue;
-    if (st != NATS_OK) return mqr_bench_fail(c, "publish: %s", natsStatus_GetText(st));
-    s->sent++;
-    if (s->sent - atomic_load_explicit(&s->nreceived, memory_order_relaxed) > 2 * WINDOW) wait_js(s, s->sent - WINDOW);
-  }
-  return 0;
-}
-
-static int finish_js(mqr_bench_ctx_t *c, st_t *s) {
-  if (js_PublishAsyncComplete(s->js, NULL) != NATS_OK) return mqr_bench_fail(c, "publish complete");
-  wait_js(s, s->sent);
-  return 0;
-}
-
-static void teardown_js(st_t *s) {
-  natsSubscription_Destroy(s->nsubscription);
-  jsCtx_Destroy(s->js);
-  jsCtx_Destroy(s->jsub);
-  natsConnection_Destroy(s->npub);
-  natsConnection_Destroy(s->nsub);
-  bench_stop(s->server);
 }
 
 /* ---- the disk alone ---------------------------------------------------------------------------- */
@@ -328,14 +203,7 @@ __attribute__((noinline)) static int run_latency(mqr_bench_ctx_t *c, uint64_t op
       if (disk_write(c, s, 1)) return -1;
     return 0;
   }
-  mqr_client_message_t m = {MQR_STR("bench"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT,       0, 0,
-                            {"", 0},          NULL,        NULL, 0,       mqr_str_n(s->body, s->size)};
-  for (uint64_t i = 0; i < ops; i++) {
-    if (mqr_client_send(s->pub, &m, on_receipt, s, NULL) != 0) return mqr_bench_fail(c, "send");
-    s->sent++;
-    while (s->answered < s->sent) uv_run(&s->loop, UV_RUN_ONCE);
-  }
-  return s->failed ? mqr_bench_fail(c, "refused") : 0;
+  return run_mqr_one_by_one(c, s, ops);
 }
 
 static const mqr_bench_def_t latency = {
