@@ -78,14 +78,7 @@ static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
     if (!bench_listening(ports[i])) return mqr_bench_fail(c, "mqrd node %d did not start listening", i + 1);
   int l = find_leader(ports);
   if (l < 0) return mqr_bench_fail(c, "no node leads the group within 20 s");
-  char url[64];
-  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", ports[l]);
-  uv_loop_init(&s->loop);
-  char why[600];
-  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, consumer ? on_message : NULL, s,
-                        why, sizeof why))
-    return mqr_bench_fail(c, "%s", why);
-  return 0;
+  return mqr_clients(c, s, ports[l], consumer);
 }
 
 static void stop_nodes(st_t *s) {
@@ -111,14 +104,7 @@ static int setup_single(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   char *argv[] = {"mqrd", "--config", s->config_path, NULL};
   s->mqrd = bench_spawn(MQR_BENCH_MQRD, argv);
   if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
-  char url[64];
-  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
-  uv_loop_init(&s->loop);
-  char why[600];
-  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, consumer ? on_message : NULL, s,
-                        why, sizeof why))
-    return mqr_bench_fail(c, "%s", why);
-  return 0;
+  return mqr_clients(c, s, port, consumer);
 }
 
 /* ---- JetStream: three servers, a stream of three replicas ---------------------------------------- */
@@ -143,50 +129,15 @@ static int setup_js3(mqr_bench_ctx_t *c, st_t *s) {
   }
   char url[64];
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", ports[0]);
-  double end = bench_now() + 20;
-  natsStatus st = NATS_ERR;
-  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(50000);
-  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
-  jsOptions jo;
-  jsOptions_Init(&jo);
-  jo.PublishAsync.MaxPending = WINDOW;
-  if (natsConnection_JetStream(&s->js, s->npub, &jo) != NATS_OK) return mqr_bench_fail(c, "jetstream context");
-  jsStreamConfig sc;
-  jsStreamConfig_Init(&sc);
-  const char *subjects[] = {"bench"};
-  sc.Name = "BENCH";
-  sc.Subjects = subjects;
-  sc.SubjectsLen = 1;
-  sc.Storage = js_FileStorage;
-  sc.Replicas = 3;
-  jsErrCode jerr = 0;
-  /* (the cluster elects its meta leader first: the stream is made once it can be) */
-  while ((st = js_AddStream(NULL, s->js, &sc, NULL, &jerr)) != NATS_OK && bench_now() < end) usleep(200000);
-  if (st != NATS_OK) return mqr_bench_fail(c, "add a stream of 3 replicas: %s (%d)", natsStatus_GetText(st), (int)jerr);
-  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
-      natsConnection_JetStream(&s->jsub, s->nsub, NULL) != NATS_OK)
-    return mqr_bench_fail(c, "subscriber connection");
-  jsSubOptions so;
-  jsSubOptions_Init(&so);
-  so.Ordered = true;
-  if (js_Subscribe(&s->nsubscription, s->jsub, "bench", on_js, s, NULL, &so, &jerr) != NATS_OK ||
-      natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK)
-    return mqr_bench_fail(c, "subscribe: %d", (int)jerr);
-  return 0;
+  return js_stream(c, s, url, 3, bench_now() + 20);
 }
 
 /* ---- cluster.loopback ------------------------------------------------------------------------------ */
 
 static int setup(mqr_bench_ctx_t *c) {
-  st_t *s = calloc(1, sizeof *s);
-  mqr_bench_set_state(c, s);
-  signal(SIGPIPE, SIG_IGN);
-  const char *impl = mqr_bench_param(c, "impl");
-  s->impl = strcmp(impl, "jetstream") == 0 ? 1 : strcmp(impl, "single") == 0 ? 2 : 0;
-  s->fd = -1;
-  s->size = (size_t)mqr_bench_param_long(c, "size");
-  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
-  memset(s->body, 'm', s->size);
+  static const char *const impls[] = {"mqr", "jetstream", "single"};
+  st_t *s = st_new(c, impls, 3);
+  if (s == NULL) return -1;
   return s->impl == 1 ? setup_js3(c, s) : s->impl == 2 ? setup_single(c, s, true) : setup_nodes(c, s, true);
 }
 
@@ -220,14 +171,9 @@ MQR_BENCH_REGISTER(loopback)
 /* ---- cluster.latency ------------------------------------------------------------------------------- */
 
 static int setup_latency(mqr_bench_ctx_t *c) {
-  st_t *s = calloc(1, sizeof *s);
-  mqr_bench_set_state(c, s);
-  signal(SIGPIPE, SIG_IGN);
-  s->impl = strcmp(mqr_bench_param(c, "impl"), "single") == 0 ? 2 : 0;
-  s->fd = -1;
-  s->size = (size_t)mqr_bench_param_long(c, "size");
-  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
-  memset(s->body, 'm', s->size);
+  static const char *const impls[] = {"mqr", "", "single"}; /* (the same numbers as cluster.loopback's) */
+  st_t *s = st_new(c, impls, 3);
+  if (s == NULL) return -1;
   return s->impl == 2 ? setup_single(c, s, false) : setup_nodes(c, s, false);
 }
 

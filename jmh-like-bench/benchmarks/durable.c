@@ -56,14 +56,7 @@ static int setup_mqr(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
   char *argv[] = {"mqrd", "--config", s->config_path, NULL};
   s->mqrd = bench_spawn(MQR_BENCH_MQRD, argv);
   if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd did not start listening on %d", port);
-  char url[64];
-  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
-  uv_loop_init(&s->loop);
-  char why[600];
-  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, consumer ? on_message : NULL, s,
-                        why, sizeof why))
-    return mqr_bench_fail(c, "%s", why);
-  return 0;
+  return mqr_clients(c, s, port, consumer);
 }
 
 static void teardown_mqr(st_t *s) { bench_mqr_close(&s->loop, s->pub, s->sub, s->mqrd); }
@@ -76,33 +69,7 @@ static int setup_js(mqr_bench_ctx_t *c, st_t *s) {
   snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
   char *argv[] = {"nats-server", "-js", "-sd", s->dir, "-a", "127.0.0.1", "-p", ports, NULL};
   s->server = bench_spawn("/usr/sbin/nats-server", argv);
-  double end = bench_now() + 10;
-  natsStatus st = NATS_ERR;
-  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
-  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
-  jsOptions jo;
-  jsOptions_Init(&jo);
-  jo.PublishAsync.MaxPending = WINDOW;
-  if (natsConnection_JetStream(&s->js, s->npub, &jo) != NATS_OK) return mqr_bench_fail(c, "jetstream context");
-  jsStreamConfig sc;
-  jsStreamConfig_Init(&sc);
-  const char *subjects[] = {"bench"};
-  sc.Name = "BENCH";
-  sc.Subjects = subjects;
-  sc.SubjectsLen = 1;
-  sc.Storage = js_FileStorage;
-  jsErrCode jerr = 0;
-  if (js_AddStream(NULL, s->js, &sc, NULL, &jerr) != NATS_OK) return mqr_bench_fail(c, "add stream: %d", (int)jerr);
-  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
-      natsConnection_JetStream(&s->jsub, s->nsub, NULL) != NATS_OK)
-    return mqr_bench_fail(c, "subscriber connection");
-  jsSubOptions so;
-  jsSubOptions_Init(&so);
-  so.Ordered = true;
-  if (js_Subscribe(&s->nsubscription, s->jsub, "bench", on_js, s, NULL, &so, &jerr) != NATS_OK ||
-      natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK)
-    return mqr_bench_fail(c, "subscribe: %d", (int)jerr);
-  return 0;
+  return js_stream(c, s, url, 1, bench_now() + 10);
 }
 
 /* ---- the disk alone ---------------------------------------------------------------------------- */
@@ -144,15 +111,9 @@ static int run_disk(mqr_bench_ctx_t *c, st_t *s, uint64_t ops) {
 /* ---- durable.loopback ----------------------------------------------------------------------------- */
 
 static int setup(mqr_bench_ctx_t *c) {
-  st_t *s = calloc(1, sizeof *s);
-  mqr_bench_set_state(c, s);
-  signal(SIGPIPE, SIG_IGN);
-  const char *impl = mqr_bench_param(c, "impl");
-  s->impl = strcmp(impl, "jetstream") == 0 ? 1 : strcmp(impl, "disk") == 0 ? 2 : 0;
-  s->fd = -1;
-  s->size = (size_t)mqr_bench_param_long(c, "size");
-  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
-  memset(s->body, 'm', s->size);
+  static const char *const impls[] = {"mqr", "jetstream", "disk"};
+  st_t *s = st_new(c, impls, 3);
+  if (s == NULL) return -1;
   return s->impl == 1 ? setup_js(c, s) : s->impl == 2 ? setup_disk(c, s) : setup_mqr(c, s, true);
 }
 
@@ -185,14 +146,9 @@ MQR_BENCH_REGISTER(loopback)
 /* ---- durable.latency --------------------------------------------------------------------------- */
 
 static int setup_latency(mqr_bench_ctx_t *c) {
-  st_t *s = calloc(1, sizeof *s);
-  mqr_bench_set_state(c, s);
-  signal(SIGPIPE, SIG_IGN);
-  s->impl = strcmp(mqr_bench_param(c, "impl"), "disk") == 0 ? 2 : 0;
-  s->fd = -1;
-  s->size = (size_t)mqr_bench_param_long(c, "size");
-  if (s->size > sizeof s->body) return mqr_bench_fail(c, "size %zu", s->size);
-  memset(s->body, 'm', s->size);
+  static const char *const impls[] = {"mqr", "", "disk"}; /* (the same numbers as durable.loopback's) */
+  st_t *s = st_new(c, impls, 3);
+  if (s == NULL) return -1;
   return s->impl == 2 ? setup_disk(c, s) : setup_mqr(c, s, false);
 }
 

@@ -6,6 +6,7 @@
 #define MQR_BENCH_DURABLE_LOOP_H
 
 #include <nats/nats.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,77 @@ static inline void teardown_js(st_t *s) {
   natsConnection_Destroy(s->npub);
   natsConnection_Destroy(s->nsub);
   bench_stop(s->server);
+}
+
+/* A benchmark's state, made its own: impl (the index of the `impl` parameter's value in
+ * impls, n of them), and a body of its `size` parameter; NULL (the trial failed) for an
+ * impl the benchmark does not have or a size past the body's room. */
+static inline st_t *st_new(mqr_bench_ctx_t *c, const char *const *impls, int n) {
+  st_t *s = calloc(1, sizeof *s);
+  mqr_bench_set_state(c, s);
+  signal(SIGPIPE, SIG_IGN);
+  const char *impl = mqr_bench_param(c, "impl");
+  s->impl = -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(impl, impls[i]) == 0) s->impl = i;
+  if (s->impl < 0) {
+    mqr_bench_fail(c, "impl=%s: not one of this benchmark's", impl);
+    return NULL;
+  }
+  s->fd = -1;
+  s->size = (size_t)mqr_bench_param_long(c, "size");
+  if (s->size > sizeof s->body) {
+    mqr_bench_fail(c, "size %zu", s->size);
+    return NULL;
+  }
+  memset(s->body, 'm', s->size);
+  return s;
+}
+
+/* The JetStream side once its server(s) run: a publisher connected to url (retried until
+ * `end`), a file stream BENCH of `replicas` on subject bench (retried until then: a
+ * cluster elects its meta leader first) and an ordered push consumer of it. */
+static inline int js_stream(mqr_bench_ctx_t *c, st_t *s, const char *url, int replicas, double end) {
+  natsStatus st = NATS_ERR;
+  while (bench_now() < end && (st = natsConnection_ConnectTo(&s->npub, url)) != NATS_OK) usleep(20000);
+  if (st != NATS_OK) return mqr_bench_fail(c, "nats-server did not start: %s", natsStatus_GetText(st));
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = WINDOW;
+  if (natsConnection_JetStream(&s->js, s->npub, &jo) != NATS_OK) return mqr_bench_fail(c, "jetstream context");
+  jsStreamConfig sc;
+  jsStreamConfig_Init(&sc);
+  const char *subjects[] = {"bench"};
+  sc.Name = "BENCH";
+  sc.Subjects = subjects;
+  sc.SubjectsLen = 1;
+  sc.Storage = js_FileStorage;
+  sc.Replicas = replicas;
+  jsErrCode jerr = 0;
+  while ((st = js_AddStream(NULL, s->js, &sc, NULL, &jerr)) != NATS_OK && bench_now() < end) usleep(200000);
+  if (st != NATS_OK) return mqr_bench_fail(c, "add a stream of %d replica(s): %d", replicas, (int)jerr);
+  if (natsConnection_ConnectTo(&s->nsub, url) != NATS_OK ||
+      natsConnection_JetStream(&s->jsub, s->nsub, NULL) != NATS_OK)
+    return mqr_bench_fail(c, "subscriber connection");
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Ordered = true;
+  if (js_Subscribe(&s->nsubscription, s->jsub, "bench", on_js, s, NULL, &so, &jerr) != NATS_OK ||
+      natsSubscription_SetPendingLimits(s->nsubscription, -1, -1) != NATS_OK)
+    return mqr_bench_fail(c, "subscribe: %d", (int)jerr);
+  return 0;
+}
+
+/* The mqr side once mqrd listens on port: a producer and (with consumer) a consumer. */
+static inline int mqr_clients(mqr_bench_ctx_t *c, st_t *s, int port, bool consumer) {
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  uv_loop_init(&s->loop);
+  char why[600];
+  if (bench_mqr_connect(&s->loop, url, &s->pub, &s->sub, &s->subscription, 2 * WINDOW, consumer ? on_message : NULL, s,
+                        why, sizeof why))
+    return mqr_bench_fail(c, "%s", why);
+  return 0;
 }
 
 /* One durable send at a time, each waiting for its answer (the latency benchmarks). */

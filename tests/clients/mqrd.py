@@ -86,6 +86,15 @@ class Mqrd:
             raise AssertionError("mqrd exited %s: %s" % (code, self.log_text()[-3000:]))
 
 
+def free_port():
+    """A port nothing listens on now, on 127.0.0.1 (for a listener the test configures)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def self_signed(directory):
     """A self-signed P-256 certificate for localhost and 127.0.0.1: (cert.pem, key.pem) in directory."""
     cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,18 +35,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "clients"))
 from faultproxy import FaultProxy  # noqa: E402
-from mqrd import Mqrd  # noqa: E402
+from mqrd import Mqrd, free_port  # noqa: E402
 
 MQRD, MQR = None, None
 SECONDS = float(os.environ.get("NEMESIS_SECONDS", "30"))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def mqr(*args, timeout=60):
