@@ -257,6 +257,51 @@ int mqr_broker_cluster_transfer(mqr_broker_t *b, uint32_t g, uint64_t to, mqr_er
   return mqr_error_set(err, rc, "group %u: node %llu is not a voter of it (or this node)", g, (unsigned long long)to);
 }
 
+typedef struct {
+  mqr_broker_t *b;
+  uint32_t g;
+  uint64_t id;
+  bool add;
+} change_t;
+
+static void change_done(void *arg, int status) {
+  change_t *ch = arg;
+  if (status == 0)
+    mqr__log(ch->b, MQR_LOG_INFO, "cluster: group %u: node %llu %s", ch->g, (unsigned long long)ch->id,
+             ch->add ? "added as a voter" : "removed");
+  else
+    mqr__log(ch->b, MQR_LOG_WARN, "cluster: group %u: node %llu not %s: %s", ch->g, (unsigned long long)ch->id,
+             ch->add ? "added" : "removed", mqr_strerror(status));
+  mqr_free(ch);
+}
+
+int mqr_broker_cluster_change(mqr_broker_t *b, uint64_t id, const char *address, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL) return mqr_error_set(err, MQR_ENOTFOUND, "this broker is not in a cluster");
+  char ga[64];
+  if (id == 0 || (address && !mqr__cluster_group_address(address, mqr__cluster_groups(d->cluster) - 1, ga, sizeof ga)))
+    return mqr_error_set(err, MQR_EINVAL, "a node needs an id (1..) and an address IP:PORT");
+  int asked = 0;
+  for (uint32_t g = 0; g < mqr__cluster_groups(d->cluster); g++) {
+    mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, g);
+    if (!mqr__rgroup_leading(gr)) continue;
+    change_t *ch = mqr_malloc(sizeof *ch);
+    if (ch == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+    *ch = (change_t){b, g, id, address != NULL};
+    if (address) mqr__cluster_group_address(address, g, ga, sizeof ga);
+    int rc = address ? mqr__rgroup_add(gr, id, ga, change_done, ch) : mqr__rgroup_remove(gr, id, change_done, ch);
+    if (rc) {
+      mqr_free(ch);
+      return mqr_error_set(err, rc, "group %u: node %llu cannot be %s now (%s)", g, (unsigned long long)id,
+                           address ? "added (already a member, or a change in progress)"
+                                   : "removed (not a member, or a change in progress)",
+                           mqr_strerror(rc));
+    }
+    asked++;
+  }
+  return asked;
+}
+
 /* ---- opening and closing ------------------------------------------------------------------------- */
 
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
@@ -280,6 +325,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .election_timeout = cc->election_timeout_ms,
                               .heartbeat_timeout = cc->heartbeat_timeout_ms,
                               .snapshot_threshold = cc->snapshot_threshold,
+                              .join = cc->join,
                               .leadership = leadership,
                               .arg = b};
   int rc = mqr__cluster_open(b->loop, &o, &d->cluster, err);

@@ -35,10 +35,14 @@ const char mqr_usage_queue[] =
 const char mqr_usage_cluster[] =
     "usage: mqr cluster [--url URL,...] [--json] status\n"
     "       mqr cluster [--url URL,...] transfer-leader GROUP [NODE]\n"
+    "       mqr cluster --url URL,... add-node NODE ADDRESS | remove-node NODE\n"
     "  status: the node's replication groups (docs/cluster.md): which node leads each, the\n"
     "  Raft term, commit and applied index, the messages the group holds, and on the leader\n"
     "  how many log entries each follower is behind (lag.NODE). transfer-leader: the node that\n"
     "  leads GROUP hands it to NODE (or to a follower it picks); run it against the leader.\n"
+    "  add-node: node NODE (started with join: true) becomes a voter of every group, reached at\n"
+    "  ADDRESS (its bind); remove-node: NODE leaves them. Each is asked of every node given\n"
+    "  (each changes the groups it leads): give them all.\n"
     "  Both need manage on the address $sys.mqr.cluster.\n" CLI_URLS_USAGE CLI_TLS_USAGE;
 
 /* A value as text: strings and bytes with what is not printable escaped. */
@@ -225,5 +229,14 @@ int mqr_cmd_cluster(int argc, char **argv) {
   if (o.n == 1 && mqr_str_eq(o.args[0], MQR_STR("status"))) return manage(o.url, "cluster.status", NULL, 0, o.json);
   if (o.n >= 2 && o.n <= 3 && mqr_str_eq(o.args[0], MQR_STR("transfer-leader")))
     return manage(o.url, "cluster.transfer", o.args + 1, o.n - 1, false);
-  return cli_usage_error(mqr_usage_cluster, "give status, or transfer-leader GROUP [NODE]");
+  bool add = o.n == 3 && mqr_str_eq(o.args[0], MQR_STR("add-node"));
+  if (add || (o.n == 2 && mqr_str_eq(o.args[0], MQR_STR("remove-node")))) {
+    char urls[CLI_MAX_URLS][512];
+    int n = cli_urls(o.url, urls), failed = 0;
+    for (int i = 0; i < n; i++) /* every node: each changes the groups it leads */
+      failed += manage(urls[i], add ? "cluster.add" : "cluster.remove", o.args + 1, o.n - 1, false) != 0;
+    return failed ? 1 : 0;
+  }
+  return cli_usage_error(mqr_usage_cluster, "give status, transfer-leader GROUP [NODE], add-node NODE ADDRESS or "
+                                            "remove-node NODE");
 }

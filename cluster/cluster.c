@@ -81,6 +81,10 @@ static bool group_address(const char *address, uint32_t g, char *out, size_t cap
   return n > 0 && (size_t)n < cap;
 }
 
+bool mqr__cluster_group_address(const char *address, uint32_t g, char *out, size_t cap) {
+  return group_address(address, g, out, cap);
+}
+
 uint32_t mqr__cluster_group_of(const mqr__cluster_t *c, mqr_str_t address) {
   uint32_t h = 2166136261u; /* FNV-1a: the same on every node and every build */
   for (size_t i = 0; i < address.len; i++) h = (h ^ (uint8_t)address.ptr[i]) * 16777619u;
@@ -157,7 +161,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     group_address(opt->peers[i].address, ng->index, addrs[i], sizeof addrs[i]);
     ids[i + 1] = opt->peers[i].id, ap[i + 1] = addrs[i];
   }
-  rc = mqr__rgroup_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);
+  rc = opt->join ? 0 : mqr__rgroup_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);
   if (rc == 0) rc = mqr__rgroup_start(ng->g, err);
   return rc;
 }

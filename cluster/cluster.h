@@ -39,6 +39,7 @@ typedef struct {
   unsigned election_timeout; /* ms; 0: 1000 */
   unsigned heartbeat_timeout;
   unsigned snapshot_threshold;
+  bool join; /* a node added to a running cluster: its groups start empty, not bootstrapped */
   /* This node leads group g now (true) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, uint32_t g, bool leader);
   void *arg;
@@ -53,6 +54,9 @@ int mqr__cluster_open(uv_loop_t *loop, const mqr__cluster_options_t *opt, mqr__c
 void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg);
 
 uint32_t mqr__cluster_groups(const mqr__cluster_t *c);
+/* A node's address for group g ("IP:PORT" with PORT moved by g) into out: false if the
+ * address does not read. */
+bool mqr__cluster_group_address(const char *address, uint32_t g, char *out, size_t cap);
 uint32_t mqr__cluster_group_of(const mqr__cluster_t *c, mqr_str_t address);
 mqr__rgroup_t *mqr__cluster_group(mqr__cluster_t *c, uint32_t g);
 mqr__rstate_t *mqr__cluster_state(mqr__cluster_t *c, uint32_t g);

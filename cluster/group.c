@@ -195,6 +195,7 @@ static void settings(mqr__rgroup_t *g) {
   raft_set_heartbeat_timeout(g->r, opt->heartbeat_timeout_ms ? opt->heartbeat_timeout_ms : 100);
   raft_set_snapshot_threshold(g->r, opt->snapshot_threshold ? opt->snapshot_threshold : 1024);
   raft_set_snapshot_trailing(g->r, opt->snapshot_trailing ? opt->snapshot_trailing : 128);
+  raft_set_pre_vote(g->r, true); /* a node cut off (or removed) does not bump the term when it comes back */
   g->r->data = g;
 }
 
@@ -388,4 +389,53 @@ int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bo
     return rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINVAL;
   }
   return 0;
+}
+
+/* ---- membership ------------------------------------------------------------------------------- */
+
+typedef struct {
+  struct raft_change req;
+  mqr__rgroup_t *g;
+  uint64_t id;
+  bool promote; /* an add: its assignment as voter follows */
+  void (*cb)(void *arg, int status);
+  void *arg;
+} change_t;
+
+static int from_raft(int rc) {
+  return rc == 0                                             ? 0
+         : rc == RAFT_NOMEM                                  ? MQR_ENOMEM
+         : rc == RAFT_NOTLEADER || rc == RAFT_LEADERSHIPLOST ? MQR_ENOTLEADER
+                                                             : MQR_EINVAL;
+}
+
+static void changed(struct raft_change *req, int status) {
+  change_t *ch = req->data;
+  if (status == 0 && ch->promote) { /* added as a spare: now a voter (libraft catches it up first) */
+    ch->promote = false;
+    int rc = raft_assign(ch->g->r, &ch->req, ch->id, RAFT_VOTER, changed);
+    if (rc == 0) return;
+    status = rc;
+  }
+  if (ch->cb) ch->cb(ch->arg, from_raft(status));
+  mqr_free(ch);
+}
+
+static int change(mqr__rgroup_t *g, uint64_t id, const char *address, void (*cb)(void *arg, int status), void *arg) {
+  if (!g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  change_t *ch = mqr_calloc(1, sizeof *ch);
+  if (ch == NULL) return MQR_ENOMEM;
+  *ch = (change_t){.g = g, .id = id, .promote = address != NULL, .cb = cb, .arg = arg};
+  ch->req.data = ch;
+  int rc = address ? raft_add(g->r, &ch->req, id, address, changed) : raft_remove(g->r, &ch->req, id, changed);
+  if (rc) mqr_free(ch);
+  return from_raft(rc);
+}
+
+int mqr__rgroup_add(mqr__rgroup_t *g, uint64_t id, const char *address, void (*cb)(void *arg, int status), void *arg) {
+  return change(g, id, address, cb, arg);
+}
+
+int mqr__rgroup_remove(mqr__rgroup_t *g, uint64_t id, void (*cb)(void *arg, int status), void *arg) {
+  return change(g, id, NULL, cb, arg);
 }

@@ -109,6 +109,13 @@ void *mqr__rgroup_owner(const mqr__rgroup_t *g);
  * MQR_EINVAL (not a voter), MQR_ENOMEM. */
 int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg);
 
+/* A Raft configuration change on the leader: node `id` added (as a spare, then promoted to
+ * voter once it has caught up) at `address`, or removed. cb(arg, status) once committed
+ * (0) or not (an MQR_ error). 0 once asked, MQR_ENOTLEADER, MQR_EINVAL (libraft refused:
+ * an id already there or not there, a change in progress), MQR_ENOMEM. */
+int mqr__rgroup_add(mqr__rgroup_t *g, uint64_t id, const char *address, void (*cb)(void *arg, int status), void *arg);
+int mqr__rgroup_remove(mqr__rgroup_t *g, uint64_t id, void (*cb)(void *arg, int status), void *arg);
+
 bool mqr__rgroup_leading(const mqr__rgroup_t *g);
 /* The leader this node knows of: its id (0: none known) and address (NULL then). */
 raft_id mqr__rgroup_leader(const mqr__rgroup_t *g, const char **address);

@@ -81,7 +81,7 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "cluster")) return;
   cc->enabled = true;
   static const char known[] = "node-id, bind, peers, groups, directory, election-timeout, heartbeat-timeout, "
-                              "snapshot-threshold";
+                              "snapshot-threshold, join";
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "cluster")) continue;
     int64_t v;
@@ -99,6 +99,8 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
       }
       mqr_free(c->cfg->cluster_dir);
       cc->directory = c->cfg->cluster_dir = mqr__cfg_dup_n(c, s.ptr, s.len);
+    } else if (mqr_str_eq(p.name, MQR_STR("join"))) {
+      mqr__cfg_get_bool(c, &p, &cc->join);
     } else if (mqr_str_eq(p.name, MQR_STR("groups"))) {
       if (mqr__cfg_get_int(c, &p, false, 1, 64, &v)) cc->groups = (uint32_t)v;
     } else if (mqr_str_eq(p.name, MQR_STR("election-timeout"))) {

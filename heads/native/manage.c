@@ -247,11 +247,27 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
       snprintf(text, tcap, "group %lld's leadership moving to node %lld", v[0], v[1]);
     else
       snprintf(text, tcap, "group %lld's leadership moving to a follower", v[0]);
+  } else if (arg_is(op, "cluster.add") || arg_is(op, "cluster.remove")) {
+    bool add = arg_is(op, "cluster.add");
+    if (add) {
+      NEED(2, 2, "NODE ADDRESS");
+    } else {
+      NEED(1, 1, "NODE");
+    }
+    char num[24], addr[64], *end;
+    snprintf(num, sizeof num, "%.*s", (int)(a[0].len < 23 ? a[0].len : 23), a[0].ptr);
+    long long id = strtoll(num, &end, 10);
+    if (a[0].len == 0 || *end || id < 1) return mqr_error_set(err, MQR_EINVAL, "NODE must be a node's id (1..)");
+    if (add) snprintf(addr, sizeof addr, "%.*s", (int)(a[1].len < 63 ? a[1].len : 63), a[1].ptr);
+    if ((r = mqr_broker_cluster_change(b, (uint64_t)id, add ? addr : NULL, err)) < 0) return (int)r;
+    *count = r;
+    snprintf(text, tcap, "node %lld %s in %lld group(s) this node leads", id, add ? "being added" : "being removed",
+             (long long)r);
   } else {
     return mqr_error_set(err, MQR_EINVAL,
                          "unknown operation '%.*s' (address.create, address.delete, queue.create, queue.delete, "
                          "queue.purge, queue.pause, queue.resume, queue.browse, queue.move, queue.consumers, "
-                         "cluster.status, cluster.transfer)",
+                         "cluster.status, cluster.transfer, cluster.add, cluster.remove)",
                          (int)op.len, op.ptr);
   }
 #undef NEED
@@ -271,7 +287,8 @@ static int authorize(mqr__conn_t *c, mqr_str_t op, const mqr_str_t *a, size_t n,
   mqr_broker_t *b = c->b;
   mqr__principal_t *who = mqr__session_principal(&c->sess);
   /* The cluster's: manage on the address $sys.mqr.cluster (a '#' match gives it). */
-  if (arg_is(op, "cluster.status") || arg_is(op, "cluster.transfer"))
+  if (arg_is(op, "cluster.status") || arg_is(op, "cluster.transfer") || arg_is(op, "cluster.add") ||
+      arg_is(op, "cluster.remove"))
     return mqr__may(b, who, MQR_PERM_MANAGE, MQR_STR("$sys.mqr.cluster"), err) ? 0 : MQR_EPERM;
   if (n == 0) return 0; /* a usage error follows */
   bool look = arg_is(op, "queue.browse") || arg_is(op, "queue.consumers");

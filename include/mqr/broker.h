@@ -365,6 +365,14 @@ MQR_EXTERN uint64_t mqr_broker_cluster_groups(mqr_broker_t *b, void (*fn)(void *
  * voter of it (err says which). */
 MQR_EXTERN int mqr_broker_cluster_transfer(mqr_broker_t *b, uint32_t g, uint64_t to, mqr_error_t *err);
 
+/* A change of the cluster's membership, made by every group this node leads (a Raft
+ * configuration change each): node `id` added at `address` (its group 0's "IP:PORT"; it
+ * was started with `join: true`), caught up and made a voter; or (address NULL) node `id`
+ * removed. Returns how many groups were asked (the outcome of each is logged), or an
+ * error: MQR_ENOTFOUND without a cluster, MQR_EINVAL (err says why). A group this node
+ * does not lead is left to its leader: run it against every node. */
+MQR_EXTERN int mqr_broker_cluster_change(mqr_broker_t *b, uint64_t id, const char *address, mqr_error_t *err);
+
 /* The bytes an address holds (its messages, stored once however many queues hold them). */
 MQR_EXTERN int64_t mqr_broker_address_size(const mqr_broker_t *b, mqr_str_t address);
 

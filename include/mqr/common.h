@@ -63,7 +63,7 @@ extern "C" {
   XX(EBUSY, -38, "in use by another process")                                                                          \
   XX(EAUTH, -39, "authentication failed")                                                                              \
   XX(EPERM, -40, "not authorized")                                                                                     \
-  XX(ENOTLEADER, -41, "not the leader of the replication group")                                                     \
+  XX(ENOTLEADER, -41, "not the leader of the replication group")                                                       \
   XX(EINDOUBT, -42, "outcome unknown: the leader changed before it committed")
 
 typedef enum {

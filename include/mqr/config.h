@@ -154,6 +154,7 @@ typedef struct {
   uint32_t election_timeout_ms;  /* 500 (libraft waits a random time between it and twice it) */
   uint32_t heartbeat_timeout_ms; /* 100 */
   uint32_t snapshot_threshold;   /* log entries between snapshots: 1024 */
+  bool join;                     /* added to a running cluster (mqr cluster add-node): not bootstrapped */
   uint32_t line, column;         /* of the section; 0 when absent */
 } mqr_cluster_config_t;
 

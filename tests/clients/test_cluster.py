@@ -209,6 +209,43 @@ class Cluster(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("led by node %d" % (to + 1), r.stderr)
 
+    def test_5_a_node_added_and_one_removed(self):
+        """A fourth node started with join: true is added to the group (mqr cluster add-node)
+        and catches up; a follower is removed and stopped; with the other original
+        follower killed, the leader and the new node are a majority and serve."""
+        l, _ = self.leader()
+        self.drain(l, 1)
+        urls = ",".join(self.url(i) for i in range(3))
+        mqr("send", "--url", urls, "--durable", "--body", "before", "--count", "5", "orders")
+        raft4 = free_port()
+        cfg = config(3, self.raft + [raft4], os.path.join(self.dir, "n4")).replace("node-id: 4", "node-id: 4\n  join: true")
+        self.nodes.append(Mqrd(MQRD, cfg))
+        r = mqr("cluster", "add-node", "4", "127.0.0.1:%d" % raft4, "--url", urls)
+        self.assertIn("node 4 being added in 1 group(s)", r.stdout)
+        deadline = time.time() + 20
+        while True:  # a voter, caught up: the leader sees it at lag 0
+            lead = self.status(l)[0]
+            if lead.get("lag.4") == 0 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(lead.get("lag.4"), 0)
+        four = self.status(3)[0]
+        self.assertEqual(four["leader"], l + 1)
+        self.assertGreaterEqual(four["messages"], 5)  # the replicated state came to it
+        f, f2 = [i for i in range(3) if i != l]
+        r = mqr("cluster", "remove-node", str(f + 1), "--url", urls)
+        self.assertIn("node %d being removed" % (f + 1), r.stdout)
+        deadline = time.time() + 20
+        while "lag.%d" % (f + 1) in self.status(l)[0] and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertNotIn("lag.%d" % (f + 1), self.status(l)[0])
+        self.nodes[f].stop()
+        self.nodes[f2].stop(signal.SIGKILL)
+        r = mqr("send", "--url", self.url(l), "--durable", "--body", "with-four", "orders")
+        self.assertIn("OK 1", r.stdout)
+        self.assertEqual(self.drain(l, 6), ["before"] * 5 + ["with-four"])
+        self.nodes[f2].start()  # (it stops cleanly at the end)
+
 
 if __name__ == "__main__":
     MQRD, MQR = sys.argv[1], sys.argv[2]

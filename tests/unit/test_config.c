@@ -175,6 +175,7 @@ static const char every_key[] =
     "  election-timeout: 2s\n"
     "  heartbeat-timeout: 200ms\n"
     "  snapshot-threshold: 4096\n"
+    "  join: true\n"
     "addresses:\n"
     "  a/b:\n"
     "    routing-types: ANYCAST,MULTICAST\n"
@@ -303,6 +304,7 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->election_timeout_ms, 2000);
   assert_int_equal(cc->heartbeat_timeout_ms, 200);
   assert_int_equal(cc->snapshot_threshold, 4096);
+  assert_true(cc->join);
   assert_int_equal(mqr_address_routing_types(a).bits, 3);
   mqr_queue_t *q = mqr_router_find_queue(&r, MQR_STR("q1"));
   assert_false(mqr_queue_durable(q));
