@@ -208,6 +208,10 @@ typedef struct {
               const struct mqr__send_s *s, const mqr_broker_receipt_t *r, bool durable, mqr_error_t *err);
   /* A queue's broker state was made: a durable queue made at run time is recorded. */
   void (*queue_made)(mqr_broker_t *b, struct mqr__bq_s *bq);
+  /* With a cluster (b->clustered): 0 when this node may put a message on these queues
+   * now, MQR_ENOTLEADER (err names the leader) when one is a replicated queue whose group
+   * another node leads. */
+  int (*serves)(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err);
 } mqr__persist_ops_t;
 
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */
@@ -260,6 +264,7 @@ struct mqr_broker_s {
   mqr__session_t inproc;                   /* in-process consumers' */
   struct mqr__durable_s *dur;              /* the journal and what it holds (durable.h); NULL: no persistence */
   const mqr__persist_ops_t *persist;       /* its ops for the send path (set with dur) */
+  bool clustered;                          /* it has replicated queues (replicate.c): sends ask persist->serves */
   struct mqr__sec_s *sec;                  /* users, security-settings, principals (auth.c) */
   struct mqr__net_s *net;                  /* the connection layer: listeners and connections; NULL without listen */
   uv_idle_t idle;                          /* started when a head has work for the next pass (writes, resumes) */

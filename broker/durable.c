@@ -449,8 +449,17 @@ static void handle_closed(uv_handle_t *h) {
 }
 
 /* The send path's view of the journal and the pages (broker_int.h). */
-static const mqr__persist_ops_t journal_ops = {mqr__durable_send, mqr__durable_answer, mqr__pager_wants,
-                                               mqr__pager_send, mqr__durable_queue_made};
+static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err) {
+  for (uint32_t i = 0; i < n; i++) {
+    mqr__bq_t *bq = mqr_queue_data(targets[i]);
+    int rc = bq ? mqr__replicate_serves(b, bq, err) : 0;
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static const mqr__persist_ops_t journal_ops = {mqr__durable_send, mqr__durable_answer,     mqr__pager_wants,
+                                               mqr__pager_send,   mqr__durable_queue_made, serves};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);

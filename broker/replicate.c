@@ -332,6 +332,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
   if (rc) return rc;
   for (uint32_t g = 0; g < mqr__cluster_groups(d->cluster); g++)
     mqr__rgroup_set_owner(mqr__cluster_group(d->cluster, g), d);
+  b->clustered = true;
   mqr__log(b, MQR_LOG_INFO, "cluster: node %llu at %s, %u peer(s), %u group(s); logs in %s",
            (unsigned long long)cc->node_id, cc->bind, cc->n_peers, mqr__cluster_groups(d->cluster), dir);
   return 0;
@@ -340,6 +341,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
 static void cluster_closed(void *arg) {
   mqr_broker_t *b = arg;
   b->dur->cluster = NULL;
+  b->clustered = false;
   mqr__broker_handle_closed(b);
 }
 

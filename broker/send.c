@@ -199,6 +199,13 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
     return b->persist->send(b, m, res.queues, res.count, s, r, err);
   }
 
+  if (b->clustered) { /* (a non-durable message to a replicated queue: only where it is served) */
+    int refused = b->persist->serves(b, res.queues, res.count, err);
+    if (refused) {
+      mqr__msg_release(b, (m->refs = 1, m));
+      return refused;
+    }
+  }
   uint32_t taken = 0;
   for (uint32_t i = 0; i < res.count; i++) {
     mqr__bq_t *bq = mqr__bq_of(b, res.queues[i]);

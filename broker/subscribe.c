@@ -162,7 +162,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' is being deleted", (int)mqr_queue_name(q).len,
                          mqr_queue_name(q).ptr);
   }
-  if (bq && b->dur && b->dur->cluster && (rc = mqr__replicate_serves(b, bq, err)) != 0) {
+  if (bq && b->clustered && (rc = mqr__replicate_serves(b, bq, err)) != 0) {
     mqr_filter_free(sel); /* a replicated queue is served by its group's leader */
     if (temporary) mqr__queue_drop(b, bq);
     return rc;

@@ -94,6 +94,9 @@ class Cluster(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("ENOTLEADER", r.stderr)
         self.assertIn("led by node %d" % (l + 1), r.stderr)
+        r = mqr("send", "--url", self.url(f), "--body", "not-durable", "orders", check=False)  # not a black hole
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("ENOTLEADER", r.stderr)
         # answered OK by the leader: 30 bodies, 10 each
         for b in range(30):
             r = mqr("send", "--url", self.url(l), "--durable", "--body", "b%02d" % b, "--count", "10", "orders")
