@@ -140,7 +140,7 @@ static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
   uint64_t seq = d->pend_head + d->pend_n++;
   mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
   mqr__producer_t *prod = s->producer;
-  *p = (mqr__pend_t){NULL, NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, {0, 0, 0}, NULL};
+  *p = (mqr__pend_t){NULL, NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, false, {0, 0, 0}, NULL};
   if (prod) prod->pending++;
   return p;
 }
@@ -299,6 +299,14 @@ static void reopen(uv_timer_t *t) {
 /* A send waiting for owner (the journal: d; a replication group) is durable (status 0)
  * or not. Callbacks come in append order, one per send: the oldest answer waiting for
  * owner and not yet done is this one. */
+void mqr__durable_pend_forwarded(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
+                                 const mqr_broker_receipt_t *r) {
+  mqr__pend_t *p = pend_push(d, s);
+  p->wait = owner;
+  p->forwarded = true;
+  if (r) p->r = *r;
+}
+
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr_broker_t *b = d->b;
   mqr__pend_t *p = oldest_waiting(d, owner);
@@ -306,6 +314,20 @@ void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr__msg_t *m = p->m;
   p->m = NULL;
   p->done = true;
+  if (p->forwarded) { /* the leader has it (status 0) or said why not */
+    if (status) {
+      mqr_error_t e;
+      p->status = status == MQR_ENOTLEADER ? MQR_ENOTLEADER : MQR_EINDOUBT;
+      mqr_error_set(&e, p->status, "%s",
+                    p->status == MQR_ENOTLEADER
+                        ? "the node this one forwarded the message to no longer leads its group: send it again"
+                        : "the node this one forwarded the message to did not answer (it may have it): send it again "
+                          "(at least once)");
+      p->err = copy_err(&e);
+    }
+    drain(d);
+    return;
+  }
   if (status != 0) {
     mqr_error_t e;
     if (owner == d) {
@@ -449,6 +471,11 @@ static void handle_closed(uv_handle_t *h) {
 }
 
 /* The send path's view of the journal and the pages (broker_int.h). */
+static int forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r, int refusal,
+                   mqr_error_t *err) {
+  return mqr__replicate_forward(b, m, s, r, refusal, err);
+}
+
 static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err) {
   for (uint32_t i = 0; i < n; i++) {
     mqr__bq_t *bq = mqr_queue_data(targets[i]);
@@ -458,8 +485,13 @@ static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_
   return 0;
 }
 
-static const mqr__persist_ops_t journal_ops = {mqr__durable_send, mqr__durable_answer,     mqr__pager_wants,
-                                               mqr__pager_send,   mqr__durable_queue_made, serves};
+static const mqr__persist_ops_t journal_ops = {mqr__durable_send,
+                                               mqr__durable_answer,
+                                               mqr__pager_wants,
+                                               mqr__pager_send,
+                                               mqr__durable_queue_made,
+                                               serves,
+                                               forward};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);
@@ -604,6 +636,7 @@ void mqr__durable_free(mqr_broker_t *b) {
   for (uint32_t i = 0; i < d->pend_n; i++) mqr_free(d->pend[(d->pend_head + i) & (d->pend_cap - 1)].err);
   mqr_free(d->pend);
   mqr_free(d->tgt);
+  mqr_free(d->fwd);
   mqr__jfiles_free(d);
   mqr_journal_unlock(d->lock_fd);
   mqr_free(d->dir);

@@ -61,6 +61,7 @@ typedef struct {
   uint32_t n;
   int status;
   bool done;
+  bool forwarded; /* sent on to its group's leader: the leader's receipt is its answer */
   mqr_broker_receipt_t r;
   mqr_error_t *err; /* an error's text; NULL: none, or no memory for it */
 } mqr__pend_t;
@@ -105,8 +106,10 @@ struct mqr__durable_s {
   uv_idle_t page_idle; /* pagers whose records became readable are run at the next pass */
   bool page_idle_on;
   struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
-  bool cluster_silent;            /* entries leave the group's queues without records */
-  uint64_t cluster_dropped;       /* entry records a group did not take (no longer its leader) */
+  struct mqr__fwd_s *fwd;         /* a client per peer with a url, sends forwarded to it (replicate.c) */
+  uint32_t n_fwd;
+  bool cluster_silent;      /* entries leave the group's queues without records */
+  uint64_t cluster_dropped; /* entry records a group did not take (no longer its leader) */
 };
 
 /* durable.c */
@@ -135,6 +138,9 @@ bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n);
 void mqr__durable_pend_wait_msg(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
                                 const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n);
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
+/* A send forwarded to owner (its group's leader): its answer waits there, in order. */
+void mqr__durable_pend_forwarded(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
+                                 const mqr_broker_receipt_t *r);
 
 /* replicate.c: replicated durable queues (the cluster). */
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config has a cluster */
@@ -146,6 +152,11 @@ int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
 int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
+/* A send (m: one reference, which this takes) whose replicated queues another node
+ * serves, forwarded to that node when its url is known: MQR__PENDING (answered with its
+ * receipt there), or the refusal in err (m released). */
+int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__send_s *s, const mqr_broker_receipt_t *r,
+                           int refusal, mqr_error_t *err);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);

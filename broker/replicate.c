@@ -11,12 +11,15 @@
  * group empties those queues (without records) and puts the state's messages on them,
  * in id order, with their delivery counts and redelivery times. A node that stops
  * leading empties them, without records. A send to a replicated address on a node that
- * does not lead its group is refused (MQR_ENOTLEADER, naming the leader). */
+ * does not lead its group is forwarded to the leader when the config gives the leader's
+ * url (a libmqr-client connection per peer, the message sent as stored, its answer the
+ * leader's receipt, in order), else refused (MQR_ENOTLEADER, naming the leader). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cluster.h"
 #include "durable.h"
+#include "mqr/client.h"
 
 /* ---- which group ------------------------------------------------------------------------------ */
 
@@ -37,6 +40,81 @@ void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t typ
   if (d->cluster_silent) return;
   mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
   if (gr == NULL || mqr__rgroup_append(gr, type, (uint64_t)id, p, n, NULL, NULL) != 0) d->cluster_dropped++;
+}
+
+/* ---- forwarding to the leader ------------------------------------------------------------------- */
+
+struct mqr__fwd_s {
+  mqr_broker_t *b;
+  uint64_t id;     /* the peer's */
+  const char *url; /* where its clients connect (the config's) */
+  mqr_client_t *c; /* NULL until the first forward */
+  bool broken;     /* its connection failed: a new one for the next forward */
+};
+
+static void fwd_error(mqr_client_t *c, int status, const mqr_frame_error_t *e, void *arg) {
+  struct mqr__fwd_s *f = arg;
+  if (f->c != c) return;
+  f->broken = true;
+  mqr__log(f->b, MQR_LOG_WARN, "cluster: the connection to node %llu (%s) for forwarded sends failed: %.*s",
+           (unsigned long long)f->id, f->url, e ? (int)e->text.len : 0, e ? e->text.ptr : mqr_strerror(status));
+}
+
+static void fwd_answer(mqr_client_t *c, int status, const mqr_frame_t *f, void *arg) {
+  (void)c;
+  struct mqr__fwd_s *fw = arg;
+  int st = status == 0 && f && f->type == MQR_FRAME_RECEIPT ? 0 : status ? status : MQR_EINDOUBT;
+  mqr__durable_settle(fw->b->dur, fw, st);
+}
+
+static void fwd_closed(void *arg) { mqr__broker_handle_closed(arg); }
+
+static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
+  if (f->c && f->broken) { /* (its sends in flight are answered as it closes) */
+    mqr__broker_handle_opened(f->b);
+    mqr_client_close(f->c, fwd_closed, f->b);
+    f->c = NULL;
+  }
+  if (f->c) return f->c;
+  mqr_client_options_t o = {.client_id = "mqr-cluster-forward", .on_error = fwd_error, .arg = f};
+  mqr_error_t err;
+  if (mqr_client_create(f->b->loop, &o, &f->c) != 0) return NULL;
+  if (mqr_client_connect(f->c, f->url, NULL, NULL, &err) != 0) {
+    mqr__log(f->b, MQR_LOG_WARN, "cluster: cannot connect to node %llu (%s): %s", (unsigned long long)f->id, f->url,
+             err.message);
+    mqr__broker_handle_opened(f->b);
+    mqr_client_close(f->c, fwd_closed, f->b);
+    f->c = NULL;
+    return NULL;
+  }
+  f->broken = false;
+  return f->c;
+}
+
+int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r,
+                           int refusal, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  /* the leader of the group of the first replicated queue the send reached (err names it) */
+  uint64_t leader = 0;
+  for (uint32_t g = 0; leader == 0 && g < mqr__cluster_groups(d->cluster); g++) {
+    mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, g);
+    const char *where = NULL;
+    uint64_t id = mqr__rgroup_leader(gr, &where);
+    if (id && err && strstr(err->message, where ? where : "\x01")) leader = id;
+  }
+  struct mqr__fwd_s *f = NULL;
+  for (uint32_t i = 0; leader && i < d->n_fwd; i++)
+    if (d->fwd[i].id == leader) f = &d->fwd[i];
+  mqr_client_t *c = f ? fwd_client(f) : NULL;
+  mqr_error_t ferr;
+  if (c == NULL || !mqr__durable_pend_reserve_n(d, 0) ||
+      mqr_client_send_stored(c, m->data, m->len, mqr_str_n("", 0), fwd_answer, f, &ferr) != 0) {
+    mqr__msg_release(b, m);
+    return refusal; /* (err says who leads) */
+  }
+  mqr__durable_pend_forwarded(d, s, f, r);
+  mqr__msg_release(b, m);
+  return MQR__PENDING;
 }
 
 /* ---- a durable send ------------------------------------------------------------------------- */
@@ -79,9 +157,9 @@ int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targ
   mqr__durable_t *d = b->dur;
   mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
   if (!mqr__rgroup_leading(gr)) {
-    not_leader(gr, g, address_of(m), err);
-    mqr__msg_release(b, m);
-    return MQR_ENOTLEADER;
+    mqr_error_t local, *e = err ? err : &local; /* (forwarding finds the leader in it) */
+    not_leader(gr, g, address_of(m), e);
+    return mqr__replicate_forward(b, m, s, r, MQR_ENOTLEADER, e);
   }
   if (!mqr__durable_pend_reserve_n(d, n)) {
     mqr__msg_release(b, m);
@@ -333,6 +411,10 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
   for (uint32_t g = 0; g < mqr__cluster_groups(d->cluster); g++)
     mqr__rgroup_set_owner(mqr__cluster_group(d->cluster, g), d);
   b->clustered = true;
+  if ((d->fwd = mqr_calloc(cc->n_peers ? cc->n_peers : 1, sizeof *d->fwd)) == NULL)
+    return mqr_error_set(err, MQR_ENOMEM, "out of memory for the cluster");
+  for (uint32_t i = 0; i < cc->n_peers; i++)
+    if (cc->peers[i].url) d->fwd[d->n_fwd++] = (struct mqr__fwd_s){b, cc->peers[i].id, cc->peers[i].url, NULL, false};
   mqr__log(b, MQR_LOG_INFO, "cluster: node %llu at %s, %u peer(s), %u group(s); logs in %s",
            (unsigned long long)cc->node_id, cc->bind, cc->n_peers, mqr__cluster_groups(d->cluster), dir);
   return 0;
@@ -351,6 +433,12 @@ void mqr__replicate_close(mqr_broker_t *b) {
   if (d->cluster_dropped)
     mqr__log(b, MQR_LOG_INFO, "cluster: %llu delivery and ack records were not taken (this node no longer led)",
              (unsigned long long)d->cluster_dropped);
+  for (uint32_t i = 0; i < d->n_fwd; i++)
+    if (d->fwd[i].c) { /* (sends in flight there are answered as it closes) */
+      mqr__broker_handle_opened(b);
+      mqr_client_close(d->fwd[i].c, fwd_closed, b);
+      d->fwd[i].c = NULL;
+    }
   mqr__broker_handle_opened(b);
   mqr__cluster_close(d->cluster, cluster_closed, b); /* (its sends in flight are answered MQR_ECLOSED) */
 }

@@ -200,10 +200,15 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   }
 
   if (b->clustered) { /* (a non-durable message to a replicated queue: only where it is served) */
-    int refused = b->persist->serves(b, res.queues, res.count, err);
+    mqr_error_t local, *e = err ? err : &local; /* (forwarding finds the leader in it) */
+    int refused = b->persist->serves(b, res.queues, res.count, e);
     if (refused) {
-      mqr__msg_release(b, (m->refs = 1, m));
-      return refused;
+      if (r) {
+        r->queues = res.count;
+        r->message_id = id;
+      }
+      m->refs = 1;
+      return b->persist->forward(b, m, s, r, refused, e);
     }
   }
   uint32_t taken = 0;

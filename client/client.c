@@ -741,6 +741,22 @@ int mqr_client_send(mqr_client_t *c, const mqr_client_message_t *m, mqr_client_d
   return send_frame(c, m, m->body, cb, arg, err);
 }
 
+int mqr_client_send_stored(mqr_client_t *c, const uint8_t *stored, size_t len, mqr_str_t duplicate_id,
+                           mqr_client_done_fn cb, void *arg, mqr_error_t *err) {
+  if (c->state >= C_CLOSING) return mqr_error_set(err, MQR_ECLOSED, "the client is closed");
+  int64_t receipt = cb ? c->next_id++ : 0;
+  size_t mark = c->out.len;
+  int rc = mqr_frame_encode_send_stored(stored, len, duplicate_id, receipt, &c->out, err);
+  if (rc == 0 && c->server_max_frame && c->out.len - mark - MQR_FRAME_HEADER > c->server_max_frame) {
+    c->out.len = mark;
+    return mqr_error_set(err, MQR_ELIMIT, "the message is over the broker's max-frame-size of %u bytes",
+                         c->server_max_frame);
+  }
+  if (rc == 0 && cb && (rc = add_pending(c, P_RECEIPT, receipt, cb, arg, err)) != 0) c->out.len = mark;
+  if (rc == 0) wake(c);
+  return rc;
+}
+
 int mqr_client_send_avro(mqr_client_t *c, const mqr_client_message_t *m, const mqr_avro_codec_t *codec,
                          const mqr_avro_schema_t *schema, const void *value, mqr_client_done_fn cb, void *arg,
                          mqr_error_t *err) {

@@ -47,7 +47,7 @@ static void parse_peer(ctx_t *c, yaml_node_t *n, uint32_t i) {
   snprintf(where, sizeof where, "cluster peer %u", i + 1);
   if (!mqr__cfg_want(c, n, YAML_MAPPING_NODE, where)) return;
   mqr_cluster_peer_config_t *peer = &c->cfg->cluster_peers[c->cfg->cluster.n_peers];
-  *peer = (mqr_cluster_peer_config_t){0, NULL};
+  *peer = (mqr_cluster_peer_config_t){0, NULL, NULL};
   FOREACH_PAIR(c, n, p) {
     if (!mqr__cfg_key(c, n, p_it, &p, where)) continue;
     int64_t v;
@@ -56,19 +56,30 @@ static void parse_peer(ctx_t *c, yaml_node_t *n, uint32_t i) {
     } else if (mqr_str_eq(p.name, MQR_STR("address"))) {
       mqr_free((char *)peer->address);
       peer->address = address(c, &p, "a peer's address");
+    } else if (mqr_str_eq(p.name, MQR_STR("url"))) {
+      mqr_str_t u;
+      if (!mqr__cfg_get_string(c, &p, &u)) continue;
+      if (u.len < 7 || (strncmp(u.ptr, "tcp://", 6) != 0 && strncmp(u.ptr, "tls://", 6) != 0)) {
+        ERR(c, p.value, "%s: url must be tcp://HOST:PORT (where its clients connect)", where);
+        continue;
+      }
+      mqr_free((char *)peer->url);
+      peer->url = mqr__cfg_dup_n(c, u.ptr, u.len);
     } else {
-      mqr__cfg_unknown_key(c, &p, where, "id, address");
+      mqr__cfg_unknown_key(c, &p, where, "id, address, url");
     }
   }
   if (peer->id == 0 || peer->address == NULL) {
     ERR(c, n, "%s needs an id and an address", where);
     mqr_free((char *)peer->address);
+    mqr_free((char *)peer->url);
     return;
   }
   for (uint32_t k = 0; k < c->cfg->cluster.n_peers; k++)
     if (c->cfg->cluster_peers[k].id == peer->id) {
       ERR(c, n, "%s has the id %llu of an earlier peer", where, (unsigned long long)peer->id);
       mqr_free((char *)peer->address);
+      mqr_free((char *)peer->url);
       return;
     }
   c->cfg->cluster.n_peers++;
@@ -126,7 +137,10 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
         ERR(c, p.value, "a cluster has at most 16 nodes (15 peers)");
         continue;
       }
-      for (uint32_t i = 0; i < cc->n_peers; i++) mqr_free((char *)c->cfg->cluster_peers[i].address);
+      for (uint32_t i = 0; i < cc->n_peers; i++) {
+        mqr_free((char *)c->cfg->cluster_peers[i].address);
+        mqr_free((char *)c->cfg->cluster_peers[i].url);
+      }
       cc->n_peers = 0;
       for (yaml_node_item_t *it = start; it < top; it++) parse_peer(c, mqr__cfg_node(c, *it), (uint32_t)(it - start));
     } else {
@@ -150,7 +164,10 @@ void mqr__cfg_cluster_defaults(mqr_cluster_config_t *cc) {
 }
 
 void mqr__cfg_free_cluster(mqr_config_t *cfg) {
-  for (uint32_t i = 0; i < cfg->cluster.n_peers; i++) mqr_free((char *)cfg->cluster_peers[i].address);
+  for (uint32_t i = 0; i < cfg->cluster.n_peers; i++) {
+    mqr_free((char *)cfg->cluster_peers[i].address);
+    mqr_free((char *)cfg->cluster_peers[i].url);
+  }
   mqr_free(cfg->cluster_bind);
   mqr_free(cfg->cluster_dir);
 }

@@ -553,3 +553,27 @@ size_t mqr_message_head(uint8_t *out, int64_t subscription, int64_t delivery, in
   out[0] = (uint8_t)(n >> 24), out[1] = (uint8_t)(n >> 16), out[2] = (uint8_t)(n >> 8), out[3] = (uint8_t)n;
   return head;
 }
+
+int mqr_frame_encode_send_stored(const uint8_t *stored, size_t len, mqr_str_t duplicate_id, int64_t receipt,
+                                 mqr_avro_buf_t *out, mqr_error_t *err) {
+  mqr_stored_view_t v;
+  int rc = mqr_message_read_stored(stored, len, &v, err);
+  if (rc) return rc;
+  size_t body = mqr__varint_size(mqr__zigzag64(MQR_FRAME_SEND)) + str_size(v.address) +
+                mqr__varint_size(mqr__zigzag64(v.routing_type)) + 1 + str_size(duplicate_id) +
+                mqr__varint_size(mqr__zigzag64(receipt)) + v.tail_len;
+  if (body > UINT32_MAX) return mqr_error_set(err, MQR_ELIMIT, "a frame of %zu bytes", body);
+  if ((rc = mqr_avro_buf_reserve(out, MQR_FRAME_HEADER + body)) != 0)
+    return mqr_error_set(err, rc, "%s writing a frame", mqr_strerror(rc));
+  uint8_t *h = out->data + out->len, *p = h + MQR_FRAME_HEADER;
+  h[0] = (uint8_t)(body >> 24), h[1] = (uint8_t)(body >> 16), h[2] = (uint8_t)(body >> 8), h[3] = (uint8_t)body;
+  p = mqr__put_int(p, MQR_FRAME_SEND);
+  p = put_str(p, v.address);
+  p = mqr__put_int(p, v.routing_type);
+  *p++ = v.durable ? 1 : 0;
+  p = put_str(p, duplicate_id);
+  p = mqr__put_long(p, receipt);
+  memcpy(p, v.tail, v.tail_len);
+  out->len += MQR_FRAME_HEADER + body;
+  return 0;
+}

@@ -100,6 +100,13 @@ MQR_EXTERN int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routi
                                     mqr_str_t selector, uint32_t credit, mqr_client_message_fn on_message,
                                     mqr_client_done_fn done, void *arg, mqr_client_sub_t **out, mqr_error_t *err);
 
+/* A message as a broker stores it (mqr/protocol.h's stored part: address, routing type,
+ * durability, tail) sent as it is, with duplicate_id: what a node of a cluster does to
+ * forward a send to the node that leads its group. cb as mqr_client_send's. 0, or
+ * MQR_EBADDATA (stored does not read), MQR_ECLOSED, MQR_ENOMEM, MQR_ELIMIT. */
+MQR_EXTERN int mqr_client_send_stored(mqr_client_t *c, const uint8_t *stored, size_t len, mqr_str_t duplicate_id,
+                                      mqr_client_done_fn cb, void *arg, mqr_error_t *err);
+
 /* Acknowledges a delivery of s (cumulative: and every earlier one); the broker answers
  * an unknown delivery with an ERROR to on_error. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative);

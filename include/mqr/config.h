@@ -141,6 +141,7 @@ typedef struct {
 typedef struct {
   uint64_t id;
   const char *address; /* "IPV4:PORT": its group 0's (group g at PORT + g) */
+  const char *url;     /* where its clients connect (tcp://HOST:PORT): sends are forwarded there; NULL: none */
 } mqr_cluster_peer_config_t;
 
 typedef struct {

@@ -318,6 +318,13 @@ MQR_EXTERN size_t mqr_message_stored_size(int64_t message_id, mqr_str_t address,
 MQR_EXTERN size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr_str_t address, int routing_type,
                                            bool durable, const uint8_t *tail, size_t tail_len);
 
+/* A framed SEND (its MQR_FRAME_HEADER, then its body) of a stored message as it is: its
+ * address, routing type, durability and tail, with duplicate_id and receipt; appended to
+ * out (a node forwarding a send to another). 0, MQR_EBADDATA (stored does not read),
+ * MQR_ENOMEM, MQR_ELIMIT. */
+MQR_EXTERN int mqr_frame_encode_send_stored(const uint8_t *stored, size_t len, mqr_str_t duplicate_id, int64_t receipt,
+                                            mqr_avro_buf_t *out, mqr_error_t *err);
+
 /* The stored part read back (a journal's copy, say): views into it. */
 typedef struct {
   int64_t message_id;

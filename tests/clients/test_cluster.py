@@ -32,12 +32,16 @@ def mqr(*args, check=True, timeout=60):
     return r
 
 
-def config(i, raft_ports, data):
-    peers = ", ".join("{id: %d, address: 127.0.0.1:%d}" % (k + 1, p) for k, p in enumerate(raft_ports) if k != i)
+def config(i, raft_ports, data, client_ports=None):
+    """Node i's config; with client_ports, each peer's url too (sends are forwarded)."""
+    peers = ", ".join("{id: %d, address: 127.0.0.1:%d%s}" % (
+        k + 1, p, (", url: tcp://127.0.0.1:%d" % client_ports[k]) if client_ports else "")
+        for k, p in enumerate(raft_ports) if k != i)
+    port = client_ports[i] if client_ports else 0
     return """security: {allow-anonymous: true}
 listeners:
-  - {name: main, host: 127.0.0.1, port: 0, protocols: [mqr, http], http: {anonymous-metrics: true}}
-persistence: {directory: %s}
+  - {name: main, host: 127.0.0.1, port: %d, protocols: [mqr, http], http: {anonymous-metrics: true}}
+""" % port + """persistence: {directory: %s}
 address-settings:
   "orders.#": {replicated: true}
 addresses:
@@ -248,6 +252,65 @@ class Cluster(unittest.TestCase):
         self.assertIn("OK 1", r.stdout)
         self.assertEqual(self.drain(l, 6), ["before"] * 5 + ["with-four"])
         self.nodes[f2].start()  # (it stops cleanly at the end)
+
+
+class Forwarding(unittest.TestCase):
+    """With each peer's url in the config, a node that does not lead forwards a send to
+    the leader and answers with the leader's receipt; after the leader's SIGKILL, the same
+    follower forwards to the next."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-fwd-")
+        raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
+        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports)) for i in range(3)]
+
+    @classmethod
+    def tearDownClass(cls):
+        codes = [n.stop() for n in cls.nodes]
+        logs = [n.log_text() for n in cls.nodes]
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        for i, code in enumerate(codes):
+            if code != 0:
+                raise AssertionError("node %d exited %s: %s" % (i + 1, code, logs[i][-3000:]))
+
+    def url(self, i):
+        return "tcp://127.0.0.1:%d" % self.nodes[i].port
+
+    def leader(self):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            for i, n in enumerate(self.nodes):
+                if not n.alive():
+                    continue
+                r = mqr("cluster", "status", "--json", "--url", self.url(i), check=False)
+                if r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["leading"]:
+                    return i
+            time.sleep(0.1)
+        raise AssertionError("no leader")
+
+    def test_sends_to_a_follower_reach_the_leader(self):
+        l = self.leader()
+        f = (l + 1) % 3
+        r = mqr("send", "--url", self.url(f), "--durable", "--body", "fwd-durable", "--count", "50", "orders")
+        self.assertIn("OK 50", r.stdout)
+        r = mqr("send", "--url", self.url(f), "--body", "fwd-plain", "orders")  # not durable: forwarded too
+        self.assertIn("OK 1", r.stdout)
+        r = mqr("recv", "--url", self.url(l), "--count", "51", "--timeout", "10", "orders")
+        self.assertEqual(r.stdout.splitlines(), ["fwd-durable"] * 50 + ["fwd-plain"])
+        # the leader goes; the follower forwards to the next one, once there is one
+        self.nodes[l].stop(signal.SIGKILL)
+        deadline = time.time() + 15
+        while True:
+            r = mqr("send", "--url", self.url(f), "--durable", "--body", "after", "orders", check=False)
+            if r.returncode == 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertIn("OK 1", r.stdout)
+        n = self.leader()
+        r = mqr("recv", "--url", self.url(n), "--count", "1", "--timeout", "10", "orders")
+        self.assertEqual(r.stdout.strip(), "after")
+        self.nodes[l].start()
 
 
 if __name__ == "__main__":

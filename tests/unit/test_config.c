@@ -169,7 +169,7 @@ static const char every_key[] =
     "cluster:\n"
     "  node-id: 2\n"
     "  bind: 10.0.0.2:7001\n"
-    "  peers: [{id: 1, address: 10.0.0.1:7001}, {id: 3, address: 10.0.0.3:7001}]\n"
+    "  peers: [{id: 1, address: 10.0.0.1:7001}, {id: 3, address: 10.0.0.3:7001, url: \"tcp://10.0.0.3:61616\"}]\n"
     "  groups: 4\n"
     "  directory: /var/lib/mqr/raft\n"
     "  election-timeout: 2s\n"
@@ -299,6 +299,8 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->n_peers, 2);
   assert_int_equal(cc->peers[1].id, 3);
   assert_string_equal(cc->peers[1].address, "10.0.0.3:7001");
+  assert_null(cc->peers[0].url);
+  assert_string_equal(cc->peers[1].url, "tcp://10.0.0.3:61616");
   assert_int_equal(cc->groups, 4);
   assert_string_equal(cc->directory, "/var/lib/mqr/raft");
   assert_int_equal(cc->election_timeout_ms, 2000);
