@@ -54,6 +54,16 @@ cluster:
 """ % (data, i + 1, raft_ports[i], peers)
 
 
+def stop_all(nodes, directory):
+    """A class's end: every node stopped (each must exit 0), its directory removed."""
+    codes = [n.stop() for n in nodes]
+    logs = [n.log_text() for n in nodes]
+    shutil.rmtree(directory, ignore_errors=True)
+    for i, code in enumerate(codes):
+        if code != 0:
+            raise AssertionError("node %d exited %s: %s" % (i + 1, code, logs[i][-3000:]))
+
+
 class Cluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -64,12 +74,7 @@ class Cluster(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        codes = [n.stop() for n in cls.nodes]
-        logs = [n.log_text() for n in cls.nodes]
-        shutil.rmtree(cls.dir, ignore_errors=True)
-        for i, code in enumerate(codes):
-            if code != 0:
-                raise AssertionError("node %d exited %s: %s" % (i + 1, code, logs[i][-3000:]))
+        stop_all(cls.nodes, cls.dir)
 
     def url(self, i):
         return "tcp://127.0.0.1:%d" % self.nodes[i].port
@@ -267,12 +272,7 @@ class Forwarding(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        codes = [n.stop() for n in cls.nodes]
-        logs = [n.log_text() for n in cls.nodes]
-        shutil.rmtree(cls.dir, ignore_errors=True)
-        for i, code in enumerate(codes):
-            if code != 0:
-                raise AssertionError("node %d exited %s: %s" % (i + 1, code, logs[i][-3000:]))
+        stop_all(cls.nodes, cls.dir)
 
     def url(self, i):
         return "tcp://127.0.0.1:%d" % self.nodes[i].port
