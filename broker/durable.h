@@ -108,6 +108,7 @@ struct mqr__durable_s {
   struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
   struct mqr__fwd_s *fwd;         /* a client per peer with a url, sends forwarded to it (replicate.c) */
   uint32_t n_fwd;
+  uint32_t refused_group;   /* the group of the last refusal for want of its leadership (forwarding's) */
   bool cluster_silent;      /* entries leave the group's queues without records */
   uint64_t cluster_dropped; /* entry records a group did not take (no longer its leader) */
 };

@@ -94,14 +94,10 @@ static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r,
                            int refusal, mqr_error_t *err) {
   mqr__durable_t *d = b->dur;
-  /* the leader of the group of the first replicated queue the send reached (err names it) */
-  uint64_t leader = 0;
-  for (uint32_t g = 0; leader == 0 && g < mqr__cluster_groups(d->cluster); g++) {
-    mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, g);
-    const char *where = NULL;
-    uint64_t id = mqr__rgroup_leader(gr, &where);
-    if (id && err && strstr(err->message, where ? where : "\x01")) leader = id;
-  }
+  (void)err; /* (it names the leader, for a refusal) */
+  /* the leader of the group whose leadership this node lacked (not_leader noted it) */
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, d->refused_group);
+  uint64_t leader = gr ? mqr__rgroup_leader(gr, NULL) : 0;
   struct mqr__fwd_s *f = NULL;
   for (uint32_t i = 0; leader && i < d->n_fwd; i++)
     if (d->fwd[i].id == leader) f = &d->fwd[i];
@@ -131,6 +127,8 @@ static mqr_str_t address_of(const mqr__msg_t *m) {
 
 /* MQR_ENOTLEADER, err naming the leader of group g (of address a) if one is known. */
 static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
+  mqr__durable_t *d = mqr__rgroup_owner(gr);
+  if (d) d->refused_group = (uint32_t)g; /* (where a forward goes) */
   const char *where = NULL;
   uint64_t leader = mqr__rgroup_leader(gr, &where);
   if (a.len == 0) /* (the group itself) */
