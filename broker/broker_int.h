@@ -212,11 +212,11 @@ typedef struct {
    * now, MQR_ENOTLEADER (err names the leader) when one is a replicated queue whose group
    * another node leads. */
   int (*serves)(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err);
-  /* A send serves refused (refusal, err naming the leader) sent on to that leader when
-   * it can be: MQR__PENDING, answered with the leader's receipt; else refusal (m, with
-   * one reference, released either way). */
+  /* A send serves refused (refusal: its text, naming the leader, already in err) sent on
+   * to that leader when it can be: MQR__PENDING, answered with the leader's receipt;
+   * else refusal (m, with one reference, released either way). */
   int (*forward)(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__send_s *s, const mqr_broker_receipt_t *r,
-                 int refusal, mqr_error_t *err);
+                 int refusal);
 } mqr__persist_ops_t;
 
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */

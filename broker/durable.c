@@ -16,56 +16,58 @@ void mqr__durable_append(mqr__durable_t *d, mqr_journal_record_type_t type, int6
   if (d->w == NULL || mqr_journal_append(d->w, type, (uint64_t)id, p, n, NULL, NULL) != 0) d->lost_records++;
 }
 
+/* A named record's payload: [u32 count [i64 due]] then a queue's name, into small (cap
+ * bytes) or, past it, a buffer of its own (the caller frees what is not small); *n its
+ * bytes. NULL: out of memory. */
+static uint8_t *named(uint8_t *small, size_t cap, const uint32_t *count, const int64_t *due, mqr_str_t name,
+                      size_t *n) {
+  size_t at = count ? (due ? 12 : 4) : 0;
+  *n = at + name.len;
+  uint8_t *p = *n <= cap ? small : mqr_malloc(*n);
+  if (p == NULL) return NULL;
+  if (count) memcpy(p, count, 4); /* little-endian hosts only: mqr builds on x86-64 and aarch64 */
+  if (count && due) memcpy(p + 4, due, 8);
+  memcpy(p + at, name.ptr, name.len);
+  return p;
+}
+
 /* A record whose payload is [u32 count] then a queue's name. */
 void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, uint32_t *count,
                                mqr_str_t name) {
   uint8_t buf[512];
-  size_t at = 0;
-  if (count) {
-    memcpy(buf, count, 4); /* little-endian hosts only: mqr builds on x86-64 and aarch64 */
-    at = 4;
-  }
-  if (at + name.len <= sizeof buf) {
-    memcpy(buf + at, name.ptr, name.len);
-    mqr__durable_append(d, type, id, buf, at + name.len);
-    return;
-  }
-  uint8_t *big = mqr_malloc(at + name.len);
-  if (big == NULL) {
+  size_t n;
+  uint8_t *p = named(buf, sizeof buf, count, NULL, name, &n);
+  if (p == NULL) {
     d->lost_records++;
     return;
   }
-  memcpy(big, buf, at);
-  memcpy(big + at, name.ptr, name.len);
-  mqr__durable_append(d, type, id, big, at + name.len);
-  mqr_free(big);
+  mqr__durable_append(d, type, id, p, n);
+  if (p != buf) mqr_free(p);
 }
 
-/* An entry's record (DELETE, UPDATE: [u32 count] then its queue's name) to where its
- * queue's records go: the journal, or its replication group (replicate.c). */
+/* An entry's record (DELETE; UPDATE: [u32 count [i64 due]]; then its queue's name) to
+ * where its queue's records go: the journal, or its replication group (replicate.c). */
 static void entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
-                         uint32_t *count) {
+                         const uint32_t *count, const int64_t *due) {
   int g = mqr__replicate_group(b, bq);
-  if (g < 0) {
-    mqr__durable_append_named(b->dur, type, id, count, mqr_queue_name(bq->q));
-    return;
-  }
-  mqr_str_t name = mqr_queue_name(bq->q);
   uint8_t buf[512];
-  size_t at = count ? 4 : 0;
-  if (at + name.len > sizeof buf) {
+  size_t n;
+  uint8_t *p = named(buf, sizeof buf, count, due, mqr_queue_name(bq->q), &n);
+  if (p == NULL && g < 0)
+    b->dur->lost_records++;
+  else if (p == NULL)
     b->dur->cluster_dropped++;
-    return;
-  }
-  if (count) memcpy(buf, count, 4);
-  memcpy(buf + at, name.ptr, name.len);
-  mqr__replicate_record(b, g, type, id, buf, at + name.len);
+  else if (g < 0)
+    mqr__durable_append(b->dur, type, id, p, n);
+  else
+    mqr__replicate_record(b, g, type, id, p, n);
+  if (p != buf) mqr_free(p);
 }
 
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
   mqr__durable_t *d = b->dur;
   mqr__msg_t *m = e->msg;
-  entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL);
+  entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL, NULL);
   for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
     if (*pp == e) {
       *pp = e->jnext;
@@ -81,30 +83,15 @@ void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
 
 void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e) {
   uint32_t count = (uint32_t)e->delivery_count;
-  entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count);
+  entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, NULL);
 }
 
 /* An UPDATE whose count has the top bit set: an i64 time (ms since the epoch) follows it,
  * before which the message is not delivered again (a redelivery delay, as Artemis keeps
  * a redelivered message's scheduled time). */
 void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due) {
-  mqr_str_t name = mqr_queue_name(e->jbq->q);
-  size_t n = 12 + name.len;
-  uint8_t *buf = mqr_malloc(n);
-  if (buf == NULL) {
-    b->dur->lost_records++;
-    return;
-  }
   uint32_t count = (uint32_t)e->delivery_count | MQR__UPDATE_DUE;
-  memcpy(buf, &count, 4); /* little-endian hosts only, as above */
-  memcpy(buf + 4, &due, 8);
-  memcpy(buf + 12, name.ptr, name.len);
-  int g = mqr__replicate_group(b, e->jbq);
-  if (g < 0)
-    mqr__durable_append(b->dur, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
-  else
-    mqr__replicate_record(b, g, MQR_JOURNAL_UPDATE, e->msg->id, buf, n);
-  mqr_free(buf);
+  entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, &due);
 }
 
 /* ---- answers in send order ----------------------------------------------------------------- */
@@ -299,12 +286,22 @@ static void reopen(uv_timer_t *t) {
 /* A send waiting for owner (the journal: d; a replication group) is durable (status 0)
  * or not. Callbacks come in append order, one per send: the oldest answer waiting for
  * owner and not yet done is this one. */
+/* A send's answer waiting for owner, with its message (m may be NULL) and n targets. */
+static mqr__pend_t *pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
+                                  const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets,
+                                  uint32_t n) {
+  mqr__pend_t *p = pend_push(d, s);
+  p->m = m;
+  p->wait = owner;
+  p->n = n;
+  if (r) p->r = *r;
+  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+  return p;
+}
+
 void mqr__durable_pend_forwarded(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
                                  const mqr_broker_receipt_t *r) {
-  mqr__pend_t *p = pend_push(d, s);
-  p->wait = owner;
-  p->forwarded = true;
-  if (r) p->r = *r;
+  pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->forwarded = true;
 }
 
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
@@ -385,12 +382,7 @@ bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n) { return pend_re
 
 void mqr__durable_pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
                                 const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n) {
-  mqr__pend_t *p = pend_push(d, s);
-  p->m = m;
-  p->wait = owner;
-  p->n = n;
-  if (r) p->r = *r;
-  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+  pend_wait_msg(d, s, owner, r, m, targets, n);
 }
 
 int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const mqr__send_t *s,
@@ -454,12 +446,7 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
   m->jfile = file;
   m->jbytes = (uint32_t)bytes;
   mqr__jlive_add(d, m);
-  mqr__pend_t *p = pend_push(d, s);
-  p->m = m;
-  p->wait = d;
-  p->n = n;
-  if (r) p->r = *r;
-  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+  pend_wait_msg(d, s, d, r, m, targets, n);
   return MQR__PENDING;
 }
 
@@ -471,11 +458,6 @@ static void handle_closed(uv_handle_t *h) {
 }
 
 /* The send path's view of the journal and the pages (broker_int.h). */
-static int forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r, int refusal,
-                   mqr_error_t *err) {
-  return mqr__replicate_forward(b, m, s, r, refusal, err);
-}
-
 static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err) {
   for (uint32_t i = 0; i < n; i++) {
     mqr__bq_t *bq = mqr_queue_data(targets[i]);
@@ -485,13 +467,9 @@ static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_
   return 0;
 }
 
-static const mqr__persist_ops_t journal_ops = {mqr__durable_send,
-                                               mqr__durable_answer,
-                                               mqr__pager_wants,
-                                               mqr__pager_send,
-                                               mqr__durable_queue_made,
-                                               serves,
-                                               forward};
+static const mqr__persist_ops_t journal_ops = {mqr__durable_send,     mqr__durable_answer,     mqr__pager_wants,
+                                               mqr__pager_send,       mqr__durable_queue_made, serves,
+                                               mqr__replicate_forward};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);

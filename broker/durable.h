@@ -153,11 +153,11 @@ int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
 int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
-/* A send (m: one reference, which this takes) whose replicated queues another node
- * serves, forwarded to that node when its url is known: MQR__PENDING (answered with its
- * receipt there), or the refusal in err (m released). */
+/* A send (m: one reference, which this takes) refused for want of a group's leadership
+ * (refusal, its text already in the caller's err), forwarded to that group's leader when
+ * its url is known: MQR__PENDING (answered with its receipt there), or refusal. */
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__send_s *s, const mqr_broker_receipt_t *r,
-                           int refusal, mqr_error_t *err);
+                           int refusal);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);

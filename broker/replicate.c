@@ -92,9 +92,8 @@ static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
 }
 
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r,
-                           int refusal, mqr_error_t *err) {
+                           int refusal) {
   mqr__durable_t *d = b->dur;
-  (void)err; /* (it names the leader, for a refusal) */
   /* the leader of the group whose leadership this node lacked (not_leader noted it) */
   mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, d->refused_group);
   uint64_t leader = gr ? mqr__rgroup_leader(gr, NULL) : 0;
@@ -155,9 +154,8 @@ int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targ
   mqr__durable_t *d = b->dur;
   mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
   if (!mqr__rgroup_leading(gr)) {
-    mqr_error_t local, *e = err ? err : &local; /* (forwarding finds the leader in it) */
-    not_leader(gr, g, address_of(m), e);
-    return mqr__replicate_forward(b, m, s, r, MQR_ENOTLEADER, e);
+    not_leader(gr, g, address_of(m), err); /* (and notes the group, for the forward) */
+    return mqr__replicate_forward(b, m, s, r, MQR_ENOTLEADER);
   }
   if (!mqr__durable_pend_reserve_n(d, n)) {
     mqr__msg_release(b, m);

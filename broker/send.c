@@ -200,15 +200,14 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   }
 
   if (b->clustered) { /* (a non-durable message to a replicated queue: only where it is served) */
-    mqr_error_t local, *e = err ? err : &local; /* (forwarding finds the leader in it) */
-    int refused = b->persist->serves(b, res.queues, res.count, e);
+    int refused = b->persist->serves(b, res.queues, res.count, err);
     if (refused) {
       if (r) {
         r->queues = res.count;
         r->message_id = id;
       }
       m->refs = 1;
-      return b->persist->forward(b, m, s, r, refused, e);
+      return b->persist->forward(b, m, s, r, refused);
     }
   }
   uint32_t taken = 0;

@@ -211,6 +211,8 @@ int mqr_cmd_send(int argc, char **argv) {
                             .n_properties = n_props};
   m.body = json ? mqr_str_n((const char *)avro.data, avro.len) : mqr_str_n(data ? data : body ? body : "", len);
 
+  char urls[CLI_MAX_URLS][512];
+  int n_urls = cli_urls(url, urls); /* (--url was checked: at least one) */
   uv_loop_t loop;
   uv_loop_init(&loop);
   bool expired = false;
@@ -218,9 +220,6 @@ int mqr_cmd_send(int argc, char **argv) {
   uv_timer_init(&loop, &timer);
   timer.data = &expired;
   uv_timer_start(&timer, on_timer, (uint64_t)(timeout * 1000), 0);
-  char urls[CLI_MAX_URLS][512];
-  int n_urls = cli_urls(url, urls);
-  if (n_urls == 0) return cli_usage_error(mqr_usage_send, "--url: at most %d URLs, comma-separated", CLI_MAX_URLS);
   int rc = 1;
   long total[N_STATUS] = {0}, remaining = count;
   static sent_t tries[CLI_MAX_URLS]; /* each attempt's own: a closed client answers what waited, later */

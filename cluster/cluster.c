@@ -10,10 +10,9 @@
 
 #define MAX_GROUPS 64
 #define MAX_NODES 16
-#ifndef MQR_BATCH_MAX
-#define MQR_BATCH_MAX                                                                                                  \
-  (64u << 10) /* a log entry's records at most: the log in memory is up to snapshot-threshold of them */
-#endif
+/* A log entry's records at most: the log libraft keeps in memory until a snapshot is up to
+ * snapshot-threshold of them. */
+#define BATCH_MAX (64u << 10)
 
 typedef struct {
   mqr__cluster_t *c;
@@ -69,8 +68,7 @@ static void tick_cb(uv_prepare_t *h) {
 
 /* ---- addresses ------------------------------------------------------------------------------- */
 
-/* "IP:PORT" with the port moved by g into out; false if it does not read. */
-static bool group_address(const char *address, uint32_t g, char *out, size_t cap) {
+bool mqr__cluster_group_address(const char *address, uint32_t g, char *out, size_t cap) {
   const char *colon = address ? strrchr(address, ':') : NULL;
   if (colon == NULL || colon == address) return false;
   char *end = NULL;
@@ -81,15 +79,7 @@ static bool group_address(const char *address, uint32_t g, char *out, size_t cap
   return n > 0 && (size_t)n < cap;
 }
 
-bool mqr__cluster_group_address(const char *address, uint32_t g, char *out, size_t cap) {
-  return group_address(address, g, out, cap);
-}
-
-uint32_t mqr__cluster_group_of(const mqr__cluster_t *c, mqr_str_t address) {
-  uint32_t h = 2166136261u; /* FNV-1a: the same on every node and every build */
-  for (size_t i = 0; i < address.len; i++) h = (h ^ (uint8_t)address.ptr[i]) * 16777619u;
-  return h % c->n_groups;
-}
+uint32_t mqr__cluster_group_of(const mqr__cluster_t *c, mqr_str_t address) { return mqr__fnv1a(address) % c->n_groups; }
 
 /* ---- opening ----------------------------------------------------------------------------------- */
 
@@ -101,7 +91,7 @@ static int check(const mqr__cluster_options_t *opt, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EINVAL, "cluster: at most %d nodes (this one and %d peers)", MAX_NODES,
                          MAX_NODES - 1);
   uint32_t groups = opt->groups ? opt->groups : 1;
-  if (!group_address(opt->bind, groups - 1, a, sizeof a))
+  if (!mqr__cluster_group_address(opt->bind, groups - 1, a, sizeof a))
     return mqr_error_set(err, MQR_EINVAL, "cluster: bind '%s' is not IP:PORT (with room for %u groups' ports)",
                          opt->bind ? opt->bind : "", groups);
   if (opt->directory == NULL) return mqr_error_set(err, MQR_EINVAL, "cluster: a data directory is needed");
@@ -113,7 +103,7 @@ static int check(const mqr__cluster_options_t *opt, mqr_error_t *err) {
     for (uint32_t k = 0; k < i; k++)
       if (opt->peers[k].id == p->id)
         return mqr_error_set(err, MQR_EINVAL, "cluster: two peers have the id %llu", (unsigned long long)p->id);
-    if (!group_address(p->address, groups - 1, a, sizeof a))
+    if (!mqr__cluster_group_address(p->address, groups - 1, a, sizeof a))
       return mqr_error_set(err, MQR_EINVAL, "cluster: peer %llu's address '%s' is not IP:PORT",
                            (unsigned long long)p->id, p->address ? p->address : "");
   }
@@ -131,7 +121,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EIO, "cluster: %s: %s", opt->directory, strerror(errno));
   if (mkdir(dir, 0700) != 0 && errno != EEXIST)
     return mqr_error_set(err, MQR_EIO, "cluster: %s: %s", dir, strerror(errno));
-  group_address(opt->bind, ng->index, ng->address, sizeof ng->address);
+  mqr__cluster_group_address(opt->bind, ng->index, ng->address, sizeof ng->address);
   if ((ng->state = mqr__rstate_new()) == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory for a group");
   if (raft_uv_tcp_init(&ng->tr, c->loop) != 0) return mqr_error_set(err, MQR_ENOMEM, "cluster: a transport");
   ng->tr_open = true;
@@ -145,7 +135,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
                               .election_timeout_ms = opt->election_timeout,
                               .heartbeat_timeout_ms = opt->heartbeat_timeout,
                               .snapshot_threshold = opt->snapshot_threshold,
-                              .max_batch = MQR_BATCH_MAX};
+                              .max_batch = BATCH_MAX};
   int rc = mqr__rgroup_new(&go, &ng->g, err);
   if (rc == 0) rc = mqr__rgroup_open(ng->g, &ng->io, err);
   if (rc) {
@@ -158,7 +148,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
   const char *ap[MAX_NODES];
   ids[0] = opt->node_id, ap[0] = ng->address;
   for (uint32_t i = 0; i < opt->n_peers; i++) {
-    group_address(opt->peers[i].address, ng->index, addrs[i], sizeof addrs[i]);
+    mqr__cluster_group_address(opt->peers[i].address, ng->index, addrs[i], sizeof addrs[i]);
     ids[i + 1] = opt->peers[i].id, ap[i + 1] = addrs[i];
   }
   rc = opt->join ? 0 : mqr__rgroup_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);

@@ -314,7 +314,7 @@ int mqr__rgroup_flush(mqr__rgroup_t *g) {
 
 int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
                        mqr__rgroup_done_fn cb, void *arg) {
-  if (g->closing || g->broken || !g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  if (g->closing || g->broken || !mqr__rgroup_leading(g)) return MQR_ENOTLEADER;
   if (len > MQR_JOURNAL_MAX_PAYLOAD) return MQR_ELIMIT;
   if (g->batch_len && g->batch_len + mqr_journal_record_size(len) > g->opt.max_batch) {
     int rc = mqr__rgroup_flush(g); /* (its callbacks were told) */
@@ -378,7 +378,7 @@ static void transferred(struct raft_transfer *req) {
 }
 
 int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg) {
-  if (!g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  if (!mqr__rgroup_leading(g)) return MQR_ENOTLEADER;
   transfer_t *t = mqr_calloc(1, sizeof *t);
   if (t == NULL) return MQR_ENOMEM;
   *t = (transfer_t){.g = g, .to = to, .cb = cb, .arg = arg};
@@ -422,7 +422,7 @@ static void changed(struct raft_change *req, int status) {
 }
 
 static int change(mqr__rgroup_t *g, uint64_t id, const char *address, void (*cb)(void *arg, int status), void *arg) {
-  if (!g->leading || raft_state(g->r) != RAFT_LEADER) return MQR_ENOTLEADER;
+  if (!mqr__rgroup_leading(g)) return MQR_ENOTLEADER;
   change_t *ch = mqr_calloc(1, sizeof *ch);
   if (ch == NULL) return MQR_ENOMEM;
   *ch = (change_t){.g = g, .id = id, .promote = address != NULL, .cb = cb, .arg = arg};

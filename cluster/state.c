@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
+
 typedef struct {
   uint32_t q; /* the queue's name: an index into qnames */
   int32_t count;
@@ -30,7 +32,7 @@ struct mqr__rstate_s {
   int64_t *order; /* ids in ADD order (some gone since): listed through the table */
   size_t n_order, cap_order;
   bool sorted;
-  char **qnames; /* queue names met, interned */
+  mqr_str_t *qnames; /* queue names met, interned (NUL-terminated copies) */
   uint32_t n_q, cap_q;
   uint32_t *qslots; /* by name's hash: index + 1, 0 empty */
   uint32_t qmask;
@@ -40,16 +42,6 @@ struct mqr__rstate_s {
   uint32_t cap_views;
   mqr__rstate_stats_t st;
 };
-
-static bool grow(void **p, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap) return true;
-  size_t n = *cap ? *cap * 2 : 16;
-  while (n < need) n *= 2;
-  void *q = mqr_realloc(*p, n * size);
-  if (q == NULL) return false;
-  *p = q, *cap = n;
-  return true;
-}
 
 static uint32_t get32(const uint8_t *p) {
   uint32_t v;
@@ -128,18 +120,11 @@ static void drop(mqr__rstate_t *s, msg_t **at) {
 
 /* ---- queue names ----------------------------------------------------------------------------- */
 
-static uint32_t hash_name(mqr_str_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n.len; i++) h = (h ^ (uint8_t)n.ptr[i]) * 16777619u;
-  return h;
-}
-
 /* The name's index, made if new: UINT32_MAX when out of memory. */
 static uint32_t intern(mqr__rstate_t *s, mqr_str_t n) {
   if (s->qslots) {
-    for (uint32_t i = hash_name(n) & s->qmask; s->qslots[i]; i = (i + 1) & s->qmask) {
-      const char *q = s->qnames[s->qslots[i] - 1];
-      if (strlen(q) == n.len && memcmp(q, n.ptr, n.len) == 0) return s->qslots[i] - 1;
+    for (uint32_t i = mqr__fnv1a(n) & s->qmask; s->qslots[i]; i = (i + 1) & s->qmask) {
+      if (mqr_str_eq(s->qnames[s->qslots[i] - 1], n)) return s->qslots[i] - 1;
     }
   }
   if ((s->n_q + 1) * 2 > (s->qslots ? s->qmask + 1 : 0)) {
@@ -147,24 +132,22 @@ static uint32_t intern(mqr__rstate_t *s, mqr_str_t n) {
     uint32_t *ns = mqr_calloc(ncap, sizeof *ns);
     if (ns == NULL) return UINT32_MAX;
     for (uint32_t k = 0; k < s->n_q; k++) {
-      uint32_t i = hash_name(mqr_str(s->qnames[k])) & (ncap - 1);
+      uint32_t i = mqr__fnv1a(s->qnames[k]) & (ncap - 1);
       while (ns[i]) i = (i + 1) & (ncap - 1);
       ns[i] = k + 1;
     }
     mqr_free(s->qslots);
     s->qslots = ns, s->qmask = ncap - 1;
   }
-  size_t cap = s->cap_q;
   char *copy = mqr_malloc(n.len + 1);
-  if (copy == NULL || !grow((void **)&s->qnames, &cap, s->n_q + 1, sizeof *s->qnames)) {
+  if (copy == NULL || !mqr__grow((void **)&s->qnames, &s->cap_q, s->n_q + 1, sizeof *s->qnames)) {
     mqr_free(copy);
     return UINT32_MAX;
   }
-  s->cap_q = (uint32_t)cap;
   memcpy(copy, n.ptr, n.len);
   copy[n.len] = 0;
-  s->qnames[s->n_q] = copy;
-  uint32_t i = hash_name(n) & s->qmask;
+  s->qnames[s->n_q] = mqr_str_n(copy, n.len);
+  uint32_t i = mqr__fnv1a(n) & s->qmask;
   while (s->qslots[i]) i = (i + 1) & s->qmask;
   s->qslots[i] = s->n_q + 1;
   return s->n_q++;
@@ -192,7 +175,7 @@ void mqr__rstate_reset(mqr__rstate_t *s) {
 void mqr__rstate_free(mqr__rstate_t *s) {
   if (s == NULL) return;
   mqr__rstate_reset(s);
-  for (uint32_t i = 0; i < s->n_q; i++) mqr_free(s->qnames[i]);
+  for (uint32_t i = 0; i < s->n_q; i++) mqr_free((char *)s->qnames[i].ptr);
   mqr_free(s->qnames);
   mqr_free(s->qslots);
   mqr_free(s->order);
@@ -210,7 +193,8 @@ static int add(mqr__rstate_t *s, const mqr_journal_record_t *r) {
     *m = (msg_t){id, NULL, 0, 0, (uint32_t)r->len};
     memcpy(m->data, r->payload, r->len);
   }
-  if (m == NULL || !grow((void **)&s->order, &s->cap_order, s->n_order + 1, sizeof *s->order) || !table_put(s, m)) {
+  if (m == NULL || !mqr__grow_size((void **)&s->order, &s->cap_order, s->n_order + 1, sizeof *s->order) ||
+      !table_put(s, m)) {
     mqr_free(m);
     return MQR_ENOMEM;
   }
@@ -233,7 +217,7 @@ int mqr__rstate_apply(mqr__rstate_t *s, const mqr_journal_record_t *r) {
   case MQR_JOURNAL_ADD: return add(s, r);
   case MQR_JOURNAL_TOPOLOGY: {
     uint8_t *p = mqr_malloc(r->len ? r->len : 1);
-    if (p == NULL || !grow((void **)&s->topo, &s->cap_topo, s->n_topo + 1, sizeof *s->topo)) {
+    if (p == NULL || !mqr__grow_size((void **)&s->topo, &s->cap_topo, s->n_topo + 1, sizeof *s->topo)) {
       mqr_free(p);
       return MQR_ENOMEM;
     }
@@ -271,11 +255,7 @@ int mqr__rstate_apply(mqr__rstate_t *s, const mqr_journal_record_t *r) {
   switch (r->type) {
   case MQR_JOURNAL_REF:
     if (ref) return 0;
-    {
-      size_t cap = m->cap_refs;
-      if (!grow((void **)&m->refs, &cap, m->n_refs + 1, sizeof *m->refs)) return MQR_ENOMEM;
-      m->cap_refs = (uint32_t)cap;
-    }
+    if (!mqr__grow((void **)&m->refs, &m->cap_refs, m->n_refs + 1, sizeof *m->refs)) return MQR_ENOMEM;
     m->refs[m->n_refs++] = (ref_t){q, 0, 0};
     s->st.refs++;
     return 0;
@@ -309,11 +289,9 @@ int mqr__rstate_each(mqr__rstate_t *s, mqr__rstate_msg_fn fn, void *ctx) {
     if (i && s->order[i] == s->order[i - 1]) continue; /* (an id added, dropped, added again) */
     msg_t *m = find(s, s->order[i]);
     if (m == NULL) continue;
-    size_t cap = s->cap_views;
-    if (!grow((void **)&s->views, &cap, m->n_refs + 1, sizeof *s->views)) return MQR_ENOMEM;
-    s->cap_views = (uint32_t)cap;
+    if (!mqr__grow((void **)&s->views, &s->cap_views, m->n_refs + 1, sizeof *s->views)) return MQR_ENOMEM;
     for (uint32_t k = 0; k < m->n_refs; k++)
-      s->views[k] = (mqr__rref_t){mqr_str(s->qnames[m->refs[k].q]), m->refs[k].count, m->refs[k].due};
+      s->views[k] = (mqr__rref_t){s->qnames[m->refs[k].q], m->refs[k].count, m->refs[k].due};
     int rc = fn(ctx, m->id, m->data, m->len, s->views, m->n_refs);
     if (rc) return rc;
   }

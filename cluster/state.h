@@ -29,6 +29,14 @@
 
 typedef struct mqr__rstate_s mqr__rstate_t;
 
+/* 32-bit FNV-1a of a name: the same on every node and every build (a queue name's slot
+ * here; an address's group in cluster.c). */
+static inline uint32_t mqr__fnv1a(mqr_str_t s) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < s.len; i++) h = (h ^ (uint8_t)s.ptr[i]) * 16777619u;
+  return h;
+}
+
 /* A message's place on a queue, as listed. */
 typedef struct {
   mqr_str_t queue;

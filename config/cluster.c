@@ -85,6 +85,16 @@ static void parse_peer(ctx_t *c, yaml_node_t *n, uint32_t i) {
   c->cfg->cluster.n_peers++;
 }
 
+/* A timeout of min ms to a minute, into *out. */
+static void timeout_ms(ctx_t *c, const pair_t *p, int64_t min, uint32_t *out) {
+  int64_t v;
+  if (!mqr__cfg_get_duration(c, p, 60000, &v)) return;
+  if (v < min)
+    ERR(c, p->value, "%.*s must be at least %lld ms", (int)p->name.len, p->name.ptr, (long long)min);
+  else
+    *out = (uint32_t)v;
+}
+
 void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   mqr_cluster_config_t *cc = &c->cfg->cluster;
   cc->line = (uint32_t)map->start_mark.line + 1;
@@ -115,19 +125,9 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
     } else if (mqr_str_eq(p.name, MQR_STR("groups"))) {
       if (mqr__cfg_get_int(c, &p, false, 1, 64, &v)) cc->groups = (uint32_t)v;
     } else if (mqr_str_eq(p.name, MQR_STR("election-timeout"))) {
-      if (mqr__cfg_get_duration(c, &p, 60000, &v)) {
-        if (v < 50)
-          ERR(c, p.value, "election-timeout must be at least 50 ms");
-        else
-          cc->election_timeout_ms = (uint32_t)v;
-      }
+      timeout_ms(c, &p, 50, &cc->election_timeout_ms);
     } else if (mqr_str_eq(p.name, MQR_STR("heartbeat-timeout"))) {
-      if (mqr__cfg_get_duration(c, &p, 60000, &v)) {
-        if (v < 10)
-          ERR(c, p.value, "heartbeat-timeout must be at least 10 ms");
-        else
-          cc->heartbeat_timeout_ms = (uint32_t)v;
-      }
+      timeout_ms(c, &p, 10, &cc->heartbeat_timeout_ms);
     } else if (mqr_str_eq(p.name, MQR_STR("snapshot-threshold"))) {
       if (mqr__cfg_get_int(c, &p, false, 16, 100000000, &v)) cc->snapshot_threshold = (uint32_t)v;
     } else if (mqr_str_eq(p.name, MQR_STR("peers"))) {

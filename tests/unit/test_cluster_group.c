@@ -79,11 +79,11 @@ static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
     char addr[16];
     snprintf(addr, sizeof addr, "%u", i + 1);
     mqr__rgroup_options_t o = {.id = i + 1,
-                              .address = addr,
-                              .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
-                              .snapshot_threshold = threshold,
-                              .snapshot_trailing = trailing,
-                              .max_batch = max_batch};
+                               .address = addr,
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                               .snapshot_threshold = threshold,
+                               .snapshot_trailing = trailing,
+                               .max_batch = max_batch};
     assert_int_equal(mqr__rgroup_new(&o, &x->g[i], NULL), 0);
     assert_int_equal(raft_fixture_grow(&x->f, mqr__rgroup_fsm(x->g[i])), 0);
     mqr__rgroup_adopt(x->g[i], raft_fixture_get(&x->f, i));
@@ -354,10 +354,10 @@ static void net_open(net_t *x, bool first) {
     assert_int_equal(raft_uv_tcp_init(&x->tr[i], &x->loop), 0);
     assert_int_equal(raft_uv_init(&x->io[i], &x->loop, x->dirs[i], &x->tr[i]), 0);
     mqr__rgroup_options_t o = {.id = i + 1,
-                              .address = x->addrs[i],
-                              .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
-                              .election_timeout_ms = 300,
-                              .heartbeat_timeout_ms = 50};
+                               .address = x->addrs[i],
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                               .election_timeout_ms = 300,
+                               .heartbeat_timeout_ms = 50};
     mqr_error_t err;
     assert_int_equal(mqr__rgroup_new(&o, &x->g[i], &err), 0);
     assert_int_equal(mqr__rgroup_open(x->g[i], &x->io[i], &err), 0);
