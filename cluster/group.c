@@ -19,7 +19,7 @@ typedef struct {
   struct raft_apply req;
   mqr__rgroup_t *g;
   done_t *dones;
-  uint32_t n_dones;
+  uint32_t n_dones, cap_dones;
 } proposal_t;
 
 struct mqr__rgroup_s {
@@ -35,6 +35,7 @@ struct mqr__rgroup_s {
   done_t *dones;
   uint32_t n_dones, cap_dones;
   struct raft_barrier barrier; /* a new leader's: it leads once everything before is applied */
+  proposal_t *last;            /* the newest proposal libraft has not answered (NULL: none) */
   uint64_t applied, committed;
   bool leading;    /* leader, its barrier applied: it may append */
   bool barrier_on; /* the barrier is in flight */
@@ -268,11 +269,22 @@ void mqr__rgroup_free(mqr__rgroup_t *g) {
 
 /* ---- proposing ------------------------------------------------------------------------------- */
 
+/* Room for one more callback in d. */
+static bool room_for_done(done_t **d, uint32_t n, uint32_t *cap) {
+  if (n < *cap) return true;
+  uint32_t c = *cap ? 2 * *cap : 16;
+  done_t *nd = mqr_realloc(*d, c * sizeof *nd);
+  if (nd == NULL) return false;
+  *d = nd, *cap = c;
+  return true;
+}
+
 static void applied_cb(struct raft_apply *req, int status, void *result) {
   (void)result;
   proposal_t *p = req->data;
   mqr__rgroup_t *g = p->g;
   if (status == 0) g->committed++;
+  if (g->last == p) g->last = NULL; /* (proposals are answered in log order) */
   tell(p->dones, p->n_dones,
        status == 0                ? 0
        : status == RAFT_SHUTDOWN  ? MQR_ECLOSED
@@ -291,12 +303,13 @@ int mqr__rgroup_flush(mqr__rgroup_t *g) {
   int rc = MQR_ENOMEM;
   if (p != NULL) {
     p->g = g;
-    p->dones = g->dones, p->n_dones = g->n_dones;
+    p->dones = g->dones, p->n_dones = g->n_dones, p->cap_dones = g->cap_dones;
     p->req.data = p;
     int r = raft_apply(g->r, &p->req, &buf, 1, applied_cb);
     rc = r == 0 ? 0 : r == RAFT_NOTLEADER ? MQR_ENOTLEADER : r == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINDOUBT;
   }
   if (rc == 0) { /* libraft has the buffer, the proposal the callbacks */
+    g->last = p;
     g->batch = NULL, g->batch_len = g->batch_cap = 0;
     g->dones = NULL, g->n_dones = g->cap_dones = 0;
     return 0;
@@ -320,15 +333,26 @@ int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_
     int rc = mqr__rgroup_flush(g); /* (its callbacks were told) */
     if (rc == MQR_ENOTLEADER) return rc;
   }
-  if (cb && g->n_dones == g->cap_dones) {
-    uint32_t c = g->cap_dones ? 2 * g->cap_dones : 16;
-    done_t *d = mqr_realloc(g->dones, c * sizeof *d);
-    if (d == NULL) return MQR_ENOMEM;
-    g->dones = d, g->cap_dones = c;
-  }
+  if (cb && !room_for_done(&g->dones, g->n_dones, &g->cap_dones)) return MQR_ENOMEM;
   int rc = put_record(&g->batch, &g->batch_len, &g->batch_cap, type, id, payload, len);
   if (rc) return rc;
   if (cb) g->dones[g->n_dones++] = (done_t){cb, arg};
+  return 0;
+}
+
+int mqr__rgroup_after(mqr__rgroup_t *g, mqr__rgroup_done_fn cb, void *arg) {
+  if (g->closing) return MQR_ECLOSED;
+  /* the batch being gathered, else the newest proposal: either commits after every
+   * record appended before (entries commit in log order) */
+  if (g->batch_len) {
+    if (!room_for_done(&g->dones, g->n_dones, &g->cap_dones)) return MQR_ENOMEM;
+    g->dones[g->n_dones++] = (done_t){cb, arg};
+    return 0;
+  }
+  proposal_t *p = g->last;
+  if (p == NULL) return 1;
+  if (!room_for_done(&p->dones, p->n_dones, &p->cap_dones)) return MQR_ENOMEM;
+  p->dones[p->n_dones++] = (done_t){cb, arg};
   return 0;
 }
 

@@ -91,6 +91,11 @@ void mqr__rgroup_free(mqr__rgroup_t *g);
  * proposed at once. */
 int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_t id, const void *payload, size_t len,
                        mqr__rgroup_done_fn cb, void *arg);
+/* cb(arg, status) once every record appended so far has committed (or with the error
+ * its batch got, as an append's callback): 0; 1 when nothing appended is still
+ * uncommitted (cb is not called); MQR_ECLOSED, MQR_ENOMEM. Callbacks keep their order
+ * with the appends' callbacks. */
+int mqr__rgroup_after(mqr__rgroup_t *g, mqr__rgroup_done_fn cb, void *arg);
 /* Proposes the batch gathered, if any: 0, or the error every one of its callbacks got.
  * Also where a change of leadership is noticed (libraft 0.15 has no callback for it):
  * call it once per loop pass. */

@@ -253,6 +253,58 @@ static void test_leader_cut_off(void **state) {
   fx_free(x);
 }
 
+/* mqr__rgroup_after: nothing uncommitted, 1 and no call; after records in the batch, or
+ * with the batch proposed and not yet committed, called once (0) only after those
+ * records' own callbacks, in order; a leader cut off tells it what it tells them. */
+static int order[8], n_order;
+static void ordered(void *arg, int status) {
+  (void)status;
+  order[n_order++] = (int)(intptr_t)arg;
+}
+
+static bool calls_reached(fx_t *x, void *arg) {
+  (void)x;
+  return n_order >= *(int *)arg;
+}
+
+static void test_after_what_was_appended(void **state) {
+  (void)state;
+  fx_t *x = fx_make(0, 0, 0);
+  unsigned l = elect(x);
+  run_until(x, NULL, NULL, 200);
+  static done_t none;
+  assert_int_equal(mqr__rgroup_after(x->g[l], done, &none), 1); /* nothing uncommitted */
+  n_order = 0;
+  uint64_t id = 1;
+  /* in the batch being gathered: after its record's callback */
+  assert_int_equal(mqr__rgroup_append(x->g[l], MQR_JOURNAL_ADD, id, &id, sizeof id, ordered, (void *)1), 0);
+  assert_int_equal(mqr__rgroup_after(x->g[l], ordered, (void *)2), 0);
+  mqr__rgroup_flush(x->g[l]);
+  /* the batch proposed, not committed: after it too */
+  assert_int_equal(mqr__rgroup_after(x->g[l], ordered, (void *)3), 0);
+  assert_int_equal(n_order, 0); /* nothing before the commit */
+  int want = 3;
+  assert_true(run_until(x, calls_reached, &want, 20000));
+  run_until(x, NULL, NULL, 500);
+  assert_int_equal(n_order, 3);
+  for (int i = 0; i < 3; i++) assert_int_equal(order[i], i + 1);
+  assert_int_equal(mqr__rgroup_after(x->g[l], done, &none), 1); /* committed: nothing left */
+  assert_int_equal(none.calls, 0);
+  /* cut off: the record's and the wait's callbacks both say it is not known */
+  for (unsigned i = 0; i < N; i++)
+    if (i != l) raft_fixture_disconnect(&x->f, l, i), raft_fixture_disconnect(&x->f, i, l);
+  static done_t lost, waited;
+  assert_int_equal(append_id(x->g[l], 99, &lost), 0);
+  mqr__rgroup_flush(x->g[l]);
+  assert_int_equal(mqr__rgroup_after(x->g[l], done, &waited), 0);
+  run_until(x, NULL, NULL, 30000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(waited.calls, 1);
+  assert_int_not_equal(waited.status, 0);
+  assert_int_equal(waited.status, lost.status);
+  fx_free(x);
+}
+
 /* A follower down while the leader commits many entries and takes snapshots catches up
  * from a snapshot (its state reset, then the snapshot's records) and the entries after. */
 static void test_follower_catches_up_from_a_snapshot(void **state) {
@@ -449,7 +501,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batches_apply_everywhere_in_order),   cmocka_unit_test(test_leader_cut_off),
       cmocka_unit_test(test_follower_catches_up_from_a_snapshot), cmocka_unit_test(test_limits),
-      cmocka_unit_test(test_over_tcp_and_after_a_restart),
+      cmocka_unit_test(test_over_tcp_and_after_a_restart),        cmocka_unit_test(test_after_what_was_appended),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
