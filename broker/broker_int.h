@@ -217,6 +217,10 @@ typedef struct {
    * else refusal (m, with one reference, released either way). */
   int (*forward)(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__send_s *s, const mqr_broker_receipt_t *r,
                  int refusal);
+  /* An acknowledgement of n deliveries of bq made its records: 0 when its answer need
+   * not wait for them, MQR__PENDING (answered through s once its replication group
+   * committed them), or an error (err). */
+  int (*acked)(mqr_broker_t *b, const struct mqr__bq_s *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
 } mqr__persist_ops_t;
 
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */

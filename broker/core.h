@@ -108,6 +108,14 @@ void mqr__consumer_ready(mqr_broker_consumer_t *k);
 /* Acknowledges delivery (cumulative: and every earlier one of k): how many went, 0 when
  * it is not outstanding. */
 uint32_t mqr__consumer_ack(mqr_broker_consumer_t *k, int64_t delivery, bool cumulative);
+/* The answer to an acknowledgement of n deliveries of k that its client asked to hear
+ * (p: its session's producer; token: the answer's): 0, answer it now; MQR__PENDING, the
+ * answer (a receipt with queues = n, or an error) comes through p's ops->sent with token
+ * once the acknowledgement is as safe as a durable send (its DELETE records committed by
+ * a replicated queue's group) and after p's earlier answers; or an error (err says why:
+ * MQR_EINDOUBT, this node stopped leading the queue's group and did not take it). */
+int mqr__consumer_ack_answer(mqr_broker_consumer_t *k, mqr__producer_t *p, int64_t token, uint32_t n,
+                             mqr_error_t *err);
 /* Gives delivery back (cumulative: and every earlier one of k), as a consumer that
  * closes does: to the head of its queue, its delivery counted (a redelivery delay, the
  * dead-letter address after max-delivery-attempts). How many; 0 when not outstanding. */

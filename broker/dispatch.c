@@ -360,6 +360,20 @@ uint32_t mqr__consumer_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumu
   return n;
 }
 
+int mqr__consumer_ack_answer(mqr_broker_consumer_t *k, mqr__producer_t *p, int64_t token, uint32_t n,
+                             mqr_error_t *err) {
+  mqr_broker_t *b = k->b;
+  if (b->persist == NULL) return 0;
+  mqr__send_t s;
+  mqr__send_init(&s);
+  s.producer = p;
+  s.token = token;
+  int rc = b->clustered && k->bq ? b->persist->acked(b, k->bq, &s, n, err) : 0;
+  if (rc) return rc;
+  mqr_broker_receipt_t r = {0, n, 0};
+  return b->persist->answer(b, &s, 0, &r, NULL); /* (after the producer's earlier answers) */
+}
+
 void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken) {
   mqr_broker_t *b = c->b;
   mqr__bq_t *bq = c->bq;

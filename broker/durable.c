@@ -127,7 +127,8 @@ static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
   uint64_t seq = d->pend_head + d->pend_n++;
   mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
   mqr__producer_t *prod = s->producer;
-  *p = (mqr__pend_t){NULL, NULL, prod, s->token, s->fn, s->fn_arg, d->tgt_tail, 0, 0, false, false, {0, 0, 0}, NULL};
+  *p = (mqr__pend_t){NULL, NULL, prod,  s->token, s->fn, s->fn_arg, d->tgt_tail,
+                     0,    0,    false, false,    false, {0, 0, 0}, NULL};
   if (prod) prod->pending++;
   return p;
 }
@@ -304,6 +305,10 @@ void mqr__durable_pend_forwarded(mqr__durable_t *d, const mqr__send_t *s, const 
   pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->forwarded = true;
 }
 
+void mqr__durable_pend_ack(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
+  pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->ack = true;
+}
+
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr_broker_t *b = d->b;
   mqr__pend_t *p = oldest_waiting(d, owner);
@@ -311,6 +316,19 @@ void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr__msg_t *m = p->m;
   p->m = NULL;
   p->done = true;
+  if (p->ack) { /* its DELETEs committed, or not known to be */
+    if (status) {
+      mqr_error_t e;
+      p->status = status == MQR_ECLOSED ? MQR_ECLOSED : MQR_EINDOUBT;
+      mqr_error_set(&e, p->status, "%s",
+                    p->status == MQR_ECLOSED ? "the broker closed before the cluster committed the acknowledgement"
+                                             : "the cluster's leader changed before the acknowledgement was "
+                                               "committed: the message may be delivered again");
+      p->err = copy_err(&e);
+    }
+    drain(d);
+    return;
+  }
   if (p->forwarded) { /* the leader has it (status 0) or said why not */
     if (status) {
       mqr_error_t e;
@@ -467,9 +485,9 @@ static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_
   return 0;
 }
 
-static const mqr__persist_ops_t journal_ops = {mqr__durable_send,     mqr__durable_answer,     mqr__pager_wants,
-                                               mqr__pager_send,       mqr__durable_queue_made, serves,
-                                               mqr__replicate_forward};
+static const mqr__persist_ops_t journal_ops = {mqr__durable_send,      mqr__durable_answer,     mqr__pager_wants,
+                                               mqr__pager_send,        mqr__durable_queue_made, serves,
+                                               mqr__replicate_forward, mqr__replicate_acked};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);

@@ -62,6 +62,7 @@ typedef struct {
   int status;
   bool done;
   bool forwarded; /* sent on to its group's leader: the leader's receipt is its answer */
+  bool ack;       /* an acknowledgement's answer, waiting for its group to commit its DELETEs */
   mqr_broker_receipt_t r;
   mqr_error_t *err; /* an error's text; NULL: none, or no memory for it */
 } mqr__pend_t;
@@ -143,6 +144,11 @@ void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
 void mqr__durable_pend_forwarded(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
                                  const mqr_broker_receipt_t *r);
 
+/* An acknowledgement's answer (r: queues, how many it took) waits for owner (a
+ * replication group) to commit its records: room first (mqr__durable_pend_reserve). */
+void mqr__durable_pend_ack(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
+                           const mqr_broker_receipt_t *r);
+
 /* replicate.c: replicated durable queues (the cluster). */
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config has a cluster */
 void mqr__replicate_close(mqr_broker_t *b);
@@ -158,6 +164,12 @@ int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targ
  * its url is known: MQR__PENDING (answered with its receipt there), or refusal. */
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__send_s *s, const mqr_broker_receipt_t *r,
                            int refusal);
+/* The answer to an acknowledgement of n deliveries of bq (its records appended): 0 when
+ * nothing of it waits (not replicated, or committed already), MQR__PENDING when it waits
+ * for bq's group to commit them (answered through s), MQR_EINDOUBT (err says why) when
+ * this node no longer leads that group: the acknowledgement was not taken. */
+int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const struct mqr__send_s *s, uint32_t n,
+                         mqr_error_t *err);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);

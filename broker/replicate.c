@@ -42,6 +42,26 @@ void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t typ
   if (gr == NULL || mqr__rgroup_append(gr, type, (uint64_t)id, p, n, NULL, NULL) != 0) d->cluster_dropped++;
 }
 
+static void committed(void *arg, int status);
+
+int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const mqr__send_t *s, uint32_t n, mqr_error_t *err) {
+  int g = mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1;
+  if (g < 0) return 0;
+  mqr__durable_t *d = b->dur;
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
+  if (!mqr__rgroup_leading(gr))
+    return mqr_error_set(err, MQR_EINDOUBT,
+                         "this node no longer leads group %d of queue '%.*s': the acknowledgement was not taken, and "
+                         "the message will be delivered again",
+                         g, (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);
+  if (!mqr__durable_pend_reserve(d)) return 0; /* (no memory to wait: answered now) */
+  int rc = mqr__rgroup_after(gr, committed, gr);
+  if (rc) return 0; /* 1: nothing uncommitted; else no memory to wait */
+  mqr_broker_receipt_t r = {0, n, 0};
+  mqr__durable_pend_ack(d, s, gr, &r);
+  return MQR__PENDING;
+}
+
 /* ---- forwarding to the leader ------------------------------------------------------------------- */
 
 struct mqr__fwd_s {

@@ -187,6 +187,7 @@ int mqr_cmd_recv(int argc, char **argv) {
   }
   int64_t sub = 0;
   long got = 0;
+  bool acked = true; /* every acknowledgement taken */
   uint32_t credit = follow || count > CREDIT ? CREDIT : (uint32_t)count;
   /* The first node that serves TARGET: one that cannot be reached, or refuses because
    * another node leads its group (ENOTLEADER), gives way to the next. */
@@ -227,15 +228,19 @@ int mqr_cmd_recv(int argc, char **argv) {
     mqr_bclient_message_free(m);
     if (pr) break;
     got++;
-    if (mqr_bclient_ack(bc, sub, d, false, &err) != 0) {
+    /* the last one answered: its answer comes once the broker holds every acknowledgement
+     * before it as safe as a durable send (a cluster has committed them) */
+    bool last = !follow && got == count;
+    if ((last ? mqr_bclient_ack_receipt(bc, sub, d, false, &err) : mqr_bclient_ack(bc, sub, d, false, &err)) != 0) {
       cli_broker_error(&err);
+      acked = false;
       break;
     }
     if (got % CREDIT == 0 && (follow || got < count)) mqr_bclient_credit(bc, sub, CREDIT, &err);
     if (follow) fflush(stdout);
   }
   fflush(stdout);
-  if (follow ? cli_interrupted : got == count) rc = 0;
+  if (acked && (follow ? cli_interrupted : got == count)) rc = 0;
   mqr_avro_buf_free(&scratch);
   mqr_bclient_close(bc);
 out:

@@ -241,6 +241,18 @@ int mqr_bclient_ack(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, b
   return rc ? fail(rc, NULL, bc, err, "ack") : 0;
 }
 
+int mqr_bclient_ack_receipt(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, bool cumulative,
+                            mqr_error_t *err) {
+  if (bc->lost) return fail(bc->lost, NULL, bc, err, "ack");
+  mqr_client_sub_t *s = mqr__client_find_sub(bc->c, subscription);
+  if (s == NULL) return mqr_error_set(err, MQR_ENOSUB, "no subscription %lld", (long long)subscription);
+  wait_t w = {0};
+  int rc = mqr_client_ack_receipt(s, delivery, cumulative, done_cb, &w, err);
+  if (rc) return rc;
+  if ((rc = run_until(bc, &w.done, -1)) != 0 || (rc = w.status) != 0) return fail(rc, &w, bc, err, "ack");
+  return 0;
+}
+
 int mqr_bclient_credit(mqr_bclient_t *bc, int64_t subscription, uint32_t n, mqr_error_t *err) {
   mqr_client_sub_t *s = mqr__client_find_sub(bc->c, subscription);
   if (s == NULL) return mqr_error_set(err, MQR_ENOSUB, "no subscription %lld", (long long)subscription);

@@ -796,8 +796,19 @@ int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mq
 }
 
 int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative) {
-  mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {s->id, delivery, cumulative}}};
+  mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {s->id, delivery, cumulative, 0}}};
   return queue_frame(s->c, &f, NULL);
+}
+
+int mqr_client_ack_receipt(mqr_client_sub_t *s, int64_t delivery, bool cumulative, mqr_client_done_fn cb, void *arg,
+                           mqr_error_t *err) {
+  mqr_client_t *c = s->c;
+  int64_t receipt = c->next_id++;
+  mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {s->id, delivery, cumulative, receipt}}};
+  size_t mark = c->out.len;
+  int rc = queue_frame(c, &f, err);
+  if (rc == 0 && (rc = add_pending(c, P_RECEIPT, receipt, cb, arg, err)) != 0) c->out.len = mark;
+  return rc;
 }
 
 int mqr_client_credit(mqr_client_sub_t *s, uint32_t n) {

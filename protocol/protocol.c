@@ -78,9 +78,9 @@ static const mqr_avro_cfield_t message_f[] = {F(mqr_frame_message_t, subscriptio
                                               F(mqr_frame_message_t, properties, props_map),
                                               F(mqr_frame_message_t, body, mqr_avro_c_str)};
 RECORD(message_t, mqr_frame_message_t, message_f);
-static const mqr_avro_cfield_t ack_f[] = {F(mqr_frame_ack_t, subscription, mqr_avro_c_int64),
-                                          F(mqr_frame_ack_t, delivery, mqr_avro_c_int64),
-                                          F(mqr_frame_ack_t, cumulative, mqr_avro_c_bool)};
+static const mqr_avro_cfield_t ack_f[] = {
+    F(mqr_frame_ack_t, subscription, mqr_avro_c_int64), F(mqr_frame_ack_t, delivery, mqr_avro_c_int64),
+    F(mqr_frame_ack_t, cumulative, mqr_avro_c_bool), F(mqr_frame_ack_t, receipt, mqr_avro_c_int64)};
 RECORD(ack_t, mqr_frame_ack_t, ack_f);
 static const mqr_avro_cfield_t credit_f[] = {F(mqr_frame_credit_t, subscription, mqr_avro_c_int64),
                                              F(mqr_frame_credit_t, messages, mqr_avro_c_int32)};

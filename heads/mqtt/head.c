@@ -535,7 +535,8 @@ static void bye(mqr__conn_t *c) {
   if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n);
 }
 
-/* A PUBLISH's answer that waited for the journal: its PUBACK or PUBREC, in order. */
+/* A PUBLISH's answer that waited for the journal: its PUBACK or PUBREC, in order; or a
+ * subscriber's PUBREC's: the PUBREL. */
 static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err) {
   mqtt_conn_t *mc = c->hs;
   if (token == 0) return;
@@ -544,6 +545,17 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   uint8_t type = mc->waiting[mc->w_head].type;
   mc->w_head = (mc->w_head + 1) % mc->w_cap;
   mc->w_n--;
+  uint8_t buf[16];
+  if (type == MQR__MQTT_PUBREL) { /* a subscriber's PUBREC, as safe as a durable PUBLISH now, or not */
+    if (status != 0) {
+      mqr__mqtt_close(c, 0x80, "the acknowledgement of packet %u was not taken: %s", id,
+                      err ? err->message : mqr_strerror(status));
+      return;
+    }
+    size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, id, 0, NULL);
+    if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
+    return;
+  }
   if ((type == MQR__MQTT_PUBACK || status != 0) && mc->in_open) mc->in_open--; /* answered: its place is free */
   uint8_t reason = 0;
   if (status != 0) {
@@ -564,7 +576,6 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
   } else if (r && r->queues == 0 && mc->level == 5) {
     reason = 0x10; /* No matching subscribers */
   }
-  uint8_t buf[16];
   size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, (mqr__mqtt_type_t)type, id, reason, NULL);
   if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
 }

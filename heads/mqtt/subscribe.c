@@ -382,10 +382,9 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   }
   int64_t delivery = o->delivery < 0 ? -o->delivery : o->delivery;
   mqtt_sub_t *sub = o->sub;
-  if (sub && sub->k) {
-    mqr_broker_ack(sub->k, delivery, false); /* received: the message leaves its queue */
-    mqr_broker_credit(sub->k, 1);
-  }
+  mqr_broker_consumer_t *k = sub ? sub->k : NULL;
+  uint32_t acked = k ? mqr__consumer_ack(k, delivery, false) : 0; /* received: the message leaves its queue */
+  if (k) mqr_broker_credit(k, 1);
   if (p->type == MQR__MQTT_PUBACK || p->reason >= 0x80) { /* done (a PUBREC refusing it ends it too) */
     out_del(ss, o);
     wake(ss, full);
@@ -394,9 +393,23 @@ void mqr__mqtt_on_ack(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   o->state = OUT_RELEASED;
   o->sub = NULL;
   mqr__mqtt_store_qos2(c->b, ss, false, p->packet_id, true); /* kept before the PUBREL goes */
-  uint8_t buf[16];
-  size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, p->packet_id, 0, NULL);
-  if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
+  if (acked == 0) {                                          /* (its subscription went: nothing left to make safe) */
+    uint8_t buf[16];
+    size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, p->packet_id, 0, NULL);
+    if (mqr__mqtt_out(c, buf, n) != 0) mqr__conn_close(c, false);
+    return;
+  }
+  /* The PUBREL is the broker's answer: once the acknowledgement is as safe as a durable
+   * PUBLISH (a replicated queue's group committed it), after the connection's earlier
+   * answers (head.c's sent writes it). */
+  int64_t token = mqr__mqtt_answer_later(c, MQR__MQTT_PUBREL, p->packet_id);
+  if (token < 0) {
+    mqr__mqtt_close(c, 0x97, "out of memory");
+    return;
+  }
+  mqr_error_t err;
+  int rc = mqr__consumer_ack_answer(k, &c->sess.producer, token, acked, &err);
+  if (rc != MQR__PENDING) c->head->sent(c, token, rc, NULL, rc ? &err : NULL);
 }
 
 /* ---- PUBLISH to a subscriber ----------------------------------------------------------------------- */

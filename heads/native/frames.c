@@ -6,6 +6,20 @@
 
 #include "native.h"
 
+/* An ACK's RECEIPT: once the acknowledgement is as safe as a durable send (a replicated
+ * queue's DELETE records committed), after the connection's earlier answers. */
+static void ack_answer(mqr__conn_t *c, mqr_broker_consumer_t *k, int64_t receipt, uint32_t n) {
+  mqr_error_t err;
+  int rc = mqr__consumer_ack_answer(k, &c->sess.producer, receipt, n, &err);
+  if (rc == MQR__PENDING) return;
+  if (rc) {
+    mqr__nat_send_error(c, rc, receipt, false, "%s", err.message);
+    return;
+  }
+  mqr_frame_t r = {MQR_FRAME_RECEIPT, {.receipt = {receipt, MQR_ROUTE_OK, (int32_t)n}}};
+  mqr__nat_reply(c, &r);
+}
+
 /* ---- frames ----------------------------------------------------------------------------------- */
 
 static mqr_broker_consumer_t *find_sub(mqr__conn_t *c, int64_t id) { return mqr__session_consumer(&c->sess, id); }
@@ -230,15 +244,19 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
     return;
   case MQR_FRAME_AUTH: mqr__nat_on_auth(c, &f.u.auth); return;
   case MQR_FRAME_SUBSCRIBE: on_subscribe(c, &f.u.subscribe); return;
-  case MQR_FRAME_ACK:
+  case MQR_FRAME_ACK: {
+    uint32_t n = 0;
     if ((k = find_sub(c, f.u.ack.subscription)) == NULL)
       mqr__nat_send_error(c, MQR_ENOSUB, f.u.ack.subscription, false, "no subscription %lld on this connection",
                           (long long)f.u.ack.subscription);
-    else if (mqr_broker_ack(k, f.u.ack.delivery, f.u.ack.cumulative) != 0)
-      mqr__nat_send_error(c, MQR_ENOTFOUND, f.u.ack.subscription, false,
+    else if ((n = mqr__consumer_ack(k, f.u.ack.delivery, f.u.ack.cumulative)) == 0)
+      mqr__nat_send_error(c, MQR_ENOTFOUND, f.u.ack.receipt ? f.u.ack.receipt : f.u.ack.subscription, false,
                           "delivery %lld of subscription %lld is not outstanding", (long long)f.u.ack.delivery,
                           (long long)f.u.ack.subscription);
+    else if (f.u.ack.receipt)
+      ack_answer(c, k, f.u.ack.receipt, n);
     return;
+  }
   case MQR_FRAME_CREDIT:
     if ((k = find_sub(c, f.u.credit.subscription)) == NULL)
       mqr__nat_send_error(c, MQR_ENOSUB, f.u.credit.subscription, false, "no subscription %lld on this connection",

@@ -472,7 +472,7 @@ static void bye(mqr__conn_t *c) {
   (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, 2, MQR_STR(""), true);
 }
 
-/* A send's answer, in send order: its receipt's RECEIPT, or an ERROR (then closed). */
+/* A send's (or an ACK's) answer, in order: its receipt's RECEIPT, or an ERROR (then closed). */
 static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_receipt_t *r, const mqr_error_t *err) {
   (void)r;
   stomp_t *st = c->hs;
@@ -492,8 +492,8 @@ static void sent(mqr__conn_t *c, int64_t token, int status, const mqr_broker_rec
     if (id) h[2] = (mqr__stomp_header_t){MQR_STR("receipt-id"), mqr_str_n(id, w.len)};
     const char *text = err ? err->message : mqr_strerror(status);
     (void)mqr__stomp_write(c, MQR__STOMP_ERROR, h, id ? 3 : 2, mqr_str(text), true);
-    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a SEND failed: %s; closing it", (long long)c->sess.id, c->peer,
-             text);
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): a SEND or ACK failed: %s; closing it", (long long)c->sess.id,
+             c->peer, text);
     mqr__conn_close(c, true);
   } else if (id) {
     mqr__stomp_written(c, mqr__stomp_write(c, MQR__STOMP_RECEIPT, h, 1, MQR_STR(""), false));

@@ -393,6 +393,24 @@ void mqr__stomp_on_ack(mqr__conn_t *c, const mqr__stomp_frame_t *f, bool ack) {
                      ack ? "ACK" : "NACK");
     return;
   }
+  if (ack && mqr__stomp_header(f, "receipt")) { /* RECEIPT once as safe as a durable SEND, in order */
+    int64_t token = mqr__stomp_receipt_later(c, f);
+    if (token < 0) {
+      mqr__stomp_error(c, f, "out of memory", "no memory for the receipt");
+      return;
+    }
+    mqr_error_t err;
+    int rc = mqr__consumer_ack_answer(sub->k, &c->sess.producer, token, n, &err);
+    if (rc == MQR__PENDING) { /* the answer comes to head.c's sent */
+      mqr_broker_credit(sub->k, n);
+      return;
+    }
+    mqr__stomp_receipt_drop_last(c);
+    if (rc) {
+      mqr__stomp_error(c, f, mqr_err_name(rc), "%s", err.message);
+      return;
+    }
+  }
   mqr__stomp_receipt(c, f);
   mqr_broker_credit(sub->k, n); /* one more for each that went */
 }

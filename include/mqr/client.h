@@ -110,6 +110,14 @@ MQR_EXTERN int mqr_client_send_stored(mqr_client_t *c, const uint8_t *stored, si
 /* Acknowledges a delivery of s (cumulative: and every earlier one); the broker answers
  * an unknown delivery with an ERROR to on_error. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative);
+/* The same, answered: cb gets 0 with the RECEIPT (queues: how many deliveries went) once
+ * the broker holds the acknowledgement as safe as a durable send (on a replicated queue:
+ * committed by its group; after a restart or a failover it is not delivered again), or
+ * the broker's ERROR (MQR_ENOTFOUND: not outstanding; MQR_EINDOUBT: the node stopped
+ * leading the queue's group and did not take it), or MQR_ECLOSED. 0, MQR_ECLOSED,
+ * MQR_ENOMEM. */
+MQR_EXTERN int mqr_client_ack_receipt(mqr_client_sub_t *s, int64_t delivery, bool cumulative, mqr_client_done_fn cb,
+                                      void *arg, mqr_error_t *err);
 /* Grants s n more deliveries. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_credit(mqr_client_sub_t *s, uint32_t n);
 /* Ends a subscription; s is freed. */
@@ -178,6 +186,10 @@ MQR_EXTERN void mqr_bclient_message_free(mqr_bclient_message_t *m);
  * MQR_ECLOSED (the connection ended; err says why), MQR_ENOMEM. */
 MQR_EXTERN int mqr_bclient_ack(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, bool cumulative,
                                mqr_error_t *err);
+/* mqr_client_ack_receipt, waiting for its answer: 0 once the broker holds the
+ * acknowledgement as safe as a durable send, or its refusal's code (err says why). */
+MQR_EXTERN int mqr_bclient_ack_receipt(mqr_bclient_t *bc, int64_t subscription, int64_t delivery, bool cumulative,
+                                       mqr_error_t *err);
 MQR_EXTERN int mqr_bclient_credit(mqr_bclient_t *bc, int64_t subscription, uint32_t n, mqr_error_t *err);
 MQR_EXTERN int mqr_bclient_unsubscribe(mqr_bclient_t *bc, int64_t subscription, mqr_error_t *err);
 

@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION 5 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL */
-#define MQR_FRAME_HEADER 4     /* the body's length, big-endian */
+#define MQR_PROTOCOL_VERSION                                                                                           \
+  6 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's receipt */
+#define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
  * frame.avsc union, in its order. The enum, the names, the union's members and the
@@ -142,6 +143,7 @@ typedef struct {
   int64_t subscription;
   int64_t delivery;
   bool cumulative;
+  int64_t receipt; /* not 0: answered with a RECEIPT (queues: how many went) once as safe as a durable send */
 } mqr_frame_ack_t;
 
 typedef struct {

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ def mqr(*args, check=True, timeout=60):
     return r
 
 
-def config(i, raft_ports, data, client_ports=None):
+def config(i, raft_ports, data, client_ports=None, protocols="mqr, http"):
     """Node i's config; with client_ports, each peer's url too (sends are forwarded)."""
     peers = ", ".join("{id: %d, address: 127.0.0.1:%d%s}" % (
         k + 1, p, (", url: tcp://127.0.0.1:%d" % client_ports[k]) if client_ports else "")
@@ -40,8 +41,8 @@ def config(i, raft_ports, data, client_ports=None):
     port = client_ports[i] if client_ports else 0
     return """security: {allow-anonymous: true}
 listeners:
-  - {name: main, host: 127.0.0.1, port: %d, protocols: [mqr, http], http: {anonymous-metrics: true}}
-""" % port + """persistence: {directory: %s}
+  - {name: main, host: 127.0.0.1, port: %d, protocols: [%s], http: {anonymous-metrics: true}}
+""" % (port, protocols) + """persistence: {directory: %s}
 address-settings:
   "orders.#": {replicated: true}
 addresses:
@@ -113,7 +114,7 @@ class Cluster(unittest.TestCase):
         # 25 consumed and acknowledged there (the first 25 sent: b00 x10, b01 x10, b02 x5)
         got = self.drain(l, 25)
         self.assertEqual(got, ["b00"] * 10 + ["b01"] * 10 + ["b02"] * 5)
-        time.sleep(0.3)  # (the acks' DELETEs are replicated as they are journaled: not waited for)
+        # (mqr recv's last ack is answered once the group committed every DELETE before it)
         # an address that is not replicated stays the node's own
         mqr("send", "--url", self.url(f), "--durable", "--body", "mine", "local")
         # the leader goes, as a machine does
@@ -259,16 +260,16 @@ class Cluster(unittest.TestCase):
         self.nodes[f2].start()  # (it stops cleanly at the end)
 
 
-class Forwarding(unittest.TestCase):
-    """With each peer's url in the config, a node that does not lead forwards a send to
-    the leader and answers with the leader's receipt; after the leader's SIGKILL, the same
-    follower forwards to the next."""
+class ThreeNodes(unittest.TestCase):
+    """Three nodes for a class's tests, each with its client port known to the others."""
+    PREFIX, PROTOCOLS = "mqr-cluster-", "mqr, http"
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-fwd-")
+        cls.dir = tempfile.mkdtemp(prefix=cls.PREFIX)
         raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
-        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports)) for i in range(3)]
+        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports, cls.PROTOCOLS))
+                     for i in range(3)]
 
     @classmethod
     def tearDownClass(cls):
@@ -288,6 +289,13 @@ class Forwarding(unittest.TestCase):
                     return i
             time.sleep(0.1)
         raise AssertionError("no leader")
+
+
+class Forwarding(ThreeNodes):
+    """With each peer's url in the config, a node that does not lead forwards a send to
+    the leader and answers with the leader's receipt; after the leader's SIGKILL, the same
+    follower forwards to the next."""
+    PREFIX = "mqr-cluster-fwd-"
 
     def test_sends_to_a_follower_reach_the_leader(self):
         l = self.leader()
@@ -311,6 +319,79 @@ class Forwarding(unittest.TestCase):
         r = mqr("recv", "--url", self.url(n), "--count", "1", "--timeout", "10", "orders")
         self.assertEqual(r.stdout.strip(), "after")
         self.nodes[l].start()
+
+
+class AcksAnsweredOnceCommitted(ThreeNodes):
+    """An acknowledgement a client asks to hear about (mqr recv's last, through the native
+    Ack's receipt; a STOMP ACK with a receipt) is answered only once the group has
+    committed its DELETE: never while both followers are stopped (SIGSTOP), the leader
+    alone. Once answered, it holds: the message is not delivered again."""
+    PREFIX, PROTOCOLS = "mqr-cluster-acks-", "mqr, stomp, http"
+
+    def pause_followers(self, l, sig):
+        for i in range(3):
+            if i != l:
+                self.nodes[i].proc.send_signal(sig)
+
+    def settle(self, body, answered):
+        """After the followers resume: an answered ack's message is gone for good; one not
+        answered OK may come again (at least once). The queue is drained."""
+        r = mqr("recv", "--url", self.url(self.leader()), "--count", "5", "--timeout", "2", "orders", check=False)
+        if answered:
+            self.assertNotIn(body, r.stdout.splitlines(), "an acknowledgement answered OK was delivered again")
+
+    def test_native_ack_receipt(self):
+        l = self.leader()
+        mqr("send", "--url", self.url(l), "--durable", "--body", "n1", "orders")
+        self.pause_followers(l, signal.SIGSTOP)
+        try:
+            p = subprocess.Popen([MQR, "recv", "--url", self.url(l), "--count", "1", "orders"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            self.assertNotEqual(p.poll(), 0, "the ack was answered OK with the leader alone")
+        finally:
+            self.pause_followers(l, signal.SIGCONT)
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(out.strip(), "n1")
+        if p.returncode != 0:  # the leader stepped down: the ack was refused, not lost
+            self.assertIn("EINDOUBT", err)
+        self.settle("n1", p.returncode == 0)
+
+    def test_stomp_ack_receipt(self):
+        l = self.leader()
+        mqr("send", "--url", self.url(l), "--durable", "--body", "s1", "orders")
+        s = socket.create_connection(("127.0.0.1", self.nodes[l].port), timeout=10)
+        try:
+            s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+            s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
+            got = b""
+            while b"MESSAGE" not in got or not got.endswith(b"\0"):
+                got += s.recv(65536)
+            ack = re.search(rb"\nack:([^\n]+)\n", got).group(1)
+            self.pause_followers(l, signal.SIGSTOP)
+            try:
+                s.sendall(b"ACK\nid:" + ack + b"\nreceipt:r1\n\n\0")
+                s.settimeout(1.5)
+                early = b""
+                try:
+                    early = s.recv(65536)
+                except socket.timeout:
+                    pass
+                self.assertNotIn(b"RECEIPT", early, "the ACK was answered with the leader alone")
+            finally:
+                self.pause_followers(l, signal.SIGCONT)
+            s.settimeout(30)
+            late = early
+            while b"RECEIPT" not in late and b"ERROR" not in late:
+                more = s.recv(65536)
+                if not more:
+                    break
+                late += more
+            answered = b"RECEIPT\nreceipt-id:r1" in late
+            self.assertTrue(answered or b"EINDOUBT" in late, late)
+        finally:
+            s.close()
+        self.settle("s1", answered)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ pauses it with SIGSTOP and resumes it. Then every fault heals, and the queue is 
 through any node. The checker then holds that:
 
   - no message answered OK is lost: every one is received;
+  - no acknowledgement answered committed is undone: a message of an `mqr recv` that
+    exited 0 (its last ack answered, so every one of its acks committed) is never
+    received again;
   - nothing is received that was never sent, and each producer's messages come in the
     order it sent them (a message sent again after an in-doubt answer may come twice);
   - no two nodes led the group in the same term (from their logs);
@@ -20,6 +23,7 @@ Bounded in `make test` (NEMESIS_SECONDS, default 30); `make cluster-test` runs i
 
 Usage: test_nemesis.py MQRD MQR"""
 
+import json
 import os
 import re
 import shutil
@@ -60,18 +64,34 @@ class Producer(threading.Thread):
             seq += 1
 
 
+def received(stdout):
+    """mqr recv --json's lines: (message id, body) each."""
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            m = json.loads(line)
+            out.append((m["message_id"], m.get("body", "")))
+    return out
+
+
 class Consumer(threading.Thread):
-    """Takes what is there, ten at a time through any node, acknowledging each (mqr recv)."""
+    """Takes what is there, ten at a time through any node, acknowledging each (mqr recv,
+    whose exit status 0 says the broker answered its last acknowledgement: every one of
+    the run is committed)."""
 
     def __init__(self, urls, stop):
         super().__init__(daemon=True)
         self.urls, self.stop = urls, stop
-        self.got = []
+        self.runs = []  # (every ack answered committed, [(message id, body)])
 
     def run(self):
         while not self.stop.is_set():
-            r = mqr("recv", "--url", self.urls(), "--count", "10", "--timeout", "1", "orders", timeout=30)
-            self.got += r.stdout.splitlines()
+            r = mqr("recv", "--url", self.urls(), "--count", "10", "--timeout", "1", "--json", "orders", timeout=30)
+            self.runs.append((r.returncode == 0, received(r.stdout)))
+
+    @property
+    def got(self):
+        return [body for _, msgs in self.runs for _, body in msgs]
 
 
 class Nemesis(unittest.TestCase):
@@ -190,8 +210,9 @@ cluster:
         sent = {p.name_: p.sent for p in producers}
         ok = {b for s in sent.values() for b, answered in s if answered}
         attempted = {b for s in sent.values() for b, _ in s}
-        r = mqr("recv", "--url", self.urls(), "--count", str(len(attempted)), "--timeout", "5", "orders", timeout=120)
-        drained = r.stdout.splitlines()
+        r = mqr("recv", "--url", self.urls(), "--count", str(len(attempted)), "--timeout", "5", "--json", "orders",
+                timeout=120)
+        drained = [body for _, body in received(r.stdout)]
         got = consumer.got + drained
         print("nemesis: %d sent, %d answered OK, %d received during the faults and %d after (%d distinct)"
               % (len(attempted), len(ok), len(consumer.got), len(drained), len(set(got))), file=sys.stderr)
@@ -206,6 +227,16 @@ cluster:
                     seen.add(g)
                     firsts.append(g)
             self.assertEqual(firsts, sorted(firsts), "producer %s's messages out of order" % name)
+        # no acknowledgement answered committed is undone: a message of a run whose acks were
+        # all answered is never received again (by message id: a body sent again after an
+        # in-doubt answer is another message)
+        later = [(k, mid) for k, (_, msgs) in enumerate(consumer.runs) for mid, _ in msgs]
+        later += [(len(consumer.runs), mid) for mid, _ in received(r.stdout)]
+        committed = {mid: k for k, (ok_, msgs) in enumerate(consumer.runs) if ok_ for mid, _ in msgs}
+        again = sorted({mid for k, mid in later if mid in committed and k > committed[mid]})
+        print("nemesis: %d consumer runs, %d with every ack answered committed"
+              % (len(consumer.runs), sum(1 for ok_, _ in consumer.runs if ok_)), file=sys.stderr)
+        self.assertEqual(again, [], "acknowledged (answered committed) and delivered again")
         # no two nodes led in the same term
         terms = {}
         for i, n in self.nodes.items():

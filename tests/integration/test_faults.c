@@ -78,7 +78,8 @@ static int small_connect(int port) {
 static int raw_client(int32_t max_frame) {
   int s = small_connect(broker.port);
   assert_true(s >= 0);
-  mqr_frame_t f = {MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("raw"), max_frame, {NULL, 0}, {NULL, 0}}}};
+  mqr_frame_t f = {MQR_FRAME_CONNECT,
+                   {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("raw"), max_frame, {NULL, 0}, {NULL, 0}}}};
   send_frame(s, &f);
   return s;
 }
@@ -157,7 +158,7 @@ static void flood_and_go(bool reset) {
   uint8_t acks[4096];
   size_t n = 0;
   for (int64_t d = 1; n + 40 < sizeof acks; d++) {
-    mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {1, 1000000 + d, false}}};
+    mqr_frame_t f = {MQR_FRAME_ACK, {.ack = {1, 1000000 + d, false, 0}}};
     mqr_avro_buf_t b;
     mqr_avro_buf_init(&b, acks + n, sizeof acks - n);
     assert_int_equal(mqr_frame_encode(&f, &b, NULL), 0);

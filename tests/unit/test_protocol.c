@@ -57,7 +57,8 @@ static void test_every_frame_round_trips(void **state) {
   uint8_t mem[4096];
   mqr_frame_t f, g;
 
-  f = (mqr_frame_t){MQR_FRAME_CONNECT, {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("c-1"), 1 << 20, {NULL, 0}, {NULL, 0}}}};
+  f = (mqr_frame_t){MQR_FRAME_CONNECT,
+                    {.connect = {MQR_PROTOCOL_VERSION, MQR_STR("c-1"), 1 << 20, {NULL, 0}, {NULL, 0}}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_true(mqr_str_eq(g.u.connect.client_id, MQR_STR("c-1")) && g.u.connect.max_frame == 1 << 20);
 
@@ -90,9 +91,9 @@ static void test_every_frame_round_trips(void **state) {
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.subscribe.credit, 100);
   assert_true(mqr_str_eq(g.u.subscribe.selector, MQR_STR("a > 1")));
-  f = (mqr_frame_t){MQR_FRAME_ACK, {.ack = {9, 12345678901LL, true}}};
+  f = (mqr_frame_t){MQR_FRAME_ACK, {.ack = {9, 12345678901LL, true, 77}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
-  assert_true(g.u.ack.delivery == 12345678901LL && g.u.ack.cumulative);
+  assert_true(g.u.ack.delivery == 12345678901LL && g.u.ack.cumulative && g.u.ack.receipt == 77);
   f = (mqr_frame_t){MQR_FRAME_ERROR, {.error = {MQR_ENOADDR, MQR_STR("ENOADDR"), MQR_STR("no"), 77, false}}};
   roundtrip(&f, &g, &b, mem, sizeof mem);
   assert_int_equal(g.u.error.code, MQR_ENOADDR);
@@ -242,7 +243,7 @@ static void test_send_to_delivery(void **state) {
   assert_true(mqr_str_eq(m.u.message.body, MQR_STR("body bytes")));
 
   /* Not a Send; cut anywhere; bytes left over. */
-  mqr_frame_t ack = {MQR_FRAME_ACK, {.ack = {1, 2, false}}};
+  mqr_frame_t ack = {MQR_FRAME_ACK, {.ack = {1, 2, false, 0}}};
   mqr_avro_buf_t a;
   mqr_avro_buf_init_growable(&a);
   assert_int_equal(mqr_frame_encode(&ack, &a, NULL), 0);
