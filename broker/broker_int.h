@@ -146,6 +146,8 @@ typedef struct mqr__bq_s {
   bool had_consumer;               /* auto-delete: a queue goes only once it has had one */
   uint64_t consumer_gone_at;       /* uv_now ms its last consumer went */
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
+  bool replicated_topo;            /* made at run time, its TOPOLOGY record in its replication group (replicate.c) */
+  bool promoted;                   /* replicate.c: the group's state made or kept it at the last promotion */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
   struct mqr__bq_s *next, *prev;   /* the broker's list */
   /* Bytes of its messages in memory (waiting, in flight, held, scheduled): added with
@@ -221,6 +223,9 @@ typedef struct {
    * not wait for them, MQR__PENDING (answered through s once its replication group
    * committed them), or an error (err). */
   int (*acked)(mqr_broker_t *b, const struct mqr__bq_s *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
+  /* After a refusal MQR_ENOTLEADER: the url where the leader's clients connect (the
+   * config's, NULL: not known) and its node id. */
+  const char *(*leader_url)(mqr_broker_t *b, uint64_t *node);
 } mqr__persist_ops_t;
 
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */
@@ -373,6 +378,10 @@ bool mqr__bq_unpin(mqr_broker_t *b, mqr__bq_t *bq);
  * the head, unless a newer last value replaced it; or, when it must wait a redelivery
  * delay or has used its attempts, onto *taken for mqr__redeliver_run. */
 void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__entry_t **taken);
+/* dispatch.c: every delivery in flight to c leaves it and its queue, as if acknowledged
+ * (the queue's group went to another node, which delivers them again): an
+ * acknowledgement of one of them later is of a delivery not outstanding. */
+void mqr__consumer_forget_unacked(mqr_broker_consumer_t *c);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
  * queue, temporary, went with it. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);

@@ -221,6 +221,7 @@ static int write_tomb(mqr_broker_t *b, uint8_t op, mqr_str_t name, uint64_t *mad
 }
 
 int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
+  if (b->dur && bq->replicated_topo) return mqr__replicate_queue_deleted(b, bq);
   if (b->dur == NULL || bq->jfile == 0) return 0;
   return write_tomb(b, 3, mqr_queue_name(bq->q), &bq->jfile, mqr__topology_size(bq->q));
 }
@@ -278,9 +279,12 @@ static bool topology_append(mqr__durable_t *d, mqr__bq_t *bq) {
 
 void mqr__durable_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_t *d = b->dur;
-  if (d == NULL || d->recovering || d->w == NULL || bq->from_config || bq->temporary || bq->jfile ||
-      !mqr_queue_durable(bq->q))
+  if (d == NULL || d->recovering || bq->from_config || bq->temporary || !mqr_queue_durable(bq->q)) return;
+  if (mqr__replicate_group(b, bq) >= 0) { /* its record goes to its group, not to this journal */
+    mqr__replicate_queue_made(b, bq);
     return;
+  }
+  if (d->w == NULL || bq->jfile) return;
   if (!topology_append(d, bq))
     mqr__log(b, MQR_LOG_ERROR, "journal: queue '%.*s' could not be recorded: it will not survive a restart",
              (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);

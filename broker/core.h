@@ -97,6 +97,10 @@ void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_o
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, unsigned flags,
                            mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops,
                            void *ctx, mqr_broker_consumer_t **out, mqr_error_t *err);
+/* After a refusal MQR_ENOTLEADER (a replicated address's group led by another node):
+ * where that leader's clients connect (the cluster config's url; NULL: not known) and
+ * its node id. Valid until the next call into the broker. */
+const char *mqr__session_leader_url(const mqr__session_t *s, uint64_t *node);
 /* The consumer's subscription id, its head's context, and its queue's name. */
 int64_t mqr__consumer_subscription(const mqr_broker_consumer_t *k);
 void *mqr__consumer_ctx(const mqr_broker_consumer_t *k);
@@ -114,8 +118,7 @@ uint32_t mqr__consumer_ack(mqr_broker_consumer_t *k, int64_t delivery, bool cumu
  * once the acknowledgement is as safe as a durable send (its DELETE records committed by
  * a replicated queue's group) and after p's earlier answers; or an error (err says why:
  * MQR_EINDOUBT, this node stopped leading the queue's group and did not take it). */
-int mqr__consumer_ack_answer(mqr_broker_consumer_t *k, mqr__producer_t *p, int64_t token, uint32_t n,
-                             mqr_error_t *err);
+int mqr__consumer_ack_answer(mqr_broker_consumer_t *k, mqr__producer_t *p, int64_t token, uint32_t n, mqr_error_t *err);
 /* Gives delivery back (cumulative: and every earlier one of k), as a consumer that
  * closes does: to the head of its queue, its delivery counted (a redelivery delay, the
  * dead-letter address after max-delivery-attempts). How many; 0 when not outstanding. */

@@ -341,6 +341,10 @@ static void acked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
   mqr__pool_put(&b->entries, e);
 }
 
+void mqr__consumer_forget_unacked(mqr_broker_consumer_t *c) {
+  while (c->unacked_head) acked(c, c->unacked_head);
+}
+
 int mqr_broker_ack(mqr_broker_consumer_t *c, int64_t delivery, bool cumulative) {
   mqr__entry_t *e = mqr__idx_find(c, delivery);
   if (e == NULL) return MQR_ENOTFOUND;

@@ -310,6 +310,10 @@ void mqr__durable_pend_ack(mqr__durable_t *d, const mqr__send_t *s, const void *
 }
 
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
+  mqr__durable_settle_why(d, owner, status, NULL);
+}
+
+void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why) {
   mqr_broker_t *b = d->b;
   mqr__pend_t *p = oldest_waiting(d, owner);
   if (p == NULL) return;
@@ -332,12 +336,18 @@ void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   if (p->forwarded) { /* the leader has it (status 0) or said why not */
     if (status) {
       mqr_error_t e;
-      p->status = status == MQR_ENOTLEADER ? MQR_ENOTLEADER : MQR_EINDOUBT;
-      mqr_error_set(&e, p->status, "%s",
-                    p->status == MQR_ENOTLEADER
-                        ? "the node this one forwarded the message to no longer leads its group: send it again"
-                        : "the node this one forwarded the message to did not answer (it may have it): send it again "
-                          "(at least once)");
+      bool unknown = status == MQR_EINDOUBT || status == MQR_ECLOSED || status == MQR_EIO || status == MQR_ETIMEOUT;
+      p->status = unknown ? MQR_EINDOUBT : status;
+      if (status == MQR_ENOTLEADER)
+        mqr_error_set(&e, status,
+                      "the node this one forwarded the message to no longer leads its group: send it again");
+      else if (unknown)
+        mqr_error_set(&e, p->status,
+                      "the node this one forwarded the message to did not answer (it may have it): send it again (at "
+                      "least once)");
+      else /* refused there, for good */
+        mqr_error_set(&e, status, "the group's leader refused the forwarded message: %s",
+                      why ? why->message : mqr_strerror(status));
       p->err = copy_err(&e);
     }
     drain(d);
@@ -485,9 +495,10 @@ static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_
   return 0;
 }
 
-static const mqr__persist_ops_t journal_ops = {mqr__durable_send,      mqr__durable_answer,     mqr__pager_wants,
-                                               mqr__pager_send,        mqr__durable_queue_made, serves,
-                                               mqr__replicate_forward, mqr__replicate_acked};
+static const mqr__persist_ops_t journal_ops = {
+    mqr__durable_send,      mqr__durable_answer,     mqr__pager_wants,
+    mqr__pager_send,        mqr__durable_queue_made, serves,
+    mqr__replicate_forward, mqr__replicate_acked,    mqr__replicate_leader_url};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);

@@ -140,6 +140,8 @@ bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n);
 void mqr__durable_pend_wait_msg(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
                                 const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n);
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
+/* The same, with why the status (a forwarded send's refusal, as its leader said it). */
+void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why);
 /* A send forwarded to owner (its group's leader): its answer waits there, in order. */
 void mqr__durable_pend_forwarded(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
                                  const mqr_broker_receipt_t *r);
@@ -157,6 +159,9 @@ int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
 /* 0 when this node serves bq's consumers; MQR_ENOTLEADER (err names the leader) for a
  * replicated queue whose group another node leads. */
 int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
+/* The same for a consumer of bq, durable or not: a replicated address's queues are
+ * served by its group's leader only (sends to it go there). */
+int mqr__replicate_serves_consumer(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
 /* A send (m: one reference, which this takes) refused for want of a group's leadership
@@ -170,6 +175,15 @@ int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__sen
  * this node no longer leads that group: the acknowledgement was not taken. */
 int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const struct mqr__send_s *s, uint32_t n,
                          mqr_error_t *err);
+/* A durable queue made at run time on a replicated address: its TOPOLOGY record to its
+ * group (every node's state keeps it; the node that comes to lead the group makes it),
+ * when this node leads the group; else it stays this node's, unrecorded (logged). Its
+ * deletion: a tombstone to the group; 0, MQR_ENOTLEADER (the queue stays), MQR_EIO. */
+void mqr__replicate_queue_made(mqr_broker_t *b, mqr__bq_t *bq);
+int mqr__replicate_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq);
+/* The leader of the group of the last refusal for want of its leadership: its clients'
+ * url (NULL: not in the config, or no leader known) and node id. */
+const char *mqr__replicate_leader_url(mqr_broker_t *b, uint64_t *node);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
@@ -220,6 +234,9 @@ size_t mqr__topology_size(const mqr_queue_t *q);
 /* A TOPOLOGY payload read back into cfg (its strings views into p); false if p[0..len)
  * is not one. */
 bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg);
+/* recovery.c: the queue of a TOPOLOGY record made (its address, or the routing type on
+ * it, too): the router's errors. */
+int mqr__queue_make_from(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_queue_t **q, mqr_error_t *err);
 
 /* pager.c */
 bool mqr__pager_wants(mqr_broker_t *b, const mqr__acct_t *acct); /* this send goes to the pages */

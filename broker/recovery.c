@@ -146,24 +146,28 @@ static int address_record(mqr__recovery_t *rc, uint64_t file, const mqr_journal_
   return 0;
 }
 
+int mqr__queue_make_from(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_queue_t **q, mqr_error_t *err) {
+  mqr_address_t *a = mqr_router_find_address(&b->router, cfg->address);
+  int e = 0;
+  if (a == NULL)
+    e = mqr_router_add_address(&b->router, cfg->address, mqr_routing_set_of(cfg->routing_type),
+                               MQR_ADDRESS_AUTO_CREATED, NULL, err);
+  else if (!mqr_routing_set_contains(mqr_address_routing_types(a), cfg->routing_type))
+    e = mqr_router_add_routing_type(&b->router, cfg->address, cfg->routing_type, err);
+  return e ? e : mqr_router_add_queue(&b->router, cfg, q, err);
+}
+
 static int topology(mqr__recovery_t *rc, uint64_t file, const mqr_journal_record_t *r) {
   mqr_broker_t *b = rc->b;
   mqr_queue_config_t cfg;
   if (r->len >= 1 && r->payload[0] == 3) return tombstone(rc, file, r);
   if (r->len >= 1 && (r->payload[0] == 4 || r->payload[0] == 5)) return address_record(rc, file, r);
   if (!mqr__topology_read(r->payload, r->len, &cfg)) return rc->bad++, 0;
-  mqr_str_t name = cfg.name, addr = cfg.address;
-  mqr_routing_type_t rt = cfg.routing_type;
+  mqr_str_t name = cfg.name;
   mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
   if (q == NULL) {
     mqr_error_t err;
-    mqr_address_t *a = mqr_router_find_address(&b->router, addr);
-    int e = 0;
-    if (a == NULL)
-      e = mqr_router_add_address(&b->router, addr, mqr_routing_set_of(rt), MQR_ADDRESS_AUTO_CREATED, NULL, &err);
-    else if (!mqr_routing_set_contains(mqr_address_routing_types(a), rt))
-      e = mqr_router_add_routing_type(&b->router, addr, rt, &err);
-    if (e == 0) e = mqr_router_add_queue(&b->router, &cfg, &q, &err);
+    int e = mqr__queue_make_from(b, &cfg, &q, &err);
     if (e == MQR_ENOMEM) return MQR_ENOMEM;
     if (e) {
       mqr__log(b, MQR_LOG_WARN, "journal: queue '%.*s' cannot be made again: %s", (int)name.len, name.ptr, err.message);

@@ -62,6 +62,57 @@ int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const mqr__send_t
   return MQR__PENDING;
 }
 
+/* ---- queues made at run time ------------------------------------------------------------------ */
+
+void mqr__replicate_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  int g = mqr__replicate_group(b, bq);
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
+  mqr_str_t name = mqr_queue_name(bq->q);
+  if (d->cluster_silent) { /* made from the group's state (a promotion) */
+    bq->replicated_topo = true;
+    return;
+  }
+  if (!mqr__rgroup_leading(gr)) {
+    mqr__log(b, MQR_LOG_WARN,
+             "cluster: queue '%.*s' was made on a node that does not lead its group %d: it is not replicated (and "
+             "goes when this node leads the group)",
+             (int)name.len, name.ptr, g);
+    return;
+  }
+  size_t n = mqr__topology_size(bq->q);
+  uint8_t *buf = mqr_malloc(n);
+  int rc = buf ? (mqr__topology_write(buf, bq->q), mqr__rgroup_append(gr, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL))
+               : MQR_ENOMEM;
+  mqr_free(buf);
+  if (rc == 0)
+    bq->replicated_topo = true;
+  else
+    mqr__log(b, MQR_LOG_ERROR, "cluster: queue '%.*s' could not be recorded in group %d (%s): it is this node's only",
+             (int)name.len, name.ptr, g, mqr_strerror(rc));
+}
+
+int mqr__replicate_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
+  mqr__durable_t *d = b->dur;
+  int g = mqr__replicate_group(b, bq);
+  mqr__rgroup_t *gr = g < 0 ? NULL : mqr__cluster_group(d->cluster, (uint32_t)g);
+  if (d->cluster_silent || gr == NULL) return 0;
+  if (!mqr__rgroup_leading(gr)) return MQR_ENOTLEADER;
+  mqr_str_t name = mqr_queue_name(bq->q);
+  size_t n = 3 + name.len;
+  uint8_t small[256], *buf = n <= sizeof small ? small : mqr_malloc(n);
+  if (buf == NULL) return MQR_ENOMEM;
+  buf[0] = 3; /* a tombstone (compact.c's layout) */
+  buf[1] = (uint8_t)name.len;
+  buf[2] = (uint8_t)(name.len >> 8);
+  memcpy(buf + 3, name.ptr, name.len);
+  int rc = mqr__rgroup_append(gr, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
+  if (buf != small) mqr_free(buf);
+  if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
+  bq->replicated_topo = false;
+  return 0;
+}
+
 /* ---- forwarding to the leader ------------------------------------------------------------------- */
 
 struct mqr__fwd_s {
@@ -84,7 +135,10 @@ static void fwd_answer(mqr_client_t *c, int status, const mqr_frame_t *f, void *
   (void)c;
   struct mqr__fwd_s *fw = arg;
   int st = status == 0 && f && f->type == MQR_FRAME_RECEIPT ? 0 : status ? status : MQR_EINDOUBT;
-  mqr__durable_settle(fw->b->dur, fw, st);
+  mqr_error_t why;
+  if (st && f && f->type == MQR_FRAME_ERROR)
+    mqr_error_set(&why, st, "%.*s", (int)f->u.error.text.len, f->u.error.text.ptr);
+  mqr__durable_settle_why(fw->b->dur, fw, st, st && f && f->type == MQR_FRAME_ERROR ? &why : NULL);
 }
 
 static void fwd_closed(void *arg) { mqr__broker_handle_closed(arg); }
@@ -96,7 +150,15 @@ static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
     f->c = NULL;
   }
   if (f->c) return f->c;
-  mqr_client_options_t o = {.client_id = "mqr-cluster-forward", .on_error = fwd_error, .arg = f};
+  const mqr_cluster_config_t *cc = mqr_config_cluster(f->b->config); /* (who this node is to its peers) */
+  mqr_client_options_t o = {.client_id = "mqr-cluster-forward",
+                            .on_error = fwd_error,
+                            .arg = f,
+                            .tls_ca = cc->tls_ca,
+                            .tls_cert = cc->tls_cert,
+                            .tls_key = cc->tls_key,
+                            .user = cc->user,
+                            .password = cc->password};
   mqr_error_t err;
   if (mqr_client_create(f->b->loop, &o, &f->c) != 0) return NULL;
   if (mqr_client_connect(f->c, f->url, NULL, NULL, &err) != 0) {
@@ -109,6 +171,18 @@ static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
   }
   f->broken = false;
   return f->c;
+}
+
+const char *mqr__replicate_leader_url(mqr_broker_t *b, uint64_t *node) {
+  mqr__durable_t *d = b->dur;
+  mqr__rgroup_t *gr = d && d->cluster ? mqr__cluster_group(d->cluster, d->refused_group) : NULL;
+  uint64_t leader = gr ? mqr__rgroup_leader(gr, NULL) : 0;
+  for (uint32_t i = 0; leader && i < d->n_fwd; i++)
+    if (d->fwd[i].id == leader) {
+      if (node) *node = leader;
+      return d->fwd[i].url;
+    }
+  return NULL;
 }
 
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r,
@@ -162,11 +236,18 @@ static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
                        a.ptr, g, (unsigned long long)leader, where ? where : "?");
 }
 
-int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
-  int g = mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1;
+static int serves_group(mqr_broker_t *b, const mqr__bq_t *bq, int g, mqr_error_t *err) {
   if (g < 0) return 0;
   mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, (uint32_t)g);
   return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, g, mqr_address_name(mqr_queue_address(bq->q)), err);
+}
+
+int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
+  return serves_group(b, bq, mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1, err);
+}
+
+int mqr__replicate_serves_consumer(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
+  return serves_group(b, bq, mqr__replicate_group(b, bq), err);
 }
 
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
@@ -202,12 +283,17 @@ int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targ
 
 /* ---- leading a group, and no longer ------------------------------------------------------------- */
 
-/* Every entry of the group's queues goes, without records. */
+/* Every entry of the group's queues goes, without records: those on the queues, and
+ * those in flight to their consumers (the group's leader, this node again included,
+ * delivers them anew from the state; an ack of the old delivery would delete the new). */
 static void empty_group(mqr_broker_t *b, uint32_t g) {
   mqr__durable_t *d = b->dur;
   d->cluster_silent = true;
   for (mqr__bq_t *bq = b->queues; bq; bq = bq->next)
-    if (mqr__replicate_group(b, bq) == (int)g) mqr_broker_purge(b, bq->q);
+    if (mqr__replicate_group(b, bq) == (int)g) {
+      for (uint32_t i = 0; i < bq->n_consumers; i++) mqr__consumer_forget_unacked(bq->consumers[i]);
+      mqr_broker_purge(b, bq->q);
+    }
   d->cluster_silent = false;
 }
 
@@ -264,6 +350,48 @@ static int promote_one(void *ctx, int64_t id, const uint8_t *stored, size_t len,
   return 0;
 }
 
+/* A queue the group's state holds made here if missing, and marked as the state's. */
+static int promote_queue(void *ctx, const uint8_t *p, size_t len) {
+  promote_t *pr = ctx;
+  mqr_broker_t *b = pr->b;
+  mqr_queue_config_t cfg;
+  if (!mqr__topology_read(p, len, &cfg)) return 0; /* (the state keeps queues' records only) */
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, cfg.name);
+  mqr_error_t err;
+  if (q == NULL) {
+    int rc = mqr__queue_make_from(b, &cfg, &q, &err);
+    if (rc == MQR_ENOMEM) return rc;
+    if (rc) {
+      mqr__log(b, MQR_LOG_WARN, "cluster: group %u: queue '%.*s' cannot be made here: %s", pr->g, (int)cfg.name.len,
+               cfg.name.ptr, err.message);
+      return 0;
+    }
+  }
+  mqr__bq_t *bq = mqr__bq_of(b, q);
+  if (bq == NULL) return MQR_ENOMEM;
+  if (mqr__replicate_group(b, bq) == (int)pr->g) bq->promoted = true;
+  return 0;
+}
+
+/* The group's queues made at run time as its state says: those it holds made here when
+ * missing; those it does not (made here while another node led, or deleted since) go,
+ * when no consumer holds them. Silent: nothing recorded. */
+static int promote_queues(promote_t *pr) {
+  mqr_broker_t *b = pr->b;
+  for (mqr__bq_t *bq = b->queues; bq; bq = bq->next) bq->promoted = false;
+  int rc = mqr__rstate_each_topology(mqr__cluster_state(b->dur->cluster, pr->g), promote_queue, pr);
+  for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
+    next = bq->next;
+    if (bq->promoted || bq->from_config || bq->temporary || bq->n_consumers || !mqr_queue_durable(bq->q) ||
+        mqr__replicate_group(b, bq) != (int)pr->g)
+      continue;
+    mqr__log(b, MQR_LOG_INFO, "cluster: group %u: queue '%.*s' is not in the group's state: it goes here", pr->g,
+             (int)mqr_queue_name(bq->q).len, mqr_queue_name(bq->q).ptr);
+    mqr__queue_drop(b, bq);
+  }
+  return rc;
+}
+
 static void leadership(void *arg, uint32_t g, bool leader) {
   mqr_broker_t *b = arg;
   mqr__durable_t *d = b->dur;
@@ -277,7 +405,10 @@ static void leadership(void *arg, uint32_t g, bool leader) {
   mqr__rstate_stats_t ss = mqr__rstate_stats(st);
   if (ss.max_id > b->next_message_id) b->next_message_id = ss.max_id;
   promote_t pr = {b, g, 0, 0};
-  int rc = mqr__rstate_each(st, promote_one, &pr);
+  d->cluster_silent = true;
+  int rc = promote_queues(&pr);
+  d->cluster_silent = false;
+  if (rc == 0) rc = mqr__rstate_each(st, promote_one, &pr);
   if (rc) mqr__log(b, MQR_LOG_ERROR, "cluster: group %u: out of memory putting its messages on their queues", g);
   mqr__log(b, MQR_LOG_INFO, "cluster: this node leads group %u (term %llu): %llu messages on its queues", g,
            (unsigned long long)mqr__rgroup_raft(mqr__cluster_group(d->cluster, g))->current_term,

@@ -135,6 +135,11 @@ static void place(mqr__bq_t *bq, mqr_broker_consumer_t *c) {
   for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0; /* levels changed: turns anew */
 }
 
+const char *mqr__session_leader_url(const mqr__session_t *s, uint64_t *node) {
+  mqr_broker_t *b = s->b;
+  return b->persist && b->clustered ? b->persist->leader_url(b, node) : NULL;
+}
+
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_t queue, unsigned flags,
                            mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops,
                            void *ctx, mqr_broker_consumer_t **out, mqr_error_t *err) {
@@ -162,7 +167,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' is being deleted", (int)mqr_queue_name(q).len,
                          mqr_queue_name(q).ptr);
   }
-  if (bq && b->clustered && (rc = mqr__replicate_serves(b, bq, err)) != 0) {
+  if (bq && b->clustered && (rc = mqr__replicate_serves_consumer(b, bq, err)) != 0) {
     mqr_filter_free(sel); /* a replicated queue is served by its group's leader */
     if (temporary) mqr__queue_drop(b, bq);
     return rc;

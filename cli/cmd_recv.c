@@ -190,23 +190,33 @@ int mqr_cmd_recv(int argc, char **argv) {
   bool acked = true; /* every acknowledgement taken */
   uint32_t credit = follow || count > CREDIT ? CREDIT : (uint32_t)count;
   /* The first node that serves TARGET: one that cannot be reached, or refuses because
-   * another node leads its group (ENOTLEADER), gives way to the next. */
+   * another node leads its group (ENOTLEADER), gives way to the leader it names (its
+   * REDIRECT, once), else to the next. */
+  char redirect[512] = "";
+  const char *at = urls[u];
   for (;;) {
-    int crc = cli_bconnect(urls[u], "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err);
+    int crc = cli_bconnect(at, "mqr-recv", timeout > 0 ? (int)(timeout * 1000) : 5000, &bc, &err);
     if (crc == 0 && mqr_bclient_subscribe(bc, mqr_str(argv[optind]), rt, mqr_str_n("", 0), mqr_str(selector), credit,
                                           &sub, NULL, 0, &err) == 0)
       break;
+    const char *to = crc == 0 && err.code == MQR_ENOTLEADER ? mqr_bclient_redirect(bc, NULL) : NULL;
+    bool go = to && redirect[0] == '\0' && strlen(to) < sizeof redirect;
+    if (go) snprintf(redirect, sizeof redirect, "%s", to);
     if (crc == 0) mqr_bclient_close(bc);
     bc = NULL;
+    if (go) {
+      at = redirect;
+      continue;
+    }
     bool next = u + 1 < n_urls && (crc != 0 || err.code == MQR_ENOTLEADER);
     if (!next) {
       if (crc)
-        cli_error("cannot connect to %s: %s", urls[u], cli_connect_error(&err, why, sizeof why));
+        cli_error("cannot connect to %s: %s", at, cli_connect_error(&err, why, sizeof why));
       else
         cli_broker_error(&err);
       goto out;
     }
-    u++;
+    at = urls[++u];
   }
   if (follow) cli_catch_interrupt();
   mqr_avro_buf_t scratch;

@@ -253,6 +253,8 @@ int mqr_bclient_ack_receipt(mqr_bclient_t *bc, int64_t subscription, int64_t del
   return 0;
 }
 
+const char *mqr_bclient_redirect(const mqr_bclient_t *bc, int64_t *node) { return mqr_client_redirect(bc->c, node); }
+
 int mqr_bclient_credit(mqr_bclient_t *bc, int64_t subscription, uint32_t n, mqr_error_t *err) {
   mqr_client_sub_t *s = mqr__client_find_sub(bc->c, subscription);
   if (s == NULL) return mqr_error_set(err, MQR_ENOSUB, "no subscription %lld", (long long)subscription);

@@ -69,6 +69,8 @@ struct mqr_client_s {
   mqr_scram_client_t *scram;              /* a SCRAM-SHA-256 exchange under way */
   char url_user[256], url_password[1024]; /* a URL's user:password@ */
   bool scram_proved;                      /* the broker's server-final verified */
+  char redirect_url[512];                 /* the last REDIRECT's ("": none) */
+  int64_t redirect_node;
 };
 
 /* ---- urls -------------------------------------------------------------------------------- */
@@ -364,6 +366,10 @@ static void on_frame(mqr_client_t *c, const mqr_frame_t *f) {
     return;
   }
   case MQR_FRAME_PONG: return;
+  case MQR_FRAME_REDIRECT: /* (the ERROR it comes before says what was refused) */
+    snprintf(c->redirect_url, sizeof c->redirect_url, "%.*s", (int)f->u.redirect.url.len, f->u.redirect.url.ptr);
+    c->redirect_node = f->u.redirect.node;
+    return;
   default: lost(c, MQR_EPROTOCOL); return;
   }
 }
@@ -793,6 +799,12 @@ int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routing_type, mq
   c->subs = s;
   if (out) *out = s;
   return 0;
+}
+
+const char *mqr_client_redirect(const mqr_client_t *c, int64_t *node) {
+  if (c->redirect_url[0] == '\0') return NULL;
+  if (node) *node = c->redirect_node;
+  return c->redirect_url;
 }
 
 int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative) {

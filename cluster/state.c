@@ -212,10 +212,39 @@ static ref_t *ref_of(msg_t *m, uint32_t q) {
   return NULL;
 }
 
+/* A TOPOLOGY payload that makes a queue (op 1 or 2: its name's u16 length at 8, the name
+ * at 14; durable.h), or deletes one (op 3: the length at 1, the name at 3). */
+static bool queue_of(const uint8_t *p, size_t len, mqr_str_t *name) {
+  if (len < 14 || (p[0] != 1 && p[0] != 2)) return false;
+  size_t n = (size_t)(p[8] | p[9] << 8);
+  if (14 + n > len) return false;
+  *name = mqr_str_n((const char *)p + 14, n);
+  return true;
+}
+
+static bool tombstone_of(const uint8_t *p, size_t len, mqr_str_t *name) {
+  if (len < 3 || p[0] != 3 || len != 3 + (size_t)(p[1] | p[2] << 8)) return false;
+  *name = mqr_str_n((const char *)p + 3, len - 3);
+  return true;
+}
+
 int mqr__rstate_apply(mqr__rstate_t *s, const mqr_journal_record_t *r) {
   switch ((int)r->type) { /* (int: MQR__RSTATE_MAX_ID is not of the enum) */
   case MQR_JOURNAL_ADD: return add(s, r);
   case MQR_JOURNAL_TOPOLOGY: {
+    mqr_str_t gone;
+    if (tombstone_of(r->payload, r->len, &gone)) { /* the queue's record goes, and so does this */
+      for (size_t i = s->n_topo; i-- > 0;) {
+        mqr_str_t made;
+        if (queue_of(s->topo[i].p, s->topo[i].len, &made) && mqr_str_eq(made, gone)) {
+          mqr_free(s->topo[i].p);
+          memmove(&s->topo[i], &s->topo[i + 1], (s->n_topo - i - 1) * sizeof *s->topo);
+          s->n_topo--;
+          break;
+        }
+      }
+      return 0;
+    }
     uint8_t *p = mqr_malloc(r->len ? r->len : 1);
     if (p == NULL || !mqr__grow_size((void **)&s->topo, &s->cap_topo, s->n_topo + 1, sizeof *s->topo)) {
       mqr_free(p);

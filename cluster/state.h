@@ -8,7 +8,8 @@
  *   DELETE    it is no longer on the named queue; a message on no queue is gone
  *   UPDATE    [u32 count, with MQR__RSTATE_DUE: then an i64 time] the queue's name: the
  *             delivery count (and the time before which it is not delivered again)
- *   TOPOLOGY  kept as they came, in order: queues and addresses made and removed
+ *   TOPOLOGY  kept as they came, in order: queues made at run time (op 1, 2); a queue's
+ *             tombstone (op 3) takes the latest record that made it away, and is not kept
  * A record of a message the state does not hold is ignored (counted as an orphan); a
  * record too short to read is counted as bad and ignored. Page records are not kept
  * (replicated addresses do not page).

@@ -42,6 +42,40 @@ static char *address(ctx_t *c, const pair_t *p, const char *what) {
   return mqr__cfg_dup_n(c, s.ptr, s.len);
 }
 
+/* cluster_strs[i] (user, password, tls ca, cert, key) set to v, owned by the config. */
+static void set_str(ctx_t *c, int i, char *v) {
+  mqr_cluster_config_t *cc = &c->cfg->cluster;
+  mqr_free(c->cfg->cluster_strs[i]);
+  c->cfg->cluster_strs[i] = v;
+  const char **to[] = {&cc->user, &cc->password, &cc->tls_ca, &cc->tls_cert, &cc->tls_key};
+  *to[i] = v;
+}
+
+/* tls: {ca, cert, key}: PEM files for the connections to the peers' tls:// urls. */
+static void parse_tls(ctx_t *c, const pair_t *t) {
+  if (!mqr__cfg_want(c, t->value, YAML_MAPPING_NODE, "cluster tls")) return;
+  FOREACH_PAIR(c, t->value, p) {
+    if (!mqr__cfg_key(c, t->value, p_it, &p, "cluster tls")) continue;
+    mqr_str_t s;
+    int i = mqr_str_eq(p.name, MQR_STR("ca"))     ? 2
+            : mqr_str_eq(p.name, MQR_STR("cert")) ? 3
+            : mqr_str_eq(p.name, MQR_STR("key"))  ? 4
+                                                  : -1;
+    if (i < 0) {
+      mqr__cfg_unknown_key(c, &p, "cluster tls", "ca, cert, key");
+      continue;
+    }
+    if (!mqr__cfg_get_string(c, &p, &s)) continue;
+    if (s.len == 0 || memchr(s.ptr, 0, s.len)) {
+      ERR(c, p.value, "cluster tls %.*s must name a file", (int)p.name.len, p.name.ptr);
+      continue;
+    }
+    set_str(c, i, mqr__cfg_path(c, s));
+  }
+  if ((c->cfg->cluster.tls_cert == NULL) != (c->cfg->cluster.tls_key == NULL))
+    ERR(c, t->value, "cluster tls needs both cert and key, or neither");
+}
+
 static void parse_peer(ctx_t *c, yaml_node_t *n, uint32_t i) {
   char where[32];
   snprintf(where, sizeof where, "cluster peer %u", i + 1);
@@ -102,7 +136,7 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "cluster")) return;
   cc->enabled = true;
   static const char known[] = "node-id, bind, peers, groups, directory, election-timeout, heartbeat-timeout, "
-                              "snapshot-threshold, join";
+                              "snapshot-threshold, join, user, password, tls";
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "cluster")) continue;
     int64_t v;
@@ -130,6 +164,15 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
       timeout_ms(c, &p, 10, &cc->heartbeat_timeout_ms);
     } else if (mqr_str_eq(p.name, MQR_STR("snapshot-threshold"))) {
       if (mqr__cfg_get_int(c, &p, false, 16, 100000000, &v)) cc->snapshot_threshold = (uint32_t)v;
+    } else if (mqr_str_eq(p.name, MQR_STR("user")) || mqr_str_eq(p.name, MQR_STR("password"))) {
+      if (!mqr__cfg_get_string(c, &p, &s)) continue;
+      if (s.len == 0 || memchr(s.ptr, 0, s.len)) {
+        ERR(c, p.value, "cluster %.*s must not be empty", (int)p.name.len, p.name.ptr);
+        continue;
+      }
+      set_str(c, p.name.ptr[0] == 'u' ? 0 : 1, mqr__cfg_dup_n(c, s.ptr, s.len));
+    } else if (mqr_str_eq(p.name, MQR_STR("tls"))) {
+      parse_tls(c, &p);
     } else if (mqr_str_eq(p.name, MQR_STR("peers"))) {
       if (!mqr__cfg_want(c, p.value, YAML_SEQUENCE_NODE, "cluster peers")) continue;
       yaml_node_item_t *start = p.value->data.sequence.items.start, *top = p.value->data.sequence.items.top;
@@ -148,6 +191,7 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
     }
   }
   cc->peers = c->cfg->cluster_peers;
+  if (cc->password && cc->user == NULL) ERR(c, map, "cluster password needs a cluster user");
   if (cc->node_id == 0) ERR(c, map, "cluster needs a node-id");
   if (cc->bind == NULL) ERR(c, map, "cluster needs a bind address (IP:PORT)");
   for (uint32_t i = 0; i < cc->n_peers; i++)
@@ -170,6 +214,7 @@ void mqr__cfg_free_cluster(mqr_config_t *cfg) {
   }
   mqr_free(cfg->cluster_bind);
   mqr_free(cfg->cluster_dir);
+  for (int i = 0; i < 5; i++) mqr_free(cfg->cluster_strs[i]);
 }
 
 const mqr_cluster_config_t *mqr_config_cluster(const mqr_config_t *cfg) { return &cfg->cluster; }

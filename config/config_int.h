@@ -95,6 +95,7 @@ struct mqr_config_s {
   mqr_cluster_config_t cluster;
   mqr_cluster_peer_config_t cluster_peers[15];
   char *cluster_bind, *cluster_dir;
+  char *cluster_strs[5];   /* user, password, tls ca, cert, key */
   int64_t expiry_scan_ms;  /* message-expiry-scan-period; 0: not given */
   int64_t global_max_size; /* bytes; -1: none; 0: not given (the default, from the machine's memory) */
   mqr_log_config_t log;

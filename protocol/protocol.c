@@ -138,6 +138,10 @@ static const mqr_avro_cfield_t manage_result_f[] = {
 RECORD(manage_result_t, mqr_frame_manage_result_t, manage_result_f);
 static const mqr_avro_cfield_t auth_f[] = {F(mqr_frame_auth_t, data, mqr_avro_c_str)};
 RECORD(auth_t, mqr_frame_auth_t, auth_f);
+static const mqr_avro_cfield_t redirect_f[] = {F(mqr_frame_redirect_t, receipt, mqr_avro_c_int64),
+                                               F(mqr_frame_redirect_t, node, mqr_avro_c_int64),
+                                               F(mqr_frame_redirect_t, url, mqr_avro_c_str)};
+RECORD(redirect_t, mqr_frame_redirect_t, redirect_f);
 
 /* Each branch's C description is named for its member (connect_t, ...). */
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {

@@ -48,6 +48,22 @@ void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
   mqr__conn_close(c, true);
 }
 
+void mqr__mqtt_redirect(mqr__conn_t *c, const char *url, const char *why) {
+  if (c->state == MQR__CONN_CLOSING) return;
+  const char *host = strstr(url, "://");
+  host = host ? host + 3 : url; /* MQTT's Server Reference: HOST:PORT */
+  mqr__mqtt_props_t pr = {
+      .have = 1ull << 0x1F | 1ull << 0x1C, .reason = mqr_str(why), .server_reference = mqr_str(host)};
+  if (pr.reason.len > 200) pr.reason.len = 200;
+  mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
+  uint8_t buf[1024];
+  size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, 0x9C, &o); /* Use another server */
+  if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n);
+  mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT client sent to %s: %s", (long long)c->sess.id, c->peer, host,
+           why);
+  mqr__conn_close(c, true);
+}
+
 int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id) {
   mqtt_conn_t *mc = c->hs;
   if (mc->w_n == mc->w_cap) {

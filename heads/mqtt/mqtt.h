@@ -156,6 +156,9 @@ int mqr__mqtt_out(mqr__conn_t *c, const uint8_t *bytes, size_t n);
 /* Ends the connection as the specification says for a fault: a 5.0 DISCONNECT with the
  * reason code first (when connected), then the close. */
 void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* 5.0: DISCONNECT 0x9C (Use another server) with the Server Reference HOST:PORT of url
+ * (a cluster's leader: where what was refused is served) and why, then the close. */
+void mqr__mqtt_redirect(mqr__conn_t *c, const char *url, const char *why);
 /* A PUBACK or PUBREC that waits for the core's answer to a send: its token. */
 int64_t mqr__mqtt_answer_later(mqr__conn_t *c, uint8_t type, uint16_t id);
 extern const mqr__head_t mqr__mqtt_head;

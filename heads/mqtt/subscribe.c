@@ -112,6 +112,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   const mqr_wildcard_t *wc = mqr_router_wildcard(mqr_broker_router(b));
   uint8_t codes[256];
   mqtt_sub_t *made[256];
+  char elsewhere[512] = "", elsewhere_why[256] = ""; /* a cluster's leader that serves a filter refused here */
   uint32_t n = 0, count = 0;
   for (mqtt_sub_t *s = ss->subs; s; s = s->next) count++;
   if (p->u.subs.n > 256) {
@@ -189,6 +190,11 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
       mqr_free(sub);
       /* 0x87 Not authorized; Unspecified error (3.1.1: Failure) */
       codes[i] = rc == MQR_EPERM && mc->level == 5 ? 0x87 : 0x80;
+      if (rc == MQR_ENOTLEADER && mc->level == 5 && !elsewhere[0]) { /* a cluster's leader serves it */
+        const char *url = mqr__session_leader_url(&c->sess, NULL);
+        if (url) snprintf(elsewhere, sizeof elsewhere, "%s", url);
+        snprintf(elsewhere_why, sizeof elsewhere_why, "%.200s", err.message);
+      }
       continue;
     }
     sub->next = ss->subs;
@@ -198,6 +204,7 @@ void mqr__mqtt_on_subscribe(mqr__conn_t *c, const mqr__mqtt_packet_t *p) {
   }
   mqr__mqtt_store(b, ss, false);
   suback(c, MQR__MQTT_SUBACK, p->packet_id, codes, n);
+  if (elsewhere[0]) mqr__mqtt_redirect(c, elsewhere, elsewhere_why); /* (its SUBACK said which) */
   if (c->state == MQR__CONN_CLOSING) return;
   /* Retained messages into the new queues (after SUBACK), then deliveries start. */
   for (uint32_t i = 0; i < n; i++) {

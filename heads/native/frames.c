@@ -74,6 +74,15 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
 
 #define MAX_SUBSCRIPTIONS 1024 /* per connection */
 
+/* Before an ENOTLEADER refusal: where the leader's clients connect, when it is known. */
+static void redirect(mqr__conn_t *c, int rc, int64_t receipt) {
+  uint64_t node = 0;
+  const char *url = rc == MQR_ENOTLEADER ? mqr__session_leader_url(&c->sess, &node) : NULL;
+  if (url == NULL) return;
+  mqr_frame_t f = {MQR_FRAME_REDIRECT, {.redirect = {receipt, (int64_t)node, mqr_str(url)}}};
+  mqr__nat_reply(c, &f);
+}
+
 static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   uint32_t n = mqr__session_consumer_count(&c->sess);
   if (n >= MAX_SUBSCRIPTIONS) {
@@ -104,6 +113,7 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, 0, s->selector, (uint32_t)s->credit, s->subscription,
                                   &mqr__nat_consumer_ops, c, &k, &err);
   if (rc) {
+    redirect(c, rc, s->subscription);
     mqr__nat_send_error(c, rc, s->subscription, false, "%s", err.message);
     return;
   }

@@ -107,6 +107,12 @@ MQR_EXTERN int mqr_client_subscribe(mqr_client_t *c, mqr_str_t target, int routi
 MQR_EXTERN int mqr_client_send_stored(mqr_client_t *c, const uint8_t *stored, size_t len, mqr_str_t duplicate_id,
                                       mqr_client_done_fn cb, void *arg, mqr_error_t *err);
 
+/* The url where the leader of a replicated address's group takes clients, and its node
+ * id (node may be NULL), from the last REDIRECT the broker sent (before refusing a
+ * subscription or a send with MQR_ENOTLEADER); NULL when none came. Valid until the
+ * next callback of c. */
+MQR_EXTERN const char *mqr_client_redirect(const mqr_client_t *c, int64_t *node);
+
 /* Acknowledges a delivery of s (cumulative: and every earlier one); the broker answers
  * an unknown delivery with an ERROR to on_error. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumulative);
@@ -202,6 +208,9 @@ MQR_EXTERN int mqr_bclient_query(mqr_bclient_t *bc, mqr_frame_query_result_t **o
  * or MQR_ECLOSED / MQR_ENOMEM with *out NULL. */
 MQR_EXTERN int mqr_bclient_manage(mqr_bclient_t *bc, mqr_str_t operation, const mqr_str_t *args, size_t n,
                                   mqr_frame_manage_result_t **out, mqr_error_t *err);
+
+/* mqr_client_redirect of the blocking client's connection. */
+MQR_EXTERN const char *mqr_bclient_redirect(const mqr_bclient_t *bc, int64_t *node);
 
 /* Disconnects and frees. */
 MQR_EXTERN void mqr_bclient_close(mqr_bclient_t *bc);

@@ -156,7 +156,13 @@ typedef struct {
   uint32_t heartbeat_timeout_ms; /* 100 */
   uint32_t snapshot_threshold;   /* log entries between snapshots: 1024 */
   bool join;                     /* added to a running cluster (mqr cluster add-node): not bootstrapped */
-  uint32_t line, column;         /* of the section; 0 when absent */
+  /* How this node's connections to its peers' urls (forwarded sends) say who they are:
+   * the cluster user and its password (NULL: anonymous), and for a tls:// url the CAs
+   * the peer's certificate must chain to (NULL: the system's) and a client certificate
+   * and key (NULL: none). Paths are the config file's directory's when relative. */
+  const char *user, *password;
+  const char *tls_ca, *tls_cert, *tls_key;
+  uint32_t line, column; /* of the section; 0 when absent */
 } mqr_cluster_config_t;
 
 /* The config's cluster section (enabled false when it has none). */

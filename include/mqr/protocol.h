@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define MQR_PROTOCOL_VERSION                                                                                           \
-  6 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's receipt */
+  6 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's receipt, REDIRECT */
 #define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
@@ -42,7 +42,8 @@ extern "C" {
   XX(PONG, "PONG", Pong, pong)                                                                                         \
   XX(MANAGE, "MANAGE", Manage, manage)                                                                                 \
   XX(MANAGE_RESULT, "MANAGE_RESULT", ManageResult, manage_result)                                                      \
-  XX(AUTH, "AUTH", Auth, auth)
+  XX(AUTH, "AUTH", Auth, auth)                                                                                         \
+  XX(REDIRECT, "REDIRECT", Redirect, redirect)
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
@@ -225,6 +226,15 @@ typedef struct {
 typedef struct {
   mqr_str_t data;
 } mqr_frame_auth_t;
+
+/* REDIRECT: the broker's hint before an ERROR ENOTLEADER answering the same receipt (a
+ * SEND's) or subscription (a SUBSCRIBE's): node leads the group of the replicated
+ * address, and url is where its clients connect. */
+typedef struct {
+  int64_t receipt;
+  int64_t node;
+  mqr_str_t url;
+} mqr_frame_redirect_t;
 
 /* A frame: its type, then the record of that type. */
 typedef struct {

@@ -16,12 +16,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, free_port  # noqa: E402
+from mqrd import Mqrd, free_port, self_signed  # noqa: E402
 
 MQRD, MQR = None, None
 
@@ -392,6 +393,193 @@ class AcksAnsweredOnceCommitted(ThreeNodes):
         finally:
             s.close()
         self.settle("s1", answered)
+
+    def stomp_take(self, port, body_wanted):
+        """A STOMP connection holding one delivery of 'orders' unacknowledged: (socket, ack id)."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+        s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
+        got = b""
+        while b"MESSAGE" not in got or not got.endswith(b"\0"):
+            got += s.recv(65536)
+        self.assertIn(body_wanted.encode(), got)
+        return s, re.search(rb"\nack:([^\n]+)\n", got).group(1)
+
+    def transfer(self, frm, to):
+        mqr("cluster", "transfer-leader", "0", str(to + 1), "--url", self.url(frm))
+        deadline = time.time() + 20
+        while self.leader() != to and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.leader(), to)
+
+    def test_a_delivery_from_a_lost_leadership_is_not_acked(self):
+        """A delivery made before its node lost the group's leadership (and led again)
+        cannot be acknowledged: the group's new leadership delivers the message anew, and
+        an ack of the old delivery would delete it under the new one."""
+        l = self.leader()
+        mqr("send", "--url", self.url(l), "--durable", "--body", "t1", "orders")
+        s, ack = self.stomp_take(self.nodes[l].port, "t1")
+        try:
+            other = (l + 1) % 3
+            self.transfer(l, other)
+            self.transfer(other, l)
+            s.sendall(b"ACK\nid:" + ack + b"\nreceipt:r2\n\n\0")
+            answer = b""  # (a new delivery of t1 may come first: it is on the queue again)
+            while b"RECEIPT" not in answer and b"ERROR" not in answer:
+                more = s.recv(65536)
+                if not more:
+                    break
+                answer += more
+            self.assertNotIn(b"RECEIPT", answer)
+            self.assertIn(b"ERROR", answer)  # not outstanding: that delivery is gone
+        finally:
+            s.close()
+        r = mqr("recv", "--url", self.url(l), "--count", "1", "--timeout", "5", "orders")
+        self.assertEqual(r.stdout.strip(), "t1")  # delivered again, and this time acknowledged
+
+
+class Redirects(ThreeNodes):
+    """A follower refuses a consumer of a replicated address and says where the leader's
+    clients connect: a native REDIRECT before the ENOTLEADER error (mqr recv follows it),
+    MQTT 5's DISCONNECT 0x9C with a Server Reference."""
+    PREFIX, PROTOCOLS = "mqr-cluster-redirect-", "mqr, mqtt, http"
+
+    def test_mqr_recv_follows_the_redirect(self):
+        l = self.leader()
+        f = (l + 1) % 3
+        mqr("send", "--url", self.url(l), "--durable", "--body", "r1", "orders")
+        r = mqr("recv", "--url", self.url(f), "--count", "1", "--timeout", "5", "orders")  # only the follower's url
+        self.assertEqual(r.stdout.strip(), "r1")
+
+    def test_mqtt5_is_told_the_server_reference(self):
+        import paho.mqtt.client as paho
+        l = self.leader()
+        f = (l + 1) % 3
+        got = {}
+        done = threading.Event()
+
+        def on_disconnect(c, userdata, rc, properties=None):
+            got["rc"] = rc
+            got["ref"] = getattr(properties, "ServerReference", None) if properties else None
+            done.set()
+
+        c = paho.Client(client_id="redirected", protocol=paho.MQTTv5)
+        c.on_disconnect = on_disconnect
+        c.connect("127.0.0.1", self.nodes[f].port)
+        c.loop_start()
+        try:
+            c.subscribe("orders/x", qos=1)
+            self.assertTrue(done.wait(10), "not disconnected")
+        finally:
+            c.loop_stop()
+        self.assertEqual(int(got["rc"].value if hasattr(got["rc"], "value") else got["rc"]), 0x9C)
+        self.assertEqual(got["ref"], "127.0.0.1:%d" % self.nodes[l].port)
+
+
+class RuntimeQueues(ThreeNodes):
+    """A durable queue made at run time on a replicated address (management's
+    queue.create here; MQTT and STOMP durable subscriptions alike) is recorded in the
+    group: the next leader makes it, with its messages; its deletion is recorded too, and
+    a node that comes to lead again drops the copy it kept."""
+    PREFIX = "mqr-cluster-rtq-"
+
+    def transfer(self, frm, to):
+        mqr("cluster", "transfer-leader", "0", str(to + 1), "--url", self.url(frm))
+        deadline = time.time() + 20
+        while self.leader() != to and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.leader(), to)
+
+    def queues(self, i):
+        return mqr("stat", "--url", self.url(i)).stdout
+
+    def test_made_and_deleted_queues_follow_the_leadership(self):
+        l = self.leader()
+        mqr("queue", "create", "audit1", "orders.audit", "ANYCAST", "--url", self.url(l))
+        r = mqr("send", "--url", self.url(l), "--durable", "--body", "a1", "--count", "3", "orders.audit")
+        self.assertIn("OK 3", r.stdout)
+        n = (l + 1) % 3
+        self.transfer(l, n)  # n never saw the queue made: it makes it from the group's state
+        r = mqr("recv", "--url", self.url(n), "--count", "2", "--timeout", "5", "audit1")
+        self.assertEqual(r.stdout.splitlines(), ["a1", "a1"])
+        self.assertIn("audit1", self.queues(l))  # (l keeps its copy, emptied, while n leads)
+        mqr("queue", "delete", "audit1", "--url", self.url(n))
+        self.transfer(n, l)  # the deletion is in the state: l's copy goes
+        self.assertNotIn("audit1", self.queues(l))
+        r = mqr("recv", "--url", self.url(l), "--count", "1", "--timeout", "1", "audit1", check=False)
+        self.assertNotEqual(r.returncode, 0)
+
+
+class SecureLinks(unittest.TestCase):
+    """Forwarded sends go over TLS to the peers' tls:// urls, as the cluster user: the
+    leader sees that user, and its security-settings decide (with no anonymous access)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-tls-")
+        cert, key = self_signed(cls.dir)
+        users = os.path.join(cls.dir, "users")
+        for name, roles in (("node", "cluster"), ("alice", "producers"), ("admin", "admin")):
+            mqr("user", "add", "--users-file", users, name, "--roles", roles, "--password", name + "-pw")
+        raft, ports, links = ([free_port() for _ in range(3)] for _ in range(3))
+        cls.nodes = []
+        for i in range(3):
+            peers = ", ".join("{id: %d, address: 127.0.0.1:%d, url: tls://127.0.0.1:%d}" % (k + 1, raft[k], links[k])
+                              for k in range(3) if k != i)
+            cls.nodes.append(Mqrd(MQRD, """listeners:
+  - {name: main, host: 127.0.0.1, port: %d, protocols: [mqr]}
+  - {name: links, host: 127.0.0.1, port: %d, protocols: [mqr], tls: {cert: %s, key: %s}}
+security:
+  users-file: %s
+  security-settings:
+    "orders.#": {send: [producers, cluster], consume: [producers]}
+    "audit.#": {send: [producers], consume: [producers]}
+    "#": {manage: [admin]}
+persistence: {directory: %s}
+address-settings:
+  "orders.#": {replicated: true}
+  "audit.#": {replicated: true}
+addresses:
+  orders: {anycast: [orders]}
+  audit: {anycast: [audit]}
+cluster:
+  node-id: %d
+  bind: 127.0.0.1:%d
+  peers: [%s]
+  user: node
+  password: node-pw
+  tls: {ca: %s}
+""" % (ports[i], links[i], cert, key, users, os.path.join(cls.dir, "n%d" % (i + 1)), i + 1, raft[i], peers, cert)))
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.nodes, cls.dir)
+
+    def url(self, i, who="alice"):
+        return "tcp://%s:%s-pw@127.0.0.1:%d" % (who, who, self.nodes[i].port)
+
+    def test_forwarded_over_tls_as_the_cluster_user(self):
+        deadline, l = time.time() + 20, None
+        while l is None and time.time() < deadline:
+            for i in range(3):
+                r = mqr("cluster", "status", "--json", "--url", self.url(i, "admin"), check=False)
+                if r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["leading"]:
+                    l = i
+            time.sleep(0.1)
+        self.assertIsNotNone(l, "no leader")
+        f = (l + 1) % 3
+        r = mqr("send", "--url", self.url(f), "--durable", "--body", "via-tls", "orders")
+        self.assertIn("OK 1", r.stdout)
+        r = mqr("recv", "--url", self.url(l), "--count", "1", "--timeout", "5", "orders")
+        self.assertEqual(r.stdout.strip(), "via-tls")
+        # alice may send to audit, the cluster user may not: the leader, which sees the
+        # cluster user, refuses the forwarded send
+        r = mqr("send", "--url", self.url(l), "--durable", "--body", "direct", "audit")
+        self.assertIn("OK 1", r.stdout)
+        r = mqr("send", "--url", self.url(f), "--durable", "--body", "forwarded", "audit", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("EPERM", r.stdout + r.stderr)
+        self.assertIn("node", r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

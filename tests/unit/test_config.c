@@ -176,6 +176,9 @@ static const char every_key[] =
     "  heartbeat-timeout: 200ms\n"
     "  snapshot-threshold: 4096\n"
     "  join: true\n"
+    "  user: node-2\n"
+    "  password: s3cret\n"
+    "  tls: {ca: /etc/mqr/ca.pem, cert: /etc/mqr/n2.pem, key: /etc/mqr/n2.key}\n"
     "addresses:\n"
     "  a/b:\n"
     "    routing-types: ANYCAST,MULTICAST\n"
@@ -183,6 +186,40 @@ static const char every_key[] =
     "      q1: {durable: false, max-consumers: 3, purge-on-no-consumers: true, enabled: false}\n"
     "    multicast: [m1, m2]\n"
     "  dead: ~\n";
+
+/* A cluster section that cannot work is refused, naming what and where. */
+static void test_bad_cluster_sections(void **state) {
+  (void)state;
+  static const struct {
+    const char *block, *want;
+  } bad[] = {
+      {"{bind: 127.0.0.1:7001}", "node-id"},
+      {"{node-id: 1}", "bind address"},
+      {"{node-id: 1, bind: localhost:7001}", "IPv4-ADDRESS:PORT"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, heartbeat-timeout: 400ms}", "at most half"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, peers: [{id: 1, address: 127.0.0.1:7002}]}", "this node's id"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, peers: [{id: 2, address: 127.0.0.1:7002, url: http://x}]}", "url must"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, password: pw}", "needs a cluster user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, user: \"\"}", "must not be empty"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, tls: {cert: c.pem}}", "both cert and key"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, tls: {ciphers: x}}", "ca, cert, key"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, tls: [ca.pem]}", "cluster tls"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "snapshot-threshold, join, user"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[512];
+    int n = snprintf(text, sizeof text, "persistence: {directory: /tmp/x}\ncluster: %s\n", bad[i].block);
+    mqr_error_t items[4];
+    mqr_diags_t d;
+    mqr_diags_init(&d, items, 4);
+    mqr_config_t *cfg = NULL;
+    assert_int_equal(mqr_config_load_string("t.yaml", text, (size_t)n, &cfg, &d), MQR_ECONFIG);
+    assert_null(cfg);
+    assert_int_equal(d.items[0].line, 2);
+    if (strstr(d.items[0].message, bad[i].want) == NULL)
+      fail_msg("%s: '%s' does not say '%s'", bad[i].block, d.items[0].message, bad[i].want);
+  }
+}
 
 static const mqr_protocol_def_t *protocol_named(const char *name) {
   for (uint32_t i = 0; mqr_config_protocol(i); i++)
@@ -307,6 +344,11 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->heartbeat_timeout_ms, 200);
   assert_int_equal(cc->snapshot_threshold, 4096);
   assert_true(cc->join);
+  assert_string_equal(cc->user, "node-2");
+  assert_string_equal(cc->password, "s3cret");
+  assert_string_equal(cc->tls_ca, "/etc/mqr/ca.pem");
+  assert_string_equal(cc->tls_cert, "/etc/mqr/n2.pem");
+  assert_string_equal(cc->tls_key, "/etc/mqr/n2.key");
   assert_int_equal(mqr_address_routing_types(a).bits, 3);
   mqr_queue_t *q = mqr_router_find_queue(&r, MQR_STR("q1"));
   assert_false(mqr_queue_durable(q));
@@ -442,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_bad_files_report_file_line_and_column),
       cmocka_unit_test(test_every_key_is_read),
       cmocka_unit_test(test_a_registered_protocol_owns_its_block),
+      cmocka_unit_test(test_bad_cluster_sections),
       cmocka_unit_test(test_filters_compile_and_several_errors_are_all_reported),
       cmocka_unit_test(test_unknown_keys_and_long_messages),
       cmocka_unit_test(test_empty_and_missing_files),
