@@ -75,12 +75,14 @@ crash-test: deps-test $(BUILD_ASAN)/CMakeCache.txt
 	MQRD=$(BUILD_ASAN)/daemon/mqrd MQR_CRASH_SECONDS=$(CRASH_SECONDS) $(BUILD_ASAN)/tests/test_crash
 
 # The cluster under faults (tests/cluster/test_nemesis.py) for longer than make test runs
-# it: NEMESIS_SECONDS of partitions, delays, kills and pauses against three mqrd nodes.
+# it: NEMESIS_SECONDS of partitions, delays, kills, pauses and failing disks against three
+# mqrd nodes.
 NEMESIS_SECONDS ?= 300
 cluster-test: deps-test build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_TESTS=ON >/dev/null
-	cmake --build $(BUILD) -j $(JOBS) --target mqrd mqr
-	NEMESIS_SECONDS=$(NEMESIS_SECONDS) /usr/bin/python3 tests/cluster/test_nemesis.py $(BUILD)/daemon/mqrd $(BUILD)/cli/mqr
+	cmake --build $(BUILD) -j $(JOBS) --target mqrd mqr mqr_diskfault
+	NEMESIS_SECONDS=$(NEMESIS_SECONDS) /usr/bin/python3 tests/cluster/test_nemesis.py $(BUILD)/daemon/mqrd $(BUILD)/cli/mqr \
+	  $(BUILD)/tests/libmqr_diskfault.so
 
 bench: deps-bench build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null

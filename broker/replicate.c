@@ -421,6 +421,14 @@ static void leadership(void *arg, uint32_t g, bool leader) {
     if (mqr__replicate_group(b, bq) == (int)g) mqr__dispatch(bq);
 }
 
+static void disk_failed(void *arg, uint32_t g, const char *why) {
+  mqr_broker_t *b = arg;
+  mqr__log(b, MQR_LOG_ERROR,
+           "cluster: group %u: this node cannot write its Raft log (%s): it stops leading the group and hands it "
+           "to a follower; once the disk is fixed, restart this node (it catches up from the others)",
+           g, why && why[0] ? why : "I/O error");
+}
+
 /* ---- looking, and moving a leadership ----------------------------------------------------------- */
 
 uint64_t mqr_broker_cluster_groups(mqr_broker_t *b, void (*fn)(void *arg, const mqr_broker_group_info_t *g),
@@ -552,6 +560,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .snapshot_threshold = cc->snapshot_threshold,
                               .join = cc->join,
                               .leadership = leadership,
+                              .disk_failed = disk_failed,
                               .arg = b};
   int rc = mqr__cluster_open(b->loop, &o, &d->cluster, err);
   if (rc) return rc;

@@ -60,6 +60,12 @@ static void sm_leadership(void *arg, bool leader) {
   if (c->opt.leadership) c->opt.leadership(c->opt.arg, ng->index, leader);
 }
 
+static void sm_disk_failed(void *arg, const char *why) {
+  node_group_t *ng = arg;
+  mqr__cluster_t *c = ng->c;
+  if (c->opt.disk_failed) c->opt.disk_failed(c->opt.arg, ng->index, why);
+}
+
 static void tick_cb(uv_prepare_t *h) {
   mqr__cluster_t *c = h->data;
   for (uint32_t i = 0; i < c->n_groups; i++)
@@ -131,7 +137,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
   raft_uv_set_connect_retry_delay(&ng->io, 100); /* (a peer back from a restart is heard soon) */
   mqr__rgroup_options_t go = {.id = opt->node_id,
                               .address = ng->address,
-                              .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                              .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
                               .election_timeout_ms = opt->election_timeout,
                               .heartbeat_timeout_ms = opt->heartbeat_timeout,
                               .snapshot_threshold = opt->snapshot_threshold,

@@ -42,6 +42,8 @@ typedef struct {
   bool join; /* a node added to a running cluster: its groups start empty, not bootstrapped */
   /* This node leads group g now (true) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, uint32_t g, bool leader);
+  /* Group g's leader (this node) could not write its own log: it hands the group over. */
+  void (*disk_failed)(void *arg, uint32_t g, const char *why);
   void *arg;
 } mqr__cluster_options_t;
 

@@ -40,6 +40,9 @@ struct mqr__rgroup_s {
   bool leading;    /* leader, its barrier applied: it may append */
   bool barrier_on; /* the barrier is in flight */
   bool broken, closing;
+  bool disk_failed;               /* its log could not be written: it leads no more, and hands the group over */
+  struct raft_transfer step_down; /* that hand-over, while in flight */
+  bool stepping_down;
   void (*close_cb)(void *arg);
   void *close_arg;
   void *owner;
@@ -104,16 +107,28 @@ static void barrier_cb(struct raft_barrier *req, int status) {
   if (g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, true);
 }
 
+static void stepped_down(struct raft_transfer *req) {
+  mqr__rgroup_t *g = req->data;
+  g->stepping_down = false; /* (the next look tries again while this node still leads) */
+}
+
 /* libraft 0.15 has no callback for a change of state: the group looks at each flush.
  * A new leader leads once a barrier of its term is applied, so that every entry an
  * earlier leader committed is in its state machine first. */
 static void note_leadership(mqr__rgroup_t *g) {
   if (g->closing) return;
   bool leader = raft_state(g->r) == RAFT_LEADER;
-  if (!leader && g->leading) {
+  if (!leader) g->disk_failed = false; /* (it may lead again: its next write says whether it can) */
+  if (g->leading && (!leader || g->disk_failed)) {
     g->leading = false;
     if (g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, false);
-  } else if (leader && !g->leading && !g->barrier_on && !g->broken) {
+  }
+  if (leader && g->disk_failed && !g->stepping_down) {
+    /* libraft 0.15 stays leader after its own write failed (0.16 steps down), and commits
+     * nothing more: the most up-to-date follower is asked to take over */
+    g->step_down.data = g;
+    g->stepping_down = raft_transfer(g->r, &g->step_down, 0, stepped_down) == 0;
+  } else if (leader && !g->leading && !g->barrier_on && !g->broken && !g->disk_failed) {
     g->barrier.data = g;
     g->barrier_on = raft_barrier(g->r, &g->barrier, barrier_cb) == 0;
   }
@@ -279,12 +294,23 @@ static bool room_for_done(done_t **d, uint32_t n, uint32_t *cap) {
   return true;
 }
 
+/* A proposal failed with libraft's status: when this is not a matter of leadership,
+ * shutting down or memory, this node's own write of the entry failed. */
+static void disk_failure(mqr__rgroup_t *g, int status) {
+  if (status == 0 || status == RAFT_NOTLEADER || status == RAFT_LEADERSHIPLOST || status == RAFT_SHUTDOWN ||
+      status == RAFT_NOMEM || g->disk_failed || g->closing || raft_state(g->r) != RAFT_LEADER)
+    return;
+  g->disk_failed = true;
+  if (g->opt.fsm.disk_failed) g->opt.fsm.disk_failed(g->opt.fsm.arg, raft_errmsg(g->r));
+}
+
 static void applied_cb(struct raft_apply *req, int status, void *result) {
   (void)result;
   proposal_t *p = req->data;
   mqr__rgroup_t *g = p->g;
   if (status == 0) g->committed++;
   if (g->last == p) g->last = NULL; /* (proposals are answered in log order) */
+  disk_failure(g, status);
   tell(p->dones, p->n_dones,
        status == 0                ? 0
        : status == RAFT_SHUTDOWN  ? MQR_ECLOSED
@@ -307,6 +333,7 @@ int mqr__rgroup_flush(mqr__rgroup_t *g) {
     p->req.data = p;
     int r = raft_apply(g->r, &p->req, &buf, 1, applied_cb);
     rc = r == 0 ? 0 : r == RAFT_NOTLEADER ? MQR_ENOTLEADER : r == RAFT_NOMEM ? MQR_ENOMEM : MQR_EINDOUBT;
+    disk_failure(g, r); /* (libraft 0.15 writes at once: a failed write is raft_apply's error) */
   }
   if (rc == 0) { /* libraft has the buffer, the proposal the callbacks */
     g->last = p;

@@ -51,6 +51,10 @@ typedef struct {
   /* This node leads the group now (true: elected, and everything earlier leaders committed
    * is applied) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, bool leader);
+  /* The leader could not write an entry to its own log (why: libraft's message): it
+   * stops leading (leadership false) and asks the most up-to-date follower to take the
+   * group over. May be NULL. */
+  void (*disk_failed)(void *arg, const char *why);
 } mqr__rgroup_fsm_t;
 
 typedef struct {

@@ -17,7 +17,7 @@ import unittest
 
 
 class Mqrd:
-    def __init__(self, mqrd, config, data_dir=None, log_level="info"):
+    def __init__(self, mqrd, config, data_dir=None, log_level="info", env=None):
         self.dir = tempfile.mkdtemp(prefix="mqr-clients-")
         self.path = os.path.join(self.dir, "mqrd.yaml")
         with open(self.path, "w") as f:
@@ -26,6 +26,7 @@ class Mqrd:
         self.mqrd = mqrd
         self.data_dir = data_dir
         self.log_level = log_level
+        self.env = dict(os.environ, **env) if env else None
         self.proc = None
         self.start()
 
@@ -34,7 +35,7 @@ class Mqrd:
         if self.data_dir:
             args += ["--data-dir", self.data_dir]
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log,
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=self.env,
                                      restore_signals=True, start_new_session=True)
         deadline = time.time() + 30
         while time.time() < deadline:

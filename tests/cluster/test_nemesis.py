@@ -7,7 +7,9 @@ producers send numbered messages one at a time to a replicated address with `mqr
 broker answered OK; a consumer takes them ten at a time through any node with `mqr
 recv`, acknowledging each. Meanwhile the nemesis, in rounds: isolates the leader, cuts a
 follower off, delays every link, kills the leader with SIGKILL and starts it again,
-pauses it with SIGSTOP and resumes it. Then every fault heals, and the queue is drained
+pauses it with SIGSTOP and resumes it, fails the leader's disk (EIO) or a follower's
+(full: ENOSPC) for a while, through a preloaded library of the test's (diskfault.c), and
+restarts that node once its disk works again. Then every fault heals, and the queue is drained
 through any node. The checker then holds that:
 
   - no message answered OK is lost: every one is received;
@@ -21,7 +23,7 @@ through any node. The checker then holds that:
 
 Bounded in `make test` (NEMESIS_SECONDS, default 30); `make cluster-test` runs it longer.
 
-Usage: test_nemesis.py MQRD MQR"""
+Usage: test_nemesis.py MQRD MQR LIBDISKFAULT"""
 
 import json
 import os
@@ -41,7 +43,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "clients"))
 from faultproxy import FaultProxy  # noqa: E402
 from mqrd import Mqrd, free_port  # noqa: E402
 
-MQRD, MQR = None, None
+MQRD, MQR, DISKFAULT = None, None, None
 SECONDS = float(os.environ.get("NEMESIS_SECONDS", "30"))
 
 
@@ -117,8 +119,19 @@ cluster:
   peers: [%s]
   snapshot-threshold: 100000
 """ % (self.dir, i, i, real[i], peers)
-            self.nodes[i] = Mqrd(MQRD, config)
+            self.nodes[i] = Mqrd(MQRD, config, env=self.disk_env(i))
         self.paused = set()
+        self.restarts = []  # (node, exit code) of the restarts after a disk fault
+
+    def disk_env(self, i):
+        """Node i's disk fails while its control file says EIO or ENOSPC (diskfault.c)."""
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        return {"LD_PRELOAD": DISKFAULT, "MQR_DISKFAULT": os.path.join(self.dir, "disk%d" % i),
+                "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+
+    def disk(self, i, what):
+        with open(os.path.join(self.dir, "disk%d" % i), "w") as f:
+            f.write(what)
 
     def tearDown(self):
         for i in self.paused:
@@ -148,7 +161,8 @@ cluster:
         return None
 
     def nemesis(self, stop):
-        faults = ["isolate-leader", "cut-follower", "delay", "kill-leader", "pause-leader"]
+        faults = ["isolate-leader", "cut-follower", "disk-eio-leader", "delay", "kill-leader", "disk-full-follower",
+                  "pause-leader"]
         k = 0
         while not stop.is_set():
             fault = faults[k % len(faults)]
@@ -179,6 +193,15 @@ cluster:
                 self.nodes[l].stop(signal.SIGKILL)
                 time.sleep(2)
                 self.nodes[l].start()
+            elif fault in ("disk-eio-leader", "disk-full-follower"):
+                # the disk fails for a while; once it is fixed, the node is restarted, as
+                # docs/cluster.md tells an operator to (it catches up from the others)
+                v = l if fault == "disk-eio-leader" else [i for i in self.nodes if i != l][k % 2]
+                self.disk(v, "EIO" if fault == "disk-eio-leader" else "ENOSPC")
+                time.sleep(2.5)
+                self.disk(v, "")
+                self.restarts.append((v, self.nodes[v].stop()))
+                self.nodes[v].start()
             elif fault == "pause-leader":
                 self.paused.add(l)
                 self.nodes[l].proc.send_signal(signal.SIGSTOP)
@@ -237,6 +260,8 @@ cluster:
         print("nemesis: %d consumer runs, %d with every ack answered committed"
               % (len(consumer.runs), sum(1 for ok_, _ in consumer.runs if ok_)), file=sys.stderr)
         self.assertEqual(again, [], "acknowledged (answered committed) and delivered again")
+        # a node whose disk failed stops cleanly once the disk is fixed
+        self.assertEqual([(v, c) for v, c in self.restarts if c != 0], [], "a restart after a disk fault failed")
         # no two nodes led in the same term
         terms = {}
         for i, n in self.nodes.items():
@@ -248,5 +273,5 @@ cluster:
 
 
 if __name__ == "__main__":
-    MQRD, MQR = sys.argv[1], sys.argv[2]
+    MQRD, MQR, DISKFAULT = sys.argv[1], sys.argv[2], sys.argv[3]
     unittest.main(argv=[sys.argv[0], "-v"])

@@ -28,7 +28,7 @@ typedef struct {
   uint64_t ids[MAX_RECS];
   uint32_t n;
   unsigned resets;
-  unsigned became_leader, stopped_leading;
+  unsigned became_leader, stopped_leading, disk_failed;
 } sm_t;
 
 typedef struct {
@@ -72,6 +72,12 @@ static void sm_leadership(void *arg, bool leader) {
     s->stopped_leading++;
 }
 
+static void sm_disk_failed(void *arg, const char *why) {
+  sm_t *s = arg;
+  (void)why;
+  s->disk_failed++;
+}
+
 static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
   fx_t *x = calloc(1, sizeof *x);
   assert_int_equal(raft_fixture_initialize(&x->f), 0);
@@ -80,7 +86,7 @@ static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
     snprintf(addr, sizeof addr, "%u", i + 1);
     mqr__rgroup_options_t o = {.id = i + 1,
                                .address = addr,
-                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
                                .snapshot_threshold = threshold,
                                .snapshot_trailing = trailing,
                                .max_batch = max_batch};
@@ -305,6 +311,42 @@ static void test_after_what_was_appended(void **state) {
   fx_free(x);
 }
 
+/* The leader's own write of an entry fails (libraft's fixture injects the I/O error): its
+ * batch is told it is not known to commit, the group hears of the disk, the node stops
+ * leading and a follower takes the group over, which then commits. */
+static bool other_leads(fx_t *x, void *arg) {
+  unsigned *not = arg, who = N;
+  return someone_leads(x, &who) && who != *not ;
+}
+
+static void test_a_leader_whose_disk_fails_hands_over(void **state) {
+  (void)state;
+  fx_t *x = fx_make(0, 0, 0);
+  unsigned l = elect(x);
+  run_until(x, NULL, NULL, 200);
+  static done_t lost;
+  raft_fixture_io_fault(&x->f, l, 0, 1); /* its next I/O request: the entry's append */
+  assert_int_equal(append_id(x->g[l], 7, &lost), 0);
+  mqr__rgroup_flush(x->g[l]);
+  assert_int_equal(lost.calls, 1);
+  assert_int_not_equal(lost.status, 0);
+  assert_int_equal(x->sm[l].disk_failed, 1);
+  assert_false(mqr__rgroup_leading(x->g[l]));
+  assert_int_equal(x->sm[l].stopped_leading, 1);
+  assert_int_equal(append_id(x->g[l], 8, NULL), MQR_ENOTLEADER); /* it takes nothing more */
+  assert_true(run_until(x, other_leads, &l, 20000));
+  unsigned n = N;
+  assert_true(someone_leads(x, &n));
+  static done_t after;
+  assert_int_equal(append_id(x->g[n], 9, &after), 0);
+  mqr__rgroup_flush(x->g[n]);
+  want_t w = {n, 1};
+  assert_true(run_until(x, has_applied, &w, 20000));
+  run_until(x, NULL, NULL, 500);
+  assert_int_equal(after.status, 0);
+  fx_free(x);
+}
+
 /* A follower down while the leader commits many entries and takes snapshots catches up
  * from a snapshot (its state reset, then the snapshot's records) and the entries after. */
 static void test_follower_catches_up_from_a_snapshot(void **state) {
@@ -407,7 +449,7 @@ static void net_open(net_t *x, bool first) {
     assert_int_equal(raft_uv_init(&x->io[i], &x->loop, x->dirs[i], &x->tr[i]), 0);
     mqr__rgroup_options_t o = {.id = i + 1,
                                .address = x->addrs[i],
-                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership},
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
                                .election_timeout_ms = 300,
                                .heartbeat_timeout_ms = 50};
     mqr_error_t err;
@@ -499,9 +541,10 @@ static void test_over_tcp_and_after_a_restart(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_batches_apply_everywhere_in_order),   cmocka_unit_test(test_leader_cut_off),
-      cmocka_unit_test(test_follower_catches_up_from_a_snapshot), cmocka_unit_test(test_limits),
-      cmocka_unit_test(test_over_tcp_and_after_a_restart),        cmocka_unit_test(test_after_what_was_appended),
+      cmocka_unit_test(test_batches_apply_everywhere_in_order),    cmocka_unit_test(test_leader_cut_off),
+      cmocka_unit_test(test_follower_catches_up_from_a_snapshot),  cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_over_tcp_and_after_a_restart),         cmocka_unit_test(test_after_what_was_appended),
+      cmocka_unit_test(test_a_leader_whose_disk_fails_hands_over),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
