@@ -148,6 +148,7 @@ typedef struct mqr__bq_s {
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
   bool replicated_topo;            /* made at run time, its TOPOLOGY record in its replication group (replicate.c) */
   bool promoted;                   /* replicate.c: the group's state made or kept it at the last promotion */
+  bool await_commit;               /* replicate.c: its head waits for its last UPDATE's commit */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
   struct mqr__bq_s *next, *prev;   /* the broker's list */
   /* Bytes of its messages in memory (waiting, in flight, held, scheduled): added with
@@ -226,6 +227,9 @@ typedef struct {
   /* After a refusal MQR_ENOTLEADER: the url where the leader's clients connect (the
    * config's, NULL: not known) and its node id. */
   const char *(*leader_url)(mqr_broker_t *b, uint64_t *node);
+  /* An entry of bq whose last UPDATE is in proposal useq (not 0) of its replication
+   * group: true while that is unanswered (bq is dispatched again once it is). */
+  bool (*update_pending)(mqr_broker_t *b, struct mqr__bq_s *bq, uint32_t useq);
 } mqr__persist_ops_t;
 
 /* The connection layer's state is its own (../net/net.h); the broker holds a pointer. */

@@ -186,7 +186,9 @@ struct mqr__entry_s {
    * the message's next such entry. NULL: nothing of it is in the journal. */
   struct mqr__bq_s *jbq;
   struct mqr__entry_s *jnext;
-  bool copy; /* a non-destructive queue's delivery: its message stays in the store (dispatch.c) */
+  bool copy;     /* a non-destructive queue's delivery: its message stays in the store (dispatch.c) */
+  uint32_t useq; /* a replicated queue's: the group's proposal holding its last UPDATE (0: none); it is not
+                    delivered again before that commits, so that its delivery count never goes back */
 };
 
 /* store.c: drops a reference to m (a write that held it is done); the last release

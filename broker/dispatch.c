@@ -15,6 +15,14 @@ static void unlink_unacked(mqr_broker_consumer_t *c, mqr__entry_t *e) {
     c->unacked_tail = e->prev;
 }
 
+/* e (on a replicated queue) was delivered, and that delivery's count is not committed
+ * yet: it waits, so that a new leader never delivers it with a lower count. */
+static inline bool count_pending(mqr__bq_t *bq, const mqr__entry_t *e) {
+  if (e->useq == 0) return false;
+  mqr_broker_t *b = bq->consumers[0]->b; /* (called with consumers only) */
+  return b->persist && b->persist->update_pending(b, bq, e->useq);
+}
+
 static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
   return c->credit > 0 && !c->closing && c->ops->ready(c) && head->msg->id != c->too_big;
 }
@@ -136,7 +144,7 @@ static void dispatch_nd(mqr__bq_t *bq) {
         c->nd_at = e->prev; /* the next dispatch tries it again */
         return;
       }
-      *copy = (mqr__entry_t){NULL, NULL, e->msg, 0, 0, 0, NULL, NULL, true};
+      *copy = (mqr__entry_t){NULL, NULL, e->msg, 0, 0, 0, NULL, NULL, true, 0};
       e->msg->refs++;
       int rc = hand_over(bq, c, copy);
       if (rc != 0) {
@@ -163,7 +171,8 @@ static void dispatch_head(mqr__bq_t *bq) {
     if (!bq->store.depth || !bq->n_consumers) break;
     mqr_broker_consumer_t *c = NULL;
     const mqr__entry_t *head = bq->store.ops->peek(&bq->store);
-    if (bq->exclusive) bq->rr = 0; /* the first consumer, alone */
+    if (count_pending(bq, head)) break; /* (dispatched again once it commits) */
+    if (bq->exclusive) bq->rr = 0;      /* the first consumer, alone */
     if (bq->priorities && !bq->exclusive)
       c = by_priority(bq, takes_head, (void *)head);
     else
@@ -267,6 +276,7 @@ static void dispatch_selective(mqr__bq_t *bq) {
   if (bq->pcursors && bq->n_consumers) mqr__pager_fill(bq);
   mqr__entry_t *e = bq->store.ops->peek(&bq->store);
   while (e && bq->n_consumers && any_ready(bq)) {
+    if (count_pending(bq, e)) break; /* (dispatched again once it commits; those after it wait, in order) */
     bool first = false;
     mqr_broker_consumer_t *c = pick_selective(bq, e, &first);
     mqr__entry_t *next = bq->store.ops->next(&bq->store, e);

@@ -46,9 +46,10 @@ void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type
 }
 
 /* An entry's record (DELETE; UPDATE: [u32 count [i64 due]]; then its queue's name) to
- * where its queue's records go: the journal, or its replication group (replicate.c). */
-static void entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
-                         const uint32_t *count, const int64_t *due) {
+ * where its queue's records go: the journal, or its replication group (replicate.c):
+ * that group, or -1. */
+static int entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
+                        const uint32_t *count, const int64_t *due) {
   int g = mqr__replicate_group(b, bq);
   uint8_t buf[512];
   size_t n;
@@ -62,6 +63,7 @@ static void entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_recor
   else
     mqr__replicate_record(b, g, type, id, p, n);
   if (p != buf) mqr_free(p);
+  return g;
 }
 
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
@@ -81,9 +83,10 @@ void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
   }
 }
 
-void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e) {
+void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e) {
   uint32_t count = (uint32_t)e->delivery_count;
-  entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, NULL);
+  int g = entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, NULL);
+  if (g >= 0) e->useq = mqr__replicate_seq(b, g); /* (not delivered again before it commits) */
 }
 
 /* An UPDATE whose count has the top bit set: an i64 time (ms since the epoch) follows it,
@@ -383,7 +386,7 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
         mqr__log(b, MQR_LOG_ERROR, "out of memory enqueueing durable message %lld", (long long)m->id);
         continue;
       }
-      *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false};
+      *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false, 0};
       if (mqr__queue_journaled(bq->q)) {
         e->jbq = bq;
         e->jnext = m->jentries;
@@ -495,10 +498,16 @@ static int serves(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_
   return 0;
 }
 
-static const mqr__persist_ops_t journal_ops = {
-    mqr__durable_send,      mqr__durable_answer,     mqr__pager_wants,
-    mqr__pager_send,        mqr__durable_queue_made, serves,
-    mqr__replicate_forward, mqr__replicate_acked,    mqr__replicate_leader_url};
+static const mqr__persist_ops_t journal_ops = {.send = mqr__durable_send,
+                                               .answer = mqr__durable_answer,
+                                               .page_wants = mqr__pager_wants,
+                                               .page = mqr__pager_send,
+                                               .queue_made = mqr__durable_queue_made,
+                                               .serves = serves,
+                                               .forward = mqr__replicate_forward,
+                                               .acked = mqr__replicate_acked,
+                                               .leader_url = mqr__replicate_leader_url,
+                                               .update_pending = mqr__replicate_update_pending};
 
 int mqr__durable_open(mqr_broker_t *b, mqr_error_t *err) {
   const mqr_persistence_config_t *pc = mqr_config_persistence(b->config);

@@ -109,8 +109,9 @@ struct mqr__durable_s {
   struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
   struct mqr__fwd_s *fwd;         /* a client per peer with a url, sends forwarded to it (replicate.c) */
   uint32_t n_fwd;
-  uint32_t refused_group;   /* the group of the last refusal for want of its leadership (forwarding's) */
-  bool cluster_silent;      /* entries leave the group's queues without records */
+  uint32_t refused_group; /* the group of the last refusal for want of its leadership (forwarding's) */
+  bool cluster_silent;    /* entries leave the group's queues without records */
+  bool awaiting;          /* some queue's head waits for its group's commit (replicate.c) */
   uint64_t cluster_dropped; /* entry records a group did not take (no longer its leader) */
 };
 
@@ -184,13 +185,18 @@ int mqr__replicate_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq);
 /* The leader of the group of the last refusal for want of its leadership: its clients'
  * url (NULL: not in the config, or no leader known) and node id. */
 const char *mqr__replicate_leader_url(mqr_broker_t *b, uint64_t *node);
+/* The proposal a record of group g appended now is in (0: none: not leading, or silent). */
+uint32_t mqr__replicate_seq(mqr_broker_t *b, int g);
+/* Whether e's last UPDATE (its useq) on bq is still to be answered: then bq waits, and is
+ * dispatched again once it is. */
+bool mqr__replicate_update_pending(mqr_broker_t *b, struct mqr__bq_s *bq, uint32_t useq);
 void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_wake(mqr__durable_t *d); /* run the dirty pagers at the next pass */
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
 /* e leaves its queue for good (acked, purged): a DELETE when the journal holds it. */
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e);
 /* e is about to be delivered (delivery_count already counts it): an UPDATE. */
-void mqr__durable_delivering(mqr_broker_t *b, const mqr__entry_t *e);
+void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e);
 /* Appends without a callback; a failure is counted (lost_records), not fatal. */
 void mqr__durable_append(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, uint32_t *count,

@@ -281,7 +281,7 @@ static void depage(mqr__pcursor_t *c) {
     pg->acct->bytes += m->len;
     b->stats.messages++;
     b->stats.bytes += m->len;
-    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false};
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false, 0};
     if (durable && durable_queue && d->w && !d->failed) {
       /* The journal's now, as a durable send's. */
       mqr__durable_append(d, MQR_JOURNAL_ADD, m->id, m->data, m->len);

@@ -299,7 +299,7 @@ int mqr__durable_recover_record(void *ctx, uint64_t file, const char *path, cons
     }
     if (e) return 0;
     if ((e = mqr__pool_take(&b->entries)) == NULL) return MQR_ENOMEM;
-    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, bq, m->jentries, false};
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, bq, m->jentries, false, 0};
     m->jentries = e;
     return 0;
   case MQR_JOURNAL_DELETE:

@@ -62,6 +62,42 @@ int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const mqr__send_t
   return MQR__PENDING;
 }
 
+/* ---- delivery counts that never go back ------------------------------------------------------ */
+
+uint32_t mqr__replicate_seq(mqr_broker_t *b, int g) {
+  mqr__durable_t *d = b->dur;
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, (uint32_t)g);
+  return d->cluster_silent || gr == NULL || !mqr__rgroup_leading(gr) ? 0 : mqr__rgroup_seq(gr);
+}
+
+bool mqr__replicate_update_pending(mqr_broker_t *b, mqr__bq_t *bq, uint32_t useq) {
+  mqr__durable_t *d = b->dur;
+  int g = mqr__replicate_group(b, bq);
+  mqr__rgroup_t *gr = g < 0 ? NULL : mqr__cluster_group(d->cluster, (uint32_t)g);
+  if (gr == NULL || mqr__rgroup_seq_done(gr, useq)) return false;
+  bq->await_commit = true;
+  d->awaiting = true;
+  return true;
+}
+
+/* A proposal of group g was answered: its queues whose head waited go on. */
+static void answered(void *arg, uint32_t g) {
+  mqr_broker_t *b = arg;
+  mqr__durable_t *d = b->dur;
+  if (!d->awaiting || d->closing) return;
+  d->awaiting = false;
+  for (mqr__bq_t *bq = b->queues, *next; bq; bq = next) {
+    next = bq->next;
+    if (!bq->await_commit) continue;
+    if (mqr__replicate_group(b, bq) != (int)g) {
+      d->awaiting = true; /* (another group's) */
+      continue;
+    }
+    bq->await_commit = false;
+    mqr__dispatch(bq); /* (it may wait again) */
+  }
+}
+
 /* ---- queues made at run time ------------------------------------------------------------------ */
 
 void mqr__replicate_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
@@ -336,7 +372,7 @@ static int promote_one(void *ctx, int64_t id, const uint8_t *stored, size_t len,
       m->acct = mqr__acct_of(b, a ? a : mqr_queue_address(q));
       if (m->acct) m->acct->bytes += len;
     }
-    *e = (mqr__entry_t){NULL, NULL, m, 0, refs[k].delivery_count, 0, bq, m->jentries, false};
+    *e = (mqr__entry_t){NULL, NULL, m, 0, refs[k].delivery_count, 0, bq, m->jentries, false, 0};
     m->jentries = e;
     m->refs++;
     bq->enqueued++;
@@ -423,10 +459,17 @@ static void leadership(void *arg, uint32_t g, bool leader) {
 
 static void disk_failed(void *arg, uint32_t g, const char *why) {
   mqr_broker_t *b = arg;
-  mqr__log(b, MQR_LOG_ERROR,
-           "cluster: group %u: this node cannot write its Raft log (%s): it stops leading the group and hands it "
-           "to a follower; once the disk is fixed, restart this node (it catches up from the others)",
-           g, why && why[0] ? why : "I/O error");
+  mqr__log(b, MQR_LOG_ERROR, "cluster: group %u: this node cannot write its Raft log (%s)%s", g,
+           why && why[0] ? why : "I/O error",
+           b->opt.fatal ? ""
+                        : ": it stops leading the group and hands it to a follower; once the disk is fixed, "
+                          "restart this node (it catches up from the others)");
+  if (b->opt.fatal == NULL) return;
+  /* At once, still inside libraft's callback: libraft 0.15 goes on to release the entries
+   * it failed to write, which may crash it moments later (or at its close). */
+  char text[200];
+  snprintf(text, sizeof text, "cluster group %u: this node cannot write its Raft log", g);
+  b->opt.fatal(b->opt.fatal_ctx, text);
 }
 
 /* ---- looking, and moving a leadership ----------------------------------------------------------- */
@@ -561,6 +604,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .join = cc->join,
                               .leadership = leadership,
                               .disk_failed = disk_failed,
+                              .answered = answered,
                               .arg = b};
   int rc = mqr__cluster_open(b->loop, &o, &d->cluster, err);
   if (rc) return rc;

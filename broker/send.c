@@ -219,7 +219,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
       return mqr_error_set(err, MQR_ENOMEM, "out of memory enqueueing a message (%u of %u queues took it)", taken,
                            res.count);
     }
-    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false};
+    *e = (mqr__entry_t){NULL, NULL, m, 0, 0, 0, NULL, NULL, false, 0};
     m->refs++;
     mqr__enqueue(b, bq, e);
     bq->enqueued++;

@@ -66,6 +66,12 @@ static void sm_disk_failed(void *arg, const char *why) {
   if (c->opt.disk_failed) c->opt.disk_failed(c->opt.arg, ng->index, why);
 }
 
+static void sm_answered(void *arg) {
+  node_group_t *ng = arg;
+  mqr__cluster_t *c = ng->c;
+  if (c->opt.answered) c->opt.answered(c->opt.arg, ng->index);
+}
+
 static void tick_cb(uv_prepare_t *h) {
   mqr__cluster_t *c = h->data;
   for (uint32_t i = 0; i < c->n_groups; i++)
@@ -137,7 +143,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
   raft_uv_set_connect_retry_delay(&ng->io, 100); /* (a peer back from a restart is heard soon) */
   mqr__rgroup_options_t go = {.id = opt->node_id,
                               .address = ng->address,
-                              .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
+                              .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed, sm_answered},
                               .election_timeout_ms = opt->election_timeout,
                               .heartbeat_timeout_ms = opt->heartbeat_timeout,
                               .snapshot_threshold = opt->snapshot_threshold,

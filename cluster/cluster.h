@@ -44,6 +44,8 @@ typedef struct {
   void (*leadership)(void *arg, uint32_t g, bool leader);
   /* Group g's leader (this node) could not write its own log: it hands the group over. */
   void (*disk_failed)(void *arg, uint32_t g, const char *why);
+  /* A proposal of group g was answered (mqr__rgroup_seq_done). */
+  void (*answered)(void *arg, uint32_t g);
   void *arg;
 } mqr__cluster_options_t;
 

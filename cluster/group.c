@@ -20,6 +20,7 @@ typedef struct {
   mqr__rgroup_t *g;
   done_t *dones;
   uint32_t n_dones, cap_dones;
+  uint32_t seq; /* its place among this node's proposals */
 } proposal_t;
 
 struct mqr__rgroup_s {
@@ -36,6 +37,7 @@ struct mqr__rgroup_s {
   uint32_t n_dones, cap_dones;
   struct raft_barrier barrier; /* a new leader's: it leads once everything before is applied */
   proposal_t *last;            /* the newest proposal libraft has not answered (NULL: none) */
+  uint32_t seq_next, seq_done; /* the batch being gathered's proposal number; the last one answered */
   uint64_t applied, committed;
   bool leading;    /* leader, its barrier applied: it may append */
   bool barrier_on; /* the barrier is in flight */
@@ -195,6 +197,7 @@ int mqr__rgroup_new(const mqr__rgroup_options_t *opt, mqr__rgroup_t **out, mqr_e
   g->opt = *opt;
   g->opt.address = g->address;
   if (g->opt.max_batch == 0 || g->opt.max_batch > BATCH_MAX) g->opt.max_batch = BATCH_MAX;
+  g->seq_next = 1;
   g->fsm =
       (struct raft_fsm){.version = 1, .data = g, .apply = fsm_apply, .snapshot = fsm_snapshot, .restore = fsm_restore};
   *out = g;
@@ -310,6 +313,7 @@ static void applied_cb(struct raft_apply *req, int status, void *result) {
   mqr__rgroup_t *g = p->g;
   if (status == 0) g->committed++;
   if (g->last == p) g->last = NULL; /* (proposals are answered in log order) */
+  g->seq_done = p->seq;
   disk_failure(g, status);
   tell(p->dones, p->n_dones,
        status == 0                ? 0
@@ -319,7 +323,12 @@ static void applied_cb(struct raft_apply *req, int status, void *result) {
   mqr_free(p->dones);
   mqr_free(p);
   note_leadership(g);
+  if (g->opt.fsm.answered && !g->closing) g->opt.fsm.answered(g->opt.fsm.arg);
 }
+
+uint32_t mqr__rgroup_seq(const mqr__rgroup_t *g) { return g->seq_next; }
+
+bool mqr__rgroup_seq_done(const mqr__rgroup_t *g, uint32_t seq) { return (int32_t)(g->seq_done - seq) >= 0; }
 
 int mqr__rgroup_flush(mqr__rgroup_t *g) {
   note_leadership(g);
@@ -337,6 +346,8 @@ int mqr__rgroup_flush(mqr__rgroup_t *g) {
   }
   if (rc == 0) { /* libraft has the buffer, the proposal the callbacks */
     g->last = p;
+    p->seq = g->seq_next;
+    if (++g->seq_next == 0) g->seq_next = 1;
     g->batch = NULL, g->batch_len = g->batch_cap = 0;
     g->dones = NULL, g->n_dones = g->cap_dones = 0;
     return 0;

@@ -55,6 +55,9 @@ typedef struct {
    * stops leading (leadership false) and asks the most up-to-date follower to take the
    * group over. May be NULL. */
   void (*disk_failed)(void *arg, const char *why);
+  /* A proposal of this node's was answered (committed or not): mqr__rgroup_seq_done may
+   * say yes to more. May be NULL. */
+  void (*answered)(void *arg);
 } mqr__rgroup_fsm_t;
 
 typedef struct {
@@ -100,6 +103,11 @@ int mqr__rgroup_append(mqr__rgroup_t *g, mqr_journal_record_type_t type, uint64_
  * uncommitted (cb is not called); MQR_ECLOSED, MQR_ENOMEM. Callbacks keep their order
  * with the appends' callbacks. */
 int mqr__rgroup_after(mqr__rgroup_t *g, mqr__rgroup_done_fn cb, void *arg);
+/* Proposals are numbered in order (never 0, 32-bit, wrapping): the number the batch being
+ * gathered will have (a record appended now is in it), and whether proposal seq has been
+ * answered (committed, or failed: its records will not commit under this node). */
+uint32_t mqr__rgroup_seq(const mqr__rgroup_t *g);
+bool mqr__rgroup_seq_done(const mqr__rgroup_t *g, uint32_t seq);
 /* Proposes the batch gathered, if any: 0, or the error every one of its callbacks got.
  * Also where a change of leadership is noticed (libraft 0.15 has no callback for it):
  * call it once per loop pass. */

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mqr/broker.h"
@@ -80,6 +81,16 @@ static void on_closed(void *arg) {
   logf_(d, MQR_LOG_INFO, "stopped");
 }
 
+/* The broker cannot go on safely (a cluster group's Raft log could not be written): the
+ * process ends now, as after a kill, without closing it; what was answered OK is on
+ * disk. A supervisor starts it again (contrib/systemd: Restart=on-failure). */
+static void on_fatal(void *ctx, const char *why) {
+  daemon_t *d = ctx;
+  logf_(d, MQR_LOG_ERROR, "%s: mqrd stops now, without closing; start it again once the disk is fixed", why);
+  fflush(stderr);
+  _exit(1);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   daemon_t *d = h->data;
   if (signum == SIGHUP) {
@@ -126,7 +137,8 @@ static void usage(FILE *f) {
         "  --log-level L    log lines up to L on stderr (default info)\n"
         "Signals: SIGINT, SIGTERM stop cleanly (durable messages stay in the journal); SIGHUP reloads\n"
         "the config.\n"
-        "Exit status: 0 ok, 1 error (a bad config, a port in use, a damaged journal), 2 usage.\n",
+        "Exit status: 0 ok, 1 error (a bad config, a port in use, a damaged journal, a cluster's Raft\n"
+        "log that cannot be written), 2 usage.\n",
         f);
 }
 
@@ -208,7 +220,9 @@ int main(int argc, char **argv) {
                               .log = mqrd_log_line,
                               .log_level = mqrd_log_level(),
                               .data_dir = d.data_dir,
-                              .recover_truncate = d.recover_truncate};
+                              .recover_truncate = d.recover_truncate,
+                              .fatal = on_fatal,
+                              .fatal_ctx = &d};
   mqr_error_t err;
   if (mqr_broker_create(&loop, &opt, &d.broker, &err) != 0) {
     char msg[1024];

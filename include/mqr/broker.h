@@ -51,6 +51,14 @@ typedef struct {
                                          instead of stopping the start */
   const mqr_journal_io_t *journal_io; /* the journal's writes and syncs (mqr/journal_writer.h), for tests
                                          that inject failures or power losses; NULL: the system's */
+  /* The broker cannot go on safely: end the process at once, without closing the broker
+   * or returning (as after a kill: what was answered OK is on disk). Called from within
+   * the failing operation, with why: a cluster group whose Raft log this node could not
+   * write (libraft 0.15 may crash moments later on the entries it failed to write, and at
+   * its close). mqrd logs why and exits 1. NULL: the broker logs it, hands the group to
+   * another node and goes on, at that risk. */
+  void (*fatal)(void *ctx, const char *why);
+  void *fatal_ctx;
 } mqr_broker_options_t;
 
 /* Registers the broker's protocols (the native one, MQTT, STOMP) and their listener

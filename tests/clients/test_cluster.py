@@ -34,7 +34,7 @@ def mqr(*args, check=True, timeout=60):
     return r
 
 
-def config(i, raft_ports, data, client_ports=None, protocols="mqr, http"):
+def config(i, raft_ports, data, client_ports=None, protocols="mqr, http", extra=""):
     """Node i's config; with client_ports, each peer's url too (sends are forwarded)."""
     peers = ", ".join("{id: %d, address: 127.0.0.1:%d%s}" % (
         k + 1, p, (", url: tcp://127.0.0.1:%d" % client_ports[k]) if client_ports else "")
@@ -53,7 +53,7 @@ cluster:
   node-id: %d
   bind: 127.0.0.1:%d
   peers: [%s]
-""" % (data, i + 1, raft_ports[i], peers)
+""" % (data, i + 1, raft_ports[i], peers) + extra
 
 
 def stop_all(nodes, directory):
@@ -263,14 +263,14 @@ class Cluster(unittest.TestCase):
 
 class ThreeNodes(unittest.TestCase):
     """Three nodes for a class's tests, each with its client port known to the others."""
-    PREFIX, PROTOCOLS = "mqr-cluster-", "mqr, http"
+    PREFIX, PROTOCOLS, EXTRA = "mqr-cluster-", "mqr, http", ""
 
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix=cls.PREFIX)
         raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
-        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports, cls.PROTOCOLS))
-                     for i in range(3)]
+        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports, cls.PROTOCOLS,
+                                       cls.EXTRA)) for i in range(3)]
 
     @classmethod
     def tearDownClass(cls):
@@ -436,6 +436,58 @@ class AcksAnsweredOnceCommitted(ThreeNodes):
             s.close()
         r = mqr("recv", "--url", self.url(l), "--count", "1", "--timeout", "5", "orders")
         self.assertEqual(r.stdout.strip(), "t1")  # delivered again, and this time acknowledged
+
+
+class DeliveryCounts(ThreeNodes):
+    """A delivery's count is an UPDATE the group commits; a message given back before that
+    commit is not delivered again until it has: so a new leader, which has every committed
+    count, never delivers it with a lower count than one a consumer saw. Here both
+    followers are stopped (the leader stays leader: a long election timeout), a STOMP
+    consumer takes the message and goes without acknowledging it, and another consumer
+    gets nothing until the followers resume."""
+    PREFIX, PROTOCOLS, EXTRA = "mqr-cluster-counts-", "mqr, stomp, http", "  election-timeout: 5s\n"
+
+    def take(self, port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+        s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
+        return s
+
+    def test_a_message_given_back_waits_for_its_count(self):
+        l = self.leader()
+        mqr("send", "--url", self.url(l), "--durable", "--body", "c1", "orders")
+        for i in range(3):
+            if i != l:
+                self.nodes[i].proc.send_signal(signal.SIGSTOP)
+        try:
+            s = self.take(self.nodes[l].port)
+            got = b""
+            while b"c1" not in got:
+                got += s.recv(65536)
+            s.close()  # not acknowledged: back to the queue, its count (1) not committed
+            s = self.take(self.nodes[l].port)
+            s.settimeout(1.5)
+            early = b""
+            try:
+                while True:
+                    more = s.recv(65536)
+                    if not more:
+                        break
+                    early += more
+            except socket.timeout:
+                pass
+            self.assertNotIn(b"MESSAGE", early, "delivered again before its count was committed")
+        finally:
+            for i in range(3):
+                if i != l:
+                    self.nodes[i].proc.send_signal(signal.SIGCONT)
+        s.settimeout(20)
+        late = early
+        while b"c1" not in late:
+            late += s.recv(65536)
+        s.close()
+        r = mqr("recv", "--url", self.url(self.leader()), "--count", "1", "--timeout", "5", "--json", "orders")
+        self.assertGreaterEqual(json.loads(r.stdout)["delivery_count"], 2)
 
 
 class Redirects(ThreeNodes):

@@ -86,7 +86,7 @@ static fx_t *fx_make(unsigned threshold, unsigned trailing, size_t max_batch) {
     snprintf(addr, sizeof addr, "%u", i + 1);
     mqr__rgroup_options_t o = {.id = i + 1,
                                .address = addr,
-                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed, NULL},
                                .snapshot_threshold = threshold,
                                .snapshot_trailing = trailing,
                                .max_batch = max_batch};
@@ -449,7 +449,7 @@ static void net_open(net_t *x, bool first) {
     assert_int_equal(raft_uv_init(&x->io[i], &x->loop, x->dirs[i], &x->tr[i]), 0);
     mqr__rgroup_options_t o = {.id = i + 1,
                                .address = x->addrs[i],
-                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed},
+                               .fsm = {&x->sm[i], sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed, NULL},
                                .election_timeout_ms = 300,
                                .heartbeat_timeout_ms = 50};
     mqr_error_t err;
