@@ -150,17 +150,19 @@ void mqr_broker_close(mqr_broker_t *b, void (*cb)(void *arg), void *arg) {
   b->closing = true;
   b->close_cb = cb;
   b->close_arg = arg;
-  uint64_t kept = b->dur ? b->dur->live_msgs : 0, replicated = 0;
+  uint64_t kept = b->dur ? b->dur->live_msgs : 0, replicated = 0, waiting = mqr__durable_waiting(b->dur);
   for (mqr__bq_t *bq = b->dur && b->dur->cluster ? b->queues : NULL; bq; bq = bq->next)
     if (mqr__replicate_group(b, bq) >= 0) replicated += bq->store.depth + bq->in_flight;
+  uint64_t accounted = kept + replicated + waiting;
   if (!b->started)
     ;
   else if (b->dur && b->dur->cluster)
     mqr__log(b, MQR_LOG_INFO,
-             "closing: %llu durable messages stay in the journal (%s), %llu on replicated queues in the cluster; "
-             "%llu non-durable messages (or on non-durable queues) go with the broker",
-             (unsigned long long)kept, b->dur->dir, (unsigned long long)replicated,
-             (unsigned long long)(b->stats.messages > kept + replicated ? b->stats.messages - kept - replicated : 0));
+             "closing: %llu durable messages stay in the journal (%s), %llu on replicated queues in the cluster, "
+             "%llu not yet committed (their senders are told the broker closed); %llu non-durable messages (or on "
+             "non-durable queues) go with the broker",
+             (unsigned long long)kept, b->dur->dir, (unsigned long long)replicated, (unsigned long long)waiting,
+             (unsigned long long)(b->stats.messages > accounted ? b->stats.messages - accounted : 0));
   else if (b->dur)
     mqr__log(b, MQR_LOG_INFO,
              "closing: %llu durable messages stay in the journal (%s); %llu non-durable messages (or on "

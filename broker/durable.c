@@ -184,6 +184,15 @@ int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr
 
 bool mqr__durable_pend_reserve(mqr__durable_t *d) { return pend_reserve(d, 0); }
 
+uint64_t mqr__durable_waiting(const mqr__durable_t *d) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; d && i < d->pend_n; i++) {
+    const mqr__pend_t *p = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
+    n += p->m != NULL && p->wait != d; /* (the journal's are counted live already) */
+  }
+  return n;
+}
+
 void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
   mqr__pend_t *p = pend_push(d, s);
   p->wait = owner;

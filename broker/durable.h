@@ -109,9 +109,9 @@ struct mqr__durable_s {
   struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
   struct mqr__fwd_s *fwd;         /* a client per peer with a url, sends forwarded to it (replicate.c) */
   uint32_t n_fwd;
-  uint32_t refused_group; /* the group of the last refusal for want of its leadership (forwarding's) */
-  bool cluster_silent;    /* entries leave the group's queues without records */
-  bool awaiting;          /* some queue's head waits for its group's commit (replicate.c) */
+  uint32_t refused_group;   /* the group of the last refusal for want of its leadership (forwarding's) */
+  bool cluster_silent;      /* entries leave the group's queues without records */
+  bool awaiting;            /* some queue's head waits for its group's commit (replicate.c) */
   uint64_t cluster_dropped; /* entry records a group did not take (no longer its leader) */
 };
 
@@ -131,6 +131,8 @@ int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr
 void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *p);
 /* A send whose answer waits for owner (a pager) to write it: room first, then the wait. */
 bool mqr__durable_pend_reserve(mqr__durable_t *d);
+/* Messages whose sends wait for their replication group to commit them. */
+uint64_t mqr__durable_waiting(const mqr__durable_t *d);
 void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r);
 /* owner wrote (status 0) or failed its oldest waited-for record. */
 void mqr__durable_done(mqr__durable_t *d, const void *owner, int status);

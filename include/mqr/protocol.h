@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-#define MQR_PROTOCOL_VERSION                                                                                           \
-  6 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's receipt, REDIRECT */
+/* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's
+ * receipt, REDIRECT. */
+#define MQR_PROTOCOL_VERSION 6
 #define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
