@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,10 +34,21 @@ static mqr_broker_t *broker;
 static int port;
 
 static int dial(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  /* A connect the machine cannot make now (no ephemeral port free on a shared machine,
+   * one CI run in five) is tried again; the broker refusing it (ECONNREFUSED: its
+   * listener gone) is a failure at once. */
+  int fd = -1, rc = -1;
+  for (int tries = 0; tries < 100 && rc != 0; tries++) {
+    if (fd >= 0) close(fd);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+    if (rc != 0 && errno != EADDRNOTAVAIL && errno != EAGAIN && errno != EINTR) break;
+    if (rc != 0) usleep(20000);
+  }
+  if (rc != 0) fprintf(stderr, "fuzz_heads: connect to 127.0.0.1:%d: %s\n", port, strerror(errno));
+  FUZZ_CHECK(rc == 0);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   /* Closed with a reset: tens of thousands of runs must not use up the ephemeral ports in
    * TIME_WAIT. */
