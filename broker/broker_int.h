@@ -147,6 +147,7 @@ typedef struct mqr__bq_s {
   uint64_t consumer_gone_at;       /* uv_now ms its last consumer went */
   uint64_t jfile;                  /* the file of its TOPOLOGY record (0: none) */
   bool replicated_topo;            /* made at run time, its TOPOLOGY record in its replication group (replicate.c) */
+  uint8_t name_group;              /* replicate.c: 1 + the group its address's name hashes to (0: not yet known) */
   bool promoted;                   /* replicate.c: the group's state made or kept it at the last promotion */
   bool await_commit;               /* replicate.c: its head waits for its last UPDATE's commit */
   struct mqr__pcursor_s *pcursors; /* where it reads paged messages back (pager.c) */
@@ -223,7 +224,7 @@ typedef struct {
   /* An acknowledgement of n deliveries of bq made its records: 0 when its answer need
    * not wait for them, MQR__PENDING (answered through s once its replication group
    * committed them), or an error (err). */
-  int (*acked)(mqr_broker_t *b, const struct mqr__bq_s *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
+  int (*acked)(mqr_broker_t *b, struct mqr__bq_s *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
   /* After a refusal MQR_ENOTLEADER: the url where the leader's clients connect (the
    * config's, NULL: not known) and its node id. */
   const char *(*leader_url)(mqr_broker_t *b, uint64_t *node);

@@ -198,15 +198,19 @@ bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg) {
  * The record that made what it deletes, in file *made (record_bytes long), stops counting
  * there; the tombstone lives as long as that file (in the same file, the two go
  * together). *made becomes 0. */
-static int write_tomb(mqr_broker_t *b, uint8_t op, mqr_str_t name, uint64_t *made, size_t record_bytes) {
-  mqr__durable_t *d = b->dur;
-  if (d->failed || d->w == NULL) return MQR_EIO;
-  size_t n = 3 + name.len;
-  uint8_t *buf = mqr_malloc(n);
-  if (buf == NULL) return MQR_ENOMEM;
+void mqr__tomb_write(uint8_t *buf, uint8_t op, mqr_str_t name) {
   buf[0] = op;
   put16(buf + 1, name.len);
   memcpy(buf + 3, name.ptr, name.len);
+}
+
+static int write_tomb(mqr_broker_t *b, uint8_t op, mqr_str_t name, uint64_t *made, size_t record_bytes) {
+  mqr__durable_t *d = b->dur;
+  if (d->failed || d->w == NULL) return MQR_EIO;
+  size_t n = MQR__TOMB_SIZE(name);
+  uint8_t *buf = mqr_malloc(n);
+  if (buf == NULL) return MQR_ENOMEM;
+  mqr__tomb_write(buf, op, name);
   int rc = mqr_journal_append(d->w, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
   mqr_free(buf);
   if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
@@ -216,14 +220,14 @@ static int write_tomb(mqr_broker_t *b, uint8_t op, mqr_str_t name, uint64_t *mad
   *made = 0;
   if (from != file && !mqr__durable_tomb(d, from, file, (uint32_t)mqr_journal_record_size(n)))
     mqr__log(b, MQR_LOG_WARN, "journal: out of memory keeping %s '%.*s' deleted: it may come back at a restart",
-             op == 3 ? "queue" : "address", (int)name.len, name.ptr);
+             op == MQR__TOMB_QUEUE ? "queue" : "address", (int)name.len, name.ptr);
   return 0;
 }
 
 int mqr__durable_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
   if (b->dur && bq->replicated_topo) return mqr__replicate_queue_deleted(b, bq);
   if (b->dur == NULL || bq->jfile == 0) return 0;
-  return write_tomb(b, 3, mqr_queue_name(bq->q), &bq->jfile, mqr__topology_size(bq->q));
+  return write_tomb(b, MQR__TOMB_QUEUE, mqr_queue_name(bq->q), &bq->jfile, mqr__topology_size(bq->q));
 }
 
 bool mqr__durable_tomb(mqr__durable_t *d, uint64_t made, uint64_t file, uint32_t bytes) {
@@ -326,7 +330,7 @@ int mqr__durable_address_made(mqr_broker_t *b, mqr__acct_t *acct) {
 
 int mqr__durable_address_deleted(mqr_broker_t *b, mqr__acct_t *acct) {
   if (b->dur == NULL || acct->jfile == 0) return 0;
-  return write_tomb(b, 5, mqr_address_name(acct->address), &acct->jfile, address_record_size(acct));
+  return write_tomb(b, MQR__TOMB_ADDRESS, mqr_address_name(acct->address), &acct->jfile, address_record_size(acct));
 }
 
 size_t mqr__address_record_size(const mqr__acct_t *acct) { return address_record_size(acct); }

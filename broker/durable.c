@@ -48,7 +48,7 @@ void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type
 /* An entry's record (DELETE; UPDATE: [u32 count [i64 due]]; then its queue's name) to
  * where its queue's records go: the journal, or its replication group (replicate.c):
  * that group, or -1. */
-static int entry_record(mqr_broker_t *b, const mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
+static int entry_record(mqr_broker_t *b, mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
                         const uint32_t *count, const int64_t *due) {
   int g = mqr__replicate_group(b, bq);
   uint8_t buf[512];
@@ -193,10 +193,20 @@ uint64_t mqr__durable_waiting(const mqr__durable_t *d) {
   return n;
 }
 
-void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
+mqr__pend_t *mqr__durable_pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
+                                        const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets,
+                                        uint32_t n) {
   mqr__pend_t *p = pend_push(d, s);
+  p->m = m;
   p->wait = owner;
+  p->n = n;
   if (r) p->r = *r;
+  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
+  return p;
+}
+
+void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
+  mqr__durable_pend_wait_msg(d, s, owner, r, NULL, NULL, 0);
 }
 
 /* The oldest answer still waiting for owner: owners finish their records in order. */
@@ -296,31 +306,18 @@ static void reopen(uv_timer_t *t) {
 
 /* ---- a durable send -------------------------------------------------------------------------- */
 
-/* A send waiting for owner (the journal: d; a replication group) is durable (status 0)
- * or not. Callbacks come in append order, one per send: the oldest answer waiting for
- * owner and not yet done is this one. */
-/* A send's answer waiting for owner, with its message (m may be NULL) and n targets. */
-static mqr__pend_t *pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
-                                  const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets,
-                                  uint32_t n) {
-  mqr__pend_t *p = pend_push(d, s);
-  p->m = m;
-  p->wait = owner;
-  p->n = n;
-  if (r) p->r = *r;
-  for (uint32_t i = 0; i < n; i++) d->tgt[d->tgt_tail++ & (d->tgt_cap - 1)] = mqr_queue_data(targets[i]);
-  return p;
-}
-
 void mqr__durable_pend_forwarded(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
                                  const mqr_broker_receipt_t *r) {
-  pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->forwarded = true;
+  mqr__durable_pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->forwarded = true;
 }
 
 void mqr__durable_pend_ack(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r) {
-  pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->ack = true;
+  mqr__durable_pend_wait_msg(d, s, owner, r, NULL, NULL, 0)->ack = true;
 }
 
+/* A send waiting for owner (the journal: d; a replication group) is durable (status 0)
+ * or not. Callbacks come in append order, one per send: the oldest answer waiting for
+ * owner and not yet done is this one. */
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr__durable_settle_why(d, owner, status, NULL);
 }
@@ -420,11 +417,6 @@ static void written(void *arg, int status) { mqr__durable_settle(arg, arg, statu
 
 bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n) { return pend_reserve(d, n); }
 
-void mqr__durable_pend_wait_msg(mqr__durable_t *d, const mqr__send_t *s, const void *owner,
-                                const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n) {
-  pend_wait_msg(d, s, owner, r, m, targets, n);
-}
-
 int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, const mqr__send_t *s,
                       const mqr_broker_receipt_t *r, mqr_error_t *err) {
   mqr__durable_t *d = b->dur;
@@ -486,7 +478,7 @@ int mqr__durable_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *target
   m->jfile = file;
   m->jbytes = (uint32_t)bytes;
   mqr__jlive_add(d, m);
-  pend_wait_msg(d, s, d, r, m, targets, n);
+  mqr__durable_pend_wait_msg(d, s, d, r, m, targets, n);
   return MQR__PENDING;
 }
 

@@ -131,8 +131,6 @@ int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr
 void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *p);
 /* A send whose answer waits for owner (a pager) to write it: room first, then the wait. */
 bool mqr__durable_pend_reserve(mqr__durable_t *d);
-/* Messages whose sends wait for their replication group to commit them. */
-uint64_t mqr__durable_waiting(const mqr__durable_t *d);
 void mqr__durable_pend_wait(mqr__durable_t *d, const mqr__send_t *s, const void *owner, const mqr_broker_receipt_t *r);
 /* owner wrote (status 0) or failed its oldest waited-for record. */
 void mqr__durable_done(mqr__durable_t *d, const void *owner, int status);
@@ -140,8 +138,11 @@ void mqr__durable_done(mqr__durable_t *d, const void *owner, int status);
  * group): room first (mqr__durable_pend_reserve_n), then the wait; owner settles it with
  * mqr__durable_settle: 0 puts m on its targets and answers, else the error is answered. */
 bool mqr__durable_pend_reserve_n(mqr__durable_t *d, uint32_t n);
-void mqr__durable_pend_wait_msg(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
-                                const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n);
+mqr__pend_t *mqr__durable_pend_wait_msg(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
+                                        const mqr_broker_receipt_t *r, mqr__msg_t *m, mqr_queue_t *const *targets,
+                                        uint32_t n);
+/* Messages whose sends wait for their replication group to commit them. */
+uint64_t mqr__durable_waiting(const mqr__durable_t *d);
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
 /* The same, with why the status (a forwarded send's refusal, as its leader said it). */
 void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why);
@@ -158,13 +159,13 @@ void mqr__durable_pend_ack(mqr__durable_t *d, const struct mqr__send_s *s, const
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config has a cluster */
 void mqr__replicate_close(mqr_broker_t *b);
 /* The replication group of bq's records, or -1: the journal's. */
-int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq);
+int mqr__replicate_group(const mqr_broker_t *b, mqr__bq_t *bq);
 /* 0 when this node serves bq's consumers; MQR_ENOTLEADER (err names the leader) for a
  * replicated queue whose group another node leads. */
-int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
+int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
 /* The same for a consumer of bq, durable or not: a replicated address's queues are
  * served by its group's leader only (sends to it go there). */
-int mqr__replicate_serves_consumer(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err);
+int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
 /* A send (m: one reference, which this takes) refused for want of a group's leadership
@@ -176,8 +177,7 @@ int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const struct mqr__sen
  * nothing of it waits (not replicated, or committed already), MQR__PENDING when it waits
  * for bq's group to commit them (answered through s), MQR_EINDOUBT (err says why) when
  * this node no longer leads that group: the acknowledgement was not taken. */
-int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const struct mqr__send_s *s, uint32_t n,
-                         mqr_error_t *err);
+int mqr__replicate_acked(mqr_broker_t *b, mqr__bq_t *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
 /* A durable queue made at run time on a replicated address: its TOPOLOGY record to its
  * group (every node's state keeps it; the node that comes to lead the group makes it),
  * when this node leads the group; else it stays this node's, unrecorded (logged). Its
@@ -242,6 +242,12 @@ size_t mqr__topology_size(const mqr_queue_t *q);
 /* A TOPOLOGY payload read back into cfg (its strings views into p); false if p[0..len)
  * is not one. */
 bool mqr__topology_read(const uint8_t *p, size_t len, mqr_queue_config_t *cfg);
+/* A tombstone's payload (a TOPOLOGY record): u8 op (MQR__TOMB_QUEUE, MQR__TOMB_ADDRESS),
+ * u16 length of the name, the name; MQR__TOMB_SIZE(name) bytes into buf. */
+#define MQR__TOMB_QUEUE 3
+#define MQR__TOMB_ADDRESS 5
+#define MQR__TOMB_SIZE(name) (3 + (name).len)
+void mqr__tomb_write(uint8_t *buf, uint8_t op, mqr_str_t name);
 /* recovery.c: the queue of a TOPOLOGY record made (its address, or the routing type on
  * it, too): the router's errors. */
 int mqr__queue_make_from(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_queue_t **q, mqr_error_t *err);

@@ -23,12 +23,14 @@
 
 /* ---- which group ------------------------------------------------------------------------------ */
 
-int mqr__replicate_group(const mqr_broker_t *b, const mqr__bq_t *bq) {
+int mqr__replicate_group(const mqr_broker_t *b, mqr__bq_t *bq) {
   const mqr__durable_t *d = b->dur;
   if (d == NULL || d->cluster == NULL || bq == NULL) return -1;
   mqr_address_t *a = mqr_queue_address(bq->q);
   if (a == NULL || !mqr_address_settings(a)->replicated) return -1;
-  return (int)mqr__cluster_group_of(d->cluster, mqr_address_name(a));
+  if (bq->name_group == 0) /* (hashed once: every record of the queue asks) */
+    bq->name_group = (uint8_t)(1 + mqr__cluster_group_of(d->cluster, mqr_address_name(a)));
+  return bq->name_group - 1;
 }
 
 /* A record of an entry (DELETE, UPDATE) to its group: dropped when this node no longer
@@ -44,7 +46,7 @@ void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t typ
 
 static void committed(void *arg, int status);
 
-int mqr__replicate_acked(mqr_broker_t *b, const mqr__bq_t *bq, const mqr__send_t *s, uint32_t n, mqr_error_t *err) {
+int mqr__replicate_acked(mqr_broker_t *b, mqr__bq_t *bq, const mqr__send_t *s, uint32_t n, mqr_error_t *err) {
   int g = mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1;
   if (g < 0) return 0;
   mqr__durable_t *d = b->dur;
@@ -135,13 +137,10 @@ int mqr__replicate_queue_deleted(mqr_broker_t *b, mqr__bq_t *bq) {
   if (d->cluster_silent || gr == NULL) return 0;
   if (!mqr__rgroup_leading(gr)) return MQR_ENOTLEADER;
   mqr_str_t name = mqr_queue_name(bq->q);
-  size_t n = 3 + name.len;
+  size_t n = MQR__TOMB_SIZE(name);
   uint8_t small[256], *buf = n <= sizeof small ? small : mqr_malloc(n);
   if (buf == NULL) return MQR_ENOMEM;
-  buf[0] = 3; /* a tombstone (compact.c's layout) */
-  buf[1] = (uint8_t)name.len;
-  buf[2] = (uint8_t)(name.len >> 8);
-  memcpy(buf + 3, name.ptr, name.len);
+  mqr__tomb_write(buf, MQR__TOMB_QUEUE, name);
   int rc = mqr__rgroup_append(gr, MQR_JOURNAL_TOPOLOGY, 0, buf, n, NULL, NULL);
   if (buf != small) mqr_free(buf);
   if (rc) return rc == MQR_ENOMEM ? MQR_ENOMEM : MQR_EIO;
@@ -179,12 +178,15 @@ static void fwd_answer(mqr_client_t *c, int status, const mqr_frame_t *f, void *
 
 static void fwd_closed(void *arg) { mqr__broker_handle_closed(arg); }
 
+/* f's client goes (its sends in flight are answered as it closes). */
+static void fwd_drop(struct mqr__fwd_s *f) {
+  mqr__broker_handle_opened(f->b);
+  mqr_client_close(f->c, fwd_closed, f->b);
+  f->c = NULL;
+}
+
 static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
-  if (f->c && f->broken) { /* (its sends in flight are answered as it closes) */
-    mqr__broker_handle_opened(f->b);
-    mqr_client_close(f->c, fwd_closed, f->b);
-    f->c = NULL;
-  }
+  if (f->c && f->broken) fwd_drop(f);
   if (f->c) return f->c;
   const mqr_cluster_config_t *cc = mqr_config_cluster(f->b->config); /* (who this node is to its peers) */
   mqr_client_options_t o = {.client_id = "mqr-cluster-forward",
@@ -200,36 +202,33 @@ static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
   if (mqr_client_connect(f->c, f->url, NULL, NULL, &err) != 0) {
     mqr__log(f->b, MQR_LOG_WARN, "cluster: cannot connect to node %llu (%s): %s", (unsigned long long)f->id, f->url,
              err.message);
-    mqr__broker_handle_opened(f->b);
-    mqr_client_close(f->c, fwd_closed, f->b);
-    f->c = NULL;
+    fwd_drop(f);
     return NULL;
   }
   f->broken = false;
   return f->c;
 }
 
-const char *mqr__replicate_leader_url(mqr_broker_t *b, uint64_t *node) {
-  mqr__durable_t *d = b->dur;
+/* The peer (with a url) that leads the group whose leadership this node lacked at its
+ * last refusal (not_leader noted the group), or NULL. */
+static struct mqr__fwd_s *leader_peer(mqr__durable_t *d) {
   mqr__rgroup_t *gr = d && d->cluster ? mqr__cluster_group(d->cluster, d->refused_group) : NULL;
   uint64_t leader = gr ? mqr__rgroup_leader(gr, NULL) : 0;
   for (uint32_t i = 0; leader && i < d->n_fwd; i++)
-    if (d->fwd[i].id == leader) {
-      if (node) *node = leader;
-      return d->fwd[i].url;
-    }
+    if (d->fwd[i].id == leader) return &d->fwd[i];
   return NULL;
+}
+
+const char *mqr__replicate_leader_url(mqr_broker_t *b, uint64_t *node) {
+  struct mqr__fwd_s *f = leader_peer(b->dur);
+  if (f && node) *node = f->id;
+  return f ? f->url : NULL;
 }
 
 int mqr__replicate_forward(mqr_broker_t *b, mqr__msg_t *m, const mqr__send_t *s, const mqr_broker_receipt_t *r,
                            int refusal) {
   mqr__durable_t *d = b->dur;
-  /* the leader of the group whose leadership this node lacked (not_leader noted it) */
-  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, d->refused_group);
-  uint64_t leader = gr ? mqr__rgroup_leader(gr, NULL) : 0;
-  struct mqr__fwd_s *f = NULL;
-  for (uint32_t i = 0; leader && i < d->n_fwd; i++)
-    if (d->fwd[i].id == leader) f = &d->fwd[i];
+  struct mqr__fwd_s *f = leader_peer(d);
   mqr_client_t *c = f ? fwd_client(f) : NULL;
   mqr_error_t ferr;
   if (c == NULL || !mqr__durable_pend_reserve_n(d, 0) ||
@@ -272,17 +271,17 @@ static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
                        a.ptr, g, (unsigned long long)leader, where ? where : "?");
 }
 
-static int serves_group(mqr_broker_t *b, const mqr__bq_t *bq, int g, mqr_error_t *err) {
+static int serves_group(mqr_broker_t *b, mqr__bq_t *bq, int g, mqr_error_t *err) {
   if (g < 0) return 0;
   mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, (uint32_t)g);
   return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, g, mqr_address_name(mqr_queue_address(bq->q)), err);
 }
 
-int mqr__replicate_serves(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
+int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
   return serves_group(b, bq, mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1, err);
 }
 
-int mqr__replicate_serves_consumer(mqr_broker_t *b, const mqr__bq_t *bq, mqr_error_t *err) {
+int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
   return serves_group(b, bq, mqr__replicate_group(b, bq), err);
 }
 
@@ -634,11 +633,7 @@ void mqr__replicate_close(mqr_broker_t *b) {
     mqr__log(b, MQR_LOG_INFO, "cluster: %llu delivery and ack records were not taken (this node no longer led)",
              (unsigned long long)d->cluster_dropped);
   for (uint32_t i = 0; i < d->n_fwd; i++)
-    if (d->fwd[i].c) { /* (sends in flight there are answered as it closes) */
-      mqr__broker_handle_opened(b);
-      mqr_client_close(d->fwd[i].c, fwd_closed, b);
-      d->fwd[i].c = NULL;
-    }
+    if (d->fwd[i].c) fwd_drop(&d->fwd[i]);
   mqr__broker_handle_opened(b);
   mqr__cluster_close(d->cluster, cluster_closed, b); /* (its sends in flight are answered MQR_ECLOSED) */
 }

@@ -27,22 +27,29 @@ int mqr__mqtt_out(mqr__conn_t *c, const uint8_t *bytes, size_t n) {
   return mqr__conn_commit(c, off, n);
 }
 
+/* A 5.0 client's DISCONNECT with reason and its Reason String (text, up to 200 bytes) and,
+ * when ref is not NULL, a Server Reference; nothing for 3.1.1 (it has no DISCONNECT from
+ * the server). Closing anyway: a write that fails is not told. */
+static void say_disconnect(mqr__conn_t *c, uint8_t reason, const char *text, const char *ref) {
+  mqtt_conn_t *mc = c->hs;
+  if (mc == NULL || !mc->connected || mc->level != 5) return;
+  mqr__mqtt_props_t pr = {.have = 1ull << 0x1F, .reason = mqr_str(text)};
+  if (pr.reason.len > 200) pr.reason.len = 200;
+  if (ref) pr.have |= 1ull << 0x1C, pr.server_reference = mqr_str(ref);
+  mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
+  uint8_t buf[1024];
+  size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, reason, &o);
+  if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n);
+}
+
 void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
   if (c->state == MQR__CONN_CLOSING) return;
-  mqtt_conn_t *mc = c->hs;
   char text[600];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  if (mc && mc->connected && mc->level == 5) {
-    mqr__mqtt_props_t pr = {.have = 1ull << 0x1F, .reason = mqr_str(text)};
-    if (strlen(text) > 200) pr.reason.len = 200;
-    mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
-    uint8_t buf[320];
-    size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, reason, &o);
-    if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n); /* closing anyway */
-  }
+  say_disconnect(c, reason, text, NULL);
   mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): MQTT 0x%02X: %s; closing it", (long long)c->sess.id, c->peer,
            reason, text);
   mqr__conn_close(c, true);
@@ -51,14 +58,8 @@ void mqr__mqtt_close(mqr__conn_t *c, uint8_t reason, const char *fmt, ...) {
 void mqr__mqtt_redirect(mqr__conn_t *c, const char *url, const char *why) {
   if (c->state == MQR__CONN_CLOSING) return;
   const char *host = strstr(url, "://");
-  host = host ? host + 3 : url; /* MQTT's Server Reference: HOST:PORT */
-  mqr__mqtt_props_t pr = {
-      .have = 1ull << 0x1F | 1ull << 0x1C, .reason = mqr_str(why), .server_reference = mqr_str(host)};
-  if (pr.reason.len > 200) pr.reason.len = 200;
-  mqr__mqtt_out_props_t o = {&pr, NULL, NULL, 0, NULL, 0};
-  uint8_t buf[1024];
-  size_t n = mqr__mqtt_put_disconnect(buf, sizeof buf, 0x9C, &o); /* Use another server */
-  if (n <= sizeof buf) (void)mqr__mqtt_out(c, buf, n);
+  host = host ? host + 3 : url;       /* MQTT's Server Reference: HOST:PORT */
+  say_disconnect(c, 0x9C, why, host); /* Use another server */
   mqr__log(c->b, MQR_LOG_INFO, "connection %lld (%s): MQTT client sent to %s: %s", (long long)c->sess.id, c->peer, host,
            why);
   mqr__conn_close(c, true);

@@ -2,8 +2,10 @@
  * arguments, carried out by the broker's management calls (manage.c) and answered by a
  * MANAGE_RESULT: a code (0 or why it was refused), a line of text, a count, and rows of
  * named values for what it lists (browsed messages, consumers). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "native.h"
 
@@ -129,6 +131,19 @@ static int queue_option(mqr_queue_config_t *qc, mqr_str_t a, mqr_error_t *err) {
   return mqr__queue_option(qc, k, mqr_str_n(eq + 1, a.len - k.len - 1), err);
 }
 
+/* A decimal argument within [lo, hi]. */
+static bool arg_number(mqr_str_t a, long long lo, long long hi, long long *out) {
+  char num[24], *end;
+  if (a.len == 0 || a.len >= sizeof num) return false;
+  memcpy(num, a.ptr, a.len);
+  num[a.len] = '\0';
+  errno = 0;
+  long long v = strtoll(num, &end, 10);
+  if (*end || errno || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
 /* A replication group as a row (cluster.status). */
 static void on_group(void *arg, const mqr_broker_group_info_t *g) {
   rows_t *rows = arg;
@@ -234,14 +249,10 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
     snprintf(text, tcap, "node %llu: %u group(s)", (unsigned long long)node, rows->n);
   } else if (arg_is(op, "cluster.transfer")) {
     NEED(1, 2, "GROUP [NODE]");
-    char num[2][24], *end[2];
     long long v[2] = {0, 0};
-    for (size_t i = 0; i < n; i++) {
-      snprintf(num[i], sizeof num[i], "%.*s", (int)(a[i].len < 23 ? a[i].len : 23), a[i].ptr);
-      v[i] = strtoll(num[i], &end[i], 10);
-      if (a[i].len == 0 || *end[i] || v[i] < (i ? 1 : 0) || v[i] > (i ? INT64_MAX : 63))
-        return mqr_error_set(err, MQR_EINVAL, "%s must be a number", i ? "NODE" : "GROUP");
-    }
+    if (!arg_number(a[0], 0, 63, &v[0])) return mqr_error_set(err, MQR_EINVAL, "GROUP must be a number");
+    if (n == 2 && !arg_number(a[1], 1, INT64_MAX, &v[1]))
+      return mqr_error_set(err, MQR_EINVAL, "NODE must be a number");
     if ((r = mqr_broker_cluster_transfer(b, (uint32_t)v[0], (uint64_t)v[1], err)) != 0) return (int)r;
     if (n == 2)
       snprintf(text, tcap, "group %lld's leadership moving to node %lld", v[0], v[1]);
@@ -254,10 +265,9 @@ static int run(mqr_broker_t *b, mqr_str_t op, const mqr_str_t *a, size_t n, int6
     } else {
       NEED(1, 1, "NODE");
     }
-    char num[24], addr[64], *end;
-    snprintf(num, sizeof num, "%.*s", (int)(a[0].len < 23 ? a[0].len : 23), a[0].ptr);
-    long long id = strtoll(num, &end, 10);
-    if (a[0].len == 0 || *end || id < 1) return mqr_error_set(err, MQR_EINVAL, "NODE must be a node's id (1..)");
+    char addr[64];
+    long long id;
+    if (!arg_number(a[0], 1, INT64_MAX, &id)) return mqr_error_set(err, MQR_EINVAL, "NODE must be a node's id (1..)");
     if (add) snprintf(addr, sizeof addr, "%.*s", (int)(a[1].len < 63 ? a[1].len : 63), a[1].ptr);
     if ((r = mqr_broker_cluster_change(b, (uint64_t)id, add ? addr : NULL, err)) < 0) return (int)r;
     *count = r;
