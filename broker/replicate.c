@@ -579,6 +579,8 @@ int mqr_broker_cluster_change(mqr_broker_t *b, uint64_t id, const char *address,
 
 /* ---- opening and closing ------------------------------------------------------------------------- */
 
+static void link_warn(void *arg, const char *why) { mqr__log(arg, MQR_LOG_WARN, "%s", why); }
+
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
   mqr__durable_t *d = b->dur;
   const mqr_cluster_config_t *cc = mqr_config_cluster(b->config);
@@ -591,6 +593,13 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
   mqr__cluster_peer_t peers[16];
   for (uint32_t i = 0; i < cc->n_peers && i < 16; i++)
     peers[i] = (mqr__cluster_peer_t){cc->peers[i].id, cc->peers[i].address};
+  mqr__links_options_t tls = {.ca = cc->tls_ca,
+                              .cert = cc->tls_cert,
+                              .key = cc->tls_key,
+                              .user = cc->user,
+                              .password = cc->password,
+                              .warn = link_warn,
+                              .arg = b};
   mqr__cluster_options_t o = {.node_id = cc->node_id,
                               .bind = cc->bind,
                               .peers = peers,
@@ -601,6 +610,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .heartbeat_timeout = cc->heartbeat_timeout_ms,
                               .snapshot_threshold = cc->snapshot_threshold,
                               .join = cc->join,
+                              .tls = cc->raft_tls ? &tls : NULL,
                               .leadership = leadership,
                               .disk_failed = disk_failed,
                               .answered = answered,
@@ -614,8 +624,9 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
     return mqr_error_set(err, MQR_ENOMEM, "out of memory for the cluster");
   for (uint32_t i = 0; i < cc->n_peers; i++)
     if (cc->peers[i].url) d->fwd[d->n_fwd++] = (struct mqr__fwd_s){b, cc->peers[i].id, cc->peers[i].url, NULL, false};
-  mqr__log(b, MQR_LOG_INFO, "cluster: node %llu at %s, %u peer(s), %u group(s); logs in %s",
-           (unsigned long long)cc->node_id, cc->bind, cc->n_peers, mqr__cluster_groups(d->cluster), dir);
+  mqr__log(b, MQR_LOG_INFO, "cluster: node %llu at %s, %u peer(s), %u group(s); logs in %s; Raft links over %s",
+           (unsigned long long)cc->node_id, cc->bind, cc->n_peers, mqr__cluster_groups(d->cluster), dir,
+           cc->raft_tls ? "TLS" : "plain TCP");
   return 0;
 }
 

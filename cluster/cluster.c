@@ -33,6 +33,7 @@ struct mqr__cluster_s {
   uint32_t n_groups;
   uint32_t open_groups; /* not yet closed */
   bool tick_open;
+  mqr__links_t *links; /* the Raft links over TLS, or NULL */
   void (*closed_cb)(void *arg);
   void *closed_arg;
 };
@@ -135,7 +136,8 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EIO, "cluster: %s: %s", dir, strerror(errno));
   mqr__cluster_group_address(opt->bind, ng->index, ng->address, sizeof ng->address);
   if ((ng->state = mqr__rstate_new()) == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory for a group");
-  if (raft_uv_tcp_init(&ng->tr, c->loop) != 0) return mqr_error_set(err, MQR_ENOMEM, "cluster: a transport");
+  if ((c->links ? mqr__links_transport(c->links, &ng->tr) : raft_uv_tcp_init(&ng->tr, c->loop)) != 0)
+    return mqr_error_set(err, MQR_ENOMEM, "cluster: a transport");
   ng->tr_open = true;
   if (raft_uv_init(&ng->io, c->loop, dir, &ng->tr) != 0)
     return mqr_error_set(err, MQR_EIO, "cluster: group %u (%s): %s", ng->index, dir, ng->io.errmsg);
@@ -181,6 +183,11 @@ int mqr__cluster_open(uv_loop_t *loop, const mqr__cluster_options_t *opt, mqr__c
   c->opt = *opt; /* (its strings are the caller's, for as long as the node is open) */
   c->n_groups = n;
   for (uint32_t i = 0; i < n; i++) c->groups[i] = (node_group_t){.c = c, .index = i};
+  if (opt->tls && (rc = mqr__links_new(loop, opt->tls, &c->links, err)) != 0) {
+    mqr_free(c->groups);
+    mqr_free(c);
+    return rc;
+  }
   uv_prepare_init(loop, &c->tick);
   c->tick.data = c;
   c->tick_open = true;
@@ -205,9 +212,17 @@ static void maybe_done(mqr__cluster_t *c) {
   }
   void (*cb)(void *) = c->closed_cb;
   void *arg = c->closed_arg;
+  mqr__links_free(c->links);
   mqr_free(c->groups);
   mqr_free(c);
   if (cb) cb(arg);
+}
+
+static void close_transport(node_group_t *ng) {
+  if (ng->c->links)
+    mqr__links_transport_free(&ng->tr);
+  else
+    raft_uv_tcp_close(&ng->tr);
 }
 
 /* The group's Raft instance closed its io: the io and the transport go too. */
@@ -215,7 +230,7 @@ static void group_closed(void *arg) {
   node_group_t *ng = arg;
   mqr__cluster_t *c = ng->c;
   if (ng->io_open) raft_uv_close(&ng->io);
-  if (ng->tr_open) raft_uv_tcp_close(&ng->tr);
+  if (ng->tr_open) close_transport(ng);
   ng->io_open = ng->tr_open = false;
   c->open_groups--;
   maybe_done(c);
@@ -239,7 +254,7 @@ void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg) {
     }
     /* never got a Raft instance: its io and transport as they are */
     if (ng->io_open) raft_uv_close(&ng->io); /* (raft_init never ran: nothing of it is open) */
-    if (ng->tr_open) raft_uv_tcp_close(&ng->tr);
+    if (ng->tr_open) close_transport(ng);
     ng->io_open = ng->tr_open = false;
     c->open_groups--;
   }

@@ -1,5 +1,5 @@
 /* A node of an mqr cluster: its Raft groups (group.h), each over raft_uv and its TCP
- * transport on the broker's loop, each with its replicated state (state.h). Private to
+ * transport (libraft's, or TLS: link.h) on the broker's loop, each with its replicated state (state.h). Private to
  * mqr.
  *
  * Groups: replicated addresses are spread over `groups` groups by a stable hash of the
@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "group.h"
+#include "link.h"
 #include "state.h"
 
 typedef struct mqr__cluster_s mqr__cluster_t;
@@ -40,6 +41,8 @@ typedef struct {
   unsigned heartbeat_timeout;
   unsigned snapshot_threshold;
   bool join; /* a node added to a running cluster: its groups start empty, not bootstrapped */
+  /* The Raft links over TLS (link.h), as these say; NULL: libraft's plain TCP transport. */
+  const mqr__links_options_t *tls;
   /* This node leads group g now (true) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, uint32_t g, bool leader);
   /* Group g's leader (this node) could not write its own log: it hands the group over. */

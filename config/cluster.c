@@ -136,7 +136,7 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "cluster")) return;
   cc->enabled = true;
   static const char known[] = "node-id, bind, peers, groups, directory, election-timeout, heartbeat-timeout, "
-                              "snapshot-threshold, join, user, password, tls";
+                              "snapshot-threshold, join, user, password, tls, raft-tls";
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "cluster")) continue;
     int64_t v;
@@ -156,6 +156,8 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
       cc->directory = c->cfg->cluster_dir = mqr__cfg_dup_n(c, s.ptr, s.len);
     } else if (mqr_str_eq(p.name, MQR_STR("join"))) {
       mqr__cfg_get_bool(c, &p, &cc->join);
+    } else if (mqr_str_eq(p.name, MQR_STR("raft-tls"))) {
+      mqr__cfg_get_bool(c, &p, &cc->raft_tls);
     } else if (mqr_str_eq(p.name, MQR_STR("groups"))) {
       if (mqr__cfg_get_int(c, &p, false, 1, 64, &v)) cc->groups = (uint32_t)v;
     } else if (mqr_str_eq(p.name, MQR_STR("election-timeout"))) {
@@ -192,6 +194,8 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   }
   cc->peers = c->cfg->cluster_peers;
   if (cc->password && cc->user == NULL) ERR(c, map, "cluster password needs a cluster user");
+  if (cc->raft_tls && (cc->tls_ca == NULL || cc->tls_cert == NULL))
+    ERR(c, map, "cluster raft-tls needs tls: {ca, cert, key} (the CA of every node's certificate, and this node's)");
   if (cc->node_id == 0) ERR(c, map, "cluster needs a node-id");
   if (cc->bind == NULL) ERR(c, map, "cluster needs a bind address (IP:PORT)");
   for (uint32_t i = 0; i < cc->n_peers; i++)

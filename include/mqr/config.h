@@ -162,6 +162,10 @@ typedef struct {
    * and key (NULL: none). Paths are the config file's directory's when relative. */
   const char *user, *password;
   const char *tls_ca, *tls_cert, *tls_key;
+  /* The Raft links between nodes over TLS too (false: libraft's plain TCP): each node
+   * proves itself with tls_cert and tls_key and accepts a peer whose certificate chains
+   * to tls_ca and which gives this node's user and password (all needed). */
+  bool raft_tls;
   uint32_t line, column; /* of the section; 0 when absent */
 } mqr_cluster_config_t;
 

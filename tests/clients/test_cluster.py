@@ -13,6 +13,8 @@ import re
 import shutil
 import signal
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -564,7 +566,9 @@ class RuntimeQueues(ThreeNodes):
 
 class SecureLinks(unittest.TestCase):
     """Forwarded sends go over TLS to the peers' tls:// urls, as the cluster user: the
-    leader sees that user, and its security-settings decide (with no anonymous access)."""
+    leader sees that user, and its security-settings decide (with no anonymous access).
+    The Raft links go over TLS too (raft-tls): a node accepts a link only from a peer
+    whose certificate chains to the cluster's CA and which gives the cluster user."""
 
     @classmethod
     def setUpClass(cls):
@@ -574,6 +578,7 @@ class SecureLinks(unittest.TestCase):
         for name, roles in (("node", "cluster"), ("alice", "producers"), ("admin", "admin")):
             mqr("user", "add", "--users-file", users, name, "--roles", roles, "--password", name + "-pw")
         raft, ports, links = ([free_port() for _ in range(3)] for _ in range(3))
+        cls.raft, cls.cert, cls.key = raft, cert, key
         cls.nodes = []
         for i in range(3):
             peers = ", ".join("{id: %d, address: 127.0.0.1:%d, url: tls://127.0.0.1:%d}" % (k + 1, raft[k], links[k])
@@ -600,8 +605,10 @@ cluster:
   peers: [%s]
   user: node
   password: node-pw
-  tls: {ca: %s}
-""" % (ports[i], links[i], cert, key, users, os.path.join(cls.dir, "n%d" % (i + 1)), i + 1, raft[i], peers, cert)))
+  tls: {ca: %s, cert: %s, key: %s}
+  raft-tls: true
+""" % (ports[i], links[i], cert, key, users, os.path.join(cls.dir, "n%d" % (i + 1)), i + 1, raft[i], peers, cert, cert,
+       key)))
 
     @classmethod
     def tearDownClass(cls):
@@ -632,6 +639,69 @@ cluster:
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("EPERM", r.stdout + r.stderr)
         self.assertIn("node", r.stdout + r.stderr)
+
+    def raft_link(self, port, cert=None, key=None):
+        """A TLS connection to a node's Raft port, with cert and key as its client
+        certificate (None: none): the ssl socket, or the error its handshake gave."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.load_verify_locations(self.cert)
+        if cert:
+            ctx.load_cert_chain(cert, key)
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            return ctx.wrap_socket(s)
+        except (ssl.SSLError, OSError) as e:
+            s.close()
+            return e
+
+    def closed_by_node(self, link, data=b""):
+        """Whether the node ends the link (an alert or EOF) after data, within 5 s."""
+        if isinstance(link, Exception):
+            return True
+        try:
+            if data:
+                link.sendall(data)
+            return link.recv(100) == b""
+        except (ssl.SSLError, OSError):
+            return True
+        finally:
+            link.close()
+
+    def test_raft_links_take_only_cluster_nodes(self):
+        port = self.raft[0]
+        # not TLS at all: a libraft TCP handshake, as a node without raft-tls sends it
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(struct.pack("<QQQ", 1, 9, 16) + b"127.0.0.1:1\0\0\0\0\0")
+        self.assertEqual(s.recv(100), b"")
+        s.close()
+        # TLS without a client certificate, with one of another CA
+        self.assertTrue(self.closed_by_node(self.raft_link(port), b"x"))
+        other = tempfile.mkdtemp(prefix="mqr-other-ca-", dir=self.dir)
+        self.assertTrue(self.closed_by_node(self.raft_link(port, *self_signed(other)), b"x"))
+        # the cluster's certificate, but not the cluster user's password
+        def preamble(user, password):
+            f = [b"127.0.0.1:1", user, password]
+            return b"mqr-raft\x01" + struct.pack("<Q", 9) + b"".join(bytes([len(x)]) + x for x in f)
+        link = self.raft_link(port, self.cert, self.key)
+        self.assertIsInstance(link, ssl.SSLSocket)  # the handshake of a node's certificate passes
+        self.assertTrue(self.closed_by_node(link, preamble(b"node", b"wrong")))
+        link = self.raft_link(port, self.cert, self.key)
+        self.assertTrue(self.closed_by_node(link, preamble(b"", b"")))
+        deadline = time.time() + 10
+        while "not this cluster's user and password" not in self.nodes[0].log_text() and time.time() < deadline:
+            time.sleep(0.1)
+        log = self.nodes[0].log_text()
+        self.assertIn("Raft links over TLS", log)
+        self.assertIn("not this cluster's user and password", log)
+        self.assertIn("TLS handshake failed", log)
+        # and the cluster serves on: a send to the leader is committed
+        deadline, done = time.time() + 20, False
+        while not done and time.time() < deadline:
+            for i in range(3):
+                r = mqr("send", "--url", self.url(i), "--durable", "--body", "still", "orders", check=False)
+                done = done or "OK 1" in r.stdout
+        self.assertTrue(done)
 
 
 if __name__ == "__main__":

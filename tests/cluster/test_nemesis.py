@@ -42,10 +42,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "clients"))
 from faultproxy import FaultProxy  # noqa: E402
-from mqrd import Mqrd, free_port  # noqa: E402
+from mqrd import Mqrd, free_port, self_signed  # noqa: E402
 
 MQRD, MQR, DISKFAULT = None, None, None
 SECONDS = float(os.environ.get("NEMESIS_SECONDS", "30"))
+RAFT_TLS = os.environ.get("NEMESIS_RAFT_TLS") == "1"  # the Raft links over TLS (raft-tls)
 
 
 def mqr(*args, timeout=60):
@@ -108,6 +109,11 @@ class Nemesis(unittest.TestCase):
         self.proxy = FaultProxy(real)
         via = self.proxy.start()
         self.nodes = {}
+        tls = ""
+        if RAFT_TLS:
+            cert, key = self_signed(self.dir)
+            tls = "  user: node\n  password: node-pw\n  tls: {ca: %s, cert: %s, key: %s}\n  raft-tls: true\n" % (
+                cert, cert, key)
         for i in (1, 2, 3):
             peers = ", ".join("{id: %d, address: 127.0.0.1:%d}" % (k, via[k]) for k in (1, 2, 3) if k != i)
             config = """security: {allow-anonymous: true}
@@ -123,7 +129,7 @@ cluster:
   bind: 127.0.0.1:%d
   peers: [%s]
   snapshot-threshold: 100000
-""" % (self.dir, i, i, real[i], peers)
+""" % (self.dir, i, i, real[i], peers) + tls
             self.nodes[i] = Mqrd(MQRD, config, env=self.disk_env(i))
         self.paused = set()
         self.restarts = []  # (node, exit code) of the restarts after a disk fault

@@ -179,6 +179,7 @@ static const char every_key[] =
     "  user: node-2\n"
     "  password: s3cret\n"
     "  tls: {ca: /etc/mqr/ca.pem, cert: /etc/mqr/n2.pem, key: /etc/mqr/n2.key}\n"
+    "  raft-tls: true\n"
     "addresses:\n"
     "  a/b:\n"
     "    routing-types: ANYCAST,MULTICAST\n"
@@ -205,6 +206,9 @@ static void test_bad_cluster_sections(void **state) {
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: {ciphers: x}}", "ca, cert, key"},
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: [ca.pem]}", "cluster tls"},
       {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "snapshot-threshold, join, user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: true}", "raft-tls needs tls"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: true, tls: {ca: ca.pem}}", "raft-tls needs tls"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: yes-please}", "raft-tls"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char text[512];
@@ -344,6 +348,7 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->heartbeat_timeout_ms, 200);
   assert_int_equal(cc->snapshot_threshold, 4096);
   assert_true(cc->join);
+  assert_true(cc->raft_tls);
   assert_string_equal(cc->user, "node-2");
   assert_string_equal(cc->password, "s3cret");
   assert_string_equal(cc->tls_ca, "/etc/mqr/ca.pem");
