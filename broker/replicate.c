@@ -456,13 +456,15 @@ static void leadership(void *arg, uint32_t g, bool leader) {
     if (mqr__replicate_group(b, bq) == (int)g) mqr__dispatch(bq);
 }
 
-static void disk_failed(void *arg, uint32_t g, const char *why) {
+static void disk_failed(void *arg, uint32_t g, const char *why, bool leading) {
   mqr_broker_t *b = arg;
   mqr__log(b, MQR_LOG_ERROR, "cluster: group %u: this node cannot write its Raft log (%s)%s", g,
            why && why[0] ? why : "I/O error",
            b->opt.fatal ? ""
-                        : ": it stops leading the group and hands it to a follower; once the disk is fixed, "
-                          "restart this node (it catches up from the others)");
+           : leading    ? ": it stops leading the group and hands it to a follower; once the disk is fixed, "
+                          "restart this node (it catches up from the others)"
+                        : ": as a follower it refuses the leader's entries (the others make the majority); once "
+                          "the disk is fixed, restart this node (it catches up from the others)");
   if (b->opt.fatal == NULL) return;
   /* At once, still inside libraft's callback: libraft 0.15 goes on to release the entries
    * it failed to write, which may crash it moments later (or at its close). */

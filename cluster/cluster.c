@@ -61,10 +61,10 @@ static void sm_leadership(void *arg, bool leader) {
   if (c->opt.leadership) c->opt.leadership(c->opt.arg, ng->index, leader);
 }
 
-static void sm_disk_failed(void *arg, const char *why) {
+static void sm_disk_failed(void *arg, const char *why, bool leading) {
   node_group_t *ng = arg;
   mqr__cluster_t *c = ng->c;
-  if (c->opt.disk_failed) c->opt.disk_failed(c->opt.arg, ng->index, why);
+  if (c->opt.disk_failed) c->opt.disk_failed(c->opt.arg, ng->index, why, leading);
 }
 
 static void sm_answered(void *arg) {

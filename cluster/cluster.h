@@ -45,8 +45,9 @@ typedef struct {
   const mqr__links_options_t *tls;
   /* This node leads group g now (true) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, uint32_t g, bool leader);
-  /* Group g's leader (this node) could not write its own log: it hands the group over. */
-  void (*disk_failed)(void *arg, uint32_t g, const char *why);
+  /* This node could not write group g's log (leading: it led, and hands the group over;
+   * else as a follower: group.h's disk_failed). */
+  void (*disk_failed)(void *arg, uint32_t g, const char *why, bool leading);
   /* A proposal of group g was answered (mqr__rgroup_seq_done). */
   void (*answered)(void *arg, uint32_t g);
   void *arg;

@@ -5,6 +5,7 @@
 #include "group.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BATCH_MAX (4u << 20)
@@ -45,10 +46,23 @@ struct mqr__rgroup_s {
   bool disk_failed;               /* its log could not be written: it leads no more, and hands the group over */
   struct raft_transfer step_down; /* that hand-over, while in flight */
   bool stepping_down;
+  bool write_failed; /* told of a failed write of its log (told again after one that works) */
+  /* raft_uv's append, wrapped (mqr__rgroup_open): the appends in flight, oldest first, with
+   * libraft's callbacks, so that a failed write is seen on a follower too. */
+  int (*io_append)(struct raft_io *io, struct raft_io_append *req, const struct raft_entry entries[], unsigned n,
+                   raft_io_append_cb cb);
+  struct pending_append {
+    struct raft_io_append *req;
+    raft_io_append_cb cb;
+  } * appends;
+  uint32_t n_appends, cap_appends;
+  struct mqr__rgroup_s *next_wrapped;
   void (*close_cb)(void *arg);
   void *close_arg;
   void *owner;
 };
+
+static mqr__rgroup_t *wrapped; /* the groups whose appends are wrapped (mqr__rgroup_open; the loop's thread) */
 
 /* ---- records into a raft_malloc'd buffer --------------------------------------------------- */
 
@@ -218,6 +232,60 @@ static void settings(mqr__rgroup_t *g) {
   g->r->data = g;
 }
 
+/* ---- this node's writes of its log ------------------------------------------------------------ */
+
+/* A write of the log failed (status, libraft's), or one worked again after a failure. */
+static void write_done(mqr__rgroup_t *g, int status) {
+  if (status == 0) {
+    g->write_failed = false;
+    return;
+  }
+  if (status == RAFT_CANCELED || status == RAFT_SHUTDOWN || g->closing || g->write_failed) return;
+  g->write_failed = true;
+  if (raft_state(g->r) == RAFT_LEADER) return; /* (a leader's is its proposals': disk_failure) */
+  char why[RAFT_ERRMSG_BUF_SIZE + 64];
+  const char *io = g->r->io && g->r->io->errmsg[0] ? g->r->io->errmsg : raft_strerror(status);
+  const char *num = strrchr(io, '-');
+  char *end = NULL;
+  long e = num && num > io && num[-1] == ' ' ? strtol(num + 1, &end, 10) : 0;
+  if (e > 0 && end && *end == 0) /* (raft_uv says "write failed: -28": the errno's text too) */
+    snprintf(why, sizeof why, "%.*s%s", (int)(num - io), io, strerror((int)e));
+  else
+    snprintf(why, sizeof why, "%s", io);
+  if (g->opt.fsm.disk_failed) g->opt.fsm.disk_failed(g->opt.fsm.arg, why, false);
+}
+
+static void append_done(struct raft_io_append *req, int status) {
+  for (mqr__rgroup_t *g = wrapped; g; g = g->next_wrapped)
+    for (uint32_t i = 0; i < g->n_appends; i++) /* (nearly always the first: writes end in order) */
+      if (g->appends[i].req == req) {
+        raft_io_append_cb cb = g->appends[i].cb;
+        memmove(&g->appends[i], &g->appends[i + 1], (g->n_appends - i - 1) * sizeof *g->appends);
+        g->n_appends--;
+        write_done(g, status);
+        cb(req, status);
+        return;
+      }
+}
+
+static int append(struct raft_io *io, struct raft_io_append *req, const struct raft_entry entries[], unsigned n,
+                  raft_io_append_cb cb) {
+  mqr__rgroup_t *g = ((struct raft *)io->data)->data;
+  if (g->n_appends == g->cap_appends) {
+    uint32_t cap = g->cap_appends ? 2 * g->cap_appends : 16;
+    struct pending_append *a = mqr_realloc(g->appends, cap * sizeof *a);
+    if (a == NULL) return RAFT_NOMEM;
+    g->appends = a, g->cap_appends = cap;
+  }
+  g->appends[g->n_appends++] = (struct pending_append){req, cb};
+  int rc = g->io_append(io, req, entries, n, append_done);
+  if (rc) {
+    g->n_appends--;
+    write_done(g, rc);
+  }
+  return rc;
+}
+
 int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
   int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
   if (rc)
@@ -225,6 +293,10 @@ int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
                          (unsigned long long)g->opt.id, raft_errmsg(&g->own));
   g->r = &g->own;
   settings(g);
+  g->io_append = io->append; /* (raft_init set io->data to g->r, whose data is g) */
+  io->append = append;
+  g->next_wrapped = wrapped;
+  wrapped = g;
   return 0;
 }
 
@@ -279,6 +351,12 @@ void mqr__rgroup_close(mqr__rgroup_t *g, void (*cb)(void *arg), void *arg) {
 
 void mqr__rgroup_free(mqr__rgroup_t *g) {
   if (g == NULL) return;
+  for (mqr__rgroup_t **w = &wrapped; *w; w = &(*w)->next_wrapped)
+    if (*w == g) {
+      *w = g->next_wrapped;
+      break;
+    }
+  mqr_free(g->appends);
   raft_free(g->batch);
   mqr_free(g->dones);
   mqr_free(g->address);
@@ -304,7 +382,7 @@ static void disk_failure(mqr__rgroup_t *g, int status) {
       status == RAFT_NOMEM || g->disk_failed || g->closing || raft_state(g->r) != RAFT_LEADER)
     return;
   g->disk_failed = true;
-  if (g->opt.fsm.disk_failed) g->opt.fsm.disk_failed(g->opt.fsm.arg, raft_errmsg(g->r));
+  if (g->opt.fsm.disk_failed) g->opt.fsm.disk_failed(g->opt.fsm.arg, raft_errmsg(g->r), true);
 }
 
 static void applied_cb(struct raft_apply *req, int status, void *result) {

@@ -51,10 +51,13 @@ typedef struct {
   /* This node leads the group now (true: elected, and everything earlier leaders committed
    * is applied) or no longer (false). May be NULL. */
   void (*leadership)(void *arg, bool leader);
-  /* The leader could not write an entry to its own log (why: libraft's message): it
-   * stops leading (leadership false) and asks the most up-to-date follower to take the
-   * group over. May be NULL. */
-  void (*disk_failed)(void *arg, const char *why);
+  /* This node could not write its own log (why: libraft's message). leading: it led,
+   * and now stops leading (leadership false) and asks the most up-to-date follower to
+   * take the group over. Else a follower's write (seen on a group opened with
+   * mqr__rgroup_open): libraft refuses the entries to the leader, and the node counts
+   * no more towards a majority until a write works again. Told once until a write
+   * works again. May be NULL. */
+  void (*disk_failed)(void *arg, const char *why, bool leading);
   /* A proposal of this node's was answered (committed or not): mqr__rgroup_seq_done may
    * say yes to more. May be NULL. */
   void (*answered)(void *arg);

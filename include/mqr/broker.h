@@ -55,8 +55,9 @@ typedef struct {
    * or returning (as after a kill: what was answered OK is on disk). Called from within
    * the failing operation, with why: a cluster group whose Raft log this node could not
    * write (libraft 0.15 may crash moments later on the entries it failed to write, and at
-   * its close). mqrd logs why and exits 1. NULL: the broker logs it, hands the group to
-   * another node and goes on, at that risk. */
+   * its close), as leader or as follower. mqrd logs why and exits 1. NULL: the broker
+   * logs it and goes on at that risk: a leader hands the group to another node, a
+   * follower refuses the leader's entries until a write works. */
   void (*fatal)(void *ctx, const char *why);
   void *fatal_ctx;
 } mqr_broker_options_t;

@@ -26,7 +26,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import Mqrd, free_port, self_signed  # noqa: E402
 
-MQRD, MQR = None, None
+MQRD, MQR, DISKFAULT = None, None, None
 
 
 def mqr(*args, check=True, timeout=60):
@@ -704,6 +704,66 @@ cluster:
         self.assertTrue(done)
 
 
+class FollowerDisk(unittest.TestCase):
+    """A follower whose disk fills (ENOSPC from a preloaded library, diskfault.c) sees its
+    failed write of the Raft log, says so and exits 1 (mqrd's fatal): the other two go on
+    committing; restarted once the disk is fixed, it catches up."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not DISKFAULT:
+            raise unittest.SkipTest("no diskfault library given")
+        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-disk-")
+        raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
+        cls.control = [os.path.join(cls.dir, "disk%d" % (i + 1)) for i in range(3)]
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports),
+                          env={"LD_PRELOAD": DISKFAULT, "MQR_DISKFAULT": cls.control[i],
+                               "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
+                     for i in range(3)]
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.nodes, cls.dir)
+
+    def url(self, i):
+        return "tcp://127.0.0.1:%d" % self.nodes[i].port
+
+    def test_a_full_follower_disk_is_seen(self):
+        l = ThreeNodes.leader(self)
+        f = (l + 1) % 3
+        with open(self.control[f], "w") as c:
+            c.write("ENOSPC")
+        time.sleep(0.1)  # (the library reads its control file at most every 20 ms)
+        sent, deadline = 0, time.time() + 20
+        while self.nodes[f].alive() and time.time() < deadline:
+            r = mqr("send", "--url", self.url(l), "--durable", "--body", "one", "--count", "4", "orders")
+            self.assertIn("OK 4", r.stdout)  # the leader and the other follower make the majority
+            sent += 4
+            time.sleep(0.05)
+        code = self.nodes[f].proc.wait(timeout=5)
+        self.assertEqual(code, 1)
+        log = self.nodes[f].log_text()
+        self.assertIn("cannot write its Raft log", log)
+        self.assertIn("No space left on device", log)
+        r = mqr("send", "--url", self.url(l), "--durable", "--body", "two", "--count", "5", "orders")
+        self.assertIn("OK 5", r.stdout)
+        with open(self.control[f], "w") as c:
+            c.write("")
+        self.nodes[f].start()  # caught up from the others: the leader sees it lag no more
+        deadline, lag = time.time() + 20, None
+        while time.time() < deadline and lag != 0:
+            r = mqr("cluster", "status", "--json", "--url", self.url(l), check=False)
+            if r.returncode == 0:
+                st = json.loads(r.stdout.splitlines()[0])
+                lag = st.get("lag.%d" % (f + 1))
+            time.sleep(0.2)
+        self.assertEqual(lag, 0, r.stdout)
+        r = mqr("recv", "--url", self.url(l), "--count", str(sent + 5), "--timeout", "10", "orders")
+        self.assertEqual(r.stdout.splitlines(), ["one"] * sent + ["two"] * 5)
+
+
 if __name__ == "__main__":
     MQRD, MQR = sys.argv[1], sys.argv[2]
+    DISKFAULT = sys.argv[3] if len(sys.argv) > 3 else None
     unittest.main(argv=[sys.argv[0], "-v"])

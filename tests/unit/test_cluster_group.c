@@ -72,9 +72,9 @@ static void sm_leadership(void *arg, bool leader) {
     s->stopped_leading++;
 }
 
-static void sm_disk_failed(void *arg, const char *why) {
+static void sm_disk_failed(void *arg, const char *why, bool leading) {
   sm_t *s = arg;
-  (void)why;
+  (void)why, (void)leading;
   s->disk_failed++;
 }
 
