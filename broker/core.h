@@ -60,8 +60,9 @@ typedef struct {
 
 struct mqr__producer_s {
   const mqr__producer_ops_t *ops;
-  uint32_t blocked_on; /* full addresses (BLOCK) it waits on */
-  uint32_t pending;    /* its answers not yet given (durable.h) */
+  uint32_t blocked_on;            /* full addresses (BLOCK) it waits on */
+  uint32_t pending;               /* its answers not yet given (durable.h) */
+  uint64_t first_pend, last_pend; /* while pending: ring positions of its oldest and newest (durable.c) */
 };
 
 /* Who a session acts as (auth.c): a user, or an anonymous client; NULL for the broker's

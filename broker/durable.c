@@ -126,13 +126,30 @@ static bool pend_reserve(mqr__durable_t *d, uint32_t n) {
   return true;
 }
 
+#define NO_PEND UINT64_MAX
+
 static mqr__pend_t *pend_push(mqr__durable_t *d, const mqr__send_t *s) {
   uint64_t seq = d->pend_head + d->pend_n++;
   mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
   mqr__producer_t *prod = s->producer;
-  *p = (mqr__pend_t){NULL, NULL, prod,  s->token, s->fn, s->fn_arg, d->tgt_tail,
-                     0,    0,    false, false,    false, {0, 0, 0}, NULL};
-  if (prod) prod->pending++;
+  *p = (mqr__pend_t){.p = prod,
+                     .token = s->token,
+                     .fn = s->fn,
+                     .fn_arg = s->fn_arg,
+                     .tfirst = d->tgt_tail,
+                     .next_same = NO_PEND,
+                     .chain = prod    ? prod
+                              : s->fn ? &d->anon
+                                      : NULL};
+  mqr__producer_t *k = p->chain; /* whose answers its own is in order with: NULL, nobody's */
+  if (k) {                       /* (the end of its chain of answers) */
+    if (k->pending)
+      d->pend[k->last_pend & (d->pend_cap - 1)].next_same = seq;
+    else
+      k->first_pend = seq;
+    k->last_pend = seq;
+    k->pending++;
+  }
   return p;
 }
 
@@ -143,29 +160,71 @@ static mqr_error_t *copy_err(const mqr_error_t *err) {
   return e;
 }
 
-/* The oldest answers that are ready, given in order. A callback may send again (the ring
- * may grow): positions are read afresh each time. */
-static void drain(mqr__durable_t *d) {
+/* The ring's head past the answers given. */
+static void pop_answered(mqr__durable_t *d) {
   while (d->pend_n) {
     mqr__pend_t *p = &d->pend[d->pend_head & (d->pend_cap - 1)];
-    if (!p->done) break;
-    mqr__pend_t a = *p;
+    if (!p->answered) break;
     d->pend_head++;
     d->pend_n--;
-    if (a.n) d->tgt_head = a.tfirst + a.n;
-    mqr_error_t fallback;
-    const mqr_error_t *err = a.err;
-    if (a.status != 0 && err == NULL) {
-      mqr_error_set(&fallback, a.status, "%s", mqr_strerror(a.status));
-      err = &fallback;
-    }
-    if (a.p) a.p->pending--;
-    if (a.fn)
-      a.fn(a.fn_arg, a.status, &a.r, a.status ? err : NULL);
-    else if (a.p && a.p->ops && a.p->ops->sent && (a.token || a.status))
-      a.p->ops->sent(a.p, a.token, a.status, &a.r, a.status ? err : NULL);
-    mqr_free(a.err);
+    if (p->n) d->tgt_head = p->tfirst + p->n;
   }
+}
+
+/* Gives the answer at ring position seq (done; every earlier one of its producer given). */
+static void answer(mqr__durable_t *d, uint64_t seq) {
+  mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
+  p->answered = true;
+  mqr__pend_t a = *p;
+  p->err = NULL; /* (freed here; the slot goes when the ring's head passes it) */
+  mqr__producer_t *k = a.chain;
+  if (k) {
+    k->first_pend = a.next_same;
+    k->pending--;
+  }
+  mqr_error_t fallback;
+  const mqr_error_t *err = a.err;
+  if (a.status != 0 && err == NULL) {
+    mqr_error_set(&fallback, a.status, "%s", mqr_strerror(a.status));
+    err = &fallback;
+  }
+  if (a.fn)
+    a.fn(a.fn_arg, a.status, &a.r, a.status ? err : NULL);
+  else if (a.p && a.p->ops && a.p->ops->sent && (a.token || a.status))
+    a.p->ops->sent(a.p, a.token, a.status, &a.r, a.status ? err : NULL);
+  mqr_free(a.err);
+}
+
+/* The answer at ring position seq is ready (done): given, with the later answers of its
+ * producer that were ready and waited for it, once every earlier one of that producer's
+ * is given. Answers go in order per producer (MQTT's PUBACKs must), not across
+ * producers: a node that forwards sends to a peer and leads a group the peer forwards to
+ * would otherwise wait on the peer while the peer waits on it. Then the ring's head moves
+ * past what was given. A callback may send again (the ring may grow): positions are read
+ * afresh each time. */
+static void drain_at(mqr__durable_t *d, uint64_t seq) {
+  mqr__pend_t *p = &d->pend[seq & (d->pend_cap - 1)];
+  mqr__producer_t *k = p->chain;
+  if (k == NULL) {
+    answer(d, seq);
+  } else if (k->pending && k->first_pend == seq) {
+    while (seq != NO_PEND) {
+      p = &d->pend[seq & (d->pend_cap - 1)];
+      if (!p->done || p->answered) break;
+      uint64_t next = p->next_same;
+      k = p->chain;
+      answer(d, seq);
+      if (k == NULL || k->pending == 0) break;
+      seq = next;
+    }
+  }
+  pop_answered(d);
+}
+
+/* Ring position of p. */
+static uint64_t seq_of(const mqr__durable_t *d, const mqr__pend_t *p) {
+  uint64_t i = (uint64_t)(p - d->pend);
+  return d->pend_head + ((i - d->pend_head) & (d->pend_cap - 1));
 }
 
 int mqr__durable_answer(mqr_broker_t *b, const mqr__send_t *s, int rc, const mqr_broker_receipt_t *r,
@@ -221,6 +280,7 @@ static mqr__pend_t *oldest_waiting(mqr__durable_t *d, const void *owner) {
 void mqr__durable_done(mqr__durable_t *d, const void *owner, int status) {
   mqr__pend_t *p = oldest_waiting(d, owner);
   if (p == NULL) return;
+  uint64_t seq = seq_of(d, p);
   p->done = true;
   if (status != 0) {
     p->status = MQR_EIO;
@@ -228,7 +288,7 @@ void mqr__durable_done(mqr__durable_t *d, const void *owner, int status) {
     mqr_error_set(&e, MQR_EIO, "the address's page files could not make the message durable: it went nowhere");
     p->err = copy_err(&e);
   }
-  drain(d);
+  drain_at(d, seq);
 }
 
 static void page_idle_cb(uv_idle_t *h) {
@@ -249,9 +309,16 @@ void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *prod) {
   if (d == NULL || prod->pending == 0) return;
   for (uint32_t i = 0; i < d->pend_n; i++) {
     mqr__pend_t *p = &d->pend[(d->pend_head + i) & (d->pend_cap - 1)];
-    if (p->p == prod) p->p = NULL;
+    if (p->chain != prod) continue;
+    p->p = NULL, p->chain = NULL;
+    if (p->done && !p->answered) { /* (it waited for an earlier one: nobody to tell now) */
+      p->answered = true;
+      mqr_free(p->err);
+      p->err = NULL;
+    }
   }
   prod->pending = 0;
+  pop_answered(d);
 }
 
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq) {
@@ -326,6 +393,7 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
   mqr_broker_t *b = d->b;
   mqr__pend_t *p = oldest_waiting(d, owner);
   if (p == NULL) return;
+  uint64_t seq = seq_of(d, p);
   mqr__msg_t *m = p->m;
   p->m = NULL;
   p->done = true;
@@ -339,7 +407,7 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
                                                "committed: the message may be delivered again");
       p->err = copy_err(&e);
     }
-    drain(d);
+    drain_at(d, seq);
     return;
   }
   if (p->forwarded) { /* the leader has it (status 0) or said why not */
@@ -359,7 +427,7 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
                       why ? why->message : mqr_strerror(status));
       p->err = copy_err(&e);
     }
-    drain(d);
+    drain_at(d, seq);
     return;
   }
   if (status != 0) {
@@ -409,7 +477,7 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
     mqr__msg_release(b, m); /* the pending send's reference */
     for (uint32_t i = 0; i < p->n; i++) mqr__dispatch(d->tgt[(p->tfirst + i) & (d->tgt_cap - 1)]);
   }
-  drain(d);
+  drain_at(d, seq);
   mqr__durable_maintain(d);
 }
 

@@ -64,7 +64,10 @@ typedef struct {
   bool forwarded; /* sent on to its group's leader: the leader's receipt is its answer */
   bool ack;       /* an acknowledgement's answer, waiting for its group to commit its DELETEs */
   mqr_broker_receipt_t r;
-  mqr_error_t *err; /* an error's text; NULL: none, or no memory for it */
+  mqr_error_t *err;       /* an error's text; NULL: none, or no memory for it */
+  bool answered;          /* given (its slot goes when the ring's head passes it) */
+  mqr__producer_t *chain; /* whose answers it is in order with (durable.c: chain_of) */
+  uint64_t next_same;     /* the ring position of that chain's next answer; UINT64_MAX: none yet */
 } mqr__pend_t;
 
 /* A page cursor's mark, as recovery found it (pager.c). */
@@ -83,7 +86,9 @@ struct mqr__durable_s {
   bool failed; /* durable sends are refused until the journal takes writes again */
   char why[400];
   uv_timer_t retry;
-  /* Answers in send order: a ring of pend_cap (a power of two) from pend_head. */
+  /* Answers in send order per producer: a ring of pend_cap (a power of two) from
+   * pend_head; anon chains the in-process sends' (mqr_broker_send_async). */
+  mqr__producer_t anon;
   mqr__pend_t *pend;
   uint32_t pend_cap, pend_n;
   uint64_t pend_head; /* the sequence number of the oldest */

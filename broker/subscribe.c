@@ -340,7 +340,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
 /* ---- sessions ------------------------------------------------------------------------------ */
 
 void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_ops_t *ops) {
-  *s = (mqr__session_t){b, ++b->next_session, NULL, {ops, 0, 0}, NULL};
+  *s = (mqr__session_t){b, ++b->next_session, NULL, {ops, 0, 0, 0, 0}, NULL};
 }
 
 mqr_broker_consumer_t *mqr__session_consumer(const mqr__session_t *s, int64_t subscription) {

@@ -704,6 +704,89 @@ cluster:
         self.assertTrue(done)
 
 
+def group_of(address, groups):
+    """The group of an address: FNV-1a (32 bits) of its name, modulo groups (docs/cluster.md)."""
+    h = 2166136261
+    for c in address.encode():
+        h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+    return h % groups
+
+
+class ForwardingCycle(unittest.TestCase):
+    """Three groups, group g led by node g+1, and the producers of group g on node g+2:
+    every node forwards sends to one peer while leading the group another peer forwards
+    to it. Answers wait only for earlier answers to the same producer: when a node held
+    every answer behind its oldest, each waited on the next node around the ring, for
+    ever (cluster.scale found it)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-cycle-")
+        raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
+        cls.addresses = []
+        for g in range(3):
+            k = 0
+            while group_of("ring.%d" % k, 3) != g:
+                k += 1
+            cls.addresses.append("ring.%d" % k)
+        cls.nodes = []
+        for i in range(3):
+            peers = ", ".join("{id: %d, address: 127.0.0.1:%d, url: tcp://127.0.0.1:%d}" % (k + 1, raft[k], ports[k])
+                              for k in range(3) if k != i)
+            cls.nodes.append(Mqrd(MQRD, """security: {allow-anonymous: true}
+listeners:
+  - {name: main, host: 127.0.0.1, port: %d}
+persistence: {directory: %s}
+address-settings:
+  "ring.#": {replicated: true}
+addresses:
+%s
+cluster:
+  node-id: %d
+  bind: 127.0.0.1:%d
+  groups: 3
+  peers: [%s]
+""" % (ports[i], os.path.join(cls.dir, "n%d" % (i + 1)),
+                "\n".join("  %s: {anycast: [%s]}" % (a, a) for a in cls.addresses), i + 1, raft[i], peers)))
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.nodes, cls.dir)
+
+    def url(self, i):
+        return "tcp://127.0.0.1:%d" % self.nodes[i].port
+
+    def leading(self, i):
+        """The groups node i leads."""
+        r = mqr("cluster", "status", "--json", "--url", self.url(i), check=False)
+        rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        return {row["group"] for row in rows if row.get("leading")}
+
+    def test_nodes_that_forward_to_one_another_answer(self):
+        every = ",".join(self.url(i) for i in range(3))
+        deadline = time.time() + 30
+        for g in range(3):  # group g to node g+1
+            while g not in self.leading(g) and time.time() < deadline:
+                mqr("cluster", "transfer-leader", str(g), str(g + 1), "--url", every, check=False)
+                time.sleep(0.3)
+            self.assertIn(g, self.leading(g), "node %d does not lead group %d" % (g + 1, g))
+        results = [None] * 3
+
+        def produce(g):
+            results[g] = mqr("send", "--url", self.url((g + 1) % 3), "--durable", "--body", "c%d" % g, "--count",
+                             "3000", "--timeout", "30", self.addresses[g], check=False)
+        threads = [threading.Thread(target=produce, args=(g,)) for g in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for g in range(3):
+            self.assertIn("OK 3000", results[g].stdout, results[g].stdout + results[g].stderr)
+        for g in range(3):
+            r = mqr("recv", "--url", self.url(g), "--count", "3000", "--timeout", "20", self.addresses[g])
+            self.assertEqual(r.stdout.splitlines(), ["c%d" % g] * 3000)
+
+
 class FollowerDisk(unittest.TestCase):
     """A follower whose disk fills (ENOSPC from a preloaded library, diskfault.c) sees its
     failed write of the Raft log, says so and exits 1 (mqrd's fatal): the other two go on
