@@ -39,7 +39,8 @@ const char mqr_usage_cluster[] =
     "  status: the node's replication groups (docs/cluster.md): which node leads each, the\n"
     "  Raft term, commit and applied index, the messages the group holds, and on the leader\n"
     "  how many log entries each follower is behind (lag.NODE). transfer-leader: the node that\n"
-    "  leads GROUP hands it to NODE (or to a follower it picks); run it against the leader.\n"
+    "  leads GROUP hands it to NODE (or to a follower it picks); given several --url, the\n"
+    "  nodes that do not lead GROUP give way to the next.\n"
     "  add-node: node NODE (started with join: true) becomes a voter of every group, reached at\n"
     "  ADDRESS (its bind); remove-node: NODE leaves them. Each is asked of every node given\n"
     "  (each changes the groups it leads): give them all.\n"
@@ -112,8 +113,32 @@ static void print_rows(const mqr_frame_manage_result_t *r, bool as_json) {
   }
 }
 
-/* Connects, runs operation op with args, prints the outcome. */
-static int manage(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json) {
+/* Connects, runs operation op with args, prints the outcome. With several urls and
+ * to_leader, a node that refuses because another leads the group (ENOTLEADER), or that
+ * cannot be reached, gives way to the next. */
+static int manage_on(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json, bool to_leader) {
+  char urls[CLI_MAX_URLS][512];
+  int n_urls = to_leader ? cli_urls(url, urls) : 0;
+  for (int u = 0; u + 1 < n_urls; u++) { /* (the last is asked below, its answer printed) */
+    mqr_bclient_t *bc;
+    mqr_error_t err;
+    if (cli_bconnect(urls[u], "mqr-manage", 5000, &bc, &err) != 0) continue;
+    mqr_frame_manage_result_t *r = NULL;
+    int rc = mqr_bclient_manage(bc, mqr_str(op), args, n, &r, &err);
+    mqr_bclient_close(bc);
+    if (rc == MQR_ENOTLEADER) {
+      mqr_free(r);
+      continue;
+    }
+    if (rc) {
+      mqr_free(r);
+      return cli_broker_error(&err);
+    }
+    printf("%.*s\n", (int)r->text.len, r->text.ptr);
+    mqr_free(r);
+    return 0;
+  }
+  if (n_urls > 1) url = urls[n_urls - 1];
   mqr_bclient_t *bc;
   mqr_error_t err;
   char why[256];
@@ -130,6 +155,10 @@ static int manage(const char *url, const char *op, const mqr_str_t *args, size_t
   print_rows(r, as_json);
   mqr_free(r);
   return 0;
+}
+
+static int manage(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json) {
+  return manage_on(url, op, args, n, as_json, false);
 }
 
 /* The options both commands take, anywhere among the arguments; the rest in order. */
@@ -228,7 +257,7 @@ int mqr_cmd_cluster(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   if (o.n == 1 && mqr_str_eq(o.args[0], MQR_STR("status"))) return manage(o.url, "cluster.status", NULL, 0, o.json);
   if (o.n >= 2 && o.n <= 3 && mqr_str_eq(o.args[0], MQR_STR("transfer-leader")))
-    return manage(o.url, "cluster.transfer", o.args + 1, o.n - 1, false);
+    return manage_on(o.url, "cluster.transfer", o.args + 1, o.n - 1, false, true); /* (the leader's to do) */
   bool add = o.n == 3 && mqr_str_eq(o.args[0], MQR_STR("add-node"));
   if (add || (o.n == 2 && mqr_str_eq(o.args[0], MQR_STR("remove-node")))) {
     char urls[CLI_MAX_URLS][512];

@@ -166,7 +166,11 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     ids[i + 1] = opt->peers[i].id, ap[i + 1] = addrs[i];
   }
   rc = opt->join ? 0 : mqr__rgroup_bootstrap(ng->g, opt->n_peers + 1, ids, ap, err);
-  if (rc == 0) rc = mqr__rgroup_start(ng->g, err);
+  if (rc == 0 && (rc = mqr__rgroup_start(ng->g, err)) != 0 && err && ng->tr.errmsg[0]) {
+    char was[sizeof err->message]; /* (libraft's transport says why it could not listen) */
+    snprintf(was, sizeof was, "%s", err->message);
+    mqr_error_set(err, rc, "%s: %s", was, ng->tr.errmsg);
+  }
   return rc;
 }
 

@@ -288,9 +288,12 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
 
 int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
   int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
-  if (rc)
-    return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EIO, "Raft group (node %llu): %s",
-                         (unsigned long long)g->opt.id, raft_errmsg(&g->own));
+  if (rc) /* (libraft 0.15 leaves its own message empty when its io failed: the io's says why) */
+    return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EIO, "Raft group (node %llu, %s): %s",
+                         (unsigned long long)g->opt.id, g->address,
+                         raft_errmsg(&g->own)[0] ? raft_errmsg(&g->own)
+                         : io->errmsg[0]         ? io->errmsg
+                                                 : raft_strerror(rc));
   g->r = &g->own;
   settings(g);
   g->io_append = io->append; /* (raft_init set io->data to g->r, whose data is g) */
@@ -319,8 +322,11 @@ int mqr__rgroup_bootstrap(mqr__rgroup_t *g, unsigned n, const raft_id *ids, cons
 
 int mqr__rgroup_start(mqr__rgroup_t *g, mqr_error_t *err) {
   int rc = raft_start(g->r);
-  if (rc)
-    return mqr_error_set(err, MQR_EIO, "Raft group (node %llu): %s", (unsigned long long)g->opt.id, raft_errmsg(g->r));
+  if (rc) /* (as at raft_init: the io's message when libraft has none) */
+    return mqr_error_set(err, MQR_EIO, "Raft group (node %llu, %s): %s", (unsigned long long)g->opt.id, g->address,
+                         raft_errmsg(g->r)[0]              ? raft_errmsg(g->r)
+                         : g->r->io && g->r->io->errmsg[0] ? g->r->io->errmsg
+                                                           : raft_strerror(rc));
   note_leadership(g);
   return 0;
 }

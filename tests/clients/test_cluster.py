@@ -9,6 +9,7 @@ Usage: test_cluster.py MQRD MQR"""
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -704,6 +705,26 @@ cluster:
         self.assertTrue(done)
 
 
+def free_block(n):
+    """The first of n free ports in a row, below the kernel's ephemeral range: a node's group
+    g listens at its bind port + g, and a port the kernel picked may have its next one taken
+    by the connections the nodes make meanwhile."""
+    while True:
+        base = random.randrange(20000, 32000 - n)
+        socks = []
+        try:
+            for k in range(n):
+                sk = socket.socket()
+                socks.append(sk)
+                sk.bind(("127.0.0.1", base + k))
+            return base
+        except OSError:
+            pass
+        finally:
+            for sk in socks:
+                sk.close()
+
+
 def group_of(address, groups):
     """The group of an address: FNV-1a (32 bits) of its name, modulo groups (docs/cluster.md)."""
     h = 2166136261
@@ -722,7 +743,9 @@ class ForwardingCycle(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-cycle-")
-        raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
+        raft, ports = [free_block(3) for _ in range(3)], [free_port() for _ in range(3)]
+        while len({p + g for p in raft for g in range(3)}) < 9:  # (blocks apart)
+            raft = [free_block(3) for _ in range(3)]
         cls.addresses = []
         for g in range(3):
             k = 0
@@ -764,12 +787,19 @@ cluster:
 
     def test_nodes_that_forward_to_one_another_answer(self):
         every = ",".join(self.url(i) for i in range(3))
-        deadline = time.time() + 30
-        for g in range(3):  # group g to node g+1
+        for g in range(3):  # group g to node g+1 (asked once a second: a transfer takes an election)
+            deadline, asked = time.time() + 30, 0
             while g not in self.leading(g) and time.time() < deadline:
-                mqr("cluster", "transfer-leader", str(g), str(g + 1), "--url", every, check=False)
-                time.sleep(0.3)
-            self.assertIn(g, self.leading(g), "node %d does not lead group %d" % (g + 1, g))
+                if time.time() - asked >= 1:
+                    mqr("cluster", "transfer-leader", str(g), str(g + 1), "--url", every, check=False)
+                    asked = time.time()
+                time.sleep(0.1)
+            if g not in self.leading(g):
+                for i in range(3):
+                    r = mqr("cluster", "status", "--json", "--url", self.url(i), check=False)
+                    print("node", i + 1, r.returncode, r.stdout, r.stderr, self.nodes[i].log_path, file=sys.stderr)
+            self.assertIn(g, self.leading(g), "node %d does not lead group %d (alive: %s): %s" % (
+                g + 1, g, self.nodes[g].alive(), self.nodes[g].log_text()[-1500:]))
         results = [None] * 3
 
         def produce(g):
