@@ -73,7 +73,8 @@ void *mqr_bench_state(const mqr_bench_ctx_t *c);
 int mqr_bench_fail(mqr_bench_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reports a secondary figure of this trial (JMH @AuxCounters), e.g. ("size.one_type",
- * 72, "B"). Reported once per fork; the forks' values form its sample. */
+ * 72, "B"). Reported once per fork; the forks' values form its sample. Set again in the
+ * same fork, a figure keeps its last value. */
 void mqr_bench_aux(mqr_bench_ctx_t *c, const char *name, double value, const char *unit);
 
 /* fn runs when the process that runs the trials ends: a fork when it has run its trial

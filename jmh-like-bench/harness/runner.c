@@ -74,11 +74,13 @@ int mqr_bench_fail(mqr_bench_ctx_t *c, const char *fmt, ...) {
 }
 
 void mqr_bench_aux(mqr_bench_ctx_t *c, const char *name, double value, const char *unit) {
-  if (c->n_aux >= MQR__MAX_AUX) return;
-  snprintf(c->aux[c->n_aux].name, sizeof c->aux[0].name, "%s", name);
-  snprintf(c->aux[c->n_aux].unit, sizeof c->aux[0].unit, "%s", unit);
-  c->aux[c->n_aux].value = value;
-  c->n_aux++;
+  int k = 0;
+  while (k < c->n_aux && strcmp(c->aux[k].name, name) != 0) k++; /* (a figure set again: its last value) */
+  if (k == MQR__MAX_AUX) return;
+  snprintf(c->aux[k].name, sizeof c->aux[0].name, "%s", name);
+  snprintf(c->aux[k].unit, sizeof c->aux[0].unit, "%s", unit);
+  c->aux[k].value = value;
+  if (k == c->n_aux) c->n_aux++;
 }
 
 /* ---- options -------------------------------------------------------------------- */
