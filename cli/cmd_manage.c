@@ -119,42 +119,29 @@ static void print_rows(const mqr_frame_manage_result_t *r, bool as_json) {
 static int manage_on(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json, bool to_leader) {
   char urls[CLI_MAX_URLS][512];
   int n_urls = to_leader ? cli_urls(url, urls) : 0;
-  for (int u = 0; u + 1 < n_urls; u++) { /* (the last is asked below, its answer printed) */
+  for (int u = 0;; u++) {
+    const char *at = n_urls > 1 ? urls[u] : url;
+    bool last = u + 1 >= n_urls; /* (its failure is the one told) */
     mqr_bclient_t *bc;
     mqr_error_t err;
-    if (cli_bconnect(urls[u], "mqr-manage", 5000, &bc, &err) != 0) continue;
+    char why[256];
+    if (cli_bconnect(at, "mqr-manage", 5000, &bc, &err) != 0) {
+      if (!last) continue;
+      return cli_error("cannot connect to %s: %s", at, cli_connect_error(&err, why, sizeof why));
+    }
     mqr_frame_manage_result_t *r = NULL;
     int rc = mqr_bclient_manage(bc, mqr_str(op), args, n, &r, &err);
     mqr_bclient_close(bc);
-    if (rc == MQR_ENOTLEADER) {
-      mqr_free(r);
-      continue;
-    }
     if (rc) {
       mqr_free(r);
+      if (rc == MQR_ENOTLEADER && !last) continue;
       return cli_broker_error(&err);
     }
-    printf("%.*s\n", (int)r->text.len, r->text.ptr);
+    if (!as_json || r->rows.count == 0) printf("%.*s\n", (int)r->text.len, r->text.ptr);
+    print_rows(r, as_json);
     mqr_free(r);
     return 0;
   }
-  if (n_urls > 1) url = urls[n_urls - 1];
-  mqr_bclient_t *bc;
-  mqr_error_t err;
-  char why[256];
-  if (cli_bconnect(url, "mqr-manage", 5000, &bc, &err) != 0)
-    return cli_error("cannot connect to %s: %s", url, cli_connect_error(&err, why, sizeof why));
-  mqr_frame_manage_result_t *r;
-  int rc = mqr_bclient_manage(bc, mqr_str(op), args, n, &r, &err);
-  mqr_bclient_close(bc);
-  if (rc) {
-    mqr_free(r);
-    return cli_broker_error(&err);
-  }
-  if (!as_json || r->rows.count == 0) printf("%.*s\n", (int)r->text.len, r->text.ptr);
-  print_rows(r, as_json);
-  mqr_free(r);
-  return 0;
 }
 
 static int manage(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json) {

@@ -36,6 +36,24 @@ static inline int bench_free_port(void) {
   return ntohs(a.sin_port);
 }
 
+/* Writes path: mqrd's config for node `node` (1-based) of a benchmark's cluster, its
+ * clients at port, its data in dir/nNODE, every address replicated, addresses (lines of
+ * the addresses map), its Raft groups from port raft, and peers (the list's items).
+ * false when the file cannot be written. */
+static inline bool bench_cluster_config(const char *path, int port, const char *dir, int node, const char *addresses,
+                                        int raft, int groups, const char *peers) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return false;
+  fprintf(f,
+          "security: {allow-anonymous: true}\nlisteners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
+          "persistence: {directory: %s/n%d}\n"
+          "address-settings:\n  \"#\": {replicated: true}\n"
+          "addresses:\n%s"
+          "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: %d, peers: [%s]}\n",
+          port, dir, node, addresses, node, raft, groups, peers);
+  return fclose(f) == 0;
+}
+
 /* Starts a broker's process with its output discarded (or, with MQR_BENCH_BROKER_LOG
  * set, appended to that file), as a shell would (default signal dispositions). */
 static inline pid_t bench_spawn(const char *path, char *const argv[]) {

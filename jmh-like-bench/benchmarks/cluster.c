@@ -61,16 +61,9 @@ static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
         n += snprintf(peers + n, sizeof peers - (size_t)n, "%s{id: %d, address: 127.0.0.1:%d}", n ? ", " : "", k + 1,
                       raft[k]);
     snprintf(path, sizeof path, "%s/n%d.yaml", s->dir, i + 1);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", path);
-    fprintf(f,
-            "security: {allow-anonymous: true}\nlisteners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
-            "persistence: {directory: %s/n%d}\n"
-            "address-settings:\n  \"#\": {replicated: true}\n"
-            "addresses:\n  bench: {anycast: [bench]}\n  probe: {anycast: [probe]}\n"
-            "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", peers: [%s]}\n",
-            ports[i], s->dir, i + 1, i + 1, raft[i], peers);
-    fclose(f);
+    if (!bench_cluster_config(path, ports[i], s->dir, i + 1,
+                              "  bench: {anycast: [bench]}\n  probe: {anycast: [probe]}\n", raft[i], 1, peers))
+      return mqr_bench_fail(c, "%s: cannot write", path);
     char *argv[] = {"mqrd", "--config", path, NULL};
     s->nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);
   }

@@ -236,16 +236,8 @@ static int start_nodes(mqr_bench_ctx_t *c, scale_t *s) {
       n += snprintf(addresses + n, sizeof addresses - (size_t)n, "  %s: {anycast: [%s]}\n  %s: {anycast: [%s]}\n",
                     s->streams[g].address, s->streams[g].address, s->streams[g].probe, s->streams[g].probe);
     snprintf(path, sizeof path, "%s/n%d.yaml", s->dir, i + 1);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) return mqr_bench_fail(c, "%s: cannot write", path);
-    fprintf(f,
-            "security: {allow-anonymous: true}\nlisteners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n"
-            "persistence: {directory: %s/n%d}\n"
-            "address-settings:\n  \"#\": {replicated: true}\n"
-            "addresses:\n%s"
-            "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: %d, peers: [%s]}\n",
-            s->ports[i], s->dir, i + 1, addresses, i + 1, raft[i], s->groups, peers);
-    fclose(f);
+    if (!bench_cluster_config(path, s->ports[i], s->dir, i + 1, addresses, raft[i], s->groups, peers))
+      return mqr_bench_fail(c, "%s: cannot write", path);
     char *argv[] = {"mqrd", "--config", path, NULL};
     s->nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);
   }

@@ -273,7 +273,12 @@ class ThreeNodes(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix=cls.PREFIX)
         raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
         cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports, cls.PROTOCOLS,
-                                       cls.EXTRA)) for i in range(3)]
+                                       cls.EXTRA), env=cls.env(i)) for i in range(3)]
+
+    @classmethod
+    def env(cls, i):
+        """Node i's environment beyond the test's own (None: nothing more)."""
+        return None
 
     @classmethod
     def tearDownClass(cls):
@@ -733,7 +738,7 @@ def group_of(address, groups):
     return h % groups
 
 
-class ForwardingCycle(unittest.TestCase):
+class ForwardingCycle(ThreeNodes):
     """Three groups, group g led by node g+1, and the producers of group g on node g+2:
     every node forwards sends to one peer while leading the group another peer forwards
     to it. Answers wait only for earlier answers to the same producer: when a node held
@@ -771,13 +776,6 @@ cluster:
   peers: [%s]
 """ % (ports[i], os.path.join(cls.dir, "n%d" % (i + 1)),
                 "\n".join("  %s: {anycast: [%s]}" % (a, a) for a in cls.addresses), i + 1, raft[i], peers)))
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_all(cls.nodes, cls.dir)
-
-    def url(self, i):
-        return "tcp://127.0.0.1:%d" % self.nodes[i].port
 
     def leading(self, i):
         """The groups node i leads."""
@@ -817,33 +815,35 @@ cluster:
             self.assertEqual(r.stdout.splitlines(), ["c%d" % g] * 3000)
 
 
-class FollowerDisk(unittest.TestCase):
+class FollowerDisk(ThreeNodes):
     """A follower whose disk fills (ENOSPC from a preloaded library, diskfault.c) sees its
     failed write of the Raft log, says so and exits 1 (mqrd's fatal): the other two go on
     committing; restarted once the disk is fixed, it catches up."""
+    PREFIX = "mqr-cluster-disk-"
 
     @classmethod
     def setUpClass(cls):
         if not DISKFAULT:
             raise unittest.SkipTest("no diskfault library given")
-        cls.dir = tempfile.mkdtemp(prefix="mqr-cluster-disk-")
-        raft, ports = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
-        cls.control = [os.path.join(cls.dir, "disk%d" % (i + 1)) for i in range(3)]
-        asan = os.environ.get("ASAN_OPTIONS", "")
-        cls.nodes = [Mqrd(MQRD, config(i, raft, os.path.join(cls.dir, "n%d" % (i + 1)), ports),
-                          env={"LD_PRELOAD": DISKFAULT, "MQR_DISKFAULT": cls.control[i],
-                               "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
-                     for i in range(3)]
+        cls.control = [os.path.join(tempfile.gettempdir(), "mqr-diskfault-%d-%d" % (os.getpid(), i + 1))
+                       for i in range(3)]
+        super().setUpClass()
 
     @classmethod
     def tearDownClass(cls):
-        stop_all(cls.nodes, cls.dir)
+        super().tearDownClass()
+        for c in cls.control:
+            if os.path.exists(c):
+                os.remove(c)
 
-    def url(self, i):
-        return "tcp://127.0.0.1:%d" % self.nodes[i].port
+    @classmethod
+    def env(cls, i):
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        return {"LD_PRELOAD": DISKFAULT, "MQR_DISKFAULT": cls.control[i],
+                "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
 
     def test_a_full_follower_disk_is_seen(self):
-        l = ThreeNodes.leader(self)
+        l = self.leader()
         f = (l + 1) % 3
         with open(self.control[f], "w") as c:
             c.write("ENOSPC")
