@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pool.h"
+
 #define MAX_GROUPS 64
 #define MAX_NODES 16
 /* A log entry's records at most: the log libraft keeps in memory until a snapshot is up to
@@ -25,6 +27,8 @@ typedef struct {
   bool tr_open, io_open, closing;
 } node_group_t;
 
+#define TRIM_MS 5000
+
 struct mqr__cluster_s {
   uv_loop_t *loop;
   mqr__cluster_options_t opt;
@@ -33,6 +37,7 @@ struct mqr__cluster_s {
   uint32_t n_groups;
   uint32_t open_groups; /* not yet closed */
   bool tick_open;
+  uint64_t trimmed;    /* when the pool was last trimmed (the loop's ms) */
   mqr__links_t *links; /* the Raft links over TLS, or NULL */
   void (*closed_cb)(void *arg);
   void *closed_arg;
@@ -77,6 +82,11 @@ static void tick_cb(uv_prepare_t *h) {
   mqr__cluster_t *c = h->data;
   for (uint32_t i = 0; i < c->n_groups; i++)
     if (c->groups[i].g && !c->groups[i].closing) mqr__rgroup_flush(c->groups[i].g);
+  uint64_t now = uv_now(c->loop);
+  if (now - c->trimmed >= TRIM_MS) { /* (what a burst left in the pool goes back within 2 of these) */
+    mqr__rpool_trim();
+    c->trimmed = now;
+  }
 }
 
 /* ---- addresses ------------------------------------------------------------------------------- */

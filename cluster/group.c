@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
+
 #define BATCH_MAX (4u << 20)
 
 typedef struct {
@@ -62,7 +64,7 @@ struct mqr__rgroup_s {
   void *owner;
 };
 
-static mqr__rgroup_t *wrapped; /* the groups whose appends are wrapped (mqr__rgroup_open; the loop's thread) */
+static __thread mqr__rgroup_t *wrapped; /* the groups whose appends are wrapped (mqr__rgroup_open): the loop thread's */
 
 /* ---- records into a raft_malloc'd buffer --------------------------------------------------- */
 
@@ -287,6 +289,7 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
 }
 
 int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
+  mqr__rpool_keep(); /* (this is the loop's thread, where the group will run) */
   int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
   if (rc) /* (libraft 0.15 leaves its own message empty when its io failed: the io's says why) */
     return mqr_error_set(err, rc == RAFT_NOMEM ? MQR_ENOMEM : MQR_EIO, "Raft group (node %llu, %s): %s",
@@ -364,7 +367,7 @@ void mqr__rgroup_free(mqr__rgroup_t *g) {
     }
   mqr_free(g->appends);
   raft_free(g->batch);
-  mqr_free(g->dones);
+  mqr__rpool_free(g->dones);
   mqr_free(g->address);
   mqr_free(g);
 }
@@ -375,7 +378,7 @@ void mqr__rgroup_free(mqr__rgroup_t *g) {
 static bool room_for_done(done_t **d, uint32_t n, uint32_t *cap) {
   if (n < *cap) return true;
   uint32_t c = *cap ? 2 * *cap : 16;
-  done_t *nd = mqr_realloc(*d, c * sizeof *nd);
+  done_t *nd = mqr__rpool_realloc(*d, c * sizeof *nd); /* (the pool's: a batch's list goes with its proposal) */
   if (nd == NULL) return false;
   *d = nd, *cap = c;
   return true;
@@ -404,8 +407,8 @@ static void applied_cb(struct raft_apply *req, int status, void *result) {
        : status == RAFT_SHUTDOWN  ? MQR_ECLOSED
        : status == RAFT_NOTLEADER ? MQR_ENOTLEADER
                                   : MQR_EINDOUBT); /* (leadership lost: it may yet commit) */
-  mqr_free(p->dones);
-  mqr_free(p);
+  mqr__rpool_free(p->dones);
+  mqr__rpool_free(p);
   note_leadership(g);
   if (g->opt.fsm.answered && !g->closing) g->opt.fsm.answered(g->opt.fsm.arg);
 }
@@ -417,7 +420,8 @@ bool mqr__rgroup_seq_done(const mqr__rgroup_t *g, uint32_t seq) { return (int32_
 int mqr__rgroup_flush(mqr__rgroup_t *g) {
   note_leadership(g);
   if (g->batch_len == 0) return 0;
-  proposal_t *p = mqr_calloc(1, sizeof *p);
+  proposal_t *p = mqr__rpool_malloc(sizeof *p); /* (the pool's, as its list of callbacks) */
+  if (p) memset(p, 0, sizeof *p);
   struct raft_buffer buf = {g->batch, padded(g->batch, g->batch_len)};
   int rc = MQR_ENOMEM;
   if (p != NULL) {
@@ -436,13 +440,13 @@ int mqr__rgroup_flush(mqr__rgroup_t *g) {
     g->dones = NULL, g->n_dones = g->cap_dones = 0;
     return 0;
   }
-  mqr_free(p);
+  mqr__rpool_free(p);
   done_t *d = g->dones;
   uint32_t n = g->n_dones;
   g->dones = NULL, g->n_dones = g->cap_dones = 0;
   g->batch_len = 0;
   tell(d, n, rc);
-  mqr_free(d);
+  mqr__rpool_free(d);
   note_leadership(g);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/grow.h"
+#include "pool.h"
 
 typedef struct {
   uint32_t q; /* the queue's name: an index into qnames */
@@ -98,9 +99,11 @@ static void table_del(mqr__rstate_t *s, msg_t **at) {
   }
 }
 
+/* (Messages and their refs come from the pool: a group in steady state takes nothing
+ * from the system per message.) */
 static void msg_free(msg_t *m) {
-  mqr_free(m->refs);
-  mqr_free(m);
+  mqr__rpool_free(m->refs);
+  mqr__rpool_free(m);
 }
 
 static void drop(mqr__rstate_t *s, msg_t **at) {
@@ -188,14 +191,14 @@ static int add(mqr__rstate_t *s, const mqr_journal_record_t *r) {
   int64_t id = (int64_t)r->id;
   if (find(s, id)) return 0; /* (a copy of one already here) */
   if (r->len > UINT32_MAX) return s->st.bad++, 0;
-  msg_t *m = mqr_malloc(sizeof *m + r->len);
+  msg_t *m = mqr__rpool_malloc(sizeof *m + r->len);
   if (m) {
     *m = (msg_t){id, NULL, 0, 0, (uint32_t)r->len};
     memcpy(m->data, r->payload, r->len);
   }
   if (m == NULL || !mqr__grow_size((void **)&s->order, &s->cap_order, s->n_order + 1, sizeof *s->order) ||
       !table_put(s, m)) {
-    mqr_free(m);
+    mqr__rpool_free(m);
     return MQR_ENOMEM;
   }
   if (s->n_order && s->order[s->n_order - 1] > id) s->sorted = false;
@@ -284,7 +287,12 @@ int mqr__rstate_apply(mqr__rstate_t *s, const mqr_journal_record_t *r) {
   switch (r->type) {
   case MQR_JOURNAL_REF:
     if (ref) return 0;
-    if (!mqr__grow((void **)&m->refs, &m->cap_refs, m->n_refs + 1, sizeof *m->refs)) return MQR_ENOMEM;
+    if (m->n_refs == m->cap_refs) {
+      uint32_t cap = m->cap_refs ? 2 * m->cap_refs : 1;
+      ref_t *refs = mqr__rpool_realloc(m->refs, cap * sizeof *refs);
+      if (refs == NULL) return MQR_ENOMEM;
+      m->refs = refs, m->cap_refs = cap;
+    }
     m->refs[m->n_refs++] = (ref_t){q, 0, 0};
     s->st.refs++;
     return 0;

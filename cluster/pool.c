@@ -1,0 +1,204 @@
+/* The cluster's memory: size classes and per-thread kept blocks (pool.h).
+ *
+ * Classes grow by a quarter within each power of two (80, 96, 112, 128, 160, ... up to
+ * 128 MiB), so a block wastes at most a fifth of itself. Every block has a 16-byte
+ * header before what it gives: the length asked for (what a realloc copies), its class
+ * (NONE: past the largest, freed at once) and how far before it the system's block
+ * starts. Blocks aligned to 4096 bytes (libraft's disk writes ask for the file system's
+ * block size) are kept apart from the others; other alignments are not kept. Under
+ * AddressSanitizer nothing is kept, so that a use after free is still seen. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <raft.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLASSES 84 /* (8 << 24: 128 MiB, the largest) */
+#define NONE 0xff
+#define PAGE 4096
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEP 0
+#endif
+#endif
+#ifndef KEEP
+#define KEEP MQR__RPOOL_KEEP
+#endif
+
+typedef struct {
+  size_t len;      /* asked for */
+  uint32_t offset; /* from the system's block to what was given */
+  uint8_t cls;     /* or NONE */
+  uint8_t aligned; /* to PAGE */
+  uint16_t unused;
+} head_t;
+
+_Static_assert(sizeof(head_t) == 16, "a block's header keeps what follows it 16-byte aligned");
+
+typedef struct {
+  void *free[2][CLASSES]; /* [aligned][class]: linked through their first bytes */
+  size_t kept, peak;
+  size_t low; /* the least kept since the last trim: what went unused since */
+} cache_t;
+
+static __thread cache_t *tc;
+static pthread_key_t key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static size_t class_size(unsigned c) { return (size_t)(5 + c % 4) << (c / 4 + 4); }
+
+static unsigned class_of(size_t n) {
+  if (n <= 80) return 0;
+  unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
+  size_t step = (size_t)1 << (k - 2);
+  return 4 * (k - 6) + (unsigned)((n + step - 1) / step) - 5;
+}
+
+static head_t *head_of(void *p) { return (head_t *)p - 1; }
+
+static void release(void *p) {
+  head_t *h = head_of(p);
+  free((char *)p - h->offset);
+}
+
+static void drop_cache(void *arg) {
+  cache_t *c = arg;
+  for (int a = 0; a < 2; a++)
+    for (unsigned k = 0; k < CLASSES; k++)
+      for (void *p = c->free[a][k], *next; p; p = next) {
+        memcpy(&next, p, sizeof next);
+        release(p);
+      }
+  free(c);
+}
+
+static void make_key(void) { (void)pthread_key_create(&key, drop_cache); }
+
+static cache_t *cache(void) { return tc; }
+
+void mqr__rpool_keep(void) {
+  if (tc != NULL || KEEP == 0) return;
+  pthread_once(&key_once, make_key);
+  if ((tc = calloc(1, sizeof *tc)) != NULL) pthread_setspecific(key, tc);
+}
+
+static void *take(size_t n, bool aligned) {
+  unsigned cls = n <= class_size(CLASSES - 1) ? class_of(n) : NONE;
+  cache_t *c = cls != NONE ? cache() : NULL;
+  void *p = c ? c->free[aligned][cls] : NULL;
+  if (p) {
+    memcpy(&c->free[aligned][cls], p, sizeof p);
+    c->kept -= class_size(cls);
+    if (c->kept < c->low) c->low = c->kept;
+  } else {
+    size_t size = cls != NONE ? class_size(cls) : n;
+    size_t offset = aligned ? PAGE : sizeof(head_t);
+    if (size > SIZE_MAX - offset) return NULL;
+    char *raw =
+        aligned ? aligned_alloc(PAGE, offset + ((size + PAGE - 1) & ~(size_t)(PAGE - 1))) : malloc(offset + size);
+    if (raw == NULL) return NULL;
+    p = raw + offset;
+    *head_of(p) = (head_t){.offset = (uint32_t)offset, .cls = (uint8_t)cls, .aligned = aligned};
+  }
+  head_of(p)->len = n;
+  return p;
+}
+
+void *mqr__rpool_malloc(size_t n) { return take(n, false); }
+
+void *mqr__rpool_aligned(size_t align, size_t n) {
+  if (align <= 16) return take(n, false);
+  if (align != PAGE) { /* (not kept: a block of its own) */
+    if (align > UINT32_MAX || n > SIZE_MAX - 2 * align) return NULL;
+    char *raw = aligned_alloc(align, align + ((n + align - 1) & ~(align - 1)));
+    if (raw == NULL) return NULL;
+    void *p = raw + align;
+    *head_of(p) = (head_t){.len = n, .offset = (uint32_t)align, .cls = NONE};
+    return p;
+  }
+  return take(n, true);
+}
+
+void mqr__rpool_free(void *p) {
+  if (p == NULL) return;
+  head_t *h = head_of(p);
+  cache_t *c = h->cls != NONE ? cache() : NULL;
+  if (c == NULL || c->kept + class_size(h->cls) > KEEP) {
+    release(p);
+    return;
+  }
+  memcpy(p, &c->free[h->aligned][h->cls], sizeof p);
+  c->free[h->aligned][h->cls] = p;
+  c->kept += class_size(h->cls);
+  if (c->kept > c->peak) c->peak = c->kept;
+}
+
+void *mqr__rpool_realloc(void *p, size_t n) {
+  if (p == NULL) return mqr__rpool_malloc(n);
+  head_t *h = head_of(p);
+  if (h->cls != NONE && !h->aligned && n <= class_size(h->cls)) {
+    h->len = n;
+    return p;
+  }
+  void *q = h->aligned ? mqr__rpool_aligned(PAGE, n) : mqr__rpool_malloc(n);
+  if (q == NULL) return NULL;
+  memcpy(q, p, h->len < n ? h->len : n);
+  mqr__rpool_free(p);
+  return q;
+}
+
+void mqr__rpool_trim(void) {
+  cache_t *c = tc;
+  if (c == NULL) return;
+  size_t shed = c->low; /* (largest first: the fewest blocks) */
+  for (unsigned k = CLASSES; k-- > 0 && shed;)
+    for (int a = 0; a < 2; a++)
+      while (shed && c->free[a][k]) {
+        void *p = c->free[a][k];
+        memcpy(&c->free[a][k], p, sizeof p);
+        release(p);
+        c->kept -= class_size(k);
+        shed -= shed < class_size(k) ? shed : class_size(k);
+      }
+  c->low = c->kept;
+}
+
+size_t mqr__rpool_kept(void) { return tc ? tc->kept : 0; }
+size_t mqr__rpool_peak(void) { return tc ? tc->peak : 0; }
+
+/* ---- libraft's heap ------------------------------------------------------------------------- */
+
+static void *raft_pool_malloc(void *data, size_t n) { return (void)data, mqr__rpool_malloc(n); }
+static void raft_pool_free(void *data, void *p) { (void)data, mqr__rpool_free(p); }
+static void *raft_pool_calloc(void *data, size_t n, size_t size) {
+  (void)data;
+  if (size && n > SIZE_MAX / size) return NULL;
+  void *p = mqr__rpool_malloc(n * size);
+  return p ? memset(p, 0, n * size) : NULL;
+}
+static void *raft_pool_realloc(void *data, void *p, size_t n) { return (void)data, mqr__rpool_realloc(p, n); }
+static void *raft_pool_aligned(void *data, size_t align, size_t n) { return (void)data, mqr__rpool_aligned(align, n); }
+static void raft_pool_aligned_free(void *data, size_t align, void *p) { (void)data, (void)align, mqr__rpool_free(p); }
+
+static struct raft_heap raft_pool = {NULL,
+                                     raft_pool_malloc,
+                                     raft_pool_free,
+                                     raft_pool_calloc,
+                                     raft_pool_realloc,
+                                     raft_pool_aligned,
+                                     raft_pool_aligned_free};
+
+/* Before main, so that no block libraft hands back was made by its default heap (a
+ * program that makes Raft objects of its own before linking this in has none either). */
+static void set_heap(void) { raft_heap_set(&raft_pool); }
+
+__attribute__((constructor)) void mqr__rpool_for_raft(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, set_heap);
+}
