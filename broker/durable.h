@@ -66,7 +66,7 @@ typedef struct {
   mqr_broker_receipt_t r;
   mqr_error_t *err;       /* an error's text; NULL: none, or no memory for it */
   bool answered;          /* given (its slot goes when the ring's head passes it) */
-  mqr__producer_t *chain; /* whose answers it is in order with (durable.c: chain_of) */
+  mqr__producer_t *chain; /* whose answers it is in order with (durable.c: pend_push) */
   uint64_t next_same;     /* the ring position of that chain's next answer; UINT64_MAX: none yet */
 } mqr__pend_t;
 

@@ -420,8 +420,7 @@ bool mqr__rgroup_seq_done(const mqr__rgroup_t *g, uint32_t seq) { return (int32_
 int mqr__rgroup_flush(mqr__rgroup_t *g) {
   note_leadership(g);
   if (g->batch_len == 0) return 0;
-  proposal_t *p = mqr__rpool_malloc(sizeof *p); /* (the pool's, as its list of callbacks) */
-  if (p) memset(p, 0, sizeof *p);
+  proposal_t *p = mqr__rpool_calloc(1, sizeof *p); /* (the pool's, as its list of callbacks) */
   struct raft_buffer buf = {g->batch, padded(g->batch, g->batch_len)};
   int rc = MQR_ENOMEM;
   if (p != NULL) {

@@ -43,7 +43,7 @@ _Static_assert(sizeof(head_t) == 16, "a block's header keeps what follows it 16-
 
 typedef struct {
   void *free[2][CLASSES]; /* [aligned][class]: linked through their first bytes */
-  size_t kept, peak;
+  size_t kept;
   size_t low; /* the least kept since the last trim: what went unused since */
 } cache_t;
 
@@ -80,8 +80,6 @@ static void drop_cache(void *arg) {
 
 static void make_key(void) { (void)pthread_key_create(&key, drop_cache); }
 
-static cache_t *cache(void) { return tc; }
-
 void mqr__rpool_keep(void) {
   if (tc != NULL || KEEP == 0) return;
   pthread_once(&key_once, make_key);
@@ -90,7 +88,7 @@ void mqr__rpool_keep(void) {
 
 static void *take(size_t n, bool aligned) {
   unsigned cls = n <= class_size(CLASSES - 1) ? class_of(n) : NONE;
-  cache_t *c = cls != NONE ? cache() : NULL;
+  cache_t *c = cls != NONE ? tc : NULL;
   void *p = c ? c->free[aligned][cls] : NULL;
   if (p) {
     memcpy(&c->free[aligned][cls], p, sizeof p);
@@ -112,6 +110,12 @@ static void *take(size_t n, bool aligned) {
 
 void *mqr__rpool_malloc(size_t n) { return take(n, false); }
 
+void *mqr__rpool_calloc(size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL;
+  void *p = take(n * size, false);
+  return p ? memset(p, 0, n * size) : NULL;
+}
+
 void *mqr__rpool_aligned(size_t align, size_t n) {
   if (align <= 16) return take(n, false);
   if (align != PAGE) { /* (not kept: a block of its own) */
@@ -128,7 +132,7 @@ void *mqr__rpool_aligned(size_t align, size_t n) {
 void mqr__rpool_free(void *p) {
   if (p == NULL) return;
   head_t *h = head_of(p);
-  cache_t *c = h->cls != NONE ? cache() : NULL;
+  cache_t *c = h->cls != NONE ? tc : NULL;
   if (c == NULL || c->kept + class_size(h->cls) > KEEP) {
     release(p);
     return;
@@ -136,7 +140,6 @@ void mqr__rpool_free(void *p) {
   memcpy(p, &c->free[h->aligned][h->cls], sizeof p);
   c->free[h->aligned][h->cls] = p;
   c->kept += class_size(h->cls);
-  if (c->kept > c->peak) c->peak = c->kept;
 }
 
 void *mqr__rpool_realloc(void *p, size_t n) {
@@ -170,18 +173,12 @@ void mqr__rpool_trim(void) {
 }
 
 size_t mqr__rpool_kept(void) { return tc ? tc->kept : 0; }
-size_t mqr__rpool_peak(void) { return tc ? tc->peak : 0; }
 
 /* ---- libraft's heap ------------------------------------------------------------------------- */
 
 static void *raft_pool_malloc(void *data, size_t n) { return (void)data, mqr__rpool_malloc(n); }
 static void raft_pool_free(void *data, void *p) { (void)data, mqr__rpool_free(p); }
-static void *raft_pool_calloc(void *data, size_t n, size_t size) {
-  (void)data;
-  if (size && n > SIZE_MAX / size) return NULL;
-  void *p = mqr__rpool_malloc(n * size);
-  return p ? memset(p, 0, n * size) : NULL;
-}
+static void *raft_pool_calloc(void *data, size_t n, size_t size) { return (void)data, mqr__rpool_calloc(n, size); }
 static void *raft_pool_realloc(void *data, void *p, size_t n) { return (void)data, mqr__rpool_realloc(p, n); }
 static void *raft_pool_aligned(void *data, size_t align, size_t n) { return (void)data, mqr__rpool_aligned(align, n); }
 static void raft_pool_aligned_free(void *data, size_t align, void *p) { (void)data, (void)align, mqr__rpool_free(p); }

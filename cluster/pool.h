@@ -22,6 +22,8 @@
 
 /* n bytes (NULL when out of memory); mqr__rpool_free or mqr__rpool_realloc take it back. */
 void *mqr__rpool_malloc(size_t n);
+/* n blocks of size bytes, zeroed; the same rules. */
+void *mqr__rpool_calloc(size_t n, size_t size);
 /* n bytes aligned to align (a power of two); the same rules. */
 void *mqr__rpool_aligned(size_t align, size_t n);
 /* p (NULL: a new block) holding n bytes, its first bytes kept; NULL when out of memory
@@ -35,8 +37,6 @@ void mqr__rpool_keep(void);
 void mqr__rpool_trim(void);
 /* Bytes this thread keeps now (for tests). */
 size_t mqr__rpool_kept(void);
-/* The most this thread has kept at once. */
-size_t mqr__rpool_peak(void);
 
 /* Makes the pool libraft's heap (raft_heap_set), once per process: before the first
  * Raft object is made, so that every block libraft frees came from it. */

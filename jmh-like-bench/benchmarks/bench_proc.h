@@ -38,10 +38,11 @@ static inline int bench_free_port(void) {
 
 /* Writes path: mqrd's config for node `node` (1-based) of a benchmark's cluster, its
  * clients at port, its data in dir/nNODE, every address replicated, addresses (lines of
- * the addresses map), its Raft groups from port raft, and peers (the list's items).
- * false when the file cannot be written. */
+ * the addresses map), its Raft groups from port raft, peers (the list's items), and more
+ * of the cluster map (", key: value" pairs, or ""). false when the file cannot be
+ * written. */
 static inline bool bench_cluster_config(const char *path, int port, const char *dir, int node, const char *addresses,
-                                        int raft, int groups, const char *peers) {
+                                        int raft, int groups, const char *peers, const char *more) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return false;
   fprintf(f,
@@ -49,8 +50,8 @@ static inline bool bench_cluster_config(const char *path, int port, const char *
           "persistence: {directory: %s/n%d}\n"
           "address-settings:\n  \"#\": {replicated: true}\n"
           "addresses:\n%s"
-          "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: %d, peers: [%s]}\n",
-          port, dir, node, addresses, node, raft, groups, peers);
+          "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: %d, peers: [%s]%s}\n",
+          port, dir, node, addresses, node, raft, groups, peers, more);
   return fclose(f) == 0;
 }
 

@@ -62,7 +62,7 @@ static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
                       raft[k]);
     snprintf(path, sizeof path, "%s/n%d.yaml", s->dir, i + 1);
     if (!bench_cluster_config(path, ports[i], s->dir, i + 1,
-                              "  bench: {anycast: [bench]}\n  probe: {anycast: [probe]}\n", raft[i], 1, peers))
+                              "  bench: {anycast: [bench]}\n  probe: {anycast: [probe]}\n", raft[i], 1, peers, ""))
       return mqr_bench_fail(c, "%s: cannot write", path);
     char *argv[] = {"mqrd", "--config", path, NULL};
     s->nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);

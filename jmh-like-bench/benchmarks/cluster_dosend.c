@@ -32,33 +32,27 @@ typedef struct {
   size_t size;
 } cd_t;
 
-/* Node i's config (cluster and persistence; a follower's also its listener). */
-static int node_yaml(char *yaml, size_t cap, const cd_t *d, int i, const int *raft, int port) {
-  char peers[256] = "", listener[128] = "";
+/* Writes node i's config (bench_cluster_config's) to path: node 1's election timeout is
+ * by far the shortest, so that it leads. */
+static int write_config(mqr_bench_ctx_t *c, const cd_t *d, int i, const int *raft, int port, char *path, size_t cap) {
+  char peers[256] = "";
   for (int k = 0, n = 0; k < 3; k++)
     if (k != i)
       n += snprintf(peers + n, sizeof peers - (size_t)n, "%s{id: %d, address: \"127.0.0.1:%d\"}", n ? ", " : "", k + 1,
                     raft[k]);
-  if (port) snprintf(listener, sizeof listener, "listeners:\n  - {name: bench, host: 127.0.0.1, port: %d}\n", port);
-  return snprintf(yaml, cap,
-                  "security: {allow-anonymous: true}\n%s"
-                  "persistence: {directory: %s/n%d}\n"
-                  "address-settings:\n  \"#\": {replicated: true}\n"
-                  "addresses:\n  q0: {anycast: [q0]}\n"
-                  "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: 1, peers: [%s],\n"
-                  "          election-timeout: %s, heartbeat-timeout: 50ms}\n",
-                  listener, d->s.dir, i + 1, i + 1, raft[i], peers, i == 0 ? "150ms" : "20s");
+  snprintf(path, cap, "%s/n%d.yaml", d->s.dir, i + 1);
+  if (!bench_cluster_config(path, port, d->s.dir, i + 1, "  q0: {anycast: [q0]}\n", raft[i], 1, peers,
+                            i == 0 ? ", election-timeout: 150ms, heartbeat-timeout: 50ms"
+                                   : ", election-timeout: 20s, heartbeat-timeout: 50ms"))
+    return mqr_bench_fail(c, "%s: cannot write", path);
+  return 0;
 }
 
 /* Nodes 2 and 3: mqrd processes, started as a shell would. */
 static int start_follower(mqr_bench_ctx_t *c, cd_t *d, int i, const int *raft) {
-  char yaml[2048], path[700];
+  char path[700];
   int port = bench_free_port();
-  int n = node_yaml(yaml, sizeof yaml, d, i, raft, port);
-  snprintf(path, sizeof path, "%s/n%d.yaml", d->s.dir, i + 1);
-  FILE *f = fopen(path, "w");
-  if (f == NULL || fwrite(yaml, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
-    return mqr_bench_fail(c, "%s: cannot write", path);
+  if (write_config(c, d, i, raft, port, path, sizeof path)) return -1;
   char *argv[] = {"mqrd", "--config", path, NULL};
   d->s.nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);
   if (!bench_listening(port)) return mqr_bench_fail(c, "mqrd node %d did not start listening", i + 1);
@@ -67,13 +61,12 @@ static int start_follower(mqr_bench_ctx_t *c, cd_t *d, int i, const int *raft) {
 
 /* Node 1: a broker on this thread's loop. */
 static int open_leader(mqr_bench_ctx_t *c, cd_t *d, const int *raft) {
-  char yaml[2048];
-  int n = node_yaml(yaml, sizeof yaml, d, 0, raft, 0);
+  char path[700];
+  if (write_config(c, d, 0, raft, bench_free_port(), path, sizeof path)) return -1;
   mqr_error_t err;
   mqr_diags_t diags;
   mqr_diags_init(&diags, &err, 1);
-  if (mqr_config_load_string("cluster-dosend.yaml", yaml, (size_t)n, &d->cfg, &diags) != 0)
-    return mqr_bench_fail(c, "node 1 config: %s", err.message);
+  if (mqr_config_load_file(path, &d->cfg, &diags) != 0) return mqr_bench_fail(c, "node 1 config: %s", err.message);
   uv_loop_init(&d->loop);
   mqr_broker_options_t opt = {.config = d->cfg};
   if (mqr_broker_create(&d->loop, &opt, &d->b, &err) != 0) return mqr_bench_fail(c, "node 1: %s", err.message);
@@ -94,19 +87,12 @@ static void on_delivery(mqr_broker_consumer_t *k, const mqr_frame_message_t *m, 
   mqr_broker_credit(k, 1);
 }
 
-static mqr_broker_message_t message(cd_t *d) {
-  return (mqr_broker_message_t){MQR_STR("q0"),
-                                MQR_ROUTING_NONE,
-                                true,
-                                {"", 0},
-                                MQR_PRIORITY_DEFAULT,
-                                0,
-                                0,
-                                {"", 0},
-                                NULL,
-                                NULL,
-                                0,
-                                mqr_str_n((const char *)d->body, d->size)};
+static mqr_broker_message_t message(const cd_t *d) {
+  return (mqr_broker_message_t){.address = MQR_STR("q0"),
+                                .routing_type = MQR_ROUTING_NONE,
+                                .durable = true,
+                                .priority = MQR_PRIORITY_DEFAULT,
+                                .body = mqr_str_n((const char *)d->body, d->size)};
 }
 
 static int run_cd(mqr_bench_ctx_t *c, uint64_t ops);
