@@ -3,18 +3,21 @@
  * Classes grow by a quarter within each power of two (80, 96, 112, 128, 160, ... up to
  * 128 MiB), so a block wastes at most a fifth of itself. Every block has a 16-byte
  * header before what it gives: the length asked for (what a realloc copies), its class
- * (NONE: past the largest, freed at once) and how far before it the system's block
- * starts. Blocks aligned to 4096 bytes (libraft's disk writes ask for the file system's
- * block size) are kept apart from the others; other alignments are not kept. Under
- * AddressSanitizer nothing is kept, so that a use after free is still seen. */
+ * (NONE: past the largest, freed at once) and how far before it the allocator's block
+ * starts. Blocks come from mqr_malloc (mqr_set_allocator's hook, as every allocation of
+ * mqr's), aligned by hand. Blocks aligned to 4096 bytes (libraft's disk writes ask for
+ * the file system's block size) are kept apart from the others; other alignments are
+ * not kept. Under AddressSanitizer nothing is kept, so that a use after free is still
+ * seen. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <raft.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "mqr/common.h"
 
 #define CLASSES 84 /* (8 << 24: 128 MiB, the largest) */
 #define NONE 0xff
@@ -62,9 +65,21 @@ static unsigned class_of(size_t n) {
 
 static head_t *head_of(void *p) { return (head_t *)p - 1; }
 
+/* A new block of size bytes (n of them asked for), aligned to align (a power of two, at
+ * least 16), with its header. */
+static void *fresh(size_t size, size_t align, size_t n, uint8_t cls, bool aligned) {
+  if (align > UINT32_MAX / 2 || size > SIZE_MAX - sizeof(head_t) - align) return NULL;
+  char *raw = mqr_malloc(sizeof(head_t) + align - 1 + size);
+  if (raw == NULL) return NULL;
+  uintptr_t at = ((uintptr_t)raw + sizeof(head_t) + align - 1) & ~(uintptr_t)(align - 1);
+  void *p = (void *)at;
+  *head_of(p) = (head_t){.len = n, .offset = (uint32_t)(at - (uintptr_t)raw), .cls = cls, .aligned = aligned};
+  return p;
+}
+
 static void release(void *p) {
   head_t *h = head_of(p);
-  free((char *)p - h->offset);
+  mqr_free((char *)p - h->offset);
 }
 
 static void drop_cache(void *arg) {
@@ -75,7 +90,7 @@ static void drop_cache(void *arg) {
         memcpy(&next, p, sizeof next);
         release(p);
       }
-  free(c);
+  mqr_free(c);
 }
 
 static void make_key(void) { (void)pthread_key_create(&key, drop_cache); }
@@ -83,7 +98,7 @@ static void make_key(void) { (void)pthread_key_create(&key, drop_cache); }
 void mqr__rpool_keep(void) {
   if (tc != NULL || KEEP == 0) return;
   pthread_once(&key_once, make_key);
-  if ((tc = calloc(1, sizeof *tc)) != NULL) pthread_setspecific(key, tc);
+  if ((tc = mqr_calloc(1, sizeof *tc)) != NULL) pthread_setspecific(key, tc);
 }
 
 static void *take(size_t n, bool aligned) {
@@ -94,18 +109,10 @@ static void *take(size_t n, bool aligned) {
     memcpy(&c->free[aligned][cls], p, sizeof p);
     c->kept -= class_size(cls);
     if (c->kept < c->low) c->low = c->kept;
-  } else {
-    size_t size = cls != NONE ? class_size(cls) : n;
-    size_t offset = aligned ? PAGE : sizeof(head_t);
-    if (size > SIZE_MAX - offset) return NULL;
-    char *raw =
-        aligned ? aligned_alloc(PAGE, offset + ((size + PAGE - 1) & ~(size_t)(PAGE - 1))) : malloc(offset + size);
-    if (raw == NULL) return NULL;
-    p = raw + offset;
-    *head_of(p) = (head_t){.offset = (uint32_t)offset, .cls = (uint8_t)cls, .aligned = aligned};
+    head_of(p)->len = n;
+    return p;
   }
-  head_of(p)->len = n;
-  return p;
+  return fresh(cls != NONE ? class_size(cls) : n, aligned ? PAGE : 16, n, (uint8_t)cls, aligned);
 }
 
 void *mqr__rpool_malloc(size_t n) { return take(n, false); }
@@ -118,15 +125,7 @@ void *mqr__rpool_calloc(size_t n, size_t size) {
 
 void *mqr__rpool_aligned(size_t align, size_t n) {
   if (align <= 16) return take(n, false);
-  if (align != PAGE) { /* (not kept: a block of its own) */
-    if (align > UINT32_MAX || n > SIZE_MAX - 2 * align) return NULL;
-    char *raw = aligned_alloc(align, align + ((n + align - 1) & ~(align - 1)));
-    if (raw == NULL) return NULL;
-    void *p = raw + align;
-    *head_of(p) = (head_t){.len = n, .offset = (uint32_t)align, .cls = NONE};
-    return p;
-  }
-  return take(n, true);
+  return align == PAGE ? take(n, true) : fresh(n, align, n, NONE, false); /* (other alignments: not kept) */
 }
 
 void mqr__rpool_free(void *p) {

@@ -137,7 +137,8 @@ static inline bool mqr_str_eq(mqr_str_t a, mqr_str_t b) {
 }
 
 /* The allocator hook, in the manner of uv_replace_allocator: every allocation mqr makes
- * goes through these four functions. */
+ * goes through these four functions (libraft's too, in a cluster), from the loop's
+ * thread and from libuv's worker threads: they must be thread-safe. */
 typedef void *(*mqr_malloc_func)(size_t size);
 typedef void *(*mqr_realloc_func)(void *ptr, size_t size);
 typedef void *(*mqr_calloc_func)(size_t count, size_t size);

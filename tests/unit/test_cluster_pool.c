@@ -1,7 +1,8 @@
 /* cluster/pool.c: blocks keep what was written into them through realloc, aligned blocks
  * are aligned, a thread that keeps blocks gives the same block back for its class, the
- * bound on what it keeps holds, trimming gives back what went unused, and libraft's heap
- * is the pool (a block from raft_malloc is the pool's). */
+ * bound on what it keeps holds, trimming gives back what went unused, libraft's heap is
+ * the pool (a block from raft_malloc is the pool's), and its blocks come through
+ * mqr_set_allocator's hook. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,14 @@
 #include <cmocka.h>
 #include <raft.h>
 
+#include "mqr/common.h"
 #include "pool.h"
+
+/* The allocator hook: the C library's, counted. */
+static size_t hooked;
+static void *count_malloc(size_t n) { return hooked++, malloc(n); }
+static void *count_realloc(void *p, size_t n) { return hooked++, realloc(p, n); }
+static void *count_calloc(size_t n, size_t size) { return hooked++, calloc(n, size); }
 
 static void sizes_and_contents(void **state) {
   (void)state;
@@ -107,12 +115,23 @@ static void raft_heap_is_the_pool(void **state) {
   raft_aligned_free(4096, a);
 }
 
+static void through_the_hook(void **state) {
+  (void)state;
+  size_t before = hooked;
+  void *p = mqr__rpool_malloc(3 << 20), *a = raft_aligned_alloc(4096, 3 << 20), *b = mqr__rpool_aligned(512, 1000);
+  assert_true(hooked >= before + 3);
+  assert_int_equal((uintptr_t)a % 4096, 0);
+  assert_int_equal((uintptr_t)b % 512, 0);
+  mqr__rpool_free(p);
+  raft_aligned_free(4096, a);
+  mqr__rpool_free(b);
+}
+
 int main(void) {
+  if (mqr_set_allocator(count_malloc, count_realloc, count_calloc, free) != 0) return 1; /* (before anything) */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sizes_and_contents),
-      cmocka_unit_test(aligned),
-      cmocka_unit_test(kept_and_reused),
-      cmocka_unit_test(raft_heap_is_the_pool),
+      cmocka_unit_test(sizes_and_contents),    cmocka_unit_test(aligned),          cmocka_unit_test(kept_and_reused),
+      cmocka_unit_test(raft_heap_is_the_pool), cmocka_unit_test(through_the_hook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
