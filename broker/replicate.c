@@ -611,6 +611,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .election_timeout = cc->election_timeout_ms,
                               .heartbeat_timeout = cc->heartbeat_timeout_ms,
                               .snapshot_threshold = cc->snapshot_threshold,
+                              .segment_size = cc->segment_size,
                               .join = cc->join,
                               .tls = cc->raft_tls ? &tls : NULL,
                               .leadership = leadership,

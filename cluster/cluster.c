@@ -153,6 +153,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
     return mqr_error_set(err, MQR_EIO, "cluster: group %u (%s): %s", ng->index, dir, ng->io.errmsg);
   ng->io_open = true;
   raft_uv_set_connect_retry_delay(&ng->io, 100); /* (a peer back from a restart is heard soon) */
+  if (opt->segment_size) raft_uv_set_segment_size(&ng->io, opt->segment_size);
   mqr__rgroup_options_t go = {.id = opt->node_id,
                               .address = ng->address,
                               .fsm = {ng, sm_apply, sm_snapshot, sm_reset, sm_leadership, sm_disk_failed, sm_answered},

@@ -40,6 +40,7 @@ typedef struct {
   unsigned election_timeout; /* ms; 0: 1000 */
   unsigned heartbeat_timeout;
   unsigned snapshot_threshold;
+  size_t segment_size; /* of the Raft log's segment files, bytes (0: libraft's, 8 MiB) */
   bool join; /* a node added to a running cluster: its groups start empty, not bootstrapped */
   /* The Raft links over TLS (link.h), as these say; NULL: libraft's plain TCP transport. */
   const mqr__links_options_t *tls;

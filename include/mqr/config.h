@@ -155,6 +155,7 @@ typedef struct {
   uint32_t election_timeout_ms;  /* 500 (libraft waits a random time between it and twice it) */
   uint32_t heartbeat_timeout_ms; /* 100 */
   uint32_t snapshot_threshold;   /* log entries between snapshots: 1024 */
+  size_t segment_size;           /* each Raft log segment file, bytes: 32 MiB (1 MiB to 1 GiB) */
   bool join;                     /* added to a running cluster (mqr cluster add-node): not bootstrapped */
   /* How this node's connections to its peers' urls (forwarded sends) say who they are:
    * the cluster user and its password (NULL: anonymous), and for a tls:// url the CAs

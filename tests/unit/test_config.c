@@ -175,6 +175,7 @@ static const char every_key[] =
     "  election-timeout: 2s\n"
     "  heartbeat-timeout: 200ms\n"
     "  snapshot-threshold: 4096\n"
+    "  segment-size: 64MiB\n"
     "  join: true\n"
     "  user: node-2\n"
     "  password: s3cret\n"
@@ -205,7 +206,9 @@ static void test_bad_cluster_sections(void **state) {
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: {cert: c.pem}}", "both cert and key"},
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: {ciphers: x}}", "ca, cert, key"},
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: [ca.pem]}", "cluster tls"},
-      {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "snapshot-threshold, join, user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "snapshot-threshold, segment-size, join, user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, segment-size: 64KiB}", "segment-size"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, segment-size: 2GiB}", "segment-size"},
       {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: true}", "raft-tls needs tls"},
       {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: true, tls: {ca: ca.pem}}", "raft-tls needs tls"},
       {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: yes-please}", "raft-tls"},
@@ -347,6 +350,7 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->election_timeout_ms, 2000);
   assert_int_equal(cc->heartbeat_timeout_ms, 200);
   assert_int_equal(cc->snapshot_threshold, 4096);
+  assert_int_equal(cc->segment_size, (size_t)64 << 20);
   assert_true(cc->join);
   assert_true(cc->raft_tls);
   assert_string_equal(cc->user, "node-2");
