@@ -503,7 +503,7 @@ static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   uint32_t listed = user_list_count(list);
   if (listed == 0) list = mqr_str_n(NULL, 0);
   props += listed;
-  if (props > reg->u_cap || (size_t)props * 24 > reg->text_cap) {
+  if (reg->ukeys == NULL || props > reg->u_cap || (size_t)props * 24 > reg->text_cap) { /* (made at the first) */
     uint32_t cap = props < 16 ? 16 : props;
     mqr_str_t *uk = mqr_realloc(reg->ukeys, cap * sizeof *uk);
     if (uk) reg->ukeys = uk;
