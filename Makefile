@@ -76,13 +76,15 @@ crash-test: deps-test $(BUILD_ASAN)/CMakeCache.txt
 
 # The cluster under faults (tests/cluster/test_nemesis.py) for longer than make test runs
 # it: NEMESIS_SECONDS of partitions, delays, kills, pauses and failing disks against three
-# mqrd nodes.
+# mqrd nodes, then as long with clients going to any node (forwarded sends, fed consumers).
 NEMESIS_SECONDS ?= 300
 cluster-test: deps-test build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_TESTS=ON >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target mqrd mqr mqr_diskfault
 	NEMESIS_SECONDS=$(NEMESIS_SECONDS) /usr/bin/python3 tests/cluster/test_nemesis.py $(BUILD)/daemon/mqrd $(BUILD)/cli/mqr \
 	  $(BUILD)/tests/libmqr_diskfault.so
+	NEMESIS_SECONDS=$(NEMESIS_SECONDS) NEMESIS_FEED=1 /usr/bin/python3 tests/cluster/test_nemesis.py $(BUILD)/daemon/mqrd \
+	  $(BUILD)/cli/mqr $(BUILD)/tests/libmqr_diskfault.so
 
 bench: deps-bench build
 	cmake -S . -B $(BUILD) -DMQR_BUILD_BENCH=ON >/dev/null

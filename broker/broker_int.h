@@ -156,6 +156,7 @@ typedef struct mqr__bq_s {
    * enqueued, taken away with acked, killed and expired. (Here, not beside them: placed
    * there it moved the fields after it and cost a checked send 14 ns, dosend.checked.) */
   uint64_t bytes;
+  struct mqr__feed_s *feed; /* feed.c: a replicated queue whose group another node leads, fed from it; NULL: none */
 } mqr__bq_t;
 
 /* Whether a queue's durable messages go to the journal: a durable queue not made for one
@@ -216,6 +217,9 @@ typedef struct {
    * now, MQR_ENOTLEADER (err names the leader) when one is a replicated queue whose group
    * another node leads. */
   int (*serves)(mqr_broker_t *b, mqr_queue_t *const *targets, uint32_t n, mqr_error_t *err);
+  /* The same for a send to a replicated address that no queue here takes: the leader's
+   * queues (its subscriptions fed to other nodes included) may. */
+  int (*serves_address)(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err);
   /* A send serves refused (refusal: its text, naming the leader, already in err) sent on
    * to that leader when it can be: MQR__PENDING, answered with the leader's receipt;
    * else refusal (m, with one reference, released either way). */

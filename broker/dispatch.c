@@ -398,6 +398,7 @@ void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__ent
     mqr__pool_put(&b->entries, e);
     return;
   }
+  if (e->jbq && e->jbq->feed && mqr__feed_given_back(b, e)) return; /* (to the leader that fed it) */
   bq->in_flight--;
   if (mqr__redeliver_take(b, bq, e)) {
     e->next = *taken;
@@ -422,6 +423,14 @@ uint32_t mqr__consumer_nack(mqr_broker_consumer_t *c, int64_t delivery, bool cum
   return n;
 }
 
+uint32_t mqr__consumer_release(mqr_broker_consumer_t *c, int64_t delivery) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
+  if (e == NULL) return 0;
+  if (e->delivery_count > 0) e->delivery_count--; /* (a new leader may count it: higher, never lower) */
+  c->credit = 0;                                  /* (it stops taking: not delivered straight back to it) */
+  return mqr__consumer_nack(c, delivery, false);
+}
+
 int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *c, int64_t message_id) {
   for (const mqr__entry_t *e = c->unacked_head; e; e = e->next)
     if (e->msg->id == message_id) return e->delivery;
@@ -431,6 +440,7 @@ int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *c, int64_t messag
 void mqr_broker_credit(mqr_broker_consumer_t *c, uint32_t n) {
   uint32_t max = c->b->opt.max_credit;
   c->credit = n > max - c->credit ? max : c->credit + n;
+  if (c->bq->feed) mqr__feed_demand(c->bq); /* (fed from another node: it is asked for as much) */
   mqr__dispatch(c->bq);
 }
 

@@ -69,7 +69,10 @@ static int entry_record(mqr_broker_t *b, mqr__bq_t *bq, mqr_journal_record_type_
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
   mqr__durable_t *d = b->dur;
   mqr__msg_t *m = e->msg;
-  entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL, NULL);
+  if (e->jbq->feed) /* fed from its group's leader (feed.c): removed there */
+    mqr__feed_removed(b, e);
+  else
+    entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL, NULL);
   for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
     if (*pp == e) {
       *pp = e->jnext;
@@ -84,6 +87,7 @@ void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
 }
 
 void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e) {
+  if (e->jbq->feed) return; /* (the leader keeps its count) */
   uint32_t count = (uint32_t)e->delivery_count;
   int g = entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, NULL);
   if (g >= 0) e->useq = mqr__replicate_seq(b, g); /* (not delivered again before it commits) */
@@ -93,6 +97,7 @@ void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e) {
  * before which the message is not delivered again (a redelivery delay, as Artemis keeps
  * a redelivered message's scheduled time). */
 void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due) {
+  if (e->jbq->feed) return;
   uint32_t count = (uint32_t)e->delivery_count | MQR__UPDATE_DUE;
   entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, &due);
 }
@@ -324,6 +329,7 @@ void mqr__durable_forget_producer(mqr_broker_t *b, mqr__producer_t *prod) {
 void mqr__durable_forget_queue(mqr_broker_t *b, mqr__bq_t *bq) {
   mqr__durable_t *d = b->dur;
   if (d == NULL) return;
+  if (bq->feed) mqr__feed_forget_queue(b, bq);
   for (uint64_t i = d->tgt_head; i < d->tgt_tail; i++)
     if (d->tgt[i & (d->tgt_cap - 1)] == bq) d->tgt[i & (d->tgt_cap - 1)] = NULL;
 }
@@ -387,6 +393,16 @@ void mqr__durable_pend_ack(mqr__durable_t *d, const mqr__send_t *s, const void *
  * owner and not yet done is this one. */
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr__durable_settle_why(d, owner, status, NULL);
+}
+
+void mqr__durable_settle_forwarded(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why,
+                                   const mqr_frame_receipt_t *receipt) {
+  mqr__pend_t *p = oldest_waiting(d, owner);
+  if (p && p->forwarded && status == 0 && receipt) { /* where the leader put it */
+    p->r.status = receipt->status;
+    p->r.queues = receipt->queues > 0 ? (uint32_t)receipt->queues : 0;
+  }
+  mqr__durable_settle_why(d, owner, status, why);
 }
 
 void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why) {
@@ -573,6 +589,7 @@ static const mqr__persist_ops_t journal_ops = {.send = mqr__durable_send,
                                                .page = mqr__pager_send,
                                                .queue_made = mqr__durable_queue_made,
                                                .serves = serves,
+                                               .serves_address = mqr__replicate_serves_address,
                                                .forward = mqr__replicate_forward,
                                                .acked = mqr__replicate_acked,
                                                .leader_url = mqr__replicate_leader_url,

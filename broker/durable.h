@@ -25,6 +25,7 @@
 #define MQR_BROKER_DURABLE_H
 
 #include "broker_int.h"
+#include "mqr/client.h"
 #include "mqr/journal_writer.h"
 
 typedef struct mqr__durable_s mqr__durable_t;
@@ -114,10 +115,11 @@ struct mqr__durable_s {
   struct mqr__cluster_s *cluster; /* replicated queues' groups (replicate.c); NULL: no cluster */
   struct mqr__fwd_s *fwd;         /* a client per peer with a url, sends forwarded to it (replicate.c) */
   uint32_t n_fwd;
-  uint32_t refused_group;   /* the group of the last refusal for want of its leadership (forwarding's) */
-  bool cluster_silent;      /* entries leave the group's queues without records */
-  bool awaiting;            /* some queue's head waits for its group's commit (replicate.c) */
-  uint64_t cluster_dropped; /* entry records a group did not take (no longer its leader) */
+  uint32_t refused_group;    /* the group of the last refusal for want of its leadership (forwarding's) */
+  bool cluster_silent;       /* entries leave the group's queues without records */
+  bool awaiting;             /* some queue's head waits for its group's commit (replicate.c) */
+  uint64_t cluster_dropped;  /* entry records a group did not take (no longer its leader) */
+  struct mqr__feed_s *feeds; /* queues here fed from their group's leader (feed.c) */
 };
 
 /* durable.c */
@@ -151,6 +153,9 @@ uint64_t mqr__durable_waiting(const mqr__durable_t *d);
 void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status);
 /* The same, with why the status (a forwarded send's refusal, as its leader said it). */
 void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why);
+/* The same for a forwarded send (below): its receipt (may be NULL) as the leader gave it. */
+void mqr__durable_settle_forwarded(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why,
+                                   const mqr_frame_receipt_t *receipt);
 /* A send forwarded to owner (its group's leader): its answer waits there, in order. */
 void mqr__durable_pend_forwarded(mqr__durable_t *d, const struct mqr__send_s *s, const void *owner,
                                  const mqr_broker_receipt_t *r);
@@ -165,12 +170,19 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config h
 void mqr__replicate_close(mqr_broker_t *b);
 /* The replication group of bq's records, or -1: the journal's. */
 int mqr__replicate_group(const mqr_broker_t *b, mqr__bq_t *bq);
-/* 0 when this node serves bq's consumers; MQR_ENOTLEADER (err names the leader) for a
- * replicated queue whose group another node leads. */
+/* 0 when this node may put a message on bq; MQR_ENOTLEADER (err names the leader) for a
+ * queue of a replicated address (durable or not) whose group another node leads: what is
+ * sent to it goes through the leader, which feeds consumers elsewhere (feed.c). */
 int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
+/* The same for a send to address a that no queue here takes. */
+int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err);
 /* The same for a consumer of bq, durable or not: a replicated address's queues are
  * served by its group's leader only (sends to it go there). */
 int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
+/* Whether a consumer of bq (a session of who) that mqr__replicate_serves_consumer
+ * refused is served here anyway, fed from the leader (feed.c): when a peer's url is
+ * known, and who is not the cluster user (another node's feed, which goes to leaders). */
+bool mqr__replicate_feedable(mqr_broker_t *b, mqr__bq_t *bq, const mqr__principal_t *who);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
 /* A send (m: one reference, which this takes) refused for want of a group's leadership
@@ -208,6 +220,34 @@ void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e);
 void mqr__durable_append(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, const void *p, size_t n);
 void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type, int64_t id, uint32_t *count,
                                mqr_str_t name);
+
+/* The peers' urls (the config's): the one of node id (NULL: none); a client connected (as
+ * this node: the cluster user, its TLS) to url, errors to on_error. 0, or an error (err). */
+const char *mqr__replicate_peer_url(mqr_broker_t *b, uint64_t id);
+int mqr__replicate_peer_client(mqr_broker_t *b, const char *url, const char *client_id, mqr_client_error_fn on_error,
+                               void *arg, mqr_client_t **out, mqr_error_t *err);
+
+/* feed.c: a replicated queue's consumers on a node that does not lead its group, fed
+ * from the leader. The feed bq's consumers now want: made when it has consumers and
+ * another node leads its group, gone when it has none (what it brought goes too). */
+void mqr__feed_consumers(mqr_broker_t *b, mqr__bq_t *bq);
+/* bq's consumers here were given credit: the leader's feed is given what they now want. */
+void mqr__feed_demand(mqr__bq_t *bq);
+/* A fed entry (e->jbq has a feed) leaves its queue here for good: removed on the leader. */
+void mqr__feed_removed(mqr_broker_t *b, const mqr__entry_t *e);
+/* A fed entry its consumer here gave back (closed, nacked): given back to the leader, and
+ * gone from here (true); false: not fed, the caller puts it back as any. */
+bool mqr__feed_given_back(mqr_broker_t *b, mqr__entry_t *e);
+/* The answer to an acknowledgement of n of bq's fed deliveries: MQR__PENDING (given once
+ * the leader answered the last one forwarded), 0, or MQR_EINDOUBT (err: not forwarded). */
+int mqr__feed_answer(mqr_broker_t *b, mqr__bq_t *bq, const struct mqr__send_s *s, uint32_t n, mqr_error_t *err);
+/* Feeds checked against their groups' leaders (made again from a new one); group g came
+ * to be led by this node (its feeds go: the caller empties its queues) or no longer (its
+ * queues with consumers are fed); bq goes (its feed too); the broker closes. */
+void mqr__feed_check_all(mqr_broker_t *b);
+void mqr__feed_group(mqr_broker_t *b, uint32_t g, bool leader);
+void mqr__feed_forget_queue(mqr_broker_t *b, mqr__bq_t *bq);
+void mqr__feed_close_all(mqr_broker_t *b);
 
 /* compact.c */
 bool mqr__jfiles_reserve(mqr__durable_t *d, uint64_t file);

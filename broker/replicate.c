@@ -47,6 +47,7 @@ void mqr__replicate_record(mqr_broker_t *b, int g, mqr_journal_record_type_t typ
 static void committed(void *arg, int status);
 
 int mqr__replicate_acked(mqr_broker_t *b, mqr__bq_t *bq, const mqr__send_t *s, uint32_t n, mqr_error_t *err) {
+  if (bq->feed) return mqr__feed_answer(b, bq, s, n, err); /* (forwarded to the leader) */
   int g = mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1;
   if (g < 0) return 0;
   mqr__durable_t *d = b->dur;
@@ -173,7 +174,8 @@ static void fwd_answer(mqr_client_t *c, int status, const mqr_frame_t *f, void *
   mqr_error_t why;
   if (st && f && f->type == MQR_FRAME_ERROR)
     mqr_error_set(&why, st, "%.*s", (int)f->u.error.text.len, f->u.error.text.ptr);
-  mqr__durable_settle_why(fw->b->dur, fw, st, st && f && f->type == MQR_FRAME_ERROR ? &why : NULL);
+  mqr__durable_settle_forwarded(fw->b->dur, fw, st, st && f && f->type == MQR_FRAME_ERROR ? &why : NULL,
+                                st == 0 ? &f->u.receipt : NULL);
 }
 
 static void fwd_closed(void *arg) { mqr__broker_handle_closed(arg); }
@@ -185,24 +187,46 @@ static void fwd_drop(struct mqr__fwd_s *f) {
   f->c = NULL;
 }
 
-static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
-  if (f->c && f->broken) fwd_drop(f);
-  if (f->c) return f->c;
-  const mqr_cluster_config_t *cc = mqr_config_cluster(f->b->config); /* (who this node is to its peers) */
-  mqr_client_options_t o = {.client_id = "mqr-cluster-forward",
-                            .on_error = fwd_error,
-                            .arg = f,
+static void peer_client_closed(void *arg) { mqr__broker_handle_closed(arg); }
+
+int mqr__replicate_peer_client(mqr_broker_t *b, const char *url, const char *client_id, mqr_client_error_fn on_error,
+                               void *arg, mqr_client_t **out, mqr_error_t *err) {
+  const mqr_cluster_config_t *cc = mqr_config_cluster(b->config); /* (who this node is to its peers) */
+  mqr_client_options_t o = {.client_id = client_id,
+                            .on_error = on_error,
+                            .arg = arg,
                             .tls_ca = cc->tls_ca,
                             .tls_cert = cc->tls_cert,
                             .tls_key = cc->tls_key,
                             .user = cc->user,
                             .password = cc->password};
+  mqr_client_t *c = NULL;
+  if (mqr_client_create(b->loop, &o, &c) != 0) return mqr_error_set(err, MQR_ENOMEM, "out of memory for a client");
+  int rc = mqr_client_connect(c, url, NULL, NULL, err);
+  if (rc) {
+    mqr__broker_handle_opened(b);
+    mqr_client_close(c, peer_client_closed, b);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+const char *mqr__replicate_peer_url(mqr_broker_t *b, uint64_t id) {
+  mqr__durable_t *d = b->dur;
+  for (uint32_t i = 0; id && i < d->n_fwd; i++)
+    if (d->fwd[i].id == id) return d->fwd[i].url;
+  return NULL;
+}
+
+static mqr_client_t *fwd_client(struct mqr__fwd_s *f) {
+  if (f->c && f->broken) fwd_drop(f);
+  if (f->c) return f->c;
   mqr_error_t err;
-  if (mqr_client_create(f->b->loop, &o, &f->c) != 0) return NULL;
-  if (mqr_client_connect(f->c, f->url, NULL, NULL, &err) != 0) {
+  if (mqr__replicate_peer_client(f->b, f->url, "mqr-cluster-forward", fwd_error, f, &f->c, &err) != 0) {
     mqr__log(f->b, MQR_LOG_WARN, "cluster: cannot connect to node %llu (%s): %s", (unsigned long long)f->id, f->url,
              err.message);
-    fwd_drop(f);
+    f->c = NULL;
     return NULL;
   }
   f->broken = false;
@@ -278,11 +302,28 @@ static int serves_group(mqr_broker_t *b, mqr__bq_t *bq, int g, mqr_error_t *err)
 }
 
 int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
-  return serves_group(b, bq, mqr__queue_journaled(bq->q) ? mqr__replicate_group(b, bq) : -1, err);
+  return serves_group(b, bq, mqr__replicate_group(b, bq), err);
+}
+
+int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err) {
+  mqr__durable_t *d = b->dur;
+  if (d == NULL || d->cluster == NULL || a == NULL || !mqr_address_settings(a)->replicated) return 0;
+  uint32_t g = mqr__cluster_group_of(d->cluster, mqr_address_name(a));
+  mqr__rgroup_t *gr = mqr__cluster_group(d->cluster, g);
+  return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, (int)g, mqr_address_name(a), err);
 }
 
 int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
   return serves_group(b, bq, mqr__replicate_group(b, bq), err);
+}
+
+bool mqr__replicate_feedable(mqr_broker_t *b, mqr__bq_t *bq, const mqr__principal_t *who) {
+  (void)bq;
+  const mqr_cluster_config_t *cc = mqr_config_cluster(b->config);
+  if (b->dur->n_fwd == 0 || cc->redirect_consumers) return false; /* (no peer's url: nothing to feed it from) */
+  /* Another node's feed comes to the leader only: were it fed here, two nodes that each
+   * thought the other led would feed each other. */
+  return cc->user == NULL || who == NULL || !mqr_str_eq(mqr__principal_name(who), mqr_str(cc->user));
 }
 
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
@@ -431,9 +472,11 @@ static void leadership(void *arg, uint32_t g, bool leader) {
   mqr_broker_t *b = arg;
   mqr__durable_t *d = b->dur;
   if (d->closing) return;
+  if (leader) mqr__feed_group(b, g, true); /* (this node serves its queues now) */
   empty_group(b, g);
   if (!leader) {
     mqr__log(b, MQR_LOG_WARN, "cluster: this node no longer leads group %u; its queues here are emptied", g);
+    mqr__feed_group(b, g, false); /* (those with consumers here are fed from the next leader) */
     return;
   }
   mqr__rstate_t *st = mqr__cluster_state(d->cluster, g);
@@ -581,6 +624,11 @@ int mqr_broker_cluster_change(mqr_broker_t *b, uint64_t id, const char *address,
 
 /* ---- opening and closing ------------------------------------------------------------------------- */
 
+static void tick(void *arg) {
+  mqr_broker_t *b = arg;
+  if (!b->dur->closing) mqr__feed_check_all(b);
+}
+
 static void link_warn(void *arg, const char *why) { mqr__log(arg, MQR_LOG_WARN, "%s", why); }
 
 int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
@@ -617,6 +665,7 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err) {
                               .leadership = leadership,
                               .disk_failed = disk_failed,
                               .answered = answered,
+                              .tick = tick,
                               .arg = b};
   int rc = mqr__cluster_open(b->loop, &o, &d->cluster, err);
   if (rc) return rc;
@@ -648,6 +697,7 @@ void mqr__replicate_close(mqr_broker_t *b) {
              (unsigned long long)d->cluster_dropped);
   for (uint32_t i = 0; i < d->n_fwd; i++)
     if (d->fwd[i].c) fwd_drop(&d->fwd[i]);
+  mqr__feed_close_all(b);
   mqr__broker_handle_opened(b);
   mqr__cluster_close(d->cluster, cluster_closed, b); /* (its sends in flight are answered MQR_ECLOSED) */
 }

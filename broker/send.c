@@ -91,7 +91,10 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
     mqr__divert_forward(b, s, &res, eff, id);
     if (b->queue_drops != drops || mqr_address_removed(res.address)) drop_removed(&res);
   }
-  if (res.count == 0) return 0;
+  /* No queue here takes it: on a node that does not lead a replicated address's group,
+   * the leader's may (subscriptions other nodes' consumers are fed from). */
+  int unbound = 0;
+  if (res.count == 0 && (!b->clustered || (unbound = b->persist->serves_address(b, res.address, err)) == 0)) return 0;
 
   mqr__acct_t *acct = mqr__acct_of(b, res.address);
   if (acct == NULL) return mqr_error_set(err, MQR_ENOMEM, "out of memory routing a send");
@@ -200,7 +203,7 @@ static int send_routed(mqr_broker_t *b, struct mqr__routebuf_s *rb, const mqr__s
   }
 
   if (b->clustered) { /* (a non-durable message to a replicated queue: only where it is served) */
-    int refused = b->persist->serves(b, res.queues, res.count, err);
+    int refused = unbound ? unbound : b->persist->serves(b, res.queues, res.count, err);
     if (refused) {
       if (r) {
         r->queues = res.count;

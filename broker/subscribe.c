@@ -167,8 +167,9 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' is being deleted", (int)mqr_queue_name(q).len,
                          mqr_queue_name(q).ptr);
   }
-  if (bq && b->clustered && (rc = mqr__replicate_serves_consumer(b, bq, err)) != 0) {
-    mqr_filter_free(sel); /* a replicated queue is served by its group's leader */
+  if (bq && b->clustered && (rc = mqr__replicate_serves_consumer(b, bq, err)) != 0 &&
+      !mqr__replicate_feedable(b, bq, s ? s->who : NULL)) {
+    mqr_filter_free(sel); /* a replicated queue is served by its group's leader (here through a feed) */
     if (temporary) mqr__queue_drop(b, bq);
     return rc;
   }
@@ -212,6 +213,7 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   c->priority = priority;
   place(bq, c);
   bq->had_consumer = true;
+  if (b->clustered) mqr__feed_consumers(b, bq);         /* (another node leads its group: fed from there) */
   if (bq->group_rebalance) mqr__group_forget(bq, NULL); /* every group is assigned again */
   if (bq->consumers_before_dispatch > 0) mqr__gate_consumer_came(b, bq);
   *out = c;
@@ -319,6 +321,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   bq->priorities = bq->n_consumers && bq->consumers[0]->priority != bq->consumers[bq->n_consumers - 1]->priority;
   for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0;
   mqr_queue_remove_consumer(bq->q);
+  if (bq->feed && bq->n_consumers == 0) mqr__feed_consumers(b, bq); /* (what it brought goes with it) */
   mqr__group_forget(bq, c); /* its groups go to whoever takes their next message */
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);

@@ -419,6 +419,7 @@ static void parse(mqr_client_t *c) {
       c->arena = na;
       c->arena_cap = ncap;
     }
+    if (rc == 0 && f.type == MQR_FRAME_MESSAGE) rc = mqr_frame_message_stored(b, body, &f.u.message.stored);
     if (rc) {
       lost(c, MQR_EPROTOCOL);
       return;
@@ -821,6 +822,11 @@ int mqr_client_ack_receipt(mqr_client_sub_t *s, int64_t delivery, bool cumulativ
   int rc = queue_frame(c, &f, err);
   if (rc == 0 && (rc = add_pending(c, P_RECEIPT, receipt, cb, arg, err)) != 0) c->out.len = mark;
   return rc;
+}
+
+int mqr_client_nack(mqr_client_sub_t *s, int64_t delivery, bool counted) {
+  mqr_frame_t f = {MQR_FRAME_NACK, {.nack = {s->id, delivery, counted}}};
+  return queue_frame(s->c, &f, NULL);
 }
 
 int mqr_client_credit(mqr_client_sub_t *s, uint32_t n) {

@@ -28,6 +28,7 @@ typedef struct {
 } node_group_t;
 
 #define TRIM_MS 5000
+#define TICK_MS 250 /* the owner's tick (opt.tick) */
 
 struct mqr__cluster_s {
   uv_loop_t *loop;
@@ -38,6 +39,7 @@ struct mqr__cluster_s {
   uint32_t open_groups; /* not yet closed */
   bool tick_open;
   uint64_t trimmed;    /* when the pool was last trimmed (the loop's ms) */
+  uint64_t ticked;     /* when opt.tick was last called */
   mqr__links_t *links; /* the Raft links over TLS, or NULL */
   void (*closed_cb)(void *arg);
   void *closed_arg;
@@ -83,6 +85,10 @@ static void tick_cb(uv_prepare_t *h) {
   for (uint32_t i = 0; i < c->n_groups; i++)
     if (c->groups[i].g && !c->groups[i].closing) mqr__rgroup_flush(c->groups[i].g);
   uint64_t now = uv_now(c->loop);
+  if (c->opt.tick && now - c->ticked >= TICK_MS) {
+    c->ticked = now;
+    c->opt.tick(c->opt.arg);
+  }
   if (now - c->trimmed >= TRIM_MS) { /* (what a burst left in the pool goes back within 2 of these) */
     mqr__rpool_trim();
     c->trimmed = now;

@@ -41,7 +41,7 @@ typedef struct {
   unsigned heartbeat_timeout;
   unsigned snapshot_threshold;
   size_t segment_size; /* of the Raft log's segment files, bytes (0: libraft's, 8 MiB) */
-  bool join; /* a node added to a running cluster: its groups start empty, not bootstrapped */
+  bool join;           /* a node added to a running cluster: its groups start empty, not bootstrapped */
   /* The Raft links over TLS (link.h), as these say; NULL: libraft's plain TCP transport. */
   const mqr__links_options_t *tls;
   /* This node leads group g now (true) or no longer (false). May be NULL. */
@@ -51,6 +51,8 @@ typedef struct {
   void (*disk_failed)(void *arg, uint32_t g, const char *why, bool leading);
   /* A proposal of group g was answered (mqr__rgroup_seq_done). */
   void (*answered)(void *arg, uint32_t g);
+  /* About every 250 ms: the owner looks at the groups' leaders. May be NULL. */
+  void (*tick)(void *arg);
   void *arg;
 } mqr__cluster_options_t;
 

@@ -135,8 +135,9 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
   cc->column = (uint32_t)map->start_mark.column + 1;
   if (!mqr__cfg_want(c, map, YAML_MAPPING_NODE, "cluster")) return;
   cc->enabled = true;
-  static const char known[] = "node-id, bind, peers, groups, directory, election-timeout, heartbeat-timeout, "
-                              "snapshot-threshold, segment-size, join, user, password, tls, raft-tls";
+  static const char known[] =
+      "node-id, bind, peers, groups, directory, election-timeout, heartbeat-timeout, "
+      "snapshot-threshold, segment-size, follower-consumers, join, user, password, tls, raft-tls";
   FOREACH_PAIR(c, map, p) {
     if (!mqr__cfg_key(c, map, p_it, &p, "cluster")) continue;
     int64_t v;
@@ -168,6 +169,12 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
       if (mqr__cfg_get_int(c, &p, false, 16, 100000000, &v)) cc->snapshot_threshold = (uint32_t)v;
     } else if (mqr_str_eq(p.name, MQR_STR("segment-size"))) {
       if (mqr__cfg_get_int(c, &p, true, (int64_t)1 << 20, (int64_t)1 << 30, &v)) cc->segment_size = (size_t)v;
+    } else if (mqr_str_eq(p.name, MQR_STR("follower-consumers"))) {
+      if (!mqr__cfg_get_string(c, &p, &s)) continue;
+      if (mqr_str_eq(s, MQR_STR("feed")) || mqr_str_eq(s, MQR_STR("redirect")))
+        cc->redirect_consumers = s.ptr[0] == 'r';
+      else
+        ERR(c, p.value, "cluster follower-consumers must be feed or redirect, not '%.*s'", (int)s.len, s.ptr);
     } else if (mqr_str_eq(p.name, MQR_STR("user")) || mqr_str_eq(p.name, MQR_STR("password"))) {
       if (!mqr__cfg_get_string(c, &p, &s)) continue;
       if (s.len == 0 || memchr(s.ptr, 0, s.len)) {
@@ -209,9 +216,11 @@ void mqr__cfg_parse_cluster(ctx_t *c, yaml_node_t *map) {
 }
 
 void mqr__cfg_cluster_defaults(mqr_cluster_config_t *cc) {
-  *cc = (mqr_cluster_config_t){
-      .groups = 1, .election_timeout_ms = 500, .heartbeat_timeout_ms = 100, .snapshot_threshold = 1024,
-      .segment_size = (size_t)32 << 20};
+  *cc = (mqr_cluster_config_t){.groups = 1,
+                               .election_timeout_ms = 500,
+                               .heartbeat_timeout_ms = 100,
+                               .snapshot_threshold = 1024,
+                               .segment_size = (size_t)32 << 20};
 }
 
 void mqr__cfg_free_cluster(mqr_config_t *cfg) {

@@ -142,6 +142,10 @@ static const mqr_avro_cfield_t redirect_f[] = {F(mqr_frame_redirect_t, receipt, 
                                                F(mqr_frame_redirect_t, node, mqr_avro_c_int64),
                                                F(mqr_frame_redirect_t, url, mqr_avro_c_str)};
 RECORD(redirect_t, mqr_frame_redirect_t, redirect_f);
+static const mqr_avro_cfield_t nack_f[] = {F(mqr_frame_nack_t, subscription, mqr_avro_c_int64),
+                                           F(mqr_frame_nack_t, delivery, mqr_avro_c_int64),
+                                           F(mqr_frame_nack_t, counted, mqr_avro_c_bool)};
+RECORD(nack_t, mqr_frame_nack_t, nack_f);
 
 /* Each branch's C description is named for its member (connect_t, ...). */
 static const mqr_avro_ctype_t *const branches[MQR_FRAME_COUNT] = {
@@ -399,6 +403,20 @@ int mqr_message_read_stored(const uint8_t *stored, size_t len, mqr_stored_view_t
   out->durable = *r.p++;
   out->tail = r.p;
   out->tail_len = (size_t)(r.end - r.p);
+  return 0;
+}
+
+int mqr_frame_message_stored(const uint8_t *body, size_t len, mqr_str_t *out) {
+  mqr__rd_t r = mqr__rd_init(body, len, NULL);
+  int32_t type = 0, count;
+  int64_t subscription, delivery;
+  int rc = mqr__get_int(&r, &type);
+  if (rc == 0 && type != MQR_FRAME_MESSAGE) return MQR_EBADDATA;
+  if (rc == 0) rc = mqr__get_long(&r, &subscription);
+  if (rc == 0) rc = mqr__get_long(&r, &delivery);
+  if (rc == 0) rc = mqr__get_int(&r, &count);
+  if (rc) return rc;
+  *out = mqr_str_n((const char *)r.p, (size_t)(r.end - r.p));
   return 0;
 }
 

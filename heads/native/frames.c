@@ -267,6 +267,16 @@ void mqr__nat_handle_frame(mqr__conn_t *c, const uint8_t *body, size_t len) {
       ack_answer(c, k, f.u.ack.receipt, n);
     return;
   }
+  case MQR_FRAME_NACK:
+    if ((k = find_sub(c, f.u.nack.subscription)) == NULL)
+      mqr__nat_send_error(c, MQR_ENOSUB, f.u.nack.subscription, false, "no subscription %lld on this connection",
+                          (long long)f.u.nack.subscription);
+    else if ((f.u.nack.counted ? mqr__consumer_nack(k, f.u.nack.delivery, false)
+                               : mqr__consumer_release(k, f.u.nack.delivery)) == 0)
+      mqr__nat_send_error(c, MQR_ENOTFOUND, f.u.nack.subscription, false,
+                          "delivery %lld of subscription %lld is not outstanding", (long long)f.u.nack.delivery,
+                          (long long)f.u.nack.subscription);
+    return;
   case MQR_FRAME_CREDIT:
     if ((k = find_sub(c, f.u.credit.subscription)) == NULL)
       mqr__nat_send_error(c, MQR_ENOSUB, f.u.credit.subscription, false, "no subscription %lld on this connection",

@@ -124,6 +124,11 @@ MQR_EXTERN int mqr_client_ack(mqr_client_sub_t *s, int64_t delivery, bool cumula
  * MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_ack_receipt(mqr_client_sub_t *s, int64_t delivery, bool cumulative, mqr_client_done_fn cb,
                                       void *arg, mqr_error_t *err);
+/* Gives delivery back unacknowledged (a Nack frame): the broker delivers it again as the
+ * queue's settings say; counted: this delivery counts (false: the application never had
+ * it, and the broker takes its count back and stops delivering to s until it grants
+ * credit again: what a consumer that stops does with what it fetched ahead). 0, MQR_ECLOSED, MQR_ENOMEM. */
+MQR_EXTERN int mqr_client_nack(mqr_client_sub_t *s, int64_t delivery, bool counted);
 /* Grants s n more deliveries. 0, MQR_ECLOSED, MQR_ENOMEM. */
 MQR_EXTERN int mqr_client_credit(mqr_client_sub_t *s, uint32_t n);
 /* Ends a subscription; s is freed. */

@@ -156,7 +156,11 @@ typedef struct {
   uint32_t heartbeat_timeout_ms; /* 100 */
   uint32_t snapshot_threshold;   /* log entries between snapshots: 1024 */
   size_t segment_size;           /* each Raft log segment file, bytes: 32 MiB (1 MiB to 1 GiB) */
-  bool join;                     /* added to a running cluster (mqr cluster add-node): not bootstrapped */
+  /* follower-consumers: a consumer of a replicated queue on a node that does not lead its
+   * group is fed from the leader ("feed", false), or refused and told where the leader
+   * is ("redirect", true: a native Redirect, MQTT 5's Server Reference). */
+  bool redirect_consumers;
+  bool join; /* added to a running cluster (mqr cluster add-node): not bootstrapped */
   /* How this node's connections to its peers' urls (forwarded sends) say who they are:
    * the cluster user and its password (NULL: anonymous), and for a tls:// url the CAs
    * the peer's certificate must chain to (NULL: the system's) and a client certificate

@@ -17,7 +17,7 @@ extern "C" {
 
 /* 2: PING and PONG; 3: headers, typed properties, selectors; 4: MANAGE; 5: SASL; 6: ACK's
  * receipt, REDIRECT. */
-#define MQR_PROTOCOL_VERSION 6
+#define MQR_PROTOCOL_VERSION 7
 #define MQR_FRAME_HEADER 4 /* the body's length, big-endian */
 
 /* The frames, defined once: XX(ENUM, NAME, Record, member) for each branch of the
@@ -44,7 +44,8 @@ extern "C" {
   XX(MANAGE, "MANAGE", Manage, manage)                                                                                 \
   XX(MANAGE_RESULT, "MANAGE_RESULT", ManageResult, manage_result)                                                      \
   XX(AUTH, "AUTH", Auth, auth)                                                                                         \
-  XX(REDIRECT, "REDIRECT", Redirect, redirect)
+  XX(REDIRECT, "REDIRECT", Redirect, redirect)                                                                         \
+  XX(NACK, "NACK", Nack, nack)
 
 /* The frame types: the union's branches, in the schema's order. */
 typedef enum {
@@ -139,6 +140,10 @@ typedef struct {
   mqr_str_t user_id;
   mqr_avro_map_t properties; /* of mqr_value_t */
   mqr_str_t body;
+  /* The stored part the frame carried (from message_id to the body), as the broker
+   * stores it: what a cluster node keeps of a message its group's leader delivered to
+   * it. Set by libmqr-client (mqr_frame_message_stored); empty after mqr_frame_decode. */
+  mqr_str_t stored;
 } mqr_frame_message_t;
 
 typedef struct {
@@ -236,6 +241,18 @@ typedef struct {
   int64_t node;
   mqr_str_t url;
 } mqr_frame_redirect_t;
+
+/* Gives delivery of subscription back, unacknowledged, to be delivered again as the
+ * queue's settings say (redelivery delay, max-delivery-attempts). counted: the delivery
+ * counts, as for a consumer that closed with it; false: it never reached the consumer's
+ * application (a message fetched ahead), and its count is taken back (as Artemis does
+ * for a closing consumer's buffered messages), and the subscription's credit goes to 0. What a cluster node does with
+ * deliveries its group's leader fed it (feed.c). */
+typedef struct {
+  int64_t subscription;
+  int64_t delivery;
+  bool counted;
+} mqr_frame_nack_t;
 
 /* A frame: its type, then the record of that type. */
 typedef struct {
@@ -337,6 +354,11 @@ MQR_EXTERN size_t mqr_message_write_stored(uint8_t *out, int64_t message_id, mqr
  * MQR_ENOMEM, MQR_ELIMIT. */
 MQR_EXTERN int mqr_frame_encode_send_stored(const uint8_t *stored, size_t len, mqr_str_t duplicate_id, int64_t receipt,
                                             mqr_avro_buf_t *out, mqr_error_t *err);
+
+/* The stored part of a Message frame's body (as mqr_frame_peek found it, after its
+ * header): past its type, subscription, delivery and delivery count. 0, or
+ * MQR_EBADDATA (not a Message frame) / MQR_ETRUNCATED. */
+MQR_EXTERN int mqr_frame_message_stored(const uint8_t *body, size_t len, mqr_str_t *out);
 
 /* The stored part read back (a journal's copy, say): views into it. */
 typedef struct {

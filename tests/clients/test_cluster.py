@@ -499,10 +499,10 @@ class DeliveryCounts(ThreeNodes):
 
 
 class Redirects(ThreeNodes):
-    """A follower refuses a consumer of a replicated address and says where the leader's
-    clients connect: a native REDIRECT before the ENOTLEADER error (mqr recv follows it),
+    """With follower-consumers: redirect, a follower refuses a consumer of a replicated
+    address and says where the leader's clients connect: a native REDIRECT before the ENOTLEADER error (mqr recv follows it),
     MQTT 5's DISCONNECT 0x9C with a Server Reference."""
-    PREFIX, PROTOCOLS = "mqr-cluster-redirect-", "mqr, mqtt, http"
+    PREFIX, PROTOCOLS, EXTRA = "mqr-cluster-redirect-", "mqr, mqtt, http", "  follower-consumers: redirect\n"
 
     def test_mqr_recv_follows_the_redirect(self):
         l = self.leader()
@@ -534,6 +534,93 @@ class Redirects(ThreeNodes):
             c.loop_stop()
         self.assertEqual(int(got["rc"].value if hasattr(got["rc"], "value") else got["rc"]), 0x9C)
         self.assertEqual(got["ref"], "127.0.0.1:%d" % self.nodes[l].port)
+
+
+class FollowerConsumers(ThreeNodes):
+    """A consumer of a replicated queue on a node that does not lead its group is served
+    there, fed from the leader (follower-consumers: feed, the default): native, STOMP
+    and MQTT consumers get what was sent through any node, their acknowledgements reach
+    the leader (an answered one is never delivered again), and a consumer on a follower
+    goes on after the leader's SIGKILL."""
+    PREFIX, PROTOCOLS = "mqr-cluster-feed-", "mqr, stomp, mqtt, http"
+
+    def drained(self, queue="orders"):
+        """Nothing is left on the leader's queue (every acknowledgement reached it)."""
+        r = mqr("recv", "--url", self.url(self.leader()), "--count", "1", "--timeout", "1", queue, check=False)
+        self.assertEqual(r.stdout.strip(), "", "an acknowledged message was delivered again")
+
+    def test_1_native_consumer_on_a_follower(self):
+        l = self.leader()
+        f, g = (l + 1) % 3, (l + 2) % 3
+        mqr("send", "--url", self.url(l), "--durable", "--body", "a", "--count", "60", "orders")
+        mqr("send", "--url", self.url(g), "--durable", "--body", "b", "--count", "40", "orders")  # forwarded
+        r = mqr("recv", "--url", self.url(f), "--count", "100", "--timeout", "10", "orders")
+        self.assertEqual(r.stdout.splitlines(), ["a"] * 60 + ["b"] * 40)
+        self.drained()
+        self.assertIn("is fed from node %d" % (l + 1), self.nodes[f].log_text())
+
+    def test_2_stomp_ack_receipt_on_a_follower(self):
+        l = self.leader()
+        f = (l + 1) % 3
+        mqr("send", "--url", self.url(l), "--durable", "--body", "s-follower", "orders")
+        s = socket.create_connection(("127.0.0.1", self.nodes[f].port), timeout=10)
+        try:
+            s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+            s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
+            got = b""
+            while b"MESSAGE" not in got or not got.endswith(b"\0"):
+                got += s.recv(65536)
+            self.assertIn(b"s-follower", got)
+            ack = re.search(rb"\nack:([^\n]+)\n", got).group(1)
+            s.sendall(b"ACK\nid:" + ack + b"\nreceipt:r1\n\n\0")
+            answer = b""
+            while b"RECEIPT" not in answer and b"ERROR" not in answer:
+                answer += s.recv(65536)
+            self.assertIn(b"RECEIPT\nreceipt-id:r1", answer)
+            s.sendall(b"DISCONNECT\n\n\0")
+        finally:
+            s.close()
+        self.drained()
+
+    def test_3_mqtt_subscriber_on_a_follower(self):
+        import paho.mqtt.client as paho
+        l = self.leader()
+        f = (l + 1) % 3
+        got, subscribed = [], threading.Event()
+        c = paho.Client(client_id="fed", clean_session=True)
+        c.on_subscribe = lambda *a: subscribed.set()
+        c.on_message = lambda cl, u, m: got.append(m.payload.decode())
+        c.connect("127.0.0.1", self.nodes[f].port)
+        c.loop_start()
+        try:
+            c.subscribe("orders/events", qos=1)
+            self.assertTrue(subscribed.wait(10), "no SUBACK")
+            deadline = time.time() + 10  # (the feed from the leader starts just after the SUBACK)
+            while "is fed from" not in self.nodes[f].log_text() and time.time() < deadline:
+                time.sleep(0.05)
+            for i in range(20):
+                mqr("send", "--url", self.url(i % 3), "--durable", "--body", "e%d" % i, "orders.events")
+            deadline = time.time() + 10
+            while len(got) < 20 and time.time() < deadline:
+                time.sleep(0.05)
+        finally:
+            c.loop_stop()
+            c.disconnect()
+        self.assertEqual(sorted(got, key=lambda b: int(b[1:])), ["e%d" % i for i in range(20)])
+
+    def test_4_a_follower_consumer_goes_on_after_the_leaders_kill(self):
+        l = self.leader()
+        f = (l + 1) % 3
+        mqr("send", "--url", self.url(l), "--durable", "--body", "k", "--count", "30", "orders")
+        r = mqr("recv", "--url", self.url(f), "--count", "10", "--timeout", "10", "orders")
+        self.assertEqual(r.stdout.splitlines(), ["k"] * 10)
+        self.nodes[l].stop(signal.SIGKILL)
+        try:
+            r = mqr("recv", "--url", self.url(f), "--count", "20", "--timeout", "20", "orders")
+            self.assertEqual(r.stdout.splitlines(), ["k"] * 20)
+            self.drained()
+        finally:
+            self.nodes[l].start()
 
 
 class RuntimeQueues(ThreeNodes):

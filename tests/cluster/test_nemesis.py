@@ -20,6 +20,8 @@ through any node. The checker then holds that:
     order it sent them (a message sent again after an in-doubt answer may come twice);
   - a message's delivery counts never go back from one reception to the next;
   - no two nodes led the group in the same term (from their logs);
+  - with NEMESIS_FEED=1 (clients go to any node: sends forwarded to the leader, consumers
+    on followers fed from it), consumers were served on followers;
   - with the nemesis over, the group serves again.
 
 Bounded in `make test` (NEMESIS_SECONDS, default 30); `make cluster-test` runs it longer.
@@ -28,6 +30,7 @@ Usage: test_nemesis.py MQRD MQR LIBDISKFAULT"""
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -47,6 +50,9 @@ from mqrd import Mqrd, free_port, self_signed  # noqa: E402
 MQRD, MQR, DISKFAULT = None, None, None
 SECONDS = float(os.environ.get("NEMESIS_SECONDS", "30"))
 RAFT_TLS = os.environ.get("NEMESIS_RAFT_TLS") == "1"  # the Raft links over TLS (raft-tls)
+# Each node knows its peers' client urls: a send to a follower is forwarded to the leader,
+# and a consumer on a follower is fed from it; clients try the nodes in a random order.
+FEED = os.environ.get("NEMESIS_FEED") == "1"
 
 
 def mqr(*args, timeout=60):
@@ -118,11 +124,13 @@ class Nemesis(unittest.TestCase):
             cert, key = self_signed(self.dir)
             tls = "  user: node\n  password: node-pw\n  tls: {ca: %s, cert: %s, key: %s}\n  raft-tls: true\n" % (
                 cert, cert, key)
+        client = {i: free_port() if FEED else 0 for i in (1, 2, 3)}
         for i in (1, 2, 3):
-            peers = ", ".join("{id: %d, address: 127.0.0.1:%d}" % (k, via[k]) for k in (1, 2, 3) if k != i)
+            peers = ", ".join("{id: %d, address: 127.0.0.1:%d%s}" % (
+                k, via[k], ", url: tcp://127.0.0.1:%d" % client[k] if FEED else "") for k in (1, 2, 3) if k != i)
             config = """security: {allow-anonymous: true}
 listeners:
-  - {name: main, host: 127.0.0.1, port: 0}
+  - {name: main, host: 127.0.0.1, port: %d}
 persistence: {directory: %s/n%d}
 address-settings:
   "orders": {replicated: true}
@@ -133,7 +141,7 @@ cluster:
   bind: 127.0.0.1:%d
   peers: [%s]
   snapshot-threshold: 100000
-""" % (self.dir, i, i, real[i], peers) + tls
+""" % (client[i], self.dir, i, i, real[i], peers) + tls
             self.nodes[i] = Mqrd(MQRD, config, env=self.disk_env(i))
         self.paused = set()
         self.restarts = []  # (node, exit code) of the restarts after a disk fault
@@ -162,7 +170,10 @@ cluster:
                 raise AssertionError("node %d exited %s: %s" % (i, code, logs[i][-3000:]))
 
     def urls(self):
-        return ",".join("tcp://127.0.0.1:%d" % n.port for n in self.nodes.values())
+        ports = [n.port for n in self.nodes.values()]
+        if FEED:  # (any node serves: the first that answers)
+            random.shuffle(ports)
+        return ",".join("tcp://127.0.0.1:%d" % p for p in ports)
 
     def leader(self, timeout=20):
         deadline = time.time() + timeout
@@ -308,6 +319,10 @@ cluster:
         self.assertTrue(terms, "no leadership was logged")
         both = {t: who for t, who in terms.items() if len(who) > 1}
         self.assertEqual(both, {}, "two leaders in one term")
+        if FEED:  # consumers were served on followers, fed from the leader
+            fed = sum(n.log_text().count("here is fed from node") for n in self.nodes.values())
+            print("nemesis: %d feeds of a follower's consumers" % fed, file=sys.stderr)
+            self.assertGreater(fed, 0, "no consumer was served on a follower")
 
 
 if __name__ == "__main__":

@@ -176,6 +176,7 @@ static const char every_key[] =
     "  heartbeat-timeout: 200ms\n"
     "  snapshot-threshold: 4096\n"
     "  segment-size: 64MiB\n"
+    "  follower-consumers: redirect\n"
     "  join: true\n"
     "  user: node-2\n"
     "  password: s3cret\n"
@@ -206,7 +207,8 @@ static void test_bad_cluster_sections(void **state) {
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: {cert: c.pem}}", "both cert and key"},
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: {ciphers: x}}", "ca, cert, key"},
       {"{node-id: 1, bind: 127.0.0.1:7001, tls: [ca.pem]}", "cluster tls"},
-      {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "snapshot-threshold, segment-size, join, user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, gossip: true}", "segment-size, follower-consumers, join, user"},
+      {"{node-id: 1, bind: 127.0.0.1:7001, follower-consumers: forward}", "feed or redirect"},
       {"{node-id: 1, bind: 127.0.0.1:7001, segment-size: 64KiB}", "segment-size"},
       {"{node-id: 1, bind: 127.0.0.1:7001, segment-size: 2GiB}", "segment-size"},
       {"{node-id: 1, bind: 127.0.0.1:7001, raft-tls: true}", "raft-tls needs tls"},
@@ -351,6 +353,7 @@ static void test_every_key_is_read(void **state) {
   assert_int_equal(cc->heartbeat_timeout_ms, 200);
   assert_int_equal(cc->snapshot_threshold, 4096);
   assert_int_equal(cc->segment_size, (size_t)64 << 20);
+  assert_true(cc->redirect_consumers);
   assert_true(cc->join);
   assert_true(cc->raft_tls);
   assert_string_equal(cc->user, "node-2");
