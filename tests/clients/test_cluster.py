@@ -299,6 +299,17 @@ class ThreeNodes(unittest.TestCase):
             time.sleep(0.1)
         raise AssertionError("no leader")
 
+    def stomp_take(self, port, body_wanted):
+        """A STOMP connection holding one delivery of 'orders' unacknowledged: (socket, ack id)."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+        s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
+        got = b""
+        while b"MESSAGE" not in got or not got.endswith(b"\0"):
+            got += s.recv(65536)
+        self.assertIn(body_wanted.encode(), got)
+        return s, re.search(rb"\nack:([^\n]+)\n", got).group(1)
+
 
 class Forwarding(ThreeNodes):
     """With each peer's url in the config, a node that does not lead forwards a send to
@@ -369,14 +380,8 @@ class AcksAnsweredOnceCommitted(ThreeNodes):
     def test_stomp_ack_receipt(self):
         l = self.leader()
         mqr("send", "--url", self.url(l), "--durable", "--body", "s1", "orders")
-        s = socket.create_connection(("127.0.0.1", self.nodes[l].port), timeout=10)
+        s, ack = self.stomp_take(self.nodes[l].port, "s1")
         try:
-            s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
-            s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
-            got = b""
-            while b"MESSAGE" not in got or not got.endswith(b"\0"):
-                got += s.recv(65536)
-            ack = re.search(rb"\nack:([^\n]+)\n", got).group(1)
             self.pause_followers(l, signal.SIGSTOP)
             try:
                 s.sendall(b"ACK\nid:" + ack + b"\nreceipt:r1\n\n\0")
@@ -401,17 +406,6 @@ class AcksAnsweredOnceCommitted(ThreeNodes):
         finally:
             s.close()
         self.settle("s1", answered)
-
-    def stomp_take(self, port, body_wanted):
-        """A STOMP connection holding one delivery of 'orders' unacknowledged: (socket, ack id)."""
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
-        s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
-        got = b""
-        while b"MESSAGE" not in got or not got.endswith(b"\0"):
-            got += s.recv(65536)
-        self.assertIn(body_wanted.encode(), got)
-        return s, re.search(rb"\nack:([^\n]+)\n", got).group(1)
 
     def transfer(self, frm, to):
         mqr("cluster", "transfer-leader", "0", str(to + 1), "--url", self.url(frm))
@@ -563,15 +557,8 @@ class FollowerConsumers(ThreeNodes):
         l = self.leader()
         f = (l + 1) % 3
         mqr("send", "--url", self.url(l), "--durable", "--body", "s-follower", "orders")
-        s = socket.create_connection(("127.0.0.1", self.nodes[f].port), timeout=10)
+        s, ack = self.stomp_take(self.nodes[f].port, "s-follower")
         try:
-            s.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
-            s.sendall(b"SUBSCRIBE\nid:1\ndestination:orders\nack:client-individual\n\n\0")
-            got = b""
-            while b"MESSAGE" not in got or not got.endswith(b"\0"):
-                got += s.recv(65536)
-            self.assertIn(b"s-follower", got)
-            ack = re.search(rb"\nack:([^\n]+)\n", got).group(1)
             s.sendall(b"ACK\nid:" + ack + b"\nreceipt:r1\n\n\0")
             answer = b""
             while b"RECEIPT" not in answer and b"ERROR" not in answer:
