@@ -95,6 +95,8 @@ static inline void bench_ready(mqr_client_t *c, int status, const mqr_frame_t *f
 
 /* For a tls:// URL: the CA (a PEM file) the broker's certificate chains to. */
 static const char *bench_mqr_ca;
+/* Where the consumer connects when not to the producer's url (NULL: the same). */
+static const char *bench_mqr_sub_url;
 
 static inline int bench_mqr_connect(uv_loop_t *loop, const char *url, mqr_client_t **pub, mqr_client_t **sub,
                                     mqr_client_sub_t **subscription, uint32_t credit, mqr_client_message_fn on_message,
@@ -104,7 +106,8 @@ static inline int bench_mqr_connect(uv_loop_t *loop, const char *url, mqr_client
   int ready = 0, want = on_message ? 2 : 1;
   if (mqr_client_create(loop, &opt, pub) || mqr_client_connect(*pub, url, bench_ready, &ready, &err) ||
       (on_message &&
-       (mqr_client_create(loop, &opt, sub) || mqr_client_connect(*sub, url, bench_ready, &ready, &err)))) {
+       (mqr_client_create(loop, &opt, sub) ||
+        mqr_client_connect(*sub, bench_mqr_sub_url ? bench_mqr_sub_url : url, bench_ready, &ready, &err)))) {
     snprintf(why, cap, "connect: %s", err.message);
     return -1;
   }

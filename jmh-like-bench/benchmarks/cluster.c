@@ -11,6 +11,9 @@
  *                       ordered push consumer, as durable.loopback runs it
  *       impl=single     one mqrd with its journal (durable.loopback's impl=mqr), for the
  *                       ratio in the same run
+ *       impl=feed       impl=mqr's three nodes, each with its peers' urls, the producer on
+ *                       the leader and the consumer on a follower: its queue fed from the
+ *                       leader (docs/cluster.md, "Consumers on any node")
  *   cluster.latency   one replicated durable send at a time, waiting for its answer
  *                     (sample mode: the median is the figure); impl=single: one mqrd
  *
@@ -29,28 +32,37 @@
 
 /* ---- mqr: three nodes ---------------------------------------------------------------------- */
 
-/* The node whose group 0 answers a durable send OK (-1: none within 20 s). */
+/* Whether the node at port leads group 0 (its cluster.status says so). */
+static bool leads(int port) {
+  char url[64];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  mqr_bclient_t *bc;
+  if (mqr_bclient_connect(url, "bench-probe", 2000, &bc, NULL) != 0) return false;
+  mqr_frame_manage_result_t *r = NULL;
+  bool leading = false;
+  if (mqr_bclient_manage(bc, MQR_STR("cluster.status"), NULL, 0, &r, NULL) == 0 && r->rows.count > 0) {
+    const mqr_avro_map_t *row = r->rows.items;
+    const mqr_value_t *values = row->values;
+    for (size_t k = 0; k < row->count; k++)
+      if (mqr_str_eq(row->keys[k], MQR_STR("leading")) && values[k].type == MQR_VALUE_BOOL) leading = values[k].u.b;
+  }
+  mqr_free(r);
+  mqr_bclient_close(bc);
+  return leading;
+}
+
+/* The node that leads group 0 (-1: none within 20 s). */
 static int find_leader(const int *ports) {
   double end = bench_now() + 20;
-  mqr_client_message_t m = {MQR_STR("probe"), MQR_ANYCAST, true, {"", 0}, MQR_PRIORITY_DEFAULT, 0, 0,
-                            {"", 0},          NULL,        NULL, 0,       MQR_STR("probe")};
   while (bench_now() < end) {
-    for (int i = 0; i < 3; i++) {
-      char url[64];
-      snprintf(url, sizeof url, "tcp://127.0.0.1:%d", ports[i]);
-      mqr_bclient_t *bc;
-      if (mqr_bclient_connect(url, "bench-probe", 2000, &bc, NULL) != 0) continue;
-      mqr_frame_receipt_t r;
-      int rc = mqr_bclient_send(bc, &m, true, &r, NULL);
-      mqr_bclient_close(bc);
-      if (rc == 0) return i;
-    }
+    for (int i = 0; i < 3; i++)
+      if (leads(ports[i])) return i;
     usleep(100000);
   }
   return -1;
 }
 
-static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
+static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer, bool feed) {
   fresh(s, "cluster");
   int ports[3], raft[3];
   for (int i = 0; i < 3; i++) ports[i] = bench_free_port(), raft[i] = bench_free_port();
@@ -58,11 +70,11 @@ static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
     char path[700], peers[256] = "";
     for (int k = 0, n = 0; k < 3; k++)
       if (k != i)
-        n += snprintf(peers + n, sizeof peers - (size_t)n, "%s{id: %d, address: 127.0.0.1:%d}", n ? ", " : "", k + 1,
-                      raft[k]);
+        n += snprintf(peers + n, sizeof peers - (size_t)n,
+                      "%s{id: %d, address: 127.0.0.1:%d, url: \"tcp://127.0.0.1:%d\"}", n ? ", " : "", k + 1, raft[k],
+                      ports[k]);
     snprintf(path, sizeof path, "%s/n%d.yaml", s->dir, i + 1);
-    if (!bench_cluster_config(path, ports[i], s->dir, i + 1,
-                              "  bench: {anycast: [bench]}\n  probe: {anycast: [probe]}\n", raft[i], 1, peers, ""))
+    if (!bench_cluster_config(path, ports[i], s->dir, i + 1, "  bench: {anycast: [bench]}\n", raft[i], 1, peers, ""))
       return mqr_bench_fail(c, "%s: cannot write", path);
     char *argv[] = {"mqrd", "--config", path, NULL};
     s->nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);
@@ -71,7 +83,12 @@ static int setup_nodes(mqr_bench_ctx_t *c, st_t *s, bool consumer) {
     if (!bench_listening(ports[i])) return mqr_bench_fail(c, "mqrd node %d did not start listening", i + 1);
   int l = find_leader(ports);
   if (l < 0) return mqr_bench_fail(c, "no node leads the group within 20 s");
-  return mqr_clients(c, s, ports[l], consumer);
+  char follower[64];
+  snprintf(follower, sizeof follower, "tcp://127.0.0.1:%d", ports[(l + 1) % 3]);
+  bench_mqr_sub_url = feed ? follower : NULL;
+  int rc = mqr_clients(c, s, ports[l], consumer);
+  bench_mqr_sub_url = NULL;
+  return rc;
 }
 
 static void stop_nodes(st_t *s) {
@@ -128,10 +145,12 @@ static int setup_js3(mqr_bench_ctx_t *c, st_t *s) {
 /* ---- cluster.loopback ------------------------------------------------------------------------------ */
 
 static int setup(mqr_bench_ctx_t *c) {
-  static const char *const impls[] = {"mqr", "jetstream", "single"};
-  st_t *s = st_new(c, impls, 3);
+  static const char *const impls[] = {"mqr", "jetstream", "single", "feed"};
+  st_t *s = st_new(c, impls, 4);
   if (s == NULL) return -1;
-  return s->impl == 1 ? setup_js3(c, s) : s->impl == 2 ? setup_single(c, s, true) : setup_nodes(c, s, true);
+  return s->impl == 1   ? setup_js3(c, s)
+         : s->impl == 2 ? setup_single(c, s, true)
+                        : setup_nodes(c, s, true, s->impl == 3);
 }
 
 static void teardown(mqr_bench_ctx_t *c) {
@@ -157,8 +176,15 @@ static int finish(mqr_bench_ctx_t *c) {
   return s->impl == 1 ? finish_js(c, s) : finish_mqr(s);
 }
 
-static const mqr_bench_def_t loopback = {
-    "cluster.loopback", "size=16,1024;impl=mqr,jetstream,single", "thrpt", setup, teardown, NULL, NULL, run, finish};
+static const mqr_bench_def_t loopback = {"cluster.loopback",
+                                         "size=16,1024;impl=mqr,jetstream,single,feed",
+                                         "thrpt",
+                                         setup,
+                                         teardown,
+                                         NULL,
+                                         NULL,
+                                         run,
+                                         finish};
 MQR_BENCH_REGISTER(loopback)
 
 /* ---- cluster.latency ------------------------------------------------------------------------------- */
@@ -167,7 +193,7 @@ static int setup_latency(mqr_bench_ctx_t *c) {
   static const char *const impls[] = {"mqr", "", "single"}; /* (the same numbers as cluster.loopback's) */
   st_t *s = st_new(c, impls, 3);
   if (s == NULL) return -1;
-  return s->impl == 2 ? setup_single(c, s, false) : setup_nodes(c, s, false);
+  return s->impl == 2 ? setup_single(c, s, false) : setup_nodes(c, s, false, false);
 }
 
 __attribute__((noinline)) static int run_latency(mqr_bench_ctx_t *c, uint64_t ops) {

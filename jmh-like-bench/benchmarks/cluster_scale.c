@@ -236,7 +236,9 @@ static int start_nodes(mqr_bench_ctx_t *c, scale_t *s) {
       n += snprintf(addresses + n, sizeof addresses - (size_t)n, "  %s: {anycast: [%s]}\n  %s: {anycast: [%s]}\n",
                     s->streams[g].address, s->streams[g].address, s->streams[g].probe, s->streams[g].probe);
     snprintf(path, sizeof path, "%s/n%d.yaml", s->dir, i + 1);
-    if (!bench_cluster_config(path, s->ports[i], s->dir, i + 1, addresses, raft[i], s->groups, peers, ""))
+    /* (a follower refuses a consumer, which leads() relies on: the clients are placed by hand) */
+    if (!bench_cluster_config(path, s->ports[i], s->dir, i + 1, addresses, raft[i], s->groups, peers,
+                              ", follower-consumers: redirect"))
       return mqr_bench_fail(c, "%s: cannot write", path);
     char *argv[] = {"mqrd", "--config", path, NULL};
     s->nodes[i] = bench_spawn(MQR_BENCH_MQRD, argv);
