@@ -18,7 +18,10 @@
  *
  * A queue made for one subscription here (an MQTT or STOMP subscription to a topic) is
  * fed by a subscription of the same kind on the leader (its address and routing type,
- * the leader naming its own queue); any other queue by its fully qualified name. */
+ * the leader naming its own queue); a named MULTICAST queue (a durable subscription, an
+ * MQTT session's) by a subscription to the same name, which the leader makes when it
+ * does not have it (and records in the group); an ANYCAST queue by its fully qualified
+ * name. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,8 +53,20 @@ struct mqr__feed_s {
    * wait for each (a ring of want_cap, a power of two) */
   uint32_t *want;
   uint64_t want_head, want_tail, want_cap;
+  uint64_t warned;          /* when a failure of it was last logged (the loop's ms): at most once in WARN_MS */
   struct mqr__feed_s *next; /* the broker's */
 };
+
+#define WARN_MS 10000
+
+/* Whether a failure of f's may be logged now (not one of a run of them: a feed that
+ * fails is made again every tick). */
+static bool warn_now(mqr__feed_t *f) {
+  uint64_t now = uv_now(f->b->loop);
+  if (f->warned && now - f->warned < WARN_MS) return false;
+  f->warned = now;
+  return true;
+}
 
 /* ---- message id -> the leader's delivery ------------------------------------------------------ */
 
@@ -240,7 +255,7 @@ int mqr__feed_answer(mqr_broker_t *b, mqr__bq_t *bq, const struct mqr__send_s *s
 static void on_error(mqr_client_t *c, int status, const mqr_frame_error_t *e, void *arg) {
   mqr__feed_t *f = arg;
   if (f->c != c) return;
-  if (!f->broken)
+  if (!f->broken && warn_now(f))
     mqr__log(f->b, MQR_LOG_WARN, "cluster: feeding queue '%.*s' from node %llu failed: %.*s",
              (int)mqr_queue_name(f->bq->q).len, mqr_queue_name(f->bq->q).ptr, (unsigned long long)f->leader,
              e ? (int)e->text.len : 0, e ? e->text.ptr : mqr_strerror(status));
@@ -255,7 +270,7 @@ static void subscribed(mqr_client_t *c, int status, const mqr_frame_t *answer, v
              (int)mqr_queue_name(f->bq->q).len, mqr_queue_name(f->bq->q).ptr, (unsigned long long)f->leader, f->g);
     return;
   }
-  if (!f->broken)
+  if (!f->broken && warn_now(f))
     mqr__log(f->b, MQR_LOG_WARN, "cluster: node %llu refused to feed queue '%.*s': %.*s", (unsigned long long)f->leader,
              (int)mqr_queue_name(f->bq->q).len, mqr_queue_name(f->bq->q).ptr,
              answer && answer->type == MQR_FRAME_ERROR ? (int)answer->u.error.text.len : 0,
@@ -271,7 +286,7 @@ static void feed_connect(mqr__feed_t *f) {
   mqr_error_t err;
   const char *url = mqr__replicate_peer_url(b, f->leader);
   if (url == NULL || mqr__replicate_peer_client(b, url, "mqr-cluster-feed", on_error, f, &f->c, &err) != 0) {
-    if (url)
+    if (url && warn_now(f))
       mqr__log(b, MQR_LOG_WARN, "cluster: cannot feed queue '%.*s' from node %llu: %s", (int)mqr_queue_name(bq->q).len,
                mqr_queue_name(bq->q).ptr, (unsigned long long)f->leader, err.message);
     f->broken = true;
@@ -283,7 +298,9 @@ static void feed_connect(mqr__feed_t *f) {
   mqr_str_t target = address;
   int rt = mqr_queue_routing_type(bq->q) == MQR_MULTICAST ? MQR_MULTICAST : MQR_ANYCAST;
   mqr_str_t qname = mqr_str_n("", 0);
-  if (!bq->temporary) { /* the same queue there, by its fully qualified name */
+  if (!bq->temporary && rt == MQR_MULTICAST) { /* the same subscription queue there, made if missing */
+    qname = queue;
+  } else if (!bq->temporary) { /* the same queue there, by its fully qualified name */
     int n = snprintf(fq, sizeof fq, "%.*s::%.*s", (int)address.len, address.ptr, (int)queue.len, queue.ptr);
     if (n < 0 || (size_t)n >= sizeof fq) {
       f->broken = true;
@@ -296,8 +313,9 @@ static void feed_connect(mqr__feed_t *f) {
   uint64_t credit = wanted(f);
   if (mqr_client_subscribe(f->c, target, rt, qname, mqr_str_n("", 0), (uint32_t)credit, on_message, subscribed, f,
                            &f->sub, &err) != 0) {
-    mqr__log(b, MQR_LOG_WARN, "cluster: cannot feed queue '%.*s' from node %llu: %s", (int)queue.len, queue.ptr,
-             (unsigned long long)f->leader, err.message);
+    if (warn_now(f))
+      mqr__log(b, MQR_LOG_WARN, "cluster: cannot feed queue '%.*s' from node %llu: %s", (int)queue.len, queue.ptr,
+               (unsigned long long)f->leader, err.message);
     f->sub = NULL;
     f->broken = true;
     return;

@@ -113,10 +113,16 @@ void mqr__replicate_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
     return;
   }
   if (!mqr__rgroup_leading(gr)) {
-    mqr__log(b, MQR_LOG_WARN,
-             "cluster: queue '%.*s' was made on a node that does not lead its group %d: it is not replicated (and "
-             "goes when this node leads the group)",
-             (int)name.len, name.ptr, g);
+    if (mqr__replicate_feedable(b, bq, NULL)) /* (a consumer's: its feed makes it there) */
+      mqr__log(b, MQR_LOG_INFO,
+               "cluster: queue '%.*s' made here, on a node that does not lead its group %d: the leader makes it too "
+               "(and records it in the group) when this node's consumers are fed from it",
+               (int)name.len, name.ptr, g);
+    else
+      mqr__log(b, MQR_LOG_WARN,
+               "cluster: queue '%.*s' was made on a node that does not lead its group %d: it is not replicated (and "
+               "goes when this node leads the group)",
+               (int)name.len, name.ptr, g);
     return;
   }
   size_t n = mqr__topology_size(bq->q);

@@ -595,6 +595,49 @@ class FollowerConsumers(ThreeNodes):
             c.disconnect()
         self.assertEqual(sorted(got, key=lambda b: int(b[1:])), ["e%d" % i for i in range(20)])
 
+    def test_5_mqtt_session_on_a_follower(self):
+        """A durable subscription made on a follower (an MQTT session that persists) is
+        made on the leader by the feed: it takes what is sent while its client is away."""
+        import paho.mqtt.client as paho
+        l = self.leader()
+        f = (l + 1) % 3
+
+        def connect(got):
+            subscribed = threading.Event()
+            c = paho.Client(client_id="kept", clean_session=False)
+            c.on_subscribe = lambda *a: subscribed.set()
+            c.on_message = lambda cl, u, m: got.append(m.payload.decode())
+            c.connect("127.0.0.1", self.nodes[f].port)
+            c.loop_start()
+            c.subscribe("orders/kept", qos=1)
+            self.assertTrue(subscribed.wait(10), "no SUBACK")
+            return c
+
+        def wait_for(got, n):
+            deadline = time.time() + 10
+            while len(got) < n and time.time() < deadline:
+                time.sleep(0.05)
+
+        got = []
+        c = connect(got)
+        deadline = time.time() + 10
+        while "queue 'kept.orders.kept' here is fed" not in self.nodes[f].log_text() and time.time() < deadline:
+            time.sleep(0.05)
+        mqr("send", "--url", self.url(l), "--durable", "--body", "while-here", "orders.kept")
+        wait_for(got, 1)
+        c.loop_stop()
+        c.disconnect()
+        self.assertEqual(got, ["while-here"])
+        mqr("send", "--url", self.url(l), "--durable", "--body", "while-away", "orders.kept")  # the leader keeps it
+        got = []
+        c = connect(got)
+        try:
+            wait_for(got, 1)
+        finally:
+            c.loop_stop()
+            c.disconnect()
+        self.assertEqual(got, ["while-away"])
+
     def test_4_a_follower_consumer_goes_on_after_the_leaders_kill(self):
         l = self.leader()
         f = (l + 1) % 3
