@@ -45,6 +45,8 @@ struct mqr__feed_s {
   mqr_client_t *c;
   mqr_client_sub_t *sub;
   bool broken;     /* the connection or the subscription failed: a new feed at the next check */
+  bool stale;      /* its selector is no longer the consumers' (see common_selector): made again */
+  char *selector;  /* the one it was made with (NULL: none) */
   uint64_t credit; /* the leader's for this feed: deliveries it may still make */
   /* message id -> the leader's delivery of it: open addressing, cap a power of two */
   int64_t *ids, *deliveries;
@@ -252,6 +254,27 @@ int mqr__feed_answer(mqr_broker_t *b, mqr__bq_t *bq, const struct mqr__send_s *s
 
 /* ---- starting and ending ------------------------------------------------------------------------ */
 
+/* The selector every consumer here has (empty: none, or theirs differ): the feed's, so
+ * that the leader feeds only what they can take (a message none of them matches would
+ * otherwise wait here, and hold the credit the leader is given). */
+static mqr_str_t common_selector(const mqr__bq_t *bq) {
+  mqr_str_t sel = mqr_str_n("", 0);
+  for (uint32_t i = 0; i < bq->n_consumers; i++) {
+    const mqr_filter_t *fl = bq->consumers[i]->selector;
+    mqr_str_t t = fl ? mqr_filter_text(fl) : mqr_str_n("", 0);
+    if (i == 0)
+      sel = t;
+    else if (!mqr_str_eq(sel, t))
+      return mqr_str_n("", 0);
+  }
+  return sel;
+}
+
+static bool same_selector(const mqr__feed_t *f) {
+  mqr_str_t now = common_selector(f->bq);
+  return f->selector ? mqr_str_eq(now, mqr_str(f->selector)) : now.len == 0;
+}
+
 static void on_error(mqr_client_t *c, int status, const mqr_frame_error_t *e, void *arg) {
   mqr__feed_t *f = arg;
   if (f->c != c) return;
@@ -311,8 +334,14 @@ static void feed_connect(mqr__feed_t *f) {
   }
   f->credit = 0;
   uint64_t credit = wanted(f);
-  if (mqr_client_subscribe(f->c, target, rt, qname, mqr_str_n("", 0), (uint32_t)credit, on_message, subscribed, f,
-                           &f->sub, &err) != 0) {
+  mqr_str_t sel = common_selector(bq);
+  mqr_free(f->selector);
+  f->selector = sel.len ? mqr_malloc(sel.len + 1) : NULL;
+  if (f->selector) memcpy(f->selector, sel.ptr, sel.len), f->selector[sel.len] = 0;
+  int rc = sel.len && f->selector == NULL ? mqr_error_set(&err, MQR_ENOMEM, "out of memory")
+                                          : mqr_client_subscribe(f->c, target, rt, qname, sel, (uint32_t)credit,
+                                                                 on_message, subscribed, f, &f->sub, &err);
+  if (rc != 0) {
     if (warn_now(f))
       mqr__log(b, MQR_LOG_WARN, "cluster: cannot feed queue '%.*s' from node %llu: %s", (int)queue.len, queue.ptr,
                (unsigned long long)f->leader, err.message);
@@ -359,7 +388,7 @@ static void feed_drop(mqr__feed_t *f, bool purge) {
   if (f->cap) memset(f->ids, 0, f->cap * sizeof *f->ids);
   f->n = 0;
   f->credit = 0;
-  f->broken = false;
+  f->broken = f->stale = false;
   f->leader = 0;
 }
 
@@ -374,6 +403,7 @@ static void feed_free(mqr__feed_t *f) {
   mqr_free(f->ids);
   mqr_free(f->deliveries);
   mqr_free(f->want);
+  mqr_free(f->selector);
   mqr_free(f);
 }
 
@@ -383,7 +413,7 @@ static void feed_check(mqr__feed_t *f) {
   mqr_broker_t *b = f->b;
   mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, f->g);
   uint64_t leader = gr && !mqr__rgroup_leading(gr) ? mqr__rgroup_leader(gr, NULL) : 0;
-  if (f->leader && (f->broken || leader != f->leader)) feed_drop(f, !mqr__rgroup_leading(gr));
+  if (f->leader && (f->broken || f->stale || leader != f->leader)) feed_drop(f, !mqr__rgroup_leading(gr));
   if (f->leader == 0 && leader) {
     f->leader = leader;
     feed_connect(f);
@@ -402,7 +432,8 @@ void mqr__feed_consumers(mqr_broker_t *b, mqr__bq_t *bq) {
     }
     return;
   }
-  if (f) { /* (another consumer here: the leader is asked for what it wants too) */
+  if (f) { /* (consumers came or went: the leader is asked for what they want; for another selector, anew) */
+    if (f->leader && !same_selector(f)) f->stale = true;
     mqr__feed_demand(bq);
     return;
   }

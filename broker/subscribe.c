@@ -321,8 +321,8 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   bq->priorities = bq->n_consumers && bq->consumers[0]->priority != bq->consumers[bq->n_consumers - 1]->priority;
   for (uint32_t k = 0; k < bq->n_consumers; k++) bq->consumers[k]->level_rr = 0;
   mqr_queue_remove_consumer(bq->q);
-  if (bq->feed && bq->n_consumers == 0) mqr__feed_consumers(b, bq); /* (what it brought goes with it) */
-  mqr__group_forget(bq, c); /* its groups go to whoever takes their next message */
+  if (bq->feed) mqr__feed_consumers(b, bq); /* (the last: what it brought goes with it) */
+  mqr__group_forget(bq, c);                 /* its groups go to whoever takes their next message */
   bq->n_selective -= c->selector != NULL;
   mqr_filter_free(c->selector);
   mqr__pool_put(&b->consumers, c);

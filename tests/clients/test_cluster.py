@@ -595,6 +595,22 @@ class FollowerConsumers(ThreeNodes):
             c.disconnect()
         self.assertEqual(sorted(got, key=lambda b: int(b[1:])), ["e%d" % i for i in range(20)])
 
+    def test_6_a_selective_consumer_on_a_follower(self):
+        """The feed of consumers that share a selector carries it to the leader: what they
+        do not match stays there (for others), and does not stop what they do."""
+        l = self.leader()
+        f = (l + 1) % 3
+        for i in range(30):
+            color = "red" if i % 3 == 0 else "blue"
+            mqr("send", "--url", self.url(l), "--durable", "--body", "%s-%d" % (color, i), "--property",
+                "color=" + color, "orders")
+        r = mqr("recv", "--url", self.url(f), "--count", "10", "--timeout", "10", "--selector", "color = 'red'",
+                "orders")
+        self.assertEqual(r.stdout.splitlines(), ["red-%d" % i for i in range(0, 30, 3)])
+        r = mqr("recv", "--url", self.url(f), "--count", "20", "--timeout", "10", "orders")  # the others, in order
+        self.assertEqual(r.stdout.splitlines(), ["blue-%d" % i for i in range(30) if i % 3])
+        self.drained()
+
     def test_5_mqtt_session_on_a_follower(self):
         """A durable subscription made on a follower (an MQTT session that persists) is
         made on the leader by the feed: it takes what is sent while its client is away."""
