@@ -47,9 +47,14 @@ void mqr__durable_append_named(mqr__durable_t *d, mqr_journal_record_type_t type
 
 /* An entry's record (DELETE; UPDATE: [u32 count [i64 due]]; then its queue's name) to
  * where its queue's records go: the journal, or its replication group (replicate.c):
- * that group, or -1. */
+ * that group, or -1. A queue fed from its group's leader (feed.c) records nothing: a
+ * DELETE is an acknowledgement there, and the leader keeps the counts. */
 static int entry_record(mqr_broker_t *b, mqr__bq_t *bq, mqr_journal_record_type_t type, int64_t id,
                         const uint32_t *count, const int64_t *due) {
+  if (bq->feed) {
+    if (type == MQR_JOURNAL_DELETE) mqr__feed_removed(b, bq, id);
+    return -1;
+  }
   int g = mqr__replicate_group(b, bq);
   uint8_t buf[512];
   size_t n;
@@ -69,10 +74,7 @@ static int entry_record(mqr_broker_t *b, mqr__bq_t *bq, mqr_journal_record_type_
 void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
   mqr__durable_t *d = b->dur;
   mqr__msg_t *m = e->msg;
-  if (e->jbq->feed) /* fed from its group's leader (feed.c): removed there */
-    mqr__feed_removed(b, e);
-  else
-    entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL, NULL);
+  entry_record(b, e->jbq, MQR_JOURNAL_DELETE, m->id, NULL, NULL);
   for (mqr__entry_t **pp = &m->jentries; *pp; pp = &(*pp)->jnext)
     if (*pp == e) {
       *pp = e->jnext;
@@ -87,7 +89,6 @@ void mqr__durable_removed(mqr_broker_t *b, mqr__entry_t *e) {
 }
 
 void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e) {
-  if (e->jbq->feed) return; /* (the leader keeps its count) */
   uint32_t count = (uint32_t)e->delivery_count;
   int g = entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, NULL);
   if (g >= 0) e->useq = mqr__replicate_seq(b, g); /* (not delivered again before it commits) */
@@ -97,7 +98,6 @@ void mqr__durable_delivering(mqr_broker_t *b, mqr__entry_t *e) {
  * before which the message is not delivered again (a redelivery delay, as Artemis keeps
  * a redelivered message's scheduled time). */
 void mqr__durable_held(mqr_broker_t *b, const mqr__entry_t *e, int64_t due) {
-  if (e->jbq->feed) return;
   uint32_t count = (uint32_t)e->delivery_count | MQR__UPDATE_DUE;
   entry_record(b, e->jbq, MQR_JOURNAL_UPDATE, e->msg->id, &count, &due);
 }

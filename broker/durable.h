@@ -170,19 +170,16 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config h
 void mqr__replicate_close(mqr_broker_t *b);
 /* The replication group of bq's records, or -1: the journal's. */
 int mqr__replicate_group(const mqr_broker_t *b, mqr__bq_t *bq);
-/* 0 when this node may put a message on bq; MQR_ENOTLEADER (err names the leader) for a
+/* 0 when this node may put a message on bq or serve its consumers itself; MQR_ENOTLEADER (err names the leader) for a
  * queue of a replicated address (durable or not) whose group another node leads: what is
  * sent to it goes through the leader, which feeds consumers elsewhere (feed.c). */
 int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
 /* The same for a send to address a that no queue here takes. */
 int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err);
-/* The same for a consumer of bq, durable or not: a replicated address's queues are
- * served by its group's leader only (sends to it go there). */
-int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
-/* Whether a consumer of bq (a session of who) that mqr__replicate_serves_consumer
- * refused is served here anyway, fed from the leader (feed.c): when a peer's url is
- * known, and who is not the cluster user (another node's feed, which goes to leaders). */
-bool mqr__replicate_feedable(mqr_broker_t *b, mqr__bq_t *bq, const mqr__principal_t *who);
+/* Whether a consumer (a session of who) that mqr__replicate_serves refused is served
+ * here anyway, fed from the leader (feed.c): when a peer's url is known, and who is not
+ * the cluster user (another node's feed, which goes to leaders). */
+bool mqr__replicate_feedable(mqr_broker_t *b, const mqr__principal_t *who);
 int mqr__replicate_send(mqr_broker_t *b, mqr__msg_t *m, mqr_queue_t *const *targets, uint32_t n, int g,
                         const struct mqr__send_s *s, const mqr_broker_receipt_t *r, mqr_error_t *err);
 /* A send (m: one reference, which this takes) refused for want of a group's leadership
@@ -233,8 +230,9 @@ int mqr__replicate_peer_client(mqr_broker_t *b, const char *url, const char *cli
 void mqr__feed_consumers(mqr_broker_t *b, mqr__bq_t *bq);
 /* bq's consumers here were given credit: the leader's feed is given what they now want. */
 void mqr__feed_demand(mqr__bq_t *bq);
-/* A fed entry (e->jbq has a feed) leaves its queue here for good: removed on the leader. */
-void mqr__feed_removed(mqr_broker_t *b, const mqr__entry_t *e);
+/* Message id's entry on bq (which has a feed) leaves the queue here for good: removed on
+ * the leader (its DELETE record, durable.c). */
+void mqr__feed_removed(mqr_broker_t *b, mqr__bq_t *bq, int64_t id);
 /* A fed entry its consumer here gave back (closed, nacked): given back to the leader, and
  * gone from here (true); false: not fed, the caller puts it back as any. */
 bool mqr__feed_given_back(mqr_broker_t *b, mqr__entry_t *e);

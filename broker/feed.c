@@ -148,7 +148,7 @@ static void on_message(mqr_client_sub_t *s, const mqr_frame_message_t *fm, void 
   b->stats.bytes += m->len;
   /* The leader counted this delivery; delivered here it is counted again. Its queue is
    * its jbq, as a journaled entry's, so that every way it leaves (acked, expired, sent to
-   * the dead letters, purged) comes to mqr__feed_removed (mqr__durable_removed). */
+   * the dead letters, purged) comes to mqr__feed_removed (mqr__durable_removed's record). */
   *e = (mqr__entry_t){NULL, NULL, m, 0, fm->delivery_count > 0 ? fm->delivery_count - 1 : 0, 0, bq, NULL, false, 0};
   m->jentries = e;
   bq->enqueued++;
@@ -204,11 +204,10 @@ static bool want_push(mqr__feed_t *f) {
   return true;
 }
 
-void mqr__feed_removed(mqr_broker_t *b, const mqr__entry_t *e) {
-  mqr__bq_t *bq = e->jbq;
+void mqr__feed_removed(mqr_broker_t *b, mqr__bq_t *bq, int64_t id) {
   mqr__feed_t *f = bq->feed;
-  if (b->dur->cluster_silent || f == NULL) return;
-  int64_t delivery = map_take(f, e->msg->id);
+  if (b->dur->cluster_silent) return;
+  int64_t delivery = map_take(f, id);
   if (delivery == 0 || f->broken) return;
   if (!want_push(f) || mqr_client_ack_receipt(f->sub, delivery, false, ack_answered, f, NULL) != 0) {
     if (f->want_tail > f->want_head) f->want_tail--;
@@ -437,7 +436,7 @@ void mqr__feed_consumers(mqr_broker_t *b, mqr__bq_t *bq) {
     mqr__feed_demand(bq);
     return;
   }
-  if (!mqr__replicate_feedable(b, bq, NULL)) return; /* (no peer's url, or follower-consumers: redirect) */
+  if (!mqr__replicate_feedable(b, NULL)) return; /* (no peer's url, or follower-consumers: redirect) */
   if ((f = mqr_calloc(1, sizeof *f)) == NULL) {
     mqr__log(b, MQR_LOG_WARN, "cluster: out of memory feeding queue '%.*s'", (int)mqr_queue_name(bq->q).len,
              mqr_queue_name(bq->q).ptr);

@@ -79,7 +79,7 @@ int mqr_broker_create_queue(mqr_broker_t *b, const mqr_queue_config_t *cfg, mqr_
   if (rc) return rc;
   /* Its state now: a durable queue is recorded in the journal as it is made. */
   mqr__bq_t *bq = mqr__bq_of(b, q);
-  if (bq && b->clustered && (rc = mqr__replicate_serves_consumer(b, bq, err)) != 0) {
+  if (bq && b->clustered && (rc = mqr__replicate_serves(b, bq, err)) != 0) {
     mqr__queue_drop(b, bq); /* a replicated address's queues are made where its group is led */
     return rc;
   }

@@ -113,7 +113,7 @@ void mqr__replicate_queue_made(mqr_broker_t *b, mqr__bq_t *bq) {
     return;
   }
   if (!mqr__rgroup_leading(gr)) {
-    if (mqr__replicate_feedable(b, bq, NULL)) /* (a consumer's: its feed makes it there) */
+    if (mqr__replicate_feedable(b, NULL)) /* (a consumer's: its feed makes it there) */
       mqr__log(b, MQR_LOG_INFO,
                "cluster: queue '%.*s' made here, on a node that does not lead its group %d: the leader makes it too "
                "(and records it in the group) when this node's consumers are fed from it",
@@ -301,14 +301,11 @@ static int not_leader(mqr__rgroup_t *gr, int g, mqr_str_t a, mqr_error_t *err) {
                        a.ptr, g, (unsigned long long)leader, where ? where : "?");
 }
 
-static int serves_group(mqr_broker_t *b, mqr__bq_t *bq, int g, mqr_error_t *err) {
+int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
+  int g = mqr__replicate_group(b, bq);
   if (g < 0) return 0;
   mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, (uint32_t)g);
   return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, g, mqr_address_name(mqr_queue_address(bq->q)), err);
-}
-
-int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
-  return serves_group(b, bq, mqr__replicate_group(b, bq), err);
 }
 
 int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err) {
@@ -319,12 +316,7 @@ int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t
   return mqr__rgroup_leading(gr) ? 0 : not_leader(gr, (int)g, mqr_address_name(a), err);
 }
 
-int mqr__replicate_serves_consumer(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err) {
-  return serves_group(b, bq, mqr__replicate_group(b, bq), err);
-}
-
-bool mqr__replicate_feedable(mqr_broker_t *b, mqr__bq_t *bq, const mqr__principal_t *who) {
-  (void)bq;
+bool mqr__replicate_feedable(mqr_broker_t *b, const mqr__principal_t *who) {
   const mqr_cluster_config_t *cc = mqr_config_cluster(b->config);
   if (b->dur->n_fwd == 0 || cc->redirect_consumers) return false; /* (no peer's url: nothing to feed it from) */
   /* Another node's feed comes to the leader only: were it fed here, two nodes that each

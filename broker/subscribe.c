@@ -167,8 +167,8 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
     return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' is being deleted", (int)mqr_queue_name(q).len,
                          mqr_queue_name(q).ptr);
   }
-  if (bq && b->clustered && (rc = mqr__replicate_serves_consumer(b, bq, err)) != 0 &&
-      !mqr__replicate_feedable(b, bq, s ? s->who : NULL)) {
+  if (bq && b->clustered && (rc = mqr__replicate_serves(b, bq, err)) != 0 &&
+      !mqr__replicate_feedable(b, s ? s->who : NULL)) {
     mqr_filter_free(sel); /* a replicated queue is served by its group's leader (here through a feed) */
     if (temporary) mqr__queue_drop(b, bq);
     return rc;
