@@ -392,7 +392,8 @@ void mqr__consumer_give_back(mqr_broker_consumer_t *c, mqr__entry_t *e, mqr__ent
  * acknowledgement of one of them later is of a delivery not outstanding. */
 void mqr__consumer_forget_unacked(mqr_broker_consumer_t *c);
 /* subscribe.c: ends a consumer (deferred while its queue dispatches); true when its
- * queue, temporary, went with it. */
+ * queue went with it (temporary, or auto-deleted), or with another consumer that had asked
+ * to close during the dispatch that follows. */
 bool mqr__consumer_close(mqr_broker_consumer_t *c);
 /* autodelete.c: an address's account goes (with the address, which has no messages). */
 void mqr__acct_drop(mqr_broker_t *b, mqr__acct_t *acct);
@@ -406,8 +407,11 @@ void mqr__divert_free(mqr_broker_t *b);
 /* dispatch.c: a non-destructive queue's store entry e leaves: consumers placed on it move
  * back to the one before it. */
 void mqr__nd_removed(struct mqr__bq_s *bq, const mqr__entry_t *e);
-/* dispatch.c */
+/* dispatch.c: hands bq's waiting entries to its consumers, then closes those that asked to
+ * close meanwhile. mqr__dispatch_gone says whether bq went with the last of them (a temporary
+ * or auto-deleted queue): then bq must not be touched again. */
 void mqr__dispatch(mqr__bq_t *bq);
+bool mqr__dispatch_gone(mqr__bq_t *bq);
 
 /* A new entry for bq: at the tail of its store, or, for a message scheduled later than
  * now, held until then (redeliver.c); a last-value queue's in the place of a waiting one

@@ -308,13 +308,15 @@ static void dispatch_selective(mqr__bq_t *bq) {
   }
 }
 
-void mqr__dispatch(mqr__bq_t *bq) {
-  if (bq == NULL || bq->paused) return;
+void mqr__dispatch(mqr__bq_t *bq) { (void)mqr__dispatch_gone(bq); }
+
+bool mqr__dispatch_gone(mqr__bq_t *bq) {
+  if (bq == NULL || bq->paused) return false;
   if (bq->dispatching) { /* a delivery callback acked or granted credit: go round again */
     bq->again = true;
-    return;
+    return false;
   }
-  if (bq->consumers_before_dispatch > 0 && !mqr__gate(bq)) return;
+  if (bq->consumers_before_dispatch > 0 && !mqr__gate(bq)) return false;
   bq->dispatching = true;
   do {
     bq->again = false;
@@ -330,9 +332,10 @@ void mqr__dispatch(mqr__bq_t *bq) {
    * the queue with it: then there is nothing more to look at). */
   for (uint32_t i = 0; i < bq->n_consumers; i++)
     if (bq->consumers[i]->closing) {
-      if (mqr__consumer_close(bq->consumers[i])) return;
+      if (mqr__consumer_close(bq->consumers[i])) return true;
       i = (uint32_t)-1; /* the array changed: from the start */
     }
+  return false;
 }
 
 /* ---- acknowledgements and credit ------------------------------------------------------------ */

@@ -336,8 +336,7 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
     bq->consumer_gone_at = uv_now(b->loop);
     if (mqr__auto_delete_queue(b, bq, true)) return true;
   }
-  mqr__dispatch(bq);
-  return false;
+  return mqr__dispatch_gone(bq); /* (which may close another that asked to, and the queue with it) */
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */

@@ -6,6 +6,7 @@ schemas directory then the resolution one).
 
 usage: make_seeds.py KIND OUTDIR SOURCE_DIR     KIND: schema | binary | json | frame | router | broker | filter | stomp | mqtt | heads
 """
+import base64
 import json
 import random
 import os
@@ -152,6 +153,16 @@ if kind == "broker":
     for k in range(16):
         with open(os.path.join(out, "broker-%02d" % k), "wb") as f:
             f.write(bytes(rnd.randrange(256) & (0xFF if k >= 8 else 0x7F) for _ in range(3 * 80)))
+    # Inputs that once failed, run first every time. 01: a delivery's callback closed two
+    # consumers of an auto-deleted queue; the second's close took the queue while the
+    # first's was still looking at it.
+    regress = ["SVh9cDF6LWtJMywqRXx5JRdSMgFBLWRyb3AuYS5KfVNAVSRFfHklJEV8eSUXUjIBQS1kcm9wAAAAAAAAAAAA"
+               "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAALmEu"
+               "ajYFS0EcbDBhWTo+aF9vVkR1QBUQZ2QRFxtmQDgoHgxwKWRDLzRIMENbXGJNEm0uM3QQUEV3KVMHTSJ9CQUpYC8d"
+               "YTZBaCoWNFEBGHc0KkV9dFUqKC44CG0/Z0V6IAc="]
+    for k, r in enumerate(regress, 1):
+        with open(os.path.join(out, "broker-regress-%02d" % k), "wb") as f:
+            f.write(base64.b64decode(r))
     sys.exit(0)
 if kind == "router":
     # Scripts of 3-byte steps (fuzz_router.c): each operation on its own, then random
