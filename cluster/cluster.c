@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "crc.h"
 #include "pool.h"
 
 #define MAX_GROUPS 64
@@ -194,6 +195,7 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
 int mqr__cluster_open(uv_loop_t *loop, const mqr__cluster_options_t *opt, mqr__cluster_t **out, mqr_error_t *err) {
   int rc = check(opt, err);
   if (rc) return rc;
+  mqr__crc_init(); /* (libraft's checksum: crc.h) */
   mqr__cluster_t *c = mqr_calloc(1, sizeof *c);
   uint32_t n = opt->groups ? opt->groups : 1;
   if (c == NULL || (c->groups = mqr_calloc(n, sizeof *c->groups)) == NULL) {
