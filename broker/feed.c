@@ -4,7 +4,8 @@
  * the leader, over the native protocol, with credit for what the consumers here can
  * take; what the leader delivers to it goes onto the queue here (no record: the
  * leader's group has the message), and the consumers here take it as from any queue,
- * with their own credit and selectors. Whatever takes a fed message off the queue here
+ * with their own credit and selectors (the feed asks only for what one of them selects).
+ * Whatever takes a fed message off the queue here
  * (an acknowledgement, an expiry, the dead letters) is an acknowledgement to the leader,
  * with a receipt, so that an answer asked for is given once the leader committed the
  * DELETE; a message a consumer here gives back goes back to the leader (a counted Nack),
@@ -44,10 +45,11 @@ struct mqr__feed_s {
   uint64_t leader; /* the node it feeds from */
   mqr_client_t *c;
   mqr_client_sub_t *sub;
-  bool broken;     /* the connection or the subscription failed: a new feed at the next check */
-  bool stale;      /* its selector is no longer the consumers' (see common_selector): made again */
-  char *selector;  /* the one it was made with (NULL: none) */
-  uint64_t credit; /* the leader's for this feed: deliveries it may still make */
+  bool broken;       /* the connection or the subscription failed: a new feed at the next check */
+  bool stale;        /* its selector is no longer the consumers' (see feed_selector): made again */
+  uint64_t stale_at; /* since when (the loop's ms) */
+  char *selector;    /* the one it was made with (NULL: none) */
+  uint64_t credit;   /* the leader's for this feed: deliveries it may still make */
   /* message id -> the leader's delivery of it: open addressing, cap a power of two */
   int64_t *ids, *deliveries;
   uint32_t cap, n;
@@ -60,6 +62,11 @@ struct mqr__feed_s {
 };
 
 #define WARN_MS 10000
+/* A feed whose selector went stale is made again once nothing it brought is delivered here
+ * and unacknowledged and no acknowledgement waits for the leader's answer (it takes no more
+ * meanwhile), so that consumers that come and go with other selectors do not cost the
+ * others their deliveries; after this long, anyway. */
+#define STALE_WAIT_MS 5000
 
 /* Whether a failure of f's may be logged now (not one of a run of them: a feed that
  * fails is made again every tick). */
@@ -171,7 +178,7 @@ static uint64_t wanted(const mqr__feed_t *f) {
 
 void mqr__feed_demand(mqr__bq_t *bq) {
   mqr__feed_t *f = bq->feed;
-  uint64_t n = f && f->sub && !f->broken ? wanted(f) : 0;
+  uint64_t n = f && f->sub && !f->broken && !f->stale ? wanted(f) : 0;
   if (n == 0) return;
   if (mqr_client_credit(f->sub, (uint32_t)n) != 0)
     f->broken = true;
@@ -253,25 +260,54 @@ int mqr__feed_answer(mqr_broker_t *b, mqr__bq_t *bq, const struct mqr__send_s *s
 
 /* ---- starting and ending ------------------------------------------------------------------------ */
 
-/* The selector every consumer here has (empty: none, or theirs differ): the feed's, so
- * that the leader feeds only what they can take (a message none of them matches would
- * otherwise wait here, and hold the credit the leader is given). */
-static mqr_str_t common_selector(const mqr__bq_t *bq) {
-  mqr_str_t sel = mqr_str_n("", 0);
+/* The feed's selector: what some consumer here takes, so that the leader feeds nothing
+ * none of them matches (it would wait here, and hold the credit the leader is given). Each
+ * distinct selector of theirs once, "(s1) OR (s2) ...". Writes it into buf (cap bytes) and
+ * returns its length: 0 when some consumer has none (everything is fed), more than cap
+ * when it does not fit (then nothing more is written and the caller asks again with room). */
+static size_t feed_selector(const mqr__bq_t *bq, char *buf, size_t cap) {
+  size_t len = 0;
   for (uint32_t i = 0; i < bq->n_consumers; i++) {
     const mqr_filter_t *fl = bq->consumers[i]->selector;
-    mqr_str_t t = fl ? mqr_filter_text(fl) : mqr_str_n("", 0);
-    if (i == 0)
-      sel = t;
-    else if (!mqr_str_eq(sel, t))
-      return mqr_str_n("", 0);
+    if (fl == NULL) return 0;
+    mqr_str_t t = mqr_filter_text(fl);
+    bool seen = false;
+    for (uint32_t k = 0; k < i && !seen; k++) seen = mqr_str_eq(mqr_filter_text(bq->consumers[k]->selector), t);
+    if (seen) continue;
+    size_t need = len + (len ? 4 : 0) + t.len + 2;
+    if (need <= cap) {
+      char *p = buf + len;
+      if (len) memcpy(p, " OR ", 4), p += 4;
+      *p++ = '(';
+      memcpy(p, t.ptr, t.len);
+      p[t.len] = ')';
+    }
+    len = need;
   }
-  return sel;
+  return len;
+}
+
+/* The feed's selector, allocated (*out NULL: none); false when out of memory. */
+static bool feed_selector_new(const mqr__bq_t *bq, char **out) {
+  char small[256];
+  size_t n = feed_selector(bq, small, sizeof small);
+  *out = NULL;
+  if (n == 0) return true;
+  if ((*out = mqr_malloc(n + 1)) == NULL) return false;
+  if (n <= sizeof small)
+    memcpy(*out, small, n);
+  else
+    (void)feed_selector(bq, *out, n);
+  (*out)[n] = 0;
+  return true;
 }
 
 static bool same_selector(const mqr__feed_t *f) {
-  mqr_str_t now = common_selector(f->bq);
-  return f->selector ? mqr_str_eq(now, mqr_str(f->selector)) : now.len == 0;
+  char *now = NULL;
+  if (!feed_selector_new(f->bq, &now)) return true; /* (out of memory: as it is) */
+  bool same = now && f->selector ? strcmp(now, f->selector) == 0 : now == f->selector;
+  mqr_free(now);
+  return same;
 }
 
 static void on_error(mqr_client_t *c, int status, const mqr_frame_error_t *e, void *arg) {
@@ -333,13 +369,11 @@ static void feed_connect(mqr__feed_t *f) {
   }
   f->credit = 0;
   uint64_t credit = wanted(f);
-  mqr_str_t sel = common_selector(bq);
   mqr_free(f->selector);
-  f->selector = sel.len ? mqr_malloc(sel.len + 1) : NULL;
-  if (f->selector) memcpy(f->selector, sel.ptr, sel.len), f->selector[sel.len] = 0;
-  int rc = sel.len && f->selector == NULL ? mqr_error_set(&err, MQR_ENOMEM, "out of memory")
-                                          : mqr_client_subscribe(f->c, target, rt, qname, sel, (uint32_t)credit,
-                                                                 on_message, subscribed, f, &f->sub, &err);
+  int rc = !feed_selector_new(bq, &f->selector)
+               ? mqr_error_set(&err, MQR_ENOMEM, "out of memory")
+               : mqr_client_subscribe(f->c, target, rt, qname, f->selector ? mqr_str(f->selector) : mqr_str_n("", 0),
+                                      (uint32_t)credit, on_message, subscribed, f, &f->sub, &err);
   if (rc != 0) {
     if (warn_now(f))
       mqr__log(b, MQR_LOG_WARN, "cluster: cannot feed queue '%.*s' from node %llu: %s", (int)queue.len, queue.ptr,
@@ -412,6 +446,9 @@ static void feed_check(mqr__feed_t *f) {
   mqr_broker_t *b = f->b;
   mqr__rgroup_t *gr = mqr__cluster_group(b->dur->cluster, f->g);
   uint64_t leader = gr && !mqr__rgroup_leading(gr) ? mqr__rgroup_leader(gr, NULL) : 0;
+  if (f->leader && f->stale && !f->broken && leader == f->leader &&
+      (f->want_head != f->want_tail || f->bq->in_flight > 0) && uv_now(b->loop) - f->stale_at < STALE_WAIT_MS)
+    return; /* (made again once its deliveries here are settled) */
   if (f->leader && (f->broken || f->stale || leader != f->leader)) feed_drop(f, !mqr__rgroup_leading(gr));
   if (f->leader == 0 && leader) {
     f->leader = leader;
@@ -432,7 +469,9 @@ void mqr__feed_consumers(mqr_broker_t *b, mqr__bq_t *bq) {
     return;
   }
   if (f) { /* (consumers came or went: the leader is asked for what they want; for another selector, anew) */
-    if (f->leader && !same_selector(f)) f->stale = true;
+    bool same = f->leader == 0 || same_selector(f);
+    if (!same && !f->stale) f->stale_at = uv_now(b->loop);
+    f->stale = !same;
     mqr__feed_demand(bq);
     return;
   }

@@ -37,6 +37,11 @@ def mqr(*args, check=True, timeout=60):
     return r
 
 
+def mqr_popen(*args):
+    """mqr running meanwhile: communicate() gives what it printed."""
+    return subprocess.Popen([MQR] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def config(i, raft_ports, data, client_ports=None, protocols="mqr, http", extra=""):
     """Node i's config; with client_ports, each peer's url too (sends are forwarded)."""
     peers = ", ".join("{id: %d, address: 127.0.0.1:%d%s}" % (
@@ -609,6 +614,28 @@ class FollowerConsumers(ThreeNodes):
         self.assertEqual(r.stdout.splitlines(), ["red-%d" % i for i in range(0, 30, 3)])
         r = mqr("recv", "--url", self.url(f), "--count", "20", "--timeout", "10", "orders")  # the others, in order
         self.assertEqual(r.stdout.splitlines(), ["blue-%d" % i for i in range(30) if i % 3])
+        self.drained()
+
+    def test_7_consumers_with_different_selectors_on_a_follower(self):
+        """Consumers on a follower with different selectors: the feed asks the leader for
+        what either matches, so more messages that neither does than the feed's window
+        (1000) stay on the leader and do not hold back theirs."""
+        l = self.leader()
+        f = (l + 1) % 3
+        mqr("send", "--url", self.url(l), "--durable", "--count", "1200", "--body", "grey", "--property",
+            "color=grey", "orders")
+        for i in range(10):
+            color = "red" if i % 2 == 0 else "green"
+            mqr("send", "--url", self.url(l), "--durable", "--body", "%s-%d" % (color, i), "--property",
+                "color=" + color, "orders")
+        recv = [mqr_popen("recv", "--url", self.url(f), "--count", "5", "--timeout", "15", "--selector",
+                          "color = '%s'" % color, "orders") for color in ("red", "green")]
+        outs = [p.communicate(timeout=30)[0] for p in recv]
+        self.assertEqual([p.returncode for p in recv], [0, 0], outs)
+        self.assertEqual(outs[0].splitlines(), ["red-%d" % i for i in range(0, 10, 2)])
+        self.assertEqual(outs[1].splitlines(), ["green-%d" % i for i in range(1, 10, 2)])
+        r = mqr("recv", "--url", self.url(l), "--count", "1200", "--timeout", "20", "orders")
+        self.assertEqual(r.stdout.splitlines(), ["grey"] * 1200)
         self.drained()
 
     def test_5_mqtt_session_on_a_follower(self):
