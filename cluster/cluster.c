@@ -39,6 +39,7 @@ struct mqr__cluster_s {
   uint32_t n_groups;
   uint32_t open_groups; /* not yet closed */
   bool tick_open;
+  bool closing;
   uint64_t trimmed;    /* when the pool was last trimmed (the loop's ms) */
   uint64_t ticked;     /* when opt.tick was last called */
   mqr__links_t *links; /* the Raft links over TLS, or NULL */
@@ -83,6 +84,11 @@ static void sm_answered(void *arg) {
 
 static void tick_cb(uv_prepare_t *h) {
   mqr__cluster_t *c = h->data;
+  if (c->closing) { /* (groups waiting for their writes, then closing: the owner is going) */
+    for (uint32_t i = 0; i < c->n_groups; i++)
+      if (c->groups[i].g && c->groups[i].closing) mqr__rgroup_close_step(c->groups[i].g);
+    return;
+  }
   for (uint32_t i = 0; i < c->n_groups; i++)
     if (c->groups[i].g && !c->groups[i].closing) mqr__rgroup_flush(c->groups[i].g);
   uint64_t now = uv_now(c->loop);
@@ -241,6 +247,14 @@ static void maybe_done(mqr__cluster_t *c) {
   if (cb) cb(arg);
 }
 
+static void tick_closed(uv_handle_t *h);
+
+/* The tick goes once every group has closed (it steps the closes: mqr__rgroup_close_step). */
+static void close_tick(mqr__cluster_t *c) {
+  if (c->open_groups == 0 && c->tick_open && !uv_is_closing((uv_handle_t *)&c->tick))
+    uv_close((uv_handle_t *)&c->tick, tick_closed);
+}
+
 static void close_transport(node_group_t *ng) {
   if (ng->c->links)
     mqr__links_transport_free(&ng->tr);
@@ -256,6 +270,7 @@ static void group_closed(void *arg) {
   if (ng->tr_open) close_transport(ng);
   ng->io_open = ng->tr_open = false;
   c->open_groups--;
+  close_tick(c);
   maybe_done(c);
 }
 
@@ -267,6 +282,7 @@ static void tick_closed(uv_handle_t *h) {
 
 void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg) {
   c->closed_cb = cb, c->closed_arg = arg;
+  c->closing = true;
   c->open_groups = c->n_groups;
   for (uint32_t i = 0; i < c->n_groups; i++) {
     node_group_t *ng = &c->groups[i];
@@ -281,7 +297,8 @@ void mqr__cluster_close(mqr__cluster_t *c, void (*cb)(void *arg), void *arg) {
     ng->io_open = ng->tr_open = false;
     c->open_groups--;
   }
-  if (c->tick_open) uv_close((uv_handle_t *)&c->tick, tick_closed);
+  close_tick(c);
+  maybe_done(c); /* (no group at all) */
 }
 
 /* ---- looking --------------------------------------------------------------------------------- */

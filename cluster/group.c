@@ -59,6 +59,7 @@ struct mqr__rgroup_s {
   } * appends;
   uint32_t n_appends, cap_appends;
   struct mqr__rgroup_s *next_wrapped;
+  bool close_waits; /* closing, once the appends in flight are done (mqr__rgroup_close) */
   void (*close_cb)(void *arg);
   void *close_arg;
   void *owner;
@@ -355,7 +356,22 @@ void mqr__rgroup_close(mqr__rgroup_t *g, void (*cb)(void *arg), void *arg) {
   tell(d, n, MQR_ECLOSED);
   if (g->leading && g->opt.fsm.leadership) g->opt.fsm.leadership(g->opt.fsm.arg, false);
   g->leading = false;
+  /* A leader's writes of its log in flight end first: libraft 0.15, closing its raft_uv,
+   * cancels them one by one, and each cancelled write of a leader truncates the log from
+   * its first entry, which for the second is past the end already (its removeSuffix then
+   * frees what is not there). They end within a disk write; nothing new is proposed
+   * meanwhile (the group is closing); mqr__rgroup_close_step closes it then. */
+  if (g->n_appends > 0 && g->r == &g->own && raft_state(g->r) == RAFT_LEADER) {
+    g->close_waits = true;
+    return;
+  }
   raft_close(g->r, raft_closed); /* (it answers the proposals and the barrier in flight) */
+}
+
+void mqr__rgroup_close_step(mqr__rgroup_t *g) {
+  if (!g->close_waits || g->n_appends > 0) return;
+  g->close_waits = false;
+  raft_close(g->r, raft_closed);
 }
 
 void mqr__rgroup_free(mqr__rgroup_t *g) {

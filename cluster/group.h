@@ -91,8 +91,11 @@ int mqr__rgroup_bootstrap(mqr__rgroup_t *g, unsigned n, const raft_id *ids, cons
                           mqr_error_t *err);
 int mqr__rgroup_start(mqr__rgroup_t *g, mqr_error_t *err);
 /* Stops it: every pending callback gets MQR_ECLOSED, then cb(arg) once libraft has closed
- * (then free io, then mqr__rgroup_free). */
+ * (then free io, then mqr__rgroup_free). A leader with writes of its log in flight closes
+ * libraft once they end: the caller calls mqr__rgroup_close_step on every loop pass until
+ * cb comes (not from a libraft callback: raft_uv's writer is still in its own then). */
 void mqr__rgroup_close(mqr__rgroup_t *g, void (*cb)(void *arg), void *arg);
+void mqr__rgroup_close_step(mqr__rgroup_t *g);
 void mqr__rgroup_free(mqr__rgroup_t *g);
 
 /* A record into the batch being gathered (copied), cb (may be NULL) to be told its fate.
