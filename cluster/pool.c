@@ -1,7 +1,8 @@
 /* The cluster's memory: size classes and per-thread kept blocks (pool.h).
  *
  * Classes grow by a quarter within each power of two (80, 96, 112, 128, 160, ... up to
- * 128 MiB), so a block wastes at most a fifth of itself. Every block has a 16-byte
+ * 128 MiB), so a block of its own class wastes at most a fifth of itself (one of a class up
+ * to twice as large, taken when its own has none kept, at most half). Every block has a 16-byte
  * header before what it gives: the length asked for (what a realloc copies), its class
  * (NONE: past the largest, freed at once) and how far before it the allocator's block
  * starts. Blocks come from mqr_malloc (mqr_set_allocator's hook, as every allocation of
@@ -22,6 +23,7 @@
 #define CLASSES 84 /* (8 << 24: 128 MiB, the largest) */
 #define NONE 0xff
 #define PAGE 4096
+#define UP 4 /* classes above the one asked for that a block may come from (twice the size) */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KEEP 0
@@ -46,8 +48,11 @@ _Static_assert(sizeof(head_t) == 16, "a block's header keeps what follows it 16-
 
 typedef struct {
   void *free[2][CLASSES]; /* [aligned][class]: linked through their first bytes */
+  uint32_t n[2][CLASSES]; /* how many */
+  /* the fewest of each class kept since the last trim: that many went unused since (a
+   * class drawn on in every interval keeps its blocks, whatever their size) */
+  uint32_t low[2][CLASSES];
   size_t kept;
-  size_t low; /* the least kept since the last trim: what went unused since */
 } cache_t;
 
 static __thread cache_t *tc;
@@ -102,17 +107,22 @@ void mqr__rpool_keep(void) {
 }
 
 static void *take(size_t n, bool aligned) {
-  unsigned cls = n <= class_size(CLASSES - 1) ? class_of(n) : NONE;
-  cache_t *c = cls != NONE ? tc : NULL;
-  void *p = c ? c->free[aligned][cls] : NULL;
+  unsigned want = n <= class_size(CLASSES - 1) ? class_of(n) : NONE, cls = want;
+  cache_t *c = want != NONE ? tc : NULL;
+  void *p = NULL;
+  /* its class, else the least of the next UP classes (at most twice as large) that has a
+   * block: a buffer grown in steps of varying size (libraft's write buffer of a log
+   * segment) finds a block kept from an earlier one */
+  for (; c && cls < CLASSES && cls <= want + UP && (p = c->free[aligned][cls]) == NULL; cls++) {
+  }
   if (p) {
     memcpy(&c->free[aligned][cls], p, sizeof p);
     c->kept -= class_size(cls);
-    if (c->kept < c->low) c->low = c->kept;
+    if (--c->n[aligned][cls] < c->low[aligned][cls]) c->low[aligned][cls] = c->n[aligned][cls];
     head_of(p)->len = n;
     return p;
   }
-  return fresh(cls != NONE ? class_size(cls) : n, aligned ? PAGE : 16, n, (uint8_t)cls, aligned);
+  return fresh(want != NONE ? class_size(want) : n, aligned ? PAGE : 16, n, (uint8_t)want, aligned);
 }
 
 void *mqr__rpool_malloc(size_t n) { return take(n, false); }
@@ -138,6 +148,7 @@ void mqr__rpool_free(void *p) {
   }
   memcpy(p, &c->free[h->aligned][h->cls], sizeof p);
   c->free[h->aligned][h->cls] = p;
+  c->n[h->aligned][h->cls]++;
   c->kept += class_size(h->cls);
 }
 
@@ -158,17 +169,17 @@ void *mqr__rpool_realloc(void *p, size_t n) {
 void mqr__rpool_trim(void) {
   cache_t *c = tc;
   if (c == NULL) return;
-  size_t shed = c->low; /* (largest first: the fewest blocks) */
-  for (unsigned k = CLASSES; k-- > 0 && shed;)
-    for (int a = 0; a < 2; a++)
-      while (shed && c->free[a][k]) {
+  for (int a = 0; a < 2; a++)
+    for (unsigned k = 0; k < CLASSES; k++) {
+      for (; c->low[a][k] > 0; c->low[a][k]--) {
         void *p = c->free[a][k];
         memcpy(&c->free[a][k], p, sizeof p);
         release(p);
+        c->n[a][k]--;
         c->kept -= class_size(k);
-        shed -= shed < class_size(k) ? shed : class_size(k);
       }
-  c->low = c->kept;
+      c->low[a][k] = c->n[a][k];
+    }
 }
 
 size_t mqr__rpool_kept(void) { return tc ? tc->kept : 0; }

@@ -32,8 +32,9 @@ void *mqr__rpool_realloc(void *p, size_t n);
 void mqr__rpool_free(void *p);
 /* From now on this thread keeps the blocks it frees (at most MQR__RPOOL_KEEP bytes). */
 void mqr__rpool_keep(void);
-/* Frees the blocks this thread kept all along since the last call (as many bytes as it
- * kept at the least), so that what a burst left is given back within two calls. */
+/* Frees the blocks this thread kept all along since the last call (of each class, as
+ * many as it kept of it at the least), so that what a burst left is given back within two
+ * calls while a class drawn on in every interval keeps its blocks. */
 void mqr__rpool_trim(void);
 /* Bytes this thread keeps now (for tests). */
 size_t mqr__rpool_kept(void);

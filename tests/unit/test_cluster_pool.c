@@ -1,5 +1,6 @@
 /* cluster/pool.c: blocks keep what was written into them through realloc, aligned blocks
- * are aligned, a thread that keeps blocks gives the same block back for its class, the
+ * are aligned, a thread that keeps blocks gives the same block back for its class (or one
+ * of a class at most twice as large when its own has none), the
  * bound on what it keeps holds, trimming gives back what went unused, libraft's heap is
  * the pool (a block from raft_malloc is the pool's), and its blocks come through
  * mqr_set_allocator's hook. */
@@ -72,6 +73,17 @@ static void kept_and_reused(void **state) {
   mqr__rpool_free(a);
   mqr__rpool_free(b);
   mqr__rpool_free(p);
+  /* a class with no block kept takes one of a class at most twice as large, which goes back
+   * to its own class */
+  void *big = mqr__rpool_malloc(100000); /* (the class of 112 KiB) */
+  mqr__rpool_free(big);
+  assert_ptr_equal(mqr__rpool_malloc(70000), big); /* (80 KiB's, two classes below) */
+  mqr__rpool_free(big);
+  assert_ptr_equal(mqr__rpool_malloc(110000), big);
+  mqr__rpool_free(big);
+  void *small = mqr__rpool_malloc(20000); /* (20 KiB's: more than twice as small) */
+  assert_ptr_not_equal(small, big);
+  mqr__rpool_free(small);
   /* the bound: blocks of 1 MiB freed past it go back to the system */
   size_t n = MQR__RPOOL_KEEP / (1 << 20) + 8;
   void **blocks = calloc(n, sizeof *blocks);
