@@ -11,6 +11,14 @@
 #include "pool.h"
 
 #define BATCH_MAX (4u << 20)
+/* At most this many bytes of log entries a leader has handed to its transport for one
+ * follower and not yet seen written: past it, an append for that follower is refused as if
+ * the follower were unreachable (libraft sends it again later, from where the follower is).
+ * libraft 0.15 does not bound it, and its TCP transport queues what the socket does not
+ * take: a follower slower than the leader (its disk, its CPU) made the leader's memory grow
+ * by the messages it had not read, hundreds of MB in seconds. */
+#define SEND_MAX ((size_t)32 << 20)
+#define MAX_PEERS 64
 
 typedef struct {
   mqr__rgroup_done_fn fn;
@@ -58,6 +66,21 @@ struct mqr__rgroup_s {
     raft_io_append_cb cb;
   } * appends;
   uint32_t n_appends, cap_appends;
+  /* raft_uv's send, wrapped: the entries' bytes in flight to each follower */
+  int (*io_send)(struct raft_io *io, struct raft_io_send *req, const struct raft_message *message, raft_io_send_cb cb);
+  struct pending_send {
+    struct raft_io_send *req;
+    raft_io_send_cb cb;
+    uint64_t to;
+    size_t bytes;
+  } * sends;
+  uint32_t n_sends, cap_sends;
+  struct {
+    uint64_t id;
+    size_t bytes;
+  } out[MAX_PEERS];
+  uint32_t n_out;
+  uint64_t sends_refused; /* (for tests) */
   struct mqr__rgroup_s *next_wrapped;
   bool close_waits; /* closing, once the appends in flight are done (mqr__rgroup_close) */
   void (*close_cb)(void *arg);
@@ -289,6 +312,59 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
   return rc;
 }
 
+/* The bytes in flight to follower id (its counter, made when first seen; NULL past MAX_PEERS). */
+static size_t *out_of(mqr__rgroup_t *g, uint64_t id) {
+  for (uint32_t i = 0; i < g->n_out; i++)
+    if (g->out[i].id == id) return &g->out[i].bytes;
+  if (g->n_out == MAX_PEERS) return NULL;
+  g->out[g->n_out].id = id, g->out[g->n_out].bytes = 0;
+  return &g->out[g->n_out++].bytes;
+}
+
+static void send_done(struct raft_io_send *req, int status) {
+  for (mqr__rgroup_t *g = wrapped; g; g = g->next_wrapped)
+    for (uint32_t i = 0; i < g->n_sends; i++) /* (nearly always the first: sends end in order) */
+      if (g->sends[i].req == req) {
+        struct pending_send s = g->sends[i];
+        memmove(&g->sends[i], &g->sends[i + 1], (g->n_sends - i - 1) * sizeof *g->sends);
+        g->n_sends--;
+        size_t *out = out_of(g, s.to);
+        if (out) *out -= s.bytes;
+        s.cb(req, status);
+        return;
+      }
+}
+
+static int send_wrapped(struct raft_io *io, struct raft_io_send *req, const struct raft_message *message,
+                        raft_io_send_cb cb) {
+  mqr__rgroup_t *g = ((struct raft *)io->data)->data;
+  if (message->type != RAFT_IO_APPEND_ENTRIES || message->append_entries.n_entries == 0)
+    return g->io_send(io, req, message, cb);
+  size_t bytes = 0;
+  for (unsigned i = 0; i < message->append_entries.n_entries; i++) bytes += message->append_entries.entries[i].buf.len;
+  size_t *out = out_of(g, message->server_id);
+  if (out && *out > 0 && *out + bytes > SEND_MAX) { /* (a first message goes whatever its size) */
+    g->sends_refused++;
+    return RAFT_NOCONNECTION;
+  }
+  if (g->n_sends == g->cap_sends) {
+    uint32_t cap = g->cap_sends ? 2 * g->cap_sends : 64;
+    struct pending_send *a = mqr_realloc(g->sends, cap * sizeof *a);
+    if (a == NULL) return RAFT_NOMEM;
+    g->sends = a, g->cap_sends = cap;
+  }
+  g->sends[g->n_sends++] = (struct pending_send){req, cb, message->server_id, out ? bytes : 0};
+  if (out) *out += bytes;
+  int rc = g->io_send(io, req, message, send_done);
+  if (rc) {
+    g->n_sends--;
+    if (out) *out -= bytes;
+  }
+  return rc;
+}
+
+uint64_t mqr__rgroup_sends_refused(const mqr__rgroup_t *g) { return g->sends_refused; }
+
 int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
   mqr__rpool_keep(); /* (this is the loop's thread, where the group will run) */
   int rc = raft_init(&g->own, io, &g->fsm, g->opt.id, g->address);
@@ -302,6 +378,8 @@ int mqr__rgroup_open(mqr__rgroup_t *g, struct raft_io *io, mqr_error_t *err) {
   settings(g);
   g->io_append = io->append; /* (raft_init set io->data to g->r, whose data is g) */
   io->append = append;
+  g->io_send = io->send;
+  io->send = send_wrapped;
   g->next_wrapped = wrapped;
   wrapped = g;
   return 0;
@@ -382,6 +460,7 @@ void mqr__rgroup_free(mqr__rgroup_t *g) {
       break;
     }
   mqr_free(g->appends);
+  mqr_free(g->sends);
   raft_free(g->batch);
   mqr__rpool_free(g->dones);
   mqr_free(g->address);

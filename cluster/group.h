@@ -130,6 +130,9 @@ void *mqr__rgroup_owner(const mqr__rgroup_t *g);
 /* Asks libraft to move the leadership to node `to` (0: one it picks); cb(arg, ok) once
  * done or given up (ok: `to`, or whichever node, leads now). 0, MQR_ENOTLEADER,
  * MQR_EINVAL (not a voter), MQR_ENOMEM. */
+/* Appends for a follower refused since the group opened because SEND_MAX bytes of entries
+ * for it were in flight already (group.c). */
+uint64_t mqr__rgroup_sends_refused(const mqr__rgroup_t *g);
 int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg);
 
 /* A Raft configuration change on the leader: node `id` added (as a spare, then promoted to
