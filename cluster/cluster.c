@@ -173,7 +173,8 @@ static int open_group(mqr__cluster_t *c, node_group_t *ng, mqr_error_t *err) {
                               .election_timeout_ms = opt->election_timeout,
                               .heartbeat_timeout_ms = opt->heartbeat_timeout,
                               .snapshot_threshold = opt->snapshot_threshold,
-                              .max_batch = BATCH_MAX};
+                              .max_batch = BATCH_MAX,
+                              .send_max = opt->send_max};
   int rc = mqr__rgroup_new(&go, &ng->g, err);
   if (rc == 0) rc = mqr__rgroup_open(ng->g, &ng->io, err);
   if (rc) {
@@ -317,6 +318,7 @@ void mqr__cluster_status(mqr__cluster_t *c, uint32_t g, mqr__cluster_status_t *o
   out->term = r->current_term;
   out->commit_index = r->commit_index;
   out->applied_index = r->last_applied;
+  out->sends_refused = mqr__rgroup_sends_refused(gr);
   if (raft_state(r) != RAFT_LEADER || r->leader_state.progress == NULL) return;
   raft_index last = raft_last_index(r);
   for (unsigned i = 0; i < r->configuration.n && out->n_followers < 16; i++) {

@@ -41,6 +41,7 @@ typedef struct {
   unsigned heartbeat_timeout;
   unsigned snapshot_threshold;
   size_t segment_size; /* of the Raft log's segment files, bytes (0: libraft's, 8 MiB) */
+  size_t send_max;     /* bytes of entries in flight to one follower at most (0: 32 MiB; group.h) */
   bool join;           /* a node added to a running cluster: its groups start empty, not bootstrapped */
   /* The Raft links over TLS (link.h), as these say; NULL: libraft's plain TCP transport. */
   const mqr__links_options_t *tls;
@@ -77,6 +78,7 @@ typedef struct {
   uint64_t leader_id; /* 0: none known */
   const char *leader; /* its address for this group, or NULL */
   uint64_t term, commit_index, applied_index;
+  uint64_t sends_refused; /* appends for a follower refused as past send_max (since the start) */
   /* When leading: each other voter's lag, entries behind this node's last. */
   uint32_t n_followers;
   struct {

@@ -17,7 +17,7 @@
  * libraft 0.15 does not bound it, and its TCP transport queues what the socket does not
  * take: a follower slower than the leader (its disk, its CPU) made the leader's memory grow
  * by the messages it had not read, hundreds of MB in seconds. */
-#define SEND_MAX ((size_t)32 << 20)
+#define SEND_MAX ((size_t)32 << 20) /* (opt.send_max's default) */
 #define MAX_PEERS 64
 
 typedef struct {
@@ -343,7 +343,8 @@ static int send_wrapped(struct raft_io *io, struct raft_io_send *req, const stru
   size_t bytes = 0;
   for (unsigned i = 0; i < message->append_entries.n_entries; i++) bytes += message->append_entries.entries[i].buf.len;
   size_t *out = out_of(g, message->server_id);
-  if (out && *out > 0 && *out + bytes > SEND_MAX) { /* (a first message goes whatever its size) */
+  size_t max = g->opt.send_max ? g->opt.send_max : SEND_MAX;
+  if (out && *out > 0 && *out + bytes > max) { /* (a first message goes whatever its size) */
     g->sends_refused++;
     return RAFT_NOCONNECTION;
   }

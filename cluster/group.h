@@ -72,6 +72,7 @@ typedef struct {
   unsigned snapshot_threshold;   /* entries between snapshots; 0: 1024 */
   unsigned snapshot_trailing;    /* entries kept after a snapshot; 0: 128 */
   size_t max_batch;              /* bytes of records per entry at most; 0: 4 MiB */
+  size_t send_max;               /* bytes of entries in flight to one follower at most (group.c); 0: 32 MiB */
 } mqr__rgroup_options_t;
 
 /* A group: its state machine ready, no Raft instance yet. *out on success; MQR_EINVAL,
@@ -130,7 +131,7 @@ void *mqr__rgroup_owner(const mqr__rgroup_t *g);
 /* Asks libraft to move the leadership to node `to` (0: one it picks); cb(arg, ok) once
  * done or given up (ok: `to`, or whichever node, leads now). 0, MQR_ENOTLEADER,
  * MQR_EINVAL (not a voter), MQR_ENOMEM. */
-/* Appends for a follower refused since the group opened because SEND_MAX bytes of entries
+/* Appends for a follower refused since the group opened because send_max bytes of entries
  * for it were in flight already (group.c). */
 uint64_t mqr__rgroup_sends_refused(const mqr__rgroup_t *g);
 int mqr__rgroup_transfer(mqr__rgroup_t *g, uint64_t to, void (*cb)(void *arg, bool ok, uint64_t leader), void *arg);
