@@ -395,17 +395,22 @@ void mqr__durable_settle(mqr__durable_t *d, const void *owner, int status) {
   mqr__durable_settle_why(d, owner, status, NULL);
 }
 
+static void settle(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why,
+                   const mqr_frame_receipt_t *receipt);
+
 void mqr__durable_settle_forwarded(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why,
                                    const mqr_frame_receipt_t *receipt) {
-  mqr__pend_t *p = oldest_waiting(d, owner);
-  if (p && p->forwarded && status == 0 && receipt) { /* where the leader put it */
-    p->r.status = receipt->status;
-    p->r.queues = receipt->queues > 0 ? (uint32_t)receipt->queues : 0;
-  }
-  mqr__durable_settle_why(d, owner, status, why);
+  settle(d, owner, status, why, receipt);
 }
 
 void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why) {
+  settle(d, owner, status, why, NULL);
+}
+
+/* owner's oldest waiting answer given status (why: a forwarded send's refusal; receipt: a
+ * forwarded send's, as its leader gave it, or NULL). */
+static void settle(mqr__durable_t *d, const void *owner, int status, const mqr_error_t *why,
+                   const mqr_frame_receipt_t *receipt) {
   mqr_broker_t *b = d->b;
   mqr__pend_t *p = oldest_waiting(d, owner);
   if (p == NULL) return;
@@ -426,7 +431,11 @@ void mqr__durable_settle_why(mqr__durable_t *d, const void *owner, int status, c
     drain_at(d, seq);
     return;
   }
-  if (p->forwarded) { /* the leader has it (status 0) or said why not */
+  if (p->forwarded) {             /* the leader has it (status 0) or said why not */
+    if (status == 0 && receipt) { /* where the leader put it */
+      p->r.status = receipt->status;
+      p->r.queues = receipt->queues > 0 ? (uint32_t)receipt->queues : 0;
+    }
     if (status) {
       mqr_error_t e;
       bool unknown = status == MQR_EINDOUBT || status == MQR_ECLOSED || status == MQR_EIO || status == MQR_ETIMEOUT;

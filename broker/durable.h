@@ -170,9 +170,10 @@ int mqr__replicate_open(mqr_broker_t *b, mqr_error_t *err); /* when the config h
 void mqr__replicate_close(mqr_broker_t *b);
 /* The replication group of bq's records, or -1: the journal's. */
 int mqr__replicate_group(const mqr_broker_t *b, mqr__bq_t *bq);
-/* 0 when this node may put a message on bq or serve its consumers itself; MQR_ENOTLEADER (err names the leader) for a
- * queue of a replicated address (durable or not) whose group another node leads: what is
- * sent to it goes through the leader, which feeds consumers elsewhere (feed.c). */
+/* 0 when this node may put a message on bq or serve its consumers itself; MQR_ENOTLEADER
+ * (err names the leader) for a queue of a replicated address (durable or not) whose group
+ * another node leads: what is sent to it goes through the leader, which feeds consumers
+ * elsewhere (feed.c). */
 int mqr__replicate_serves(mqr_broker_t *b, mqr__bq_t *bq, mqr_error_t *err);
 /* The same for a send to address a that no queue here takes. */
 int mqr__replicate_serves_address(mqr_broker_t *b, mqr_address_t *a, mqr_error_t *err);

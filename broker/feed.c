@@ -5,11 +5,11 @@
  * take; what the leader delivers to it goes onto the queue here (no record: the
  * leader's group has the message), and the consumers here take it as from any queue,
  * with their own credit and selectors (the feed asks only for what one of them selects).
- * Whatever takes a fed message off the queue here
- * (an acknowledgement, an expiry, the dead letters) is an acknowledgement to the leader,
- * with a receipt, so that an answer asked for is given once the leader committed the
- * DELETE; a message a consumer here gives back goes back to the leader (a counted Nack),
- * which redelivers it by its own counts and settings. The feed goes when the queue's
+ * Whatever takes a fed message off the queue here (an acknowledgement, an expiry, the
+ * dead letters) is an acknowledgement to the leader, with a receipt, so that an answer
+ * asked for is given once the leader committed the DELETE; a message a consumer here
+ * gives back goes back to the leader (a counted Nack), which redelivers it by its own
+ * counts and settings. The feed goes when the queue's
  * last consumer here does (what it brought and was not delivered goes back uncounted),
  * when this node comes to lead the group (it serves the queue itself), and when the
  * leader changes or the connection fails: then what it had brought is taken off the

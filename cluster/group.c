@@ -80,7 +80,7 @@ struct mqr__rgroup_s {
     size_t bytes;
   } out[MAX_PEERS];
   uint32_t n_out;
-  uint64_t sends_refused; /* (for tests) */
+  uint64_t sends_refused; /* appends refused for a follower past send_max (the status says it) */
   struct mqr__rgroup_s *next_wrapped;
   bool close_waits; /* closing, once the appends in flight are done (mqr__rgroup_close) */
   void (*close_cb)(void *arg);
