@@ -108,6 +108,13 @@ static mqr__bq_t *queue_of(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err) {
   return bq;
 }
 
+int mqr_broker_queue_served(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err) {
+  mqr_queue_t *q = mqr_router_find_queue(&b->router, name);
+  if (q == NULL) return mqr_error_set(err, MQR_ENOQUEUE, "queue '%.*s' does not exist", (int)name.len, name.ptr);
+  mqr__bq_t *bq = mqr_queue_data(q);
+  return bq && b->clustered ? mqr__replicate_serves(b, bq, err) : 0;
+}
+
 int mqr_broker_pause_queue(mqr_broker_t *b, mqr_str_t name, bool paused, bool persist, mqr_error_t *err) {
   mqr__bq_t *bq = queue_of(b, name, err);
   if (bq == NULL) return err ? err->code : MQR_ENOQUEUE;

@@ -533,7 +533,8 @@ uint64_t mqr_broker_cluster_groups(mqr_broker_t *b, void (*fn)(void *arg, const 
                                     .applied_index = st.applied_index,
                                     .messages = ss.messages,
                                     .bytes = ss.bytes,
-                                    .n_followers = st.n_followers};
+                                    .n_followers = st.n_followers,
+                                    .held_back = st.sends_refused};
     for (uint32_t k = 0; k < st.n_followers && k < 16; k++) {
       info.follower_id[k] = st.followers[k].id;
       info.follower_lag[k] = st.followers[k].lag;

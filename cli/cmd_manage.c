@@ -113,24 +113,33 @@ static void print_rows(const mqr_frame_manage_result_t *r, bool as_json) {
   }
 }
 
-/* Connects, runs operation op with args, prints the outcome. With several urls and
- * to_leader, a node that refuses because another leads the group (ENOTLEADER), or that
- * cannot be reached, gives way to the next. */
+/* Connects, runs operation op with args, prints the outcome. With to_leader, a node that
+ * refuses because another leads the group (ENOTLEADER) gives way to the leader it names
+ * (its REDIRECT), once, and with several urls a node that cannot be reached or refuses so
+ * gives way to the next. */
 static int manage_on(const char *url, const char *op, const mqr_str_t *args, size_t n, bool as_json, bool to_leader) {
-  char urls[CLI_MAX_URLS][512];
-  int n_urls = to_leader ? cli_urls(url, urls) : 0;
+  char urls[CLI_MAX_URLS][512], redirect[512] = "";
+  const char *to[CLI_MAX_URLS + 1] = {url};
+  int n_to = to_leader ? cli_urls(url, urls) : 0;
+  for (int i = 0; i < n_to; i++) to[i] = urls[i];
+  if (n_to < 2) n_to = 1, to[0] = url;
   for (int u = 0;; u++) {
-    const char *at = n_urls > 1 ? urls[u] : url;
-    bool last = u + 1 >= n_urls; /* (its failure is the one told) */
+    bool last = u + 1 >= n_to; /* (its failure is the one told) */
     mqr_bclient_t *bc;
     mqr_error_t err;
     char why[256];
-    if (cli_bconnect(at, "mqr-manage", 5000, &bc, &err) != 0) {
+    if (cli_bconnect(to[u], "mqr-manage", 5000, &bc, &err) != 0) {
       if (!last) continue;
-      return cli_error("cannot connect to %s: %s", at, cli_connect_error(&err, why, sizeof why));
+      return cli_error("cannot connect to %s: %s", to[u], cli_connect_error(&err, why, sizeof why));
     }
     mqr_frame_manage_result_t *r = NULL;
     int rc = mqr_bclient_manage(bc, mqr_str(op), args, n, &r, &err);
+    const char *leader = rc == MQR_ENOTLEADER && to_leader && !redirect[0] ? mqr_bclient_redirect(bc, NULL) : NULL;
+    if (leader && strlen(leader) < sizeof redirect) { /* (tried next) */
+      snprintf(redirect, sizeof redirect, "%s", leader);
+      memmove(&to[u + 2], &to[u + 1], (size_t)(n_to - u - 1) * sizeof *to);
+      to[u + 1] = redirect, n_to++, last = false;
+    }
     mqr_bclient_close(bc);
     if (rc) {
       mqr_free(r);
@@ -233,7 +242,8 @@ int mqr_cmd_queue(int argc, char **argv) {
     if (o.persist && (i == 3 || i == 4)) a[n++] = MQR_STR("persist");
     if (o.max && i == 5) a[n++] = mqr_str(o.max);
     if (o.filter && i == 6) a[n++] = mqr_str(o.filter);
-    return manage(o.url, cmds[i].op, a, n, o.json);
+    /* (a replicated queue's messages are its group leader's: a follower redirects) */
+    return manage_on(o.url, cmds[i].op, a, n, o.json, i >= 2 && i <= 6);
   }
   return cli_usage_error(mqr_usage_queue, "unknown queue command '%.*s'", (int)o.args[0].len, o.args[0].ptr);
 }

@@ -58,6 +58,7 @@ static int status_of(int rc) {
   case MQR_ENOMEM:
   case MQR_EIO:
   case MQR_ENOSPC: return 500;
+  case MQR_ENOTLEADER: return 421; /* (Misdirected Request: another node answers for the queue) */
   default: return 400;
   }
 }
@@ -187,6 +188,16 @@ static int queue_for(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t queue, bo
     return MQR_EPERM;
   }
   return 0;
+}
+
+/* 0 when this node serves the queue's messages, else MQR_ENOTLEADER answered (421, the
+ * message naming the leader): a replicated queue's are its group leader's to show and
+ * change (mqr_broker_queue_served). */
+static int served(mqr_broker_t *b, mqr_str_t queue, mqr__http_answer_t *a) {
+  mqr_error_t err = {0};
+  int rc = mqr_broker_queue_served(b, queue, &err);
+  if (rc) mqr__api_error(a, rc, err.message);
+  return rc;
 }
 
 /* ---- listings ------------------------------------------------------------------------------------- */
@@ -438,7 +449,7 @@ static void on_message(void *arg, const mqr_frame_message_t *m) {
 }
 
 static void browse(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t name, mqr__http_answer_t *a) {
-  if (queue_for(c->b, r->who, name, false, a) != 0) return;
+  if (queue_for(c->b, r->who, name, false, a) != 0 || served(c->b, name, a) != 0) return;
   json_t *list = json_array();
   mqr_error_t err = {0};
   long max = mqr__api_param_long(r->query, "limit", BROWSE_DEFAULT, 1, BROWSE_MAX);
@@ -616,7 +627,7 @@ static void queue_action(mqr__conn_t *c, const mqr__http_request_t *r, mqr_str_t
   mqr_broker_t *b = c->b;
   mqr_error_t err = {0};
   int rc;
-  if (queue_for(b, r->who, name, true, a) != 0) return;
+  if (queue_for(b, r->who, name, true, a) != 0 || served(b, name, a) != 0) return;
   if (mqr_str_eq(action, MQR_STR("purge"))) {
     uint64_t n = mqr_broker_purge(b, mqr_router_find_queue(mqr_broker_router(b), name));
     mqr__api_json(a, 200, json_pack("{s:I}", "purged", (json_int_t)n));

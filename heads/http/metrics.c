@@ -251,6 +251,12 @@ static void cluster_families(mqr__conn_t *c, const char *broker, mqr__http_text_
       mqr__http_printf(t, "mqr_cluster_follower_lag{broker=\"%s\",group=\"%u\",follower=\"%llu\"} %llu\n", broker,
                        gs.g[i].group, (unsigned long long)gs.g[i].follower_id[k],
                        (unsigned long long)gs.g[i].follower_lag[k]);
+  mqr__http_printf(t, "# HELP mqr_cluster_held_back_total AppendEntries messages held back from a follower that had "
+                      "more than the send bound on its way (on the leader)\n"
+                      "# TYPE mqr_cluster_held_back_total counter\n");
+  for (uint32_t i = 0; i < gs.n; i++)
+    mqr__http_printf(t, "mqr_cluster_held_back_total{broker=\"%s\",group=\"%u\"} %llu\n", broker, gs.g[i].group,
+                     (unsigned long long)gs.g[i].held_back);
 }
 
 static void broker_families(mqr__conn_t *c, const char *broker, mqr__http_text_t *t) {

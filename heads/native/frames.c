@@ -74,8 +74,7 @@ static void on_send(mqr__conn_t *c, const uint8_t *body, size_t len) {
 
 #define MAX_SUBSCRIPTIONS 1024 /* per connection */
 
-/* Before an ENOTLEADER refusal: where the leader's clients connect, when it is known. */
-static void redirect(mqr__conn_t *c, int rc, int64_t receipt) {
+void mqr__nat_redirect(mqr__conn_t *c, int rc, int64_t receipt) {
   uint64_t node = 0;
   const char *url = rc == MQR_ENOTLEADER ? mqr__session_leader_url(&c->sess, &node) : NULL;
   if (url == NULL) return;
@@ -113,7 +112,7 @@ static void on_subscribe(mqr__conn_t *c, const mqr_frame_subscribe_t *s) {
   int rc = mqr__session_subscribe(&c->sess, target, rt, s->queue, 0, s->selector, (uint32_t)s->credit, s->subscription,
                                   &mqr__nat_consumer_ops, c, &k, &err);
   if (rc) {
-    redirect(c, rc, s->subscription);
+    mqr__nat_redirect(c, rc, s->subscription);
     mqr__nat_send_error(c, rc, s->subscription, false, "%s", err.message);
     return;
   }

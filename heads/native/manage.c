@@ -147,7 +147,7 @@ static bool arg_number(mqr_str_t a, long long lo, long long hi, long long *out) 
 /* A replication group as a row (cluster.status). */
 static void on_group(void *arg, const mqr_broker_group_info_t *g) {
   rows_t *rows = arg;
-  mqr_avro_map_t *m = row_begin(rows, 9 + 2 * (size_t)g->n_followers);
+  mqr_avro_map_t *m = row_begin(rows, 10 + 2 * (size_t)g->n_followers);
   if (m == NULL) return;
   row_put(rows, m, "group", mqr_value_long(g->group));
   row_put(rows, m, "leading", mqr_value_bool(g->leading));
@@ -157,6 +157,7 @@ static void on_group(void *arg, const mqr_broker_group_info_t *g) {
   row_put(rows, m, "applied_index", mqr_value_long((int64_t)g->applied_index));
   row_put(rows, m, "messages", mqr_value_long((int64_t)g->messages));
   row_put(rows, m, "bytes", mqr_value_long((int64_t)g->bytes));
+  row_put(rows, m, "held_back", mqr_value_long((int64_t)g->held_back));
   static const char *const lag_keys[16] = {"lag.1",  "lag.2",  "lag.3",  "lag.4",  "lag.5",  "lag.6",
                                            "lag.7",  "lag.8",  "lag.9",  "lag.10", "lag.11", "lag.12",
                                            "lag.13", "lag.14", "lag.15", "lag.16"};
@@ -314,6 +315,13 @@ static int authorize(mqr__conn_t *c, mqr_str_t op, const mqr_str_t *a, size_t n,
   return 0;
 }
 
+/* Whether op reads or changes a queue's messages (its first argument's): on a node that
+ * does not lead the queue's group, refused and redirected (mqr_broker_queue_served). */
+static bool on_messages(mqr_str_t op) {
+  return arg_is(op, "queue.browse") || arg_is(op, "queue.purge") || arg_is(op, "queue.pause") ||
+         arg_is(op, "queue.resume") || arg_is(op, "queue.move");
+}
+
 void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
   mqr_broker_t *b = c->b;
   const mqr_str_t *args = m->args.items;
@@ -350,8 +358,10 @@ void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
       p += args[i].len + 1;
     }
     rc = authorize(c, op, a, n, &err);
+    if (rc == 0 && n > 0 && on_messages(op)) rc = mqr_broker_queue_served(b, a[0], &err);
     if (rc == 0) rc = run(b, op, a, n, &count, &rows, &br, text, sizeof text, &err);
   }
+  mqr__nat_redirect(c, rc, m->request);
   rows_t *out = br.rows.n ? &br.rows : &rows;
   finish(out);
   mqr_frame_t f = {MQR_FRAME_MANAGE_RESULT,

@@ -41,6 +41,10 @@ void mqr__nat_reply_failed(mqr__conn_t *c, int type, int rc);
 void mqr__nat_reply(mqr__conn_t *c, const mqr_frame_t *f);
 __attribute__((format(printf, 5, 6))) void mqr__nat_send_error(mqr__conn_t *c, int code, int64_t receipt, bool fatal,
                                                                const char *fmt, ...);
+/* Before an ENOTLEADER refusal (rc; other codes: nothing) of the request `receipt` (a
+ * SEND's receipt, a SUBSCRIBE's subscription, a MANAGE's request): a REDIRECT saying
+ * where the leader's clients connect, when it is known. */
+void mqr__nat_redirect(mqr__conn_t *c, int rc, int64_t receipt);
 
 /* sasl.c: CONNECT (its mechanism: PLAIN over TLS, SCRAM-SHA-256, a client certificate,
  * anonymous) and the AUTH frames of an exchange. */

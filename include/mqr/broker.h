@@ -307,6 +307,15 @@ MQR_EXTERN int mqr_broker_create_queue(mqr_broker_t *b, const mqr_queue_config_t
  * MQR_ENOQUEUE, MQR_EIO, MQR_ENOMEM. */
 MQR_EXTERN int mqr_broker_pause_queue(mqr_broker_t *b, mqr_str_t name, bool paused, bool persist, mqr_error_t *err);
 
+/* Whether this node serves queue `name`'s messages: 0 when it does (a queue of an address
+ * that is not replicated, or one whose Raft group this node leads); MQR_ENOTLEADER when
+ * another node does (err names the group's leader, when one is known); MQR_ENOQUEUE. On a
+ * node that does not lead its group a replicated queue holds only what a feed brought for
+ * the consumers there, so management that reads or changes a queue's messages (browse,
+ * purge, move, pause: the native MANAGE operations and the HTTP API) asks this first and
+ * refuses there, naming the leader; the calls below do not ask. */
+MQR_EXTERN int mqr_broker_queue_served(mqr_broker_t *b, mqr_str_t name, mqr_error_t *err);
+
 /* Called for each message a browse or a consumer listing finds; m's views are valid
  * during the call. m->subscription and m->delivery are 0. */
 typedef void (*mqr_broker_browse_fn)(void *arg, const mqr_frame_message_t *m);
@@ -360,6 +369,10 @@ typedef struct {
   uint32_t n_followers;     /* when leading: the other voters, and how many entries behind */
   uint64_t follower_id[16];
   uint64_t follower_lag[16];
+  /* when leading: Raft AppendEntries messages held back from a follower since the start,
+   * because more than the send bound (32 MiB of entries) was already on its way to it;
+   * libraft sends their entries again once it has caught up */
+  uint64_t held_back;
 } mqr_broker_group_info_t;
 
 /* Calls fn for each replication group of this node, in order. Returns the node's id, or

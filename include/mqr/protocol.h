@@ -234,8 +234,9 @@ typedef struct {
 } mqr_frame_auth_t;
 
 /* REDIRECT: the broker's hint before an ERROR ENOTLEADER answering the same receipt (a
- * SEND's) or subscription (a SUBSCRIBE's): node leads the group of the replicated
- * address, and url is where its clients connect. */
+ * SEND's) or subscription (a SUBSCRIBE's), or a MANAGE_RESULT ENOTLEADER answering the
+ * same request (an operation on a replicated queue's messages): node leads the group of
+ * the replicated address, and url is where its clients connect. */
 typedef struct {
   int64_t receipt;
   int64_t node;

@@ -214,12 +214,14 @@ class Cluster(unittest.TestCase):
         self.assertEqual(lead["lag.%d" % ((l + 1) % 3 + 1)], 0)
         self.assertGreaterEqual(lead["term"], 1)
         self.assertEqual(lead["commit_index"], lead["applied_index"])
+        self.assertEqual(lead["held_back"], 0)  # (no follower had 32 MiB on its way)
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.nodes[l].port, timeout=10) as resp:
             text = resp.read().decode()
         self.assertRegex(text, r'mqr_cluster_leading\{broker="[^"]*",group="0"\} 1')
         self.assertRegex(text, r'mqr_cluster_leader\{broker="[^"]*",group="0"\} %d' % (l + 1))
         self.assertRegex(text, r'mqr_cluster_follower_lag\{broker="[^"]*",group="0",follower="%d"\} \d+'
                          % ((l + 1) % 3 + 1))
+        self.assertRegex(text, r'mqr_cluster_held_back_total\{broker="[^"]*",group="0"\} 0')
         # the leadership handed to another node
         to = (l + 1) % 3
         r = mqr("cluster", "transfer-leader", "0", str(to + 1), "--url", self.url(l))
@@ -344,6 +346,49 @@ class Forwarding(ThreeNodes):
         r = mqr("recv", "--url", self.url(n), "--count", "1", "--timeout", "10", "orders")
         self.assertEqual(r.stdout.strip(), "after")
         self.nodes[l].start()
+
+
+class FollowerManagement(ThreeNodes):
+    """A replicated queue's messages are its group leader's to browse, purge, pause, move:
+    a follower (whose queue holds none of them) refuses, naming the leader (native: a
+    REDIRECT, which mqr follows; HTTP: 421), rather than answer with its own empty queue."""
+    PREFIX = "mqr-cluster-manage-"
+
+    def http(self, i, path, post=False):
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.nodes[i].port, path), method="POST" if post else "GET",
+                                     headers={"X-Requested-With": "test"} if post else {}, data=b"{}" if post else None)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_a_follower_gives_way_to_the_leader(self):
+        l = self.leader()
+        f = (l + 1) % 3
+        for k in range(3):
+            mqr("send", "--url", self.url(f), "--durable", "--body", "m%d" % k, "orders")  # (forwarded)
+        # mqr, given only the follower, is redirected to the leader and sees the three
+        r = mqr("queue", "browse", "orders", "--json", "--url", self.url(f))
+        bodies = [json.loads(line)["@body"] for line in r.stdout.splitlines()]
+        self.assertEqual(bodies, ["m0", "m1", "m2"])
+        # the HTTP API of the follower says 421, naming the leader; the leader's answers
+        code, j = self.http(f, "/api/v1/queues/orders/messages")
+        self.assertEqual((code, j["code"]), (421, "ENOTLEADER"), j)
+        self.assertIn("node %d" % (l + 1), j["error"])
+        code, j = self.http(f, "/api/v1/queues/orders/purge", post=True)
+        self.assertEqual((code, j["code"]), (421, "ENOTLEADER"), j)
+        code, j = self.http(l, "/api/v1/queues/orders/messages")
+        self.assertEqual((code, j["count"]), (200, 3), j)
+        # a purge through the follower purges the leader's queue, and every node's state
+        r = mqr("queue", "purge", "orders", "--url", self.url(f))
+        self.assertIn("3 message(s) purged", r.stdout)
+        code, j = self.http(l, "/api/v1/queues/orders/messages")
+        self.assertEqual((code, j["count"]), (200, 0), j)
+        # a non-replicated queue is every node's own: the follower answers for its own
+        mqr("send", "--url", self.url(f), "--durable", "--body", "here", "local")
+        code, j = self.http(f, "/api/v1/queues/local/messages")
+        self.assertEqual((code, j["count"]), (200, 1), j)
 
 
 class AcksAnsweredOnceCommitted(ThreeNodes):

@@ -187,6 +187,9 @@ static void test_browse_sees_without_taking(void **state) {
   assert_int_equal(mqr_broker_browse(f.b, MQR_STR("cfg"), 2, on_browse, &two, &err), 2);
   assert_string_equal(two.bodies, "m1 m2");
   assert_int_equal(mqr_broker_browse(f.b, MQR_STR("nope"), 0, on_browse, &two, &err), MQR_ENOQUEUE);
+  /* without a cluster, every queue's messages are this broker's to show */
+  assert_int_equal(mqr_broker_queue_served(f.b, MQR_STR("cfg"), &err), 0);
+  assert_int_equal(mqr_broker_queue_served(f.b, MQR_STR("nope"), &err), MQR_ENOQUEUE);
   fx_close(&f);
 }
 
