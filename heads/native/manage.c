@@ -358,7 +358,8 @@ void mqr__nat_on_manage(mqr__conn_t *c, const mqr_frame_manage_t *m) {
       p += args[i].len + 1;
     }
     rc = authorize(c, op, a, n, &err);
-    if (rc == 0 && n > 0 && on_messages(op)) rc = mqr_broker_queue_served(b, a[0], &err);
+    if (rc == 0 && n > 0 && on_messages(op) && mqr_router_find_queue(mqr_broker_router(b), a[0]))
+      rc = mqr_broker_queue_served(b, a[0], &err); /* (no such queue: the operation says so, after its arguments) */
     if (rc == 0) rc = run(b, op, a, n, &count, &rows, &br, text, sizeof text, &err);
   }
   mqr__nat_redirect(c, rc, m->request);
