@@ -98,6 +98,10 @@ void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_o
 int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int routing_type, mqr_str_t queue, unsigned flags,
                            mqr_str_t selector, uint32_t credit, int64_t subscription, const mqr__consumer_ops_t *ops,
                            void *ctx, mqr_broker_consumer_t **out, mqr_error_t *err);
+/* The routing type of a subscription that names none, as Artemis decides it (STOMP's, and
+ * an AMQP link's without a capability): the address's, when it has one; MQR_ROUTING_NONE
+ * for a queue of that name; else the address settings' default-address-routing-type. */
+int mqr__implied_routing_type(mqr_broker_t *b, mqr_str_t name);
 /* After a refusal MQR_ENOTLEADER (a replicated address's group led by another node):
  * where that leader's clients connect (the cluster config's url; NULL: not known) and
  * its node id. Valid until the next call into the broker. */

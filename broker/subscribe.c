@@ -379,3 +379,18 @@ uint32_t mqr__session_consumer_count(const mqr__session_t *s) {
   for (const mqr_broker_consumer_t *k = s->consumers; k; k = k->session_next) n++;
   return n;
 }
+
+int mqr__implied_routing_type(mqr_broker_t *b, mqr_str_t name) {
+  const mqr_router_t *r = mqr_broker_router(b);
+  mqr_address_t *a = mqr_router_find_address(r, name);
+  if (a) {
+    mqr_routing_set_t t = mqr_address_routing_types(a);
+    bool any = mqr_routing_set_contains(t, MQR_ANYCAST), multi = mqr_routing_set_contains(t, MQR_MULTICAST);
+    if (any != multi) return any ? MQR_ANYCAST : MQR_MULTICAST;
+    return mqr_address_settings(a)->default_address_routing_type;
+  }
+  if (mqr_router_find_queue(r, name)) return MQR_ROUTING_NONE;
+  mqr_address_settings_t s;
+  mqr_router_resolve_settings(r, name, &s);
+  return s.default_address_routing_type;
+}

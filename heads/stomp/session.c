@@ -189,23 +189,6 @@ static stomp_sub_t *sub_by_num(stomp_t *st, int64_t num) {
   return NULL;
 }
 
-/* The routing type of a subscription that names none, as Artemis decides it: the
- * address's, when it has one; a queue of that name; else default-address-routing-type. */
-static int implied_type(mqr_broker_t *b, mqr_str_t name) {
-  const mqr_router_t *r = mqr_broker_router(b);
-  mqr_address_t *a = mqr_router_find_address(r, name);
-  if (a) {
-    mqr_routing_set_t t = mqr_address_routing_types(a);
-    bool any = mqr_routing_set_contains(t, MQR_ANYCAST), multi = mqr_routing_set_contains(t, MQR_MULTICAST);
-    if (any != multi) return any ? MQR_ANYCAST : MQR_MULTICAST;
-    return mqr_address_settings(a)->default_address_routing_type;
-  }
-  if (mqr_router_find_queue(r, name)) return MQR_ROUTING_NONE;
-  mqr_address_settings_t s;
-  mqr_router_resolve_settings(r, name, &s);
-  return s.default_address_routing_type;
-}
-
 /* The durable subscription's name: durable-subscriber-name, durable-subscription-name,
  * then ActiveMQ 5's activemq.subscriptionName (Artemis's order). */
 static const mqr_str_t *durable_name(const mqr__stomp_frame_t *f) {
@@ -272,7 +255,7 @@ void mqr__stomp_on_subscribe(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
     queue = mqr_str_n(qbuf, (size_t)len);
     if (rt == MQR_ROUTING_NONE) rt = MQR_MULTICAST;
   }
-  if (rt == MQR_ROUTING_NONE) rt = implied_type(c->b, target);
+  if (rt == MQR_ROUTING_NONE) rt = mqr__implied_routing_type(c->b, target);
   stomp_sub_t *sub = mqr_calloc(1, sizeof *sub + id->len + dest->len + 2);
   if (sub == NULL) {
     mqr__stomp_error(c, f, "out of memory", "no memory for a subscription");
