@@ -2,9 +2,10 @@
  * are asked about a connection's first bytes when its listener takes several. */
 #include "../net/net.h"
 
-extern const mqr__head_t mqr__native_head, mqr__mqtt_head, mqr__stomp_head, mqr__http_head;
+extern const mqr__head_t mqr__native_head, mqr__mqtt_head, mqr__stomp_head, mqr__http_head, mqr__amqp_head;
 
-const mqr__head_t *const mqr__heads[] = {&mqr__native_head, &mqr__mqtt_head, &mqr__stomp_head, &mqr__http_head, NULL};
+const mqr__head_t *const mqr__heads[] = {&mqr__native_head, &mqr__mqtt_head, &mqr__stomp_head,
+                                         &mqr__http_head,   &mqr__amqp_head, NULL};
 
 int mqr_broker_register_protocols(void) {
   int rc = 0;

@@ -8,9 +8,9 @@ set -euo pipefail
 
 what=${1:-test}
 run=(build-essential cmake pkg-config libuv1-dev libjemalloc-dev libjansson-dev libyaml-dev zlib1g-dev libsodium-dev libssl-dev
-  libhttp-parser-dev libwslay-dev libraft-dev liblz4-dev binutils)
+  libhttp-parser-dev libwslay-dev libraft-dev liblz4-dev binutils libqpid-proton11-dev)
 test=("${run[@]}" openssl python3-cryptography libcmocka-dev clang libclang-rt-14-dev python3 python3-avro libavro-dev binutils groff-base systemd
-  libc6-dev-i386-cross libc6-dev-arm64-cross python3-stomp python3-paho-mqtt mosquitto-clients python3-prometheus-client curl chromium)
+  libc6-dev-i386-cross libc6-dev-arm64-cross python3-stomp python3-paho-mqtt python3-qpid-proton mosquitto-clients python3-prometheus-client curl chromium)
 bench=("${test[@]}" libnats-dev nats-server gnuplot-nox mosquitto activemq)
 case "$what" in
   run) packages=("${run[@]}") ;;

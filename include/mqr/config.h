@@ -42,6 +42,7 @@ typedef struct mqr_config_s mqr_config_t;
 #define MQR_PROTOCOL_MQTT 0x2u  /* MQTT 3.1.1 and 5.0 */
 #define MQR_PROTOCOL_STOMP 0x4u /* STOMP 1.0, 1.1 and 1.2 */
 #define MQR_PROTOCOL_HTTP 0x8u  /* HTTP/1.1: metrics, health, management (docs/observability.md) */
+#define MQR_PROTOCOL_AMQP 0x10u /* AMQP 1.0 (Qpid Proton's engine; docs/protocols.md) */
 
 /* ---- protocols and their blocks of a listener ------------------------------------------------
  *

@@ -84,18 +84,18 @@ def mqr(*args, check=True, stdin=None):
 
 CONFIG = """
 listeners:
-  - {name: plain, host: 127.0.0.1, port: 0, protocols: [mqr, mqtt, stomp]}
+  - {name: plain, host: 127.0.0.1, port: 0, protocols: [mqr, mqtt, stomp, amqp]}
   - name: tls
     host: 127.0.0.1
     port: 0
-    protocols: [mqr, mqtt, stomp]
+    protocols: [mqr, mqtt, stomp, amqp]
     handshake-timeout: 1s
     anycast-prefix: /queue/
     tls: {cert: server.pem, key: server.key}
   - name: mutual
     host: 127.0.0.1
     port: 0
-    protocols: [mqr, mqtt, stomp]
+    protocols: [mqr, mqtt, stomp, amqp]
     tls: {cert: server.pem, key: server.key, ca: ca.pem, client-auth: need, min-version: "1.2"}
 security:
   users-file: users
@@ -284,6 +284,47 @@ class Tls(unittest.TestCase):
         self.assertIn("connections=", r.stdout)
         r = mqr("stat", "--url", url, "--ca", path("ca.pem"), "--user", "carol", "--password", "nope", check=False)
         self.assertEqual(r.returncode, 1)
+
+    def amqp(self, port, mech, user=None, cert=None, tls=True):
+        """An AMQP 1.0 round trip (python3-qpid-proton) with SASL mechanism mech: the body back."""
+        from proton import Message, SSLDomain, symbol
+        from proton.reactor import LinkOption
+        from proton.utils import BlockingConnection
+        domain = None
+        if tls:
+            domain = SSLDomain(SSLDomain.MODE_CLIENT)
+            domain.set_trusted_ca_db(path("ca.pem"))
+            domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+            if cert:
+                domain.set_credentials(path(cert + ".pem"), path(cert + ".key"), None)
+        url = "%s://%slocalhost:%d" % ("amqps" if tls else "amqp", user + "@" if user else "", port)
+        class Queue(LinkOption):  # (the capability 'queue': ANYCAST, on a listener without prefixes)
+            def apply(self, link):
+                (link.source if link.is_receiver else link.target).capabilities.put_object(symbol("queue"))
+
+        c = BlockingConnection(url, timeout=10, ssl_domain=domain, allowed_mechs=mech, sasl_enabled=True)
+        try:
+            c.create_sender("amqp.%s" % mech, options=Queue()).send(Message(body=u"over %s" % mech))
+            r = c.create_receiver("amqp.%s" % mech, options=Queue())
+            m = r.receive(timeout=5)
+            r.accept()
+            return m.body
+        finally:
+            c.close()
+
+    def test_amqp_sasl(self):
+        """AMQP's SASL: PLAIN over TLS against the users-file, EXTERNAL with a client
+        certificate; a wrong password, PLAIN without TLS and a certificate of no user refused."""
+        self.assertEqual(self.amqp(self.tls, "PLAIN", "alice:wonderland"), u"over PLAIN")
+        self.assertEqual(self.amqp(self.mutual, "EXTERNAL", cert="alice"), u"over EXTERNAL")
+        for port, mech, user, cert, tls in ((self.tls, "PLAIN", "alice:wrong", None, True),
+                                            (self.b.port, "PLAIN", "alice:wonderland", None, False),
+                                            (self.b.port, "ANONYMOUS", None, None, False),
+                                            (self.mutual, "EXTERNAL", None, "mallory", True)):
+            with self.assertRaises(Exception, msg=(mech, user, cert)):
+                self.amqp(port, mech, user, cert, tls)
+        self.assertTrue(wait_for(lambda: "AMQP SASL authentication of 'alice' failed" in self.b.log_text(), 5))
+        self.assertTrue(self.b.alive())
 
     def test_zz_reload_reads_the_certificate_again(self):
         """SIGHUP: new connections get the renewed certificate; one made before stays."""

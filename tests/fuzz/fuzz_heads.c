@@ -1,5 +1,5 @@
 /* libFuzzer: the protocol heads as a client meets them. One broker, in this process, with
- * a listener of all four protocols on 127.0.0.1; each input is two clients' byte
+ * a listener of all five protocols on 127.0.0.1; each input is two clients' byte
  * streams (the first byte says where the input is cut in two), written on two sockets
  * at once, each then closed for writing, the broker run until it has closed both. The
  * heads' state (MQTT sessions, retained messages, durable subscriptions) carries from one
@@ -20,7 +20,7 @@
 #include "mqr/config.h"
 
 static const char yaml[] = "security: {allow-anonymous: true}\nlisteners:\n"
-                           "  - {name: f, port: 0, protocols: [mqr, mqtt, stomp, http], handshake-timeout: 0,\n"
+                           "  - {name: f, port: 0, protocols: [mqr, mqtt, stomp, http, amqp], handshake-timeout: 0,\n"
                            "     mqtt: {max-packet-size: 4KiB}, stomp: {max-frame-size: 4KiB, max-headers: 16},\n"
                            "     http: {max-header-size: 1KiB, max-body-size: 4KiB, anonymous-metrics: true}}\n"
                            "address-settings:\n"

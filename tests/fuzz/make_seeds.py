@@ -117,7 +117,28 @@ if kind == "heads":
           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n")
     wm = up + b"Sec-WebSocket-Protocol: mqtt\r\n\r\n" + wsf(m4[:60]) + wsf(b"p", 9) + wsf(m4[60:120]) + wsf(b"\x03\xe8", 8)
     ws_ = up + b"Sec-WebSocket-Protocol: v12.stomp\r\n\r\n" + wsf(st[:100]) + wsf(st[100:120])
-    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st), (ht, m4), (st, ht), (wm, ws_), (ws_, ht), (api, st), (m4, api)]
+    # An AMQP 1.0 client's stream as python3-qpid-proton wrote it (SASL ANONYMOUS, a sender
+    # and a selective receiver, accepted, released and modified deliveries, a pre-settled
+    # sender), and the same without SASL's header.
+    amqp = base64.b64decode(
+        "QU1RUAMBAAAAAAAkAgEAAABTQcAXAqMJQU5PTllNT1VToAlhbm9ueW1vdXNBTVFQAAEAAAAAAEkCAAAAAFMQwDwKoSQ3M2Vi"
+        "YmU4Zi04YmM3LTRkZTUtOTU2Yy05MzgxZGM2ZTk5OTehCTEyNy4wLjAuMUBgf/9AQEBAQEAAAAAaAgAAAABTEcANBEBDcH//"
+        "//9wf////wAAAGMCAAAAAFMSwFYOoSY3M2ViYmU4Zi04YmM3LTRkZTUtOTU2Yy05MzgxZGM2ZTk5OTctcUNCUAJQAABTKMAM"
+        "C0BDQENCQEBAQEBAAFMpwAoHoQFxQ0BDQkBAQEBDREBAQAAAAFwCAAAAAFMUwAcEQ0OgATFDAFNwwAgDQUBwAAB1MABTc8AP"
+        "DEBAQEBAQEBAQEChAWdDAFN00QAAABUAAAAEoQFrVQGhBWNvbG9yoQNyZWQAU3ehBWhlbGxvAAAANwIAAAAAUxTACARDUgGg"
+        "ATJDAFNwRQBTc0UAU3TRAAAACQAAAAKhAWtVAgBTd6AEAGJpbgAAAD4CAAAAAFMUwAgEQ1ICoAEzQwBTcMAEAkBQCQBTc0UA"
+        "U3fRAAAAFAAAAAKhAWHQAAAACAAAAAJVAVUCAAAAoQIAAAAAUxLAlA6hJjczZWJiZThmLThiYzctNGRlNS05NTZjLTkzODFk"
+        "YzZlOTk5Ny1xUgFBUAJQAABTKMBLC6EBcUNAQ0JAQNEAAAA5AAAAAqMIc2VsZWN0b3IAoyFhcGFjaGUub3JnOnNlbGVjdG9y"
+        "LWZpbHRlcjpzdHJpbmehBWsgPiAwQEBAAFMpwAgHQENAQ0JAQEBAQ0RAQEAAAAAiAgAAAABTE8AVCUNwf////1IDcH////9S"
+        "AUNSAkBCAAAAJAIAAAAAUxPAFwlSAnB/////UgNwf////1IBUgJSAUBCAAAAFgIAAAAAUxXACQVBQ0BBAFMkRQAAABcCAAAA"
+        "AFMVwAoFQVIBQEEAUyZFAAAAIgIAAAAAUxXAFQVBUgJAQQBTJ9AAAAAHAAAAA0JCQAAAABECAAAAAFMWwAQCUgFBAAAAcgIA"
+        "AAAAUxLAZQ6hLTczZWJiZThmLThiYzctNGRlNS05NTZjLTkzODFkYzZlOTk5Ny0vdG9waWMvdFIBQlABUAAAUyjADAtAQ0BD"
+        "QkBAQEBAQABTKcARB6EIL3RvcGljL3RDQENCQEBAQENEQEBAAAAAJQIAAAAAUxTACgVSAVIDoAExQ0EAU3BFAFNzRQBTd6EB"
+        "eAAAAAwCAAAAAFMYRQ=="
+    )
+    plain = b"AMQP\x00\x01\x00\x00" + amqp[amqp.index(b"AMQP\x00\x01\x00\x00") + 8:]
+    pairs = [(m4, m5), (m5, st), (st, s10), (m4, st), (m5, m5), (st, st), (ht, m4), (st, ht), (wm, ws_), (ws_, ht), (api, st), (m4, api),
+             (amqp, st), (plain, amqp), (m5, plain)]
     for i, (a, b) in enumerate(pairs):
         total = 1 + len(a) + len(b)
         cut = min(255, -(-256 * len(a) // (total - 1)))

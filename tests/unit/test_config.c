@@ -291,7 +291,7 @@ static void test_a_registered_protocol_owns_its_block(void **state) {
   mqr_diags_t d;
   mqr_diags_init(&d, items, 4);
   assert_int_equal(mqr_config_load_string("t.yaml", unknown, sizeof unknown - 1, &cfg, &d), MQR_ECONFIG);
-  assert_non_null(strstr(d.items[0].message, "unknown protocol 'nope' (mqr, mqtt, stomp, http or test-proto)"));
+  assert_non_null(strstr(d.items[0].message, "unknown protocol 'nope' (mqr, mqtt, stomp, http, amqp or test-proto)"));
 }
 
 static void test_every_key_is_read(void **state) {

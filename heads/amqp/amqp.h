@@ -1,0 +1,106 @@
+/* The AMQP 1.0 head on the connection layer: what its sources share. Qpid Proton's
+ * connection driver (proton/connection_driver.h) is the protocol engine: it takes the
+ * connection's bytes, gives back the frames to write and the events they make, and
+ * does no I/O of its own; this head turns its events into the core's calls and back.
+ *
+ *   head.c     the connection: the driver fed and drained, SASL (ANONYMOUS, PLAIN over
+ *              TLS, EXTERNAL) against the broker's users as a Proton SASL plugin, the
+ *              connection's and sessions' events, the idle timeout, the head's ops
+ *   link.c     links: a sender link's target and a receiver link's source as addresses,
+ *              transfers in (sends, settled once the core answered) and out (a consumer
+ *              per receiving link, link credit as its credit), dispositions
+ *   message.c  an AMQP message to the broker's and back (docs/protocols.md's table)
+ *
+ * docs/protocols.md says how AMQP maps onto the address model, as Artemis maps it. */
+#ifndef MQR_HEADS_AMQP_H
+#define MQR_HEADS_AMQP_H
+
+#include <proton/connection_driver.h>
+#include <proton/delivery.h>
+#include <proton/link.h>
+#include <proton/message.h>
+
+#include "../../net/net.h"
+
+/* A link of the connection's. */
+typedef struct amqp_link_s {
+  struct amqp_link_s *next;
+  pn_link_t *link;
+  mqr__conn_t *c;
+  /* a link the client receives on: its consumer, and the credit given it that no delivery
+   * has used yet (the link's credit bounds what is delivered: see link.c's ready) */
+  mqr_broker_consumer_t *k;
+  int64_t credit;
+  bool settled; /* its deliveries go pre-settled (at most once) */
+  /* a link the client sends on: its target's address and routing type (empty: each
+   * message's `to`, the anonymous relay) */
+  char *address;
+  int routing_type;
+} amqp_link_t;
+
+/* A transfer the core has not yet answered: settled with its outcome when it is. */
+typedef struct {
+  int64_t token;
+  pn_delivery_t *d; /* NULL once its link went */
+} amqp_pending_t;
+
+typedef struct {
+  pn_connection_driver_t driver;
+  bool open;   /* the driver was made */
+  bool opened; /* the client's Open answered */
+  /* SASL: a PLAIN authentication under way, its outcome, who it made */
+  mqr__auth_t *auth;
+  bool auth_done;
+  int auth_status;
+  mqr__principal_t *who;
+  char user[128];
+  amqp_link_t *links;
+  uint32_t n_links;
+  int64_t next_sub;
+  amqp_pending_t *pending; /* a ring, oldest first */
+  uint32_t p_head, p_n, p_cap;
+  int64_t next_token;
+  pn_message_t *msg; /* reused for each message in and out */
+  uint8_t *buf;      /* a transfer's bytes, in and out */
+  size_t cap;
+} amqp_t;
+
+/* head.c: the driver's events handled and its output written (after anything that may
+ * have made some: a delivery, an answer, a SASL outcome). */
+void mqr__amqp_pump(mqr__conn_t *c);
+/* Only its output written: from inside the core's calls (a delivery), where handling
+ * events could call back into the core. */
+void mqr__amqp_flush(mqr__conn_t *c);
+int mqr__amqp_grow(amqp_t *a, size_t n);
+
+/* link.c */
+#define MQR__AMQP_MAX_LINKS 1024       /* per connection (a link flood: refused past it) */
+#define MQR__AMQP_MAX_SESSIONS 255     /* per connection: its channel-max */
+#define MQR__AMQP_MAX_MESSAGE 67108864 /* bytes of one message, 64 MiB (its transfers together) */
+#define MQR__AMQP_STR_(x) #x
+#define MQR__AMQP_STR(x) MQR__AMQP_STR_(x)
+void mqr__amqp_link_open(mqr__conn_t *c, pn_link_t *l);
+/* The client detached (closed false) or closed the link, and the broker's end follows;
+ * the same for a session, with its links. */
+void mqr__amqp_link_closed(mqr__conn_t *c, pn_link_t *l, bool closed);
+void mqr__amqp_session_closed(mqr__conn_t *c, pn_session_t *s);
+void mqr__amqp_link_flow(mqr__conn_t *c, pn_link_t *l);
+void mqr__amqp_delivery(mqr__conn_t *c, pn_delivery_t *d);
+void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t *err);
+void mqr__amqp_links_free(mqr__conn_t *c);
+
+/* message.c: the message decoded into a->msg as the broker's (its views into a->msg and
+ * a->buf, valid until the next message); 0, or an error with err saying why. */
+#define MQR__AMQP_MAX_PROPS 64 /* application-properties of a message, at most (and a few more) */
+typedef struct {
+  mqr_broker_message_t m;
+  mqr_str_t keys[MQR__AMQP_MAX_PROPS + 8];
+  mqr_value_t values[MQR__AMQP_MAX_PROPS + 8];
+  int64_t now_ms;
+} amqp_in_t;
+int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err);
+/* The stored message of e, its delivery count, as an AMQP message encoded into a->buf:
+ * its length, or an error (MQR_ENOMEM, MQR_EBADDATA). */
+int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *m, int32_t delivery_count, int64_t now_ms);
+
+#endif

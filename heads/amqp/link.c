@@ -1,0 +1,456 @@
+/* The AMQP head's links (amqp.h). A link the client sends on (the broker's receiver) names
+ * in its target the address its messages go to (none: each message's `to`, the anonymous
+ * relay); each transfer is a send through mqr__do_send, settled (accepted, or rejected
+ * with the error's condition) once the core answered it, which for a durable message is
+ * once the journal has it. A link the client receives on (the broker's sender) is a
+ * consumer of the address its source names, its link credit the consumer's; what the
+ * client says of each delivery (accepted, released, modified, rejected) is an ack or the
+ * delivery given back. The capabilities `queue` and `topic` choose ANYCAST and MULTICAST,
+ * as Artemis reads them, after the listener's prefixes. */
+#include <proton/codec.h>
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/disposition.h>
+#include <proton/session.h>
+#include <proton/terminus.h>
+#include <string.h>
+#include <time.h>
+
+#include "amqp.h"
+
+#define SELECTOR "apache.org:selector-filter:string"
+
+/* The credit a sending client is given, topped up when it falls to half. */
+#define WINDOW 1000
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The AMQP error condition an mqr error code is told as. */
+static const char *condition_of(int rc) {
+  switch (rc) {
+  case MQR_EPERM:
+  case MQR_EAUTH: return "amqp:unauthorized-access";
+  case MQR_ENOADDR:
+  case MQR_ENOQUEUE:
+  case MQR_ENOTFOUND: return "amqp:not-found";
+  case MQR_ENOMEM:
+  case MQR_ELIMIT:
+  case MQR_EFULL: return "amqp:resource-limit-exceeded";
+  case MQR_EINVAL:
+  case MQR_ESYNTAX: return "amqp:invalid-field";
+  case MQR_EBADDATA: return "amqp:decode-error";
+  default: return "amqp:internal-error";
+  }
+}
+
+/* Whether the terminus's capabilities (a symbol, or an array of them) hold cap. */
+static bool has_capability(pn_terminus_t *t, const char *cap) {
+  pn_data_t *d = pn_terminus_capabilities(t);
+  size_t n = strlen(cap);
+  pn_data_rewind(d);
+  if (!pn_data_next(d)) return false;
+  if (pn_data_type(d) == PN_SYMBOL) {
+    pn_bytes_t s = pn_data_get_symbol(d);
+    return s.size == n && memcmp(s.start, cap, n) == 0;
+  }
+  if (pn_data_type(d) != PN_ARRAY && pn_data_type(d) != PN_LIST) return false;
+  bool found = false;
+  pn_data_enter(d);
+  while (!found && pn_data_next(d)) {
+    if (pn_data_type(d) != PN_SYMBOL) continue;
+    pn_bytes_t s = pn_data_get_symbol(d);
+    found = s.size == n && memcmp(s.start, cap, n) == 0;
+  }
+  pn_data_exit(d);
+  return found;
+}
+
+static int routing_of(pn_terminus_t *t) {
+  return has_capability(t, "queue") ? MQR_ANYCAST : has_capability(t, "topic") ? MQR_MULTICAST : MQR_ROUTING_NONE;
+}
+
+/* The source's selector (the apache.org:selector-filter:string filter, by name or by its
+ * code 0x468C00000004), or an empty string. */
+static mqr_str_t selector_of(pn_terminus_t *t) {
+  pn_data_t *d = pn_terminus_filter(t);
+  mqr_str_t sel = mqr_str_n("", 0);
+  pn_data_rewind(d);
+  if (!pn_data_next(d) || pn_data_type(d) != PN_MAP) return sel;
+  pn_data_enter(d);
+  while (pn_data_next(d) && pn_data_next(d)) { /* key, then value */
+    if (pn_data_type(d) != PN_DESCRIBED) continue;
+    pn_data_enter(d);
+    bool ok = false;
+    if (pn_data_next(d)) {
+      if (pn_data_type(d) == PN_SYMBOL) {
+        pn_bytes_t s = pn_data_get_symbol(d);
+        ok = s.size == strlen(SELECTOR) && memcmp(s.start, SELECTOR, s.size) == 0;
+      } else if (pn_data_type(d) == PN_ULONG) {
+        ok = pn_data_get_ulong(d) == 0x0000468C00000004ull;
+      }
+    }
+    if (ok && pn_data_next(d) && pn_data_type(d) == PN_STRING) {
+      pn_bytes_t s = pn_data_get_string(d);
+      sel = mqr_str_n(s.start, s.size);
+    }
+    pn_data_exit(d);
+  }
+  pn_data_exit(d);
+  return sel;
+}
+
+/* A link refused: attached with no terminus, then detached with the condition. */
+static void refuse(pn_link_t *l, int rc, const char *text) {
+  pn_condition_t *cond = pn_link_condition(l);
+  pn_condition_set_name(cond, condition_of(rc));
+  pn_condition_set_description(cond, text);
+  pn_link_open(l);
+  pn_link_close(l);
+}
+
+static char *copy_str(const char *s) {
+  size_t n = strlen(s);
+  char *p = mqr_malloc(n + 1);
+  if (p) memcpy(p, s, n + 1);
+  return p;
+}
+
+/* ---- the consumer of a link the client receives on ------------------------------------------------ */
+
+static bool ready(const mqr_broker_consumer_t *k) {
+  const amqp_link_t *lk = mqr__consumer_ctx(k);
+  return lk->link && pn_link_credit(lk->link) > 0 && !mqr__conn_paused(lk->c);
+}
+
+static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
+  amqp_link_t *lk = mqr__consumer_ctx(k);
+  amqp_t *a = lk->c->hs;
+  int64_t len = mqr__amqp_to_message(a, e->msg, e->delivery_count, wall_ms());
+  if (len == MQR_ENOMEM) return MQR_ENOMEM;
+  if (len < 0) return MQR_ELIMIT;
+  int64_t tag = e->delivery;
+  pn_delivery_t *d = pn_delivery(lk->link, pn_dtag((const char *)&tag, sizeof tag));
+  if (d == NULL) return MQR_ENOMEM;
+  pn_link_send(lk->link, (const char *)a->buf, (size_t)len);
+  pn_link_advance(lk->link);
+  if (lk->credit > 0) lk->credit--;
+  if (lk->settled) { /* at most once: gone as it is written */
+    pn_delivery_settle(d);
+    mqr_broker_ack(k, e->delivery, false);
+  }
+  mqr__amqp_flush(lk->c);
+  return 0;
+}
+
+static void refused(mqr_broker_consumer_t *k, const mqr__entry_t *e) { (void)k, (void)e; }
+
+static const mqr__consumer_ops_t consumer_ops = {ready, deliver, refused};
+
+/* The consumer's credit made the link's again (after a release took it to 0, or a flow). */
+static void credit_sync(amqp_link_t *lk) {
+  int credit = pn_link_credit(lk->link);
+  if (credit > lk->credit) {
+    uint32_t more = (uint32_t)(credit - lk->credit);
+    lk->credit = credit;
+    mqr_broker_credit(lk->k, more);
+  } else {
+    mqr__consumer_ready(lk->k);
+  }
+}
+
+/* ---- attaching -------------------------------------------------------------------------------------- */
+
+static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
+  amqp_t *a = c->hs;
+  pn_terminus_t *src = pn_link_remote_source(l);
+  const char *name = pn_terminus_get_address(src);
+  if (name == NULL || *name == 0) {
+    refuse(l, MQR_EINVAL, "a receiving link's source names the address to receive from");
+    return;
+  }
+  mqr_str_t addr = mqr_str(name);
+  int rt = MQR_ROUTING_NONE;
+  mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
+  int caps = routing_of(src);
+  if (caps != MQR_ROUTING_NONE) rt = caps;
+  if (rt == MQR_ROUTING_NONE) rt = mqr__implied_routing_type(c->b, addr);
+  mqr_error_t err;
+  int rc = mqr__session_subscribe(&c->sess, addr, rt, mqr_str_n("", 0), 0, selector_of(src), 0, ++a->next_sub,
+                                  &consumer_ops, lk, &lk->k, &err);
+  if (rc) {
+    refuse(l, rc, err.message);
+    return;
+  }
+  pn_terminus_copy(pn_link_source(l), src);
+  pn_terminus_copy(pn_link_target(l), pn_link_remote_target(l));
+  lk->settled = pn_link_remote_snd_settle_mode(l) == PN_SND_SETTLED;
+  pn_link_set_snd_settle_mode(l, lk->settled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
+  pn_link_open(l);
+  mqr__consumer_start(lk->k);
+  credit_sync(lk);
+}
+
+static void attach_receiver(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
+  pn_terminus_t *tgt = pn_link_remote_target(l);
+  const char *name = pn_terminus_get_address(tgt);
+  if (name && *name) {
+    if ((lk->address = copy_str(name)) == NULL) {
+      refuse(l, MQR_ENOMEM, "out of memory");
+      return;
+    }
+    mqr_str_t addr = mqr_str(name);
+    int rt = MQR_ROUTING_NONE;
+    mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
+    mqr_error_t err;
+    if (!mqr__session_may(&c->sess, MQR_PERM_SEND, addr, &err)) {
+      refuse(l, MQR_EPERM, err.message);
+      return;
+    }
+  }
+  lk->routing_type = routing_of(tgt);
+  pn_link_set_snd_settle_mode(l, pn_link_remote_snd_settle_mode(l)); /* (as the client sends) */
+  pn_link_set_max_message_size(l, MQR__AMQP_MAX_MESSAGE);
+  pn_link_set_rcv_settle_mode(l, PN_RCV_FIRST);
+  pn_terminus_copy(pn_link_target(l), tgt);
+  pn_terminus_copy(pn_link_source(l), pn_link_remote_source(l));
+  pn_link_open(l);
+  pn_link_flow(l, WINDOW);
+}
+
+void mqr__amqp_link_open(mqr__conn_t *c, pn_link_t *l) {
+  amqp_t *a = c->hs;
+  if (a->n_links >= MQR__AMQP_MAX_LINKS) {
+    refuse(l, MQR_ELIMIT, "a connection has at most " MQR__AMQP_STR(MQR__AMQP_MAX_LINKS) " links");
+    return;
+  }
+  amqp_link_t *lk = mqr_calloc(1, sizeof *lk);
+  if (lk == NULL) {
+    refuse(l, MQR_ENOMEM, "out of memory");
+    return;
+  }
+  lk->link = l, lk->c = c;
+  lk->next = a->links, a->links = lk;
+  a->n_links++;
+  pn_link_set_context(l, lk);
+  if (pn_link_is_sender(l))
+    attach_sender(c, l, lk);
+  else
+    attach_receiver(c, l, lk);
+}
+
+static void link_free(amqp_link_t *lk) {
+  mqr_free(lk->address);
+  mqr_free(lk);
+}
+
+/* The head's state of a link that goes: its consumer (what it had not settled back to the
+ * queue), its transfers' answers (they go nowhere now). */
+static void link_drop(mqr__conn_t *c, pn_link_t *l) {
+  amqp_t *a = c->hs;
+  amqp_link_t *lk = pn_link_get_context(l);
+  if (lk == NULL) return;
+  for (uint32_t i = 0; i < a->p_n; i++) {
+    amqp_pending_t *p = &a->pending[(a->p_head + i) % a->p_cap];
+    if (p->d && pn_delivery_link(p->d) == l) p->d = NULL;
+  }
+  if (lk->k) mqr__session_unsubscribe(&c->sess, lk->k);
+  for (amqp_link_t **pp = &a->links; *pp; pp = &(*pp)->next)
+    if (*pp == lk) {
+      *pp = lk->next;
+      break;
+    }
+  a->n_links--;
+  pn_link_set_context(l, NULL);
+  link_free(lk);
+}
+
+void mqr__amqp_link_closed(mqr__conn_t *c, pn_link_t *l, bool closed) {
+  link_drop(c, l);
+  if (pn_link_state(l) & PN_LOCAL_ACTIVE) {
+    if (closed)
+      pn_link_close(l);
+    else
+      pn_link_detach(l);
+  }
+  pn_link_free(l); /* (Proton writes the detach first) */
+}
+
+void mqr__amqp_session_closed(mqr__conn_t *c, pn_session_t *s) {
+  amqp_t *a = c->hs;
+  for (amqp_link_t *lk = a->links, *next; lk; lk = next) { /* (its links go with it) */
+    next = lk->next;
+    if (pn_link_session(lk->link) == s) link_drop(c, lk->link);
+  }
+  pn_session_close(s);
+  pn_session_free(s);
+}
+
+void mqr__amqp_links_free(mqr__conn_t *c) {
+  amqp_t *a = c->hs;
+  while (a->links) {
+    amqp_link_t *lk = a->links;
+    a->links = lk->next;
+    if (lk->link) pn_link_set_context(lk->link, NULL);
+    link_free(lk);
+  }
+}
+
+void mqr__amqp_link_flow(mqr__conn_t *c, pn_link_t *l) {
+  (void)c;
+  amqp_link_t *lk = pn_link_get_context(l);
+  if (lk == NULL || lk->k == NULL || !pn_link_is_sender(l)) return;
+  credit_sync(lk);
+  if (pn_link_get_drain(l) && pn_link_credit(l) > 0) pn_link_drained(l); /* (nothing more to send now) */
+}
+
+/* ---- transfers in: sends ------------------------------------------------------------------------ */
+
+static void settle_in(pn_delivery_t *d, int status, const char *text) {
+  if (status == 0) {
+    pn_delivery_update(d, PN_ACCEPTED);
+  } else {
+    pn_condition_t *cond = pn_disposition_condition(pn_delivery_local(d));
+    pn_condition_set_name(cond, condition_of(status));
+    pn_condition_set_description(cond, text);
+    pn_delivery_update(d, PN_REJECTED);
+  }
+  pn_delivery_settle(d);
+}
+
+static bool pend(amqp_t *a, int64_t token, pn_delivery_t *d) {
+  if (a->p_n == a->p_cap) {
+    uint32_t cap = a->p_cap ? a->p_cap * 2 : 64;
+    amqp_pending_t *p = mqr_malloc(cap * sizeof *p);
+    if (p == NULL) return false;
+    for (uint32_t i = 0; i < a->p_n; i++) p[i] = a->pending[(a->p_head + i) % a->p_cap];
+    mqr_free(a->pending);
+    a->pending = p, a->p_cap = cap, a->p_head = 0;
+  }
+  a->pending[(a->p_head + a->p_n++) % a->p_cap] = (amqp_pending_t){token, d};
+  return true;
+}
+
+void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t *err) {
+  amqp_t *a = c->hs;
+  if (token == 0 || a->p_n == 0 || a->pending[a->p_head].token != token) return;
+  pn_delivery_t *d = a->pending[a->p_head].d;
+  a->p_head = (a->p_head + 1) % a->p_cap, a->p_n--;
+  if (d) settle_in(d, status, err ? err->message : mqr_strerror(status));
+}
+
+static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
+  amqp_t *a = c->hs;
+  amqp_link_t *lk = pn_link_get_context(l);
+  if (pn_delivery_aborted(d)) {
+    pn_delivery_settle(d);
+    return;
+  }
+  if (pn_delivery_partial(d) && pn_delivery_pending(d) > MQR__AMQP_MAX_MESSAGE) { /* (Proton would keep it all) */
+    pn_condition_t *cond = pn_link_condition(l);
+    pn_condition_set_name(cond, "amqp:link:message-size-exceeded");
+    pn_condition_set_description(cond, "a message is at most " MQR__AMQP_STR(MQR__AMQP_MAX_MESSAGE) " bytes");
+    link_drop(c, l);
+    pn_link_close(l);
+    pn_link_free(l);
+    return;
+  }
+  if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return; /* (the rest to come: Proton keeps it) */
+  size_t n = pn_delivery_pending(d);
+  bool settled = pn_delivery_settled(d); /* pre-settled by the client: at most once, no outcome */
+  if (mqr__amqp_grow(a, n + 1)) {
+    pn_link_advance(l);
+    settle_in(d, MQR_ENOMEM, "out of memory");
+    return;
+  }
+  ssize_t got = pn_link_recv(l, (char *)a->buf, n);
+  pn_link_advance(l);
+  if (settled) { /* (the client asked for no outcome: the bytes are ours) */
+    pn_delivery_settle(d);
+    d = NULL;
+  }
+  if (pn_link_credit(l) < WINDOW / 2) pn_link_flow(l, WINDOW - pn_link_credit(l));
+  mqr_error_t err;
+  amqp_in_t in = {.now_ms = wall_ms()};
+  int rc = 0;
+  if (got < 0 || pn_message_decode(a->msg, (const char *)a->buf, (size_t)got) != 0)
+    rc = mqr_error_set(&err, MQR_EBADDATA, "the transfer is not an AMQP message");
+  if (rc == 0) rc = mqr__amqp_from_message(a, &in, &err);
+  const char *to = lk && lk->address ? lk->address : pn_message_get_address(a->msg);
+  if (rc == 0 && (to == NULL || *to == 0))
+    rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
+  mqr_tail_t tail;
+  mqr__send_t s;
+  if (rc == 0) {
+    in.m.address = mqr_str(to);
+    in.m.routing_type = lk ? lk->routing_type : MQR_ROUTING_NONE;
+    rc = mqr__send_from_message(&in.m, &tail, &s, &err);
+  }
+  if (rc) {
+    if (d)
+      settle_in(d, rc, err.message);
+    else /* (a transfer the client settled: no one to tell but the log) */
+      mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): an AMQP transfer sent settled was dropped: %s",
+               (long long)c->sess.id, c->peer, err.message);
+    return;
+  }
+  int64_t token = settled ? 0 : ++a->next_token;
+  if (token && !pend(a, token, d)) {
+    settle_in(d, MQR_ENOMEM, "out of memory");
+    return;
+  }
+  s.prefixes = &c->l->cfg->prefixes;
+  s.producer = &c->sess.producer;
+  s.who = c->sess.who;
+  s.token = token;
+  struct mqr__acct_s *blocked = NULL;
+  mqr_broker_receipt_t r;
+  rc = mqr__do_send(c->b, &s, &r, &blocked, &err);
+  if (blocked) mqr__producer_block(&c->sess.producer, blocked);
+  if (rc == MQR__PENDING) return; /* settled at head.c's sent */
+  if (token) a->p_n--;            /* answered now: the pending one last is this one */
+  if (d)
+    settle_in(d, rc, rc ? err.message : "");
+  else if (rc)
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): an AMQP transfer sent settled was dropped: %s",
+             (long long)c->sess.id, c->peer, err.message);
+}
+
+/* ---- dispositions of deliveries out ------------------------------------------------------------- */
+
+static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
+  (void)c;
+  amqp_link_t *lk = pn_link_get_context(l);
+  if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
+  pn_delivery_tag_t tag = pn_delivery_tag(d);
+  int64_t delivery = 0;
+  if (tag.size == sizeof delivery) memcpy(&delivery, tag.start, sizeof delivery);
+  if (lk && lk->k && delivery && !lk->settled) {
+    pn_disposition_t *disp = pn_delivery_remote(d);
+    switch (pn_delivery_remote_state(d)) {
+    case PN_RELEASED: /* back to the queue, uncounted */
+      if (mqr__consumer_release(lk->k, delivery)) lk->credit = 0, credit_sync(lk);
+      break;
+    case PN_MODIFIED:
+      if (pn_disposition_is_failed(disp))
+        mqr__consumer_nack(lk->k, delivery, false);
+      else if (mqr__consumer_release(lk->k, delivery))
+        lk->credit = 0, credit_sync(lk);
+      break;
+    case PN_REJECTED: mqr__consumer_nack(lk->k, delivery, false); break;
+    default: mqr_broker_ack(lk->k, delivery, false); break; /* accepted (or settled with no outcome) */
+    }
+  }
+  pn_delivery_settle(d);
+}
+
+void mqr__amqp_delivery(mqr__conn_t *c, pn_delivery_t *d) {
+  pn_link_t *l = pn_delivery_link(d);
+  if (pn_link_is_receiver(l))
+    receive(c, l, d);
+  else
+    outcome(c, l, d);
+}

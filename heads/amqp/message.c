@@ -1,0 +1,245 @@
+/* An AMQP message to the broker's, and back (amqp.h; docs/protocols.md's table).
+ *
+ * In: the header's durable and priority, its ttl (or the properties' absolute expiry
+ * time) as the expiration, the application-properties as typed properties, group-id as
+ * _AMQ_GROUP_ID, the message annotations x-opt-delivery-time and x-opt-delivery-delay as
+ * the scheduled delivery time, and the body: a data section or an amqp-value of binary or
+ * string is the body's bytes; any other body (an amqp-value of another type, amqp-sequence
+ * sections) is its encoding. How the body came is kept, as Artemis keeps it, in the
+ * property JMS_AMQP_ORIGINAL_ENCODING, so that an AMQP consumer gets the body as it was
+ * sent. Out: the same, the other way, with the delivery count. */
+#include <proton/codec.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "amqp.h"
+
+/* JMS_AMQP_ORIGINAL_ENCODING's values, as Artemis's AMQPMessageSupport numbers them. */
+#define ENCODING "JMS_AMQP_ORIGINAL_ENCODING"
+enum { ENC_DATA = 2, ENC_SEQUENCE = 3, ENC_VALUE_STRING = 5, ENC_VALUE_BINARY = 6, ENC_VALUE_OTHER = 7 };
+
+int mqr__amqp_grow(amqp_t *a, size_t n) {
+  if (n <= a->cap) return 0;
+  size_t cap = a->cap ? a->cap : 4096;
+  while (cap < n) cap *= 2;
+  uint8_t *p = mqr_realloc(a->buf, cap);
+  if (p == NULL) return MQR_ENOMEM;
+  a->buf = p, a->cap = cap;
+  return 0;
+}
+
+static mqr_str_t bytes_str(pn_bytes_t b) { return mqr_str_n(b.start ? b.start : "", b.size); }
+
+/* The value at data's current node as a property value; false: a type properties do not
+ * take (lists, maps, arrays, described values, uuids: left out). */
+static bool value_of(pn_data_t *d, mqr_value_t *v) {
+  switch (pn_data_type(d)) {
+  case PN_NULL: *v = mqr_value_null(); return true;
+  case PN_BOOL: *v = mqr_value_bool(pn_data_get_bool(d)); return true;
+  case PN_UBYTE: *v = mqr_value_int(pn_data_get_ubyte(d)); return true;
+  case PN_BYTE: *v = mqr_value_int(pn_data_get_byte(d)); return true;
+  case PN_USHORT: *v = mqr_value_int(pn_data_get_ushort(d)); return true;
+  case PN_SHORT: *v = mqr_value_int(pn_data_get_short(d)); return true;
+  case PN_UINT: *v = mqr_value_long(pn_data_get_uint(d)); return true;
+  case PN_INT: *v = mqr_value_int(pn_data_get_int(d)); return true;
+  case PN_CHAR: *v = mqr_value_int((int32_t)pn_data_get_char(d)); return true;
+  case PN_ULONG: *v = mqr_value_long((int64_t)pn_data_get_ulong(d)); return true;
+  case PN_LONG: *v = mqr_value_long(pn_data_get_long(d)); return true;
+  case PN_TIMESTAMP: *v = mqr_value_long(pn_data_get_timestamp(d)); return true;
+  case PN_FLOAT: *v = mqr_value_float(pn_data_get_float(d)); return true;
+  case PN_DOUBLE: *v = mqr_value_double(pn_data_get_double(d)); return true;
+  case PN_BINARY: *v = mqr_value_bytes(bytes_str(pn_data_get_binary(d))); return true;
+  case PN_STRING: *v = mqr_value_string(bytes_str(pn_data_get_string(d))); return true;
+  case PN_SYMBOL: *v = mqr_value_string(bytes_str(pn_data_get_symbol(d))); return true;
+  default: return false;
+  }
+}
+
+/* A long (or timestamp, or other integer) at data's current node; false: none. */
+static bool long_of(pn_data_t *d, int64_t *out) {
+  mqr_value_t v;
+  if (!value_of(d, &v)) return false;
+  if (v.type == MQR_VALUE_LONG)
+    *out = v.u.l;
+  else if (v.type == MQR_VALUE_INT)
+    *out = v.u.i;
+  else
+    return false;
+  return true;
+}
+
+int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
+  pn_message_t *msg = a->msg;
+  mqr_broker_message_t *m = &in->m;
+  size_t n = 0;
+  m->durable = pn_message_is_durable(msg);
+  m->priority = pn_message_get_priority(msg);
+  if (m->priority > MQR_PRIORITY_MAX) m->priority = MQR_PRIORITY_MAX;
+  m->timestamp = in->now_ms;
+  pn_millis_t ttl = pn_message_get_ttl(msg);
+  pn_timestamp_t expiry = pn_message_get_expiry_time(msg);
+  m->expiration = ttl ? in->now_ms + (int64_t)ttl : expiry > 0 ? expiry : 0;
+  /* application-properties */
+  pn_data_t *d = pn_message_properties(msg);
+  pn_data_rewind(d);
+  if (pn_data_next(d) && pn_data_type(d) == PN_MAP) {
+    pn_data_enter(d);
+    while (pn_data_next(d)) {
+      if (pn_data_type(d) != PN_STRING) {
+        pn_data_exit(d);
+        return mqr_error_set(err, MQR_EINVAL, "an application-properties key must be a string");
+      }
+      mqr_str_t key = bytes_str(pn_data_get_string(d));
+      if (!pn_data_next(d)) break;
+      if (!value_of(d, &in->values[n])) continue; /* (not a simple type: left out) */
+      if (n == MQR__AMQP_MAX_PROPS) {
+        pn_data_exit(d);
+        return mqr_error_set(err, MQR_ELIMIT, "a message has at most %d application-properties", MQR__AMQP_MAX_PROPS);
+      }
+      in->keys[n++] = key;
+    }
+    pn_data_exit(d);
+  }
+  const char *group = pn_message_get_group_id(msg);
+  if (group && *group) {
+    in->keys[n] = MQR_STR(MQR_PROP_GROUP);
+    in->values[n++] = mqr_value_string(mqr_str(group));
+  }
+  /* message annotations: the scheduled delivery time, as Artemis reads them */
+  d = pn_message_annotations(msg);
+  pn_data_rewind(d);
+  if (pn_data_next(d) && pn_data_type(d) == PN_MAP) {
+    pn_data_enter(d);
+    while (pn_data_next(d)) {
+      pn_bytes_t key = pn_data_type(d) == PN_SYMBOL ? pn_data_get_symbol(d) : pn_bytes_null;
+      int64_t x;
+      if (!pn_data_next(d)) break;
+      bool time = key.size == 19 && memcmp(key.start, "x-opt-delivery-time", 19) == 0;
+      bool delay = key.size == 20 && memcmp(key.start, "x-opt-delivery-delay", 20) == 0;
+      if ((time || delay) && long_of(d, &x) && x > 0) {
+        in->keys[n] = MQR_STR(MQR_PROP_SCHEDULED);
+        in->values[n++] = mqr_value_long(time ? x : in->now_ms + x);
+      }
+    }
+    pn_data_exit(d);
+  }
+  /* the body */
+  d = pn_message_body(msg);
+  pn_data_rewind(d);
+  int encoding = ENC_DATA;
+  m->body = mqr_str_n("", 0);
+  if (pn_data_next(d)) {
+    pn_type_t t = pn_data_type(d);
+    bool inferred = pn_message_is_inferred(msg);
+    if (t == PN_BINARY && inferred) {
+      m->body = bytes_str(pn_data_get_binary(d));
+    } else if (t == PN_BINARY) {
+      m->body = bytes_str(pn_data_get_binary(d)), encoding = ENC_VALUE_BINARY;
+    } else if (t == PN_STRING && !inferred) {
+      m->body = bytes_str(pn_data_get_string(d)), encoding = ENC_VALUE_STRING;
+    } else { /* kept as its encoding */
+      pn_data_rewind(d);
+      ssize_t len;
+      for (;;) {
+        len = pn_data_encode(d, (char *)a->buf, a->cap);
+        if (len != PN_OVERFLOW) break;
+        if (mqr__amqp_grow(a, a->cap ? a->cap * 2 : 4096)) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+      }
+      if (len < 0) return mqr_error_set(err, MQR_EBADDATA, "a body that cannot be encoded again");
+      m->body = mqr_str_n((const char *)a->buf, (size_t)len);
+      encoding = inferred ? ENC_SEQUENCE : ENC_VALUE_OTHER;
+    }
+  }
+  if (encoding != ENC_DATA) {
+    in->keys[n] = MQR_STR(ENCODING);
+    in->values[n++] = mqr_value_int(encoding);
+  }
+  m->property_keys = in->keys;
+  m->property_values = in->values;
+  m->n_properties = n;
+  return 0;
+}
+
+/* A property of the stored message as an application-property (or the group-id). */
+static void put_property(pn_message_t *msg, pn_data_t *props, mqr_str_t key, const mqr_value_t *v) {
+  pn_data_put_string(props, pn_bytes(key.len, key.ptr));
+  switch (v->type) {
+  case MQR_VALUE_BOOL: pn_data_put_bool(props, v->u.b); break;
+  case MQR_VALUE_INT: pn_data_put_int(props, v->u.i); break;
+  case MQR_VALUE_LONG: pn_data_put_long(props, v->u.l); break;
+  case MQR_VALUE_FLOAT: pn_data_put_float(props, v->u.f); break;
+  case MQR_VALUE_DOUBLE: pn_data_put_double(props, v->u.d); break;
+  case MQR_VALUE_STRING: pn_data_put_string(props, pn_bytes(v->u.s.len, v->u.s.ptr)); break;
+  case MQR_VALUE_BYTES: pn_data_put_binary(props, pn_bytes(v->u.s.len, v->u.s.ptr)); break;
+  default: pn_data_put_null(props); break;
+  }
+  (void)msg;
+}
+
+int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_count, int64_t now_ms) {
+  mqr_stored_view_t sv;
+  mqr_tail_view_t tv;
+  if (mqr_message_read_stored(sm->data, sm->len, &sv, NULL) != 0 ||
+      mqr_message_read_tail(sv.tail, sv.tail_len, &tv, NULL) != 0)
+    return MQR_EBADDATA;
+  pn_message_t *msg = a->msg;
+  pn_message_clear(msg);
+  pn_message_set_durable(msg, sv.durable);
+  pn_message_set_priority(msg, (uint8_t)tv.priority);
+  if (tv.expiration) pn_message_set_ttl(msg, tv.expiration > now_ms ? (pn_millis_t)(tv.expiration - now_ms) : 1);
+  if (tv.expiration) pn_message_set_expiry_time(msg, tv.expiration);
+  if (tv.timestamp) pn_message_set_creation_time(msg, tv.timestamp);
+  pn_message_set_delivery_count(msg, delivery_count > 1 ? (uint32_t)delivery_count - 1 : 0);
+  char text[512];
+  if (sv.address.len < sizeof text) {
+    memcpy(text, sv.address.ptr, sv.address.len);
+    text[sv.address.len] = 0;
+    pn_message_set_address(msg, text);
+  }
+  pn_data_t *props = pn_message_properties(msg);
+  mqr_props_iter_t it;
+  mqr_str_t key;
+  mqr_value_t val;
+  int encoding = ENC_DATA;
+  bool any = false;
+  mqr_props_iter_init(&it, tv.props, tv.props_len);
+  while (mqr_props_next(&it, &key, &val) == 1) {
+    if (mqr_str_eq(key, MQR_STR(ENCODING)) && val.type == MQR_VALUE_INT) {
+      encoding = val.u.i;
+      continue;
+    }
+    if (mqr_str_eq(key, MQR_STR(MQR_PROP_GROUP)) && val.type == MQR_VALUE_STRING && val.u.s.len < sizeof text) {
+      memcpy(text, val.u.s.ptr, val.u.s.len);
+      text[val.u.s.len] = 0;
+      pn_message_set_group_id(msg, text);
+      continue;
+    }
+    if (!any) {
+      pn_data_put_map(props);
+      pn_data_enter(props);
+      any = true;
+    }
+    put_property(msg, props, key, &val);
+  }
+  if (any) pn_data_exit(props);
+  pn_data_t *body = pn_message_body(msg);
+  switch (encoding) {
+  case ENC_VALUE_STRING: pn_data_put_string(body, pn_bytes(tv.body.len, tv.body.ptr)); break;
+  case ENC_VALUE_BINARY: pn_data_put_binary(body, pn_bytes(tv.body.len, tv.body.ptr)); break;
+  case ENC_SEQUENCE:
+  case ENC_VALUE_OTHER:
+    if (pn_data_decode(body, tv.body.ptr, tv.body.len) < 0) return MQR_EBADDATA;
+    pn_message_set_inferred(msg, encoding == ENC_SEQUENCE);
+    break;
+  default:
+    pn_data_put_binary(body, pn_bytes(tv.body.len, tv.body.ptr));
+    pn_message_set_inferred(msg, true); /* (a data section) */
+  }
+  for (;;) {
+    size_t size = a->cap;
+    int rc = a->cap ? pn_message_encode(msg, (char *)a->buf, &size) : PN_OVERFLOW;
+    if (rc == 0) return (int64_t)size;
+    if (rc != PN_OVERFLOW) return MQR_EBADDATA;
+    if (mqr__amqp_grow(a, a->cap ? a->cap * 2 : 4096)) return MQR_ENOMEM;
+  }
+}

@@ -1,0 +1,233 @@
+"""AMQP 1.0 against a real mqrd with Debian's python3-qpid-proton: SASL ANONYMOUS and a
+client without SASL, sends settled once the broker answered, queues and topics by
+capability and by prefix, link credit, the receiver's outcomes (accepted, released,
+modified, rejected), at most once both ways, selectors, bodies kept as they came, to and
+from STOMP; then an anonymous client refused and hostile bytes, each closed while the
+broker and its other clients go on.
+
+usage: test_amqp.py MQRD"""
+
+import os
+import socket
+import sys
+import time
+import unittest
+
+import stomp
+from proton import Delivery, Message, symbol
+from proton.reactor import AtMostOnce, LinkOption, Selector
+from proton import ConnectionException
+from proton.utils import BlockingConnection, LinkDetached, SendException
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mqrd import Mqrd, raw, run_suite  # noqa: E402
+
+CONFIG = """
+security: {allow-anonymous: true}
+listeners:
+  - name: main
+    port: 0
+    protocols: [mqr, stomp, amqp]
+    anycast-prefix: /queue/
+    multicast-prefix: /topic/
+    amqp: {max-frame-size: 64KiB}
+address-settings:
+  '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}
+  'full.#': {max-size-bytes: 1KiB, address-full-policy: FAIL}
+addresses:
+  orders: {anycast: [orders]}
+  prices: {multicast: []}
+"""
+
+BROKER = None
+
+
+class Capability(LinkOption):
+    """The source's (receiver) or target's (sender) capability: 'queue' or 'topic'."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def apply(self, link):
+        t = link.source if link.is_receiver else link.target
+        t.capabilities.put_array(False, 3 + 18)  # (an array of symbols)
+        t.capabilities.enter()
+        t.capabilities.put_symbol(symbol(self.cap))
+        t.capabilities.exit()
+
+
+def modified_failed(r):
+    """The receiver's last delivery settled as modified with delivery-failed."""
+    d = r.fetcher.unsettled.popleft()
+    d.local.failed = True
+    d.update(Delivery.MODIFIED)
+    d.settle()
+
+
+def connect(**kw):
+    return BlockingConnection("amqp://127.0.0.1:%d" % BROKER.port, timeout=10, **kw)
+
+
+class Amqp(unittest.TestCase):
+    def test_1_a_queue_round_trip(self):
+        c = connect()
+        s = c.create_sender("orders")
+        bodies = [u"text", b"\x00bytes\xff", {"a": 1, "b": [1, 2]}, [1, u"two"], 42]
+        for i, body in enumerate(bodies):
+            s.send(Message(body=body, properties={"i": i, "s": u"x", "f": 1.5, "b": True}, durable=True,
+                           priority=7, ttl=60.0, group_id=u"g1"))  # settled: accepted once the journal has it
+        r = c.create_receiver("orders")
+        for i, body in enumerate(bodies):
+            m = r.receive(timeout=5)
+            self.assertEqual(m.body, body)
+            self.assertEqual(m.properties, {"i": i, "s": u"x", "f": 1.5, "b": True})
+            self.assertTrue(m.durable)
+            self.assertEqual(m.priority, 7)
+            self.assertEqual(m.group_id, u"g1")
+            self.assertEqual(m.address, u"orders")
+            self.assertGreater(m.ttl, 50)
+            self.assertEqual(m.delivery_count, 0)
+            r.accept()
+        c.close()
+
+    def test_2_topics_by_capability_and_prefix(self):
+        c = connect()
+        r1 = c.create_receiver("prices", options=Capability("topic"))
+        r2 = c.create_receiver("/topic/prices")
+        s = c.create_sender("prices", options=Capability("topic"))
+        s.send(Message(body=u"tick"))
+        for r in (r1, r2):
+            self.assertEqual(r.receive(timeout=5).body, u"tick")
+            r.accept()
+        # a queue named by the anycast prefix, made on first use
+        s = c.create_sender("/queue/auto.made")
+        s.send(Message(body=u"q"))
+        r = c.create_receiver("auto.made", options=Capability("queue"))
+        self.assertEqual(r.receive(timeout=5).body, u"q")
+        r.accept()
+        c.close()
+
+    def test_3_outcomes(self):
+        c = connect()
+        s = c.create_sender("/queue/outcomes")
+        s.send(Message(body=u"m"))
+        r = c.create_receiver("/queue/outcomes")
+        m = r.receive(timeout=5)
+        r.release(delivered=False)  # released: back, uncounted
+        m = r.receive(timeout=5)
+        self.assertEqual((m.body, m.delivery_count), (u"m", 0))
+        modified_failed(r)  # modified, delivery-failed: back, counted
+        m = r.receive(timeout=5)
+        self.assertEqual((m.body, m.delivery_count), (u"m", 1))
+        r.accept()
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)  # accepted: gone
+        c.close()
+        # a delivery the client never settled goes back when its connection goes
+        c = connect()
+        c.create_sender("/queue/outcomes").send(Message(body=u"n"))
+        r = c.create_receiver("/queue/outcomes")
+        self.assertEqual(r.receive(timeout=5).body, u"n")
+        c.close()
+        c = connect()
+        r = c.create_receiver("/queue/outcomes")
+        m = r.receive(timeout=5)
+        self.assertEqual((m.body, m.delivery_count), (u"n", 1))
+        r.accept()
+        c.close()
+
+    def test_4_at_most_once(self):
+        c = connect()
+        s = c.create_sender("/queue/amo", options=AtMostOnce())
+        for i in range(50):
+            s.send(Message(body=u"%d" % i))
+        r = c.create_receiver("/queue/amo", options=AtMostOnce(), credit=10)
+        got = [r.receive(timeout=5).body for _ in range(50)]
+        self.assertEqual(got, [u"%d" % i for i in range(50)])
+        c.close()
+        c = connect()
+        r = c.create_receiver("/queue/amo")
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)  # settled as written: none comes back
+        c.close()
+
+    def test_5_selector_and_credit(self):
+        c = connect()
+        s = c.create_sender("/queue/sel")
+        for color in ("red", "green", "red", "blue"):
+            s.send(Message(body=color, properties={"color": color}))
+        r = c.create_receiver("/queue/sel", options=Selector(u"color = 'red'"))
+        for _ in range(2):
+            self.assertEqual(r.receive(timeout=5).body, u"red")
+            r.accept()
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)
+        r.close()
+        r = c.create_receiver("/queue/sel", credit=1)  # one at a time: the rest wait on the queue
+        self.assertEqual(r.receive(timeout=5).body, u"green")
+        r.accept()
+        self.assertEqual(r.receive(timeout=5).body, u"blue")
+        r.accept()
+        c.close()
+
+    def test_6_to_and_from_stomp(self):
+        st = stomp.Connection12([("127.0.0.1", BROKER.port)])
+        got = []
+        st.set_listener("l", type("L", (stomp.ConnectionListener,), {"on_message": lambda self, f: got.append(f)})())
+        st.connect(wait=True)
+        st.subscribe("/queue/cross.out", id="1", ack="auto")
+        c = connect()
+        c.create_sender("cross.out").send(Message(body=u"from amqp", properties={"k": u"v"}))
+        deadline = time.time() + 5
+        while not got and time.time() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(got[0].body, "from amqp")
+        self.assertEqual(got[0].headers["k"], "v")
+        st.send("/queue/cross.in", "from stomp", headers={"k": "w"})
+        m = c.create_receiver("cross.in").receive(timeout=5)
+        self.assertEqual(m.body, b"from stomp")  # (a data section)
+        self.assertEqual(m.properties["k"], u"w")
+        c.close()
+        st.disconnect()
+
+    def test_7_refused_sends_and_links(self):
+        c = connect()
+        s = c.create_sender("/queue/full.q")
+        s.send(Message(body=u"x" * 600))
+        s.send(Message(body=u"x" * 600))  # (the address is over its 1 KiB now)
+        with self.assertRaises(SendException) as e:  # rejected (FAIL)
+            s.send(Message(body=u"y" * 600))
+        self.assertEqual(e.exception.state, Delivery.REJECTED)
+        with self.assertRaises(LinkDetached):  # no address to receive from
+            c.create_receiver(None, dynamic=False)
+        c.close()
+
+    def test_8_hostile_input(self):
+        # bytes that are not AMQP after the header, a frame over max-frame-size, a bad
+        # protocol id: each connection closed, the broker serving on
+        big = b"AMQP\x00\x01\x00\x00" + (200000).to_bytes(4, "big") + b"\x02\x00\x00\x00"
+        for data in (b"AMQP\x00\x01\x00\x00garbage-garbage-garbage", big, b"AMQP\x09\x01\x00\x00"):
+            s, got = raw(BROKER.port, data, timeout=3)
+            s.close()
+        self.assertTrue(BROKER.alive())
+        # a client that goes mid-frame
+        s = socket.create_connection(("127.0.0.1", BROKER.port))
+        s.sendall(b"AMQP\x00\x01\x00\x00\x00\x00\x01\x00")
+        s.close()
+        c = connect()
+        c.create_sender("/queue/alive").send(Message(body=u"still here"))
+        self.assertEqual(c.create_receiver("/queue/alive").receive(timeout=5).body, u"still here")
+        c.close()
+
+    def test_9_anonymous_refused(self):
+        other = Mqrd(sys.argv[1], CONFIG.replace("allow-anonymous: true", "allow-anonymous: false"))
+        try:
+            with self.assertRaises(ConnectionException):
+                BlockingConnection("amqp://127.0.0.1:%d" % other.port, timeout=5).create_sender("orders")
+            self.assertIn("anonymous client", other.log_text())
+        finally:
+            self.assertEqual(other.stop(), 0)
+
+
+if __name__ == "__main__":
+    run_suite(CONFIG, sys.modules[__name__])
