@@ -31,7 +31,8 @@ typedef struct amqp_link_s {
    * has used yet (the link's credit bounds what is delivered: see link.c's ready) */
   mqr_broker_consumer_t *k;
   int64_t credit;
-  bool settled; /* its deliveries go pre-settled (at most once) */
+  bool settled;       /* its deliveries go pre-settled (at most once) */
+  char *subscription; /* a durable subscription's queue: closing the link removes it */
   /* a link the client sends on: its target's address and routing type (empty: each
    * message's `to`, the anonymous relay) */
   char *address;
@@ -56,7 +57,7 @@ typedef struct {
   char user[128];
   amqp_link_t *links;
   uint32_t n_links;
-  int64_t next_sub;
+  int64_t next_sub, next_dynamic;
   amqp_pending_t *pending; /* a ring, oldest first */
   uint32_t p_head, p_n, p_cap;
   int64_t next_token;
@@ -94,8 +95,9 @@ void mqr__amqp_links_free(mqr__conn_t *c);
 #define MQR__AMQP_MAX_PROPS 64 /* application-properties of a message, at most (and a few more) */
 typedef struct {
   mqr_broker_message_t m;
-  mqr_str_t keys[MQR__AMQP_MAX_PROPS + 8];
-  mqr_value_t values[MQR__AMQP_MAX_PROPS + 8];
+  mqr_str_t keys[MQR__AMQP_MAX_PROPS + 12];
+  mqr_value_t values[MQR__AMQP_MAX_PROPS + 12];
+  char ids[2][80]; /* message-id and correlation-id as text, when they are not strings */
   int64_t now_ms;
 } amqp_in_t;
 int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err);

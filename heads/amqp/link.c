@@ -164,29 +164,100 @@ static void credit_sync(amqp_link_t *lk) {
 
 /* ---- attaching -------------------------------------------------------------------------------------- */
 
+/* A subscription queue's name, as Artemis names it from the client's container id and
+ * the link's name: "container.link" ("link" alone for a global one, or without a
+ * container id); a shared one's link name up to a '|', and ":shared-volatile" for one
+ * that is not durable, ":global" for a global one. 0, or MQR_ELIMIT (too long). */
+static int sub_name(char *buf, size_t cap, const char *container, const char *link, bool shared, bool global,
+                    bool volatile_) {
+  size_t n = strlen(link);
+  const char *bar = shared ? strchr(link, '|') : NULL;
+  if (bar) n = (size_t)(bar - link);
+  int len = container && *container && !global ? snprintf(buf, cap, "%s.%.*s", container, (int)n, link)
+                                               : snprintf(buf, cap, "%.*s", (int)n, link);
+  if (len > 0 && (size_t)len < cap && shared && volatile_)
+    len += snprintf(buf + len, cap - (size_t)len, ":shared-volatile");
+  if (len > 0 && (size_t)len < cap && shared && global) len += snprintf(buf + len, cap - (size_t)len, ":global");
+  return len > 0 && (size_t)len < cap ? 0 : MQR_ELIMIT;
+}
+
+/* A receiving link with no source address: an existing durable subscription of this
+ * container looked up by the link's name (Qpid JMS attaches so to unsubscribe), plain,
+ * shared, then global-shared. The queue's name in buf, or NULL. */
+static mqr_queue_t *find_subscription(mqr__conn_t *c, pn_link_t *l, char *buf, size_t cap) {
+  const char *container = pn_connection_remote_container(pn_session_connection(pn_link_session(l)));
+  static const bool forms[3][2] = {{false, false}, {true, false}, {true, true}}; /* shared, global */
+  for (int i = 0; i < 3; i++) {
+    if (sub_name(buf, cap, container, pn_link_name(l), forms[i][0], forms[i][1], false) != 0) continue;
+    mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(c->b), mqr_str(buf));
+    if (q && mqr_queue_routing_type(q) == MQR_MULTICAST) return q;
+  }
+  return NULL;
+}
+
 static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   amqp_t *a = c->hs;
   pn_terminus_t *src = pn_link_remote_source(l);
   const char *name = pn_terminus_get_address(src);
-  if (name == NULL || *name == 0) {
-    refuse(l, MQR_EINVAL, "a receiving link's source names the address to receive from");
-    return;
-  }
-  mqr_str_t addr = mqr_str(name);
+  const char *container = pn_connection_remote_container(pn_session_connection(pn_link_session(l)));
+  char qbuf[600], dyn[64];
+  mqr_str_t addr, queue = mqr_str_n("", 0);
   int rt = MQR_ROUTING_NONE;
-  mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
-  int caps = routing_of(src);
-  if (caps != MQR_ROUTING_NONE) rt = caps;
-  if (rt == MQR_ROUTING_NONE) rt = mqr__implied_routing_type(c->b, addr);
+  unsigned flags = 0;
+  bool durable = false;
+  if (pn_terminus_is_dynamic(src)) { /* a temporary queue of its own (request/reply), gone with the link */
+    snprintf(dyn, sizeof dyn, "amqp.dynamic.%lld.%lld", (long long)c->sess.id, (long long)++a->next_dynamic);
+    addr = queue = mqr_str(dyn);
+    rt = MQR_ANYCAST, flags = MQR__SUB_TEMPORARY;
+  } else if (name == NULL || *name == 0) {
+    mqr_queue_t *q = find_subscription(c, l, qbuf, sizeof qbuf);
+    if (q == NULL) {
+      refuse(l, MQR_ENOQUEUE, "no durable subscription of this link's name, and no source address");
+      return;
+    }
+    addr = mqr_address_name(mqr_queue_address(q)), queue = mqr_str(qbuf);
+    rt = MQR_MULTICAST, durable = true;
+  } else {
+    addr = mqr_str(name);
+    mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
+    int caps = routing_of(src);
+    if (caps != MQR_ROUTING_NONE) rt = caps;
+    bool fqqn = false; /* address::queue: the queue named */
+    for (size_t i = 0; i + 1 < addr.len && !fqqn; i++) fqqn = addr.ptr[i] == ':' && addr.ptr[i + 1] == ':';
+    if (rt == MQR_ROUTING_NONE && !fqqn) rt = mqr__implied_routing_type(c->b, addr);
+    if (rt == MQR_MULTICAST && !fqqn) {
+      bool shared = has_capability(src, "shared"), global = has_capability(src, "global");
+      durable = pn_terminus_get_durability(src) != PN_NONDURABLE;
+      if ((durable || shared) &&
+          sub_name(qbuf, sizeof qbuf, container, pn_link_name(l), shared, global, !durable) != 0) {
+        refuse(l, MQR_ELIMIT, "the container id and link name are too long for a subscription's name");
+        return;
+      }
+      if (durable || shared) queue = mqr_str(qbuf);
+      if (!durable && shared) flags = MQR__SUB_SHARED; /* (goes once its last consumer has) */
+    }
+  }
   mqr_error_t err;
-  int rc = mqr__session_subscribe(&c->sess, addr, rt, mqr_str_n("", 0), 0, selector_of(src), 0, ++a->next_sub,
-                                  &consumer_ops, lk, &lk->k, &err);
+  int rc = mqr__session_subscribe(&c->sess, addr, rt, queue, flags, selector_of(src), 0, ++a->next_sub, &consumer_ops,
+                                  lk, &lk->k, &err);
+  if (rc == 0 && durable && (lk->subscription = mqr_malloc(queue.len + 1)) != NULL) { /* (a close unsubscribes) */
+    memcpy(lk->subscription, queue.ptr, queue.len);
+    lk->subscription[queue.len] = 0;
+  }
   if (rc) {
     refuse(l, rc, err.message);
     return;
   }
   pn_terminus_copy(pn_link_source(l), src);
   pn_terminus_copy(pn_link_target(l), pn_link_remote_target(l));
+  if (queue.len && (flags & MQR__SUB_TEMPORARY)) pn_terminus_set_address(pn_link_source(l), dyn);
+  if (name == NULL || *name == 0) { /* (the subscription found: its address, as a durable topic) */
+    char ab[512];
+    snprintf(ab, sizeof ab, "%.*s", (int)addr.len, addr.ptr);
+    pn_terminus_set_address(pn_link_source(l), ab);
+    pn_terminus_set_durability(pn_link_source(l), PN_DELIVERIES);
+    pn_terminus_set_expiry_policy(pn_link_source(l), PN_EXPIRE_NEVER);
+  }
   lk->settled = pn_link_remote_snd_settle_mode(l) == PN_SND_SETTLED;
   pn_link_set_snd_settle_mode(l, lk->settled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
   pn_link_open(l);
@@ -244,6 +315,7 @@ void mqr__amqp_link_open(mqr__conn_t *c, pn_link_t *l) {
 
 static void link_free(amqp_link_t *lk) {
   mqr_free(lk->address);
+  mqr_free(lk->subscription);
   mqr_free(lk);
 }
 
@@ -268,8 +340,25 @@ static void link_drop(mqr__conn_t *c, pn_link_t *l) {
   link_free(lk);
 }
 
+/* A durable subscription's link closed (not detached): the subscription goes, as a JMS
+ * unsubscribe, when no other consumer has it (its queue deleted, with what it held). */
+static void unsubscribe(mqr__conn_t *c, const char *name) {
+  mqr_queue_t *q = mqr_router_find_queue(mqr_broker_router(c->b), mqr_str(name));
+  if (q == NULL || mqr_queue_consumer_count(q) > 0) return;
+  mqr_error_t err;
+  if (!mqr__session_may(&c->sess, MQR_PERM_DELETE_DURABLE_QUEUE, mqr_address_name(mqr_queue_address(q)), &err) ||
+      mqr_broker_delete_queue(c->b, mqr_str(name), &err) != 0)
+    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): AMQP subscription '%s' not removed: %s", (long long)c->sess.id,
+             c->peer, name, err.message);
+}
+
 void mqr__amqp_link_closed(mqr__conn_t *c, pn_link_t *l, bool closed) {
+  amqp_link_t *lk = pn_link_get_context(l);
+  char *sub = lk ? lk->subscription : NULL;
+  if (lk) lk->subscription = NULL;
   link_drop(c, l);
+  if (sub && closed) unsubscribe(c, sub);
+  mqr_free(sub);
   if (pn_link_state(l) & PN_LOCAL_ACTIVE) {
     if (closed)
       pn_link_close(l);

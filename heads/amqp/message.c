@@ -14,6 +14,14 @@
 
 #include "amqp.h"
 
+/* The properties section's fields as properties: Artemis's core names for them (its
+ * AmqpCoreConverter), content-type as the other heads name it. */
+#define PROP_MESSAGE_ID "JMSMessageID"
+#define PROP_CORRELATION_ID "JMSCorrelationID"
+#define PROP_SUBJECT "JMSType"
+#define PROP_REPLY_TO "JMSReplyTo"
+#define PROP_CONTENT_TYPE "content-type"
+
 /* JMS_AMQP_ORIGINAL_ENCODING's values, as Artemis's AMQPMessageSupport numbers them. */
 #define ENCODING "JMS_AMQP_ORIGINAL_ENCODING"
 enum { ENC_DATA = 2, ENC_SEQUENCE = 3, ENC_VALUE_STRING = 5, ENC_VALUE_BINARY = 6, ENC_VALUE_OTHER = 7 };
@@ -68,6 +76,35 @@ static bool long_of(pn_data_t *d, int64_t *out) {
   return true;
 }
 
+/* A message-id or correlation-id (a string, ulong, uuid or binary) as text: a view of a
+ * string, else written into buf; false: none. */
+static bool id_text(pn_data_t *d, char *buf, size_t cap, mqr_str_t *out) {
+  pn_data_rewind(d);
+  if (!pn_data_next(d)) return false;
+  switch (pn_data_type(d)) {
+  case PN_STRING: *out = bytes_str(pn_data_get_string(d)); return true;
+  case PN_ULONG: snprintf(buf, cap, "%llu", (unsigned long long)pn_data_get_ulong(d)); break;
+  case PN_UUID: {
+    pn_uuid_t u = pn_data_get_uuid(d);
+    const uint8_t *b = (const uint8_t *)u.bytes;
+    snprintf(buf, cap, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    break;
+  }
+  case PN_BINARY: {
+    pn_bytes_t v = pn_data_get_binary(d);
+    size_t k = 0;
+    for (size_t i = 0; i < v.size && k + 3 < cap; i++)
+      k += (size_t)snprintf(buf + k, cap - k, "%02x", (uint8_t)v.start[i]);
+    buf[k] = 0;
+    break;
+  }
+  default: return false;
+  }
+  *out = mqr_str(buf);
+  return true;
+}
+
 int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
   pn_message_t *msg = a->msg;
   mqr_broker_message_t *m = &in->m;
@@ -105,6 +142,31 @@ int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
     in->keys[n] = MQR_STR(MQR_PROP_GROUP);
     in->values[n++] = mqr_value_string(mqr_str(group));
   }
+  /* the properties section: as the JMS names Artemis gives them (content-type as the
+   * other heads name it) */
+  mqr_str_t id;
+  if (id_text(pn_message_id(msg), in->ids[0], sizeof in->ids[0], &id)) {
+    in->keys[n] = MQR_STR(PROP_MESSAGE_ID);
+    in->values[n++] = mqr_value_string(id);
+  }
+  if (id_text(pn_message_correlation_id(msg), in->ids[1], sizeof in->ids[1], &id)) {
+    in->keys[n] = MQR_STR(PROP_CORRELATION_ID);
+    in->values[n++] = mqr_value_string(id);
+  }
+  static const struct {
+    const char *name;
+    const char *(*get)(pn_message_t *);
+  } text[] = {{PROP_SUBJECT, pn_message_get_subject},
+              {PROP_REPLY_TO, pn_message_get_reply_to},
+              {PROP_CONTENT_TYPE, pn_message_get_content_type}};
+  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) {
+    const char *v = text[i].get(msg);
+    if (v == NULL || *v == 0) continue;
+    in->keys[n] = mqr_str(text[i].name);
+    in->values[n++] = mqr_value_string(mqr_str(v));
+  }
+  pn_bytes_t user = pn_message_get_user_id(msg);
+  m->user_id = user.size && mqr_utf8_check(user.start, user.size) == user.size ? bytes_str(user) : mqr_str_n("", 0);
   /* message annotations: the scheduled delivery time, as Artemis reads them */
   d = pn_message_annotations(msg);
   pn_data_rewind(d);
@@ -176,6 +238,23 @@ static void put_property(pn_message_t *msg, pn_data_t *props, mqr_str_t key, con
   (void)msg;
 }
 
+/* A string property that is a field of the message's (the group-id, the properties
+ * section's): set there (buf: room for its text) and true; false: an application property. */
+static bool field(pn_message_t *msg, mqr_str_t key, mqr_str_t v, char *buf) {
+  memcpy(buf, v.ptr, v.len);
+  buf[v.len] = 0;
+  if (mqr_str_eq(key, MQR_STR(MQR_PROP_GROUP))) return pn_message_set_group_id(msg, buf), true;
+  if (mqr_str_eq(key, MQR_STR(PROP_SUBJECT))) return pn_message_set_subject(msg, buf), true;
+  if (mqr_str_eq(key, MQR_STR(PROP_REPLY_TO))) return pn_message_set_reply_to(msg, buf), true;
+  if (mqr_str_eq(key, MQR_STR(PROP_CONTENT_TYPE))) return pn_message_set_content_type(msg, buf), true;
+  bool mid = mqr_str_eq(key, MQR_STR(PROP_MESSAGE_ID)), cid = mqr_str_eq(key, MQR_STR(PROP_CORRELATION_ID));
+  if (!mid && !cid) return false;
+  pn_data_t *d = mid ? pn_message_id(msg) : pn_message_correlation_id(msg);
+  pn_data_clear(d);
+  pn_data_put_string(d, pn_bytes(v.len, v.ptr));
+  return true;
+}
+
 int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_count, int64_t now_ms) {
   mqr_stored_view_t sv;
   mqr_tail_view_t tv;
@@ -190,6 +269,7 @@ int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_c
   if (tv.expiration) pn_message_set_expiry_time(msg, tv.expiration);
   if (tv.timestamp) pn_message_set_creation_time(msg, tv.timestamp);
   pn_message_set_delivery_count(msg, delivery_count > 1 ? (uint32_t)delivery_count - 1 : 0);
+  if (tv.user_id.len) pn_message_set_user_id(msg, pn_bytes(tv.user_id.len, tv.user_id.ptr));
   char text[512];
   if (sv.address.len < sizeof text) {
     memcpy(text, sv.address.ptr, sv.address.len);
@@ -208,12 +288,7 @@ int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_c
       encoding = val.u.i;
       continue;
     }
-    if (mqr_str_eq(key, MQR_STR(MQR_PROP_GROUP)) && val.type == MQR_VALUE_STRING && val.u.s.len < sizeof text) {
-      memcpy(text, val.u.s.ptr, val.u.s.len);
-      text[val.u.s.len] = 0;
-      pn_message_set_group_id(msg, text);
-      continue;
-    }
+    if (val.type == MQR_VALUE_STRING && val.u.s.len < sizeof text && field(msg, key, val.u.s, text)) continue;
     if (!any) {
       pn_data_put_map(props);
       pn_data_enter(props);

@@ -8,14 +8,16 @@ broker and its other clients go on.
 usage: test_amqp.py MQRD"""
 
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 import unittest
 
 import stomp
-from proton import Delivery, Message, symbol
-from proton.reactor import AtMostOnce, LinkOption, Selector
+from proton import Data, Delivery, Message, symbol
+from proton.reactor import AtMostOnce, Container, DurableSubscription, LinkOption, Selector
 from proton import ConnectionException
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
@@ -43,17 +45,33 @@ BROKER = None
 
 
 class Capability(LinkOption):
-    """The source's (receiver) or target's (sender) capability: 'queue' or 'topic'."""
+    """The source's (receiver) or target's (sender) capabilities: 'queue', 'topic', 'shared',
+    'global'."""
 
-    def __init__(self, cap):
-        self.cap = cap
+    def __init__(self, *caps):
+        self.caps = caps
 
     def apply(self, link):
         t = link.source if link.is_receiver else link.target
-        t.capabilities.put_array(False, 3 + 18)  # (an array of symbols)
+        t.capabilities.put_array(False, Data.SYMBOL)
         t.capabilities.enter()
-        t.capabilities.put_symbol(symbol(self.cap))
+        for cap in self.caps:
+            t.capabilities.put_symbol(symbol(cap))
         t.capabilities.exit()
+
+
+def connect_as(container_id, port=None):
+    """A connection whose container id is container_id (durable subscriptions are named by it)."""
+    cont = Container()
+    cont.container_id = container_id
+    return BlockingConnection("amqp://127.0.0.1:%d" % (port or BROKER.port), timeout=10, container=cont)
+
+
+def detach(c, r):
+    """The link detached, not closed (a durable subscription stays), then the connection
+    closed (which closes no link)."""
+    r.link.detach()
+    c.close()
 
 
 def modified_failed(r):
@@ -64,8 +82,8 @@ def modified_failed(r):
     d.settle()
 
 
-def connect(**kw):
-    return BlockingConnection("amqp://127.0.0.1:%d" % BROKER.port, timeout=10, **kw)
+def connect(port=None, **kw):
+    return BlockingConnection("amqp://127.0.0.1:%d" % (port or BROKER.port), timeout=10, **kw)
 
 
 class Amqp(unittest.TestCase):
@@ -190,6 +208,32 @@ class Amqp(unittest.TestCase):
         c.close()
         st.disconnect()
 
+    def test_6b_the_properties_section(self):
+        """message-id, correlation-id, subject, reply-to, content-type and user-id: back as
+        they were to AMQP, as Artemis's JMS names to STOMP."""
+        c = connect()
+        m = Message(body=u"p", id=u"m-1", correlation_id=42, subject=u"kind", reply_to=u"replies",
+                    content_type=u"text/plain", user_id=b"anonymous")
+        c.create_sender("/queue/props").send(m)
+        got = c.create_receiver("/queue/props").receive(timeout=5)
+        self.assertEqual((got.id, got.correlation_id, got.subject, got.reply_to, got.content_type, got.user_id),
+                         (u"m-1", u"42", u"kind", u"replies", u"text/plain", b"anonymous"))
+        self.assertEqual(got.properties, None)  # (the fields are not application-properties)
+        st = stomp.Connection12([("127.0.0.1", BROKER.port)])
+        frames = []
+        st.set_listener("l", type("L", (stomp.ConnectionListener,), {"on_message": lambda self, f: frames.append(f)})())
+        st.connect(wait=True)
+        st.subscribe("/queue/props.stomp", id="1", ack="auto")
+        c.create_sender("/queue/props.stomp").send(m)
+        deadline = time.time() + 5
+        while not frames and time.time() < deadline:
+            time.sleep(0.02)
+        h = frames[0].headers
+        self.assertEqual((h["JMSMessageID"], h["JMSCorrelationID"], h["JMSType"], h["JMSReplyTo"], h["content-type"]),
+                         ("m-1", "42", "kind", "replies", "text/plain"))
+        st.disconnect()
+        c.close()
+
     def test_7_refused_sends_and_links(self):
         c = connect()
         s = c.create_sender("/queue/full.q")
@@ -227,6 +271,91 @@ class Amqp(unittest.TestCase):
             self.assertIn("anonymous client", other.log_text())
         finally:
             self.assertEqual(other.stop(), 0)
+
+
+class Subscriptions(unittest.TestCase):
+    def test_1_durable_subscription(self):
+        """Qpid JMS's durable subscriber: the queue container.link, kept while the link is
+        detached, gone when it is closed."""
+        c = connect_as("jms-client")
+        r = c.create_receiver("news", name="sub1", options=[DurableSubscription(), Capability("topic")])
+        detach(c, r)
+        p = connect()
+        s = p.create_sender("news", options=Capability("topic"))
+        for i in range(3):
+            s.send(Message(body=u"n%d" % i, durable=True))
+        p.close()
+        c = connect_as("jms-client")
+        r = c.create_receiver("news", name="sub1", options=[DurableSubscription(), Capability("topic")])
+        got = []
+        for _ in range(3):
+            got.append(r.receive(timeout=5).body)
+            r.accept()
+        self.assertEqual(got, [u"n0", u"n1", u"n2"])
+        r.close()  # closed: unsubscribed
+        c.close()
+        p = connect()
+        p.create_sender("news", options=Capability("topic")).send(Message(body=u"after"))
+        p.close()
+        c = connect_as("jms-client")
+        r = c.create_receiver("news", name="sub1", options=[DurableSubscription(), Capability("topic")])
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)  # a new subscription: nothing from before it
+        c.close()
+
+    def test_2_shared_and_global_subscriptions(self):
+        """Shared subscribers of one name split the messages; global-shared ones across
+        containers."""
+        a, b = connect_as("ca"), connect_as("cb")
+        ra = a.create_receiver("shared.t", name="s1", options=Capability("topic", "shared", "global"), credit=20)
+        rb = b.create_receiver("shared.t", name="s1", options=Capability("topic", "shared", "global"), credit=20)
+        p = connect()
+        s = p.create_sender("shared.t", options=Capability("topic"))
+        for i in range(20):
+            s.send(Message(body=u"%d" % i))
+        got = []
+        for r in (ra, rb):
+            while True:
+                try:
+                    got.append(r.receive(timeout=0.5).body)
+                    r.accept()
+                except Exception:
+                    break
+        self.assertEqual(sorted(got, key=int), [u"%d" % i for i in range(20)])
+        for conn in (a, b, p):
+            conn.close()
+
+    def test_3_dynamic_node_for_replies(self):
+        """A dynamic source: a temporary queue named by the broker, for request/reply."""
+        c = connect()
+        r = c.create_receiver(None, dynamic=True)
+        reply_to = r.remote_source.address
+        self.assertTrue(reply_to.startswith("amqp.dynamic."), reply_to)
+        c.create_sender(reply_to).send(Message(body=u"reply"))
+        self.assertEqual(r.receive(timeout=5).body, u"reply")
+        r.accept()
+        c.close()
+
+    def test_4_durable_subscription_across_a_restart(self):
+        data = tempfile.mkdtemp(prefix="mqr-amqp-data-")
+        b = Mqrd(sys.argv[1], CONFIG + "persistence: {directory: %s}\n" % data)
+        try:
+            c = connect_as("restart-client", b.port)
+            r = c.create_receiver("events", name="keep", options=[DurableSubscription(), Capability("topic")])
+            detach(c, r)
+            c = connect(b.port)
+            c.create_sender("events", options=Capability("topic")).send(Message(body=u"kept", durable=True))
+            c.close()
+            self.assertEqual(b.stop(), 0)
+            b.start()
+            c = connect_as("restart-client", b.port)
+            r = c.create_receiver("events", name="keep", options=[DurableSubscription(), Capability("topic")])
+            self.assertEqual(r.receive(timeout=5).body, u"kept")
+            r.accept()
+            c.close()
+        finally:
+            self.assertEqual(b.stop(), 0)
+            shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
