@@ -31,8 +31,8 @@ if [ "$what" != run ]; then
   command -v npm >/dev/null || missing+=(npm)
 fi
 
-# The npm packages the tests use (STOMP and MQTT clients, over TCP and WebSockets; the
-# console's browser test's puppeteer-core), in
+# The npm packages the tests use (STOMP, MQTT and AMQP clients, over TCP and WebSockets;
+# the console's browser test's puppeteer-core), in
 # .deps/npm of the source tree (not in git).
 npm_deps() {
   [ "$what" = run ] && return 0
@@ -40,12 +40,12 @@ npm_deps() {
   dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/npm"
   [ -f "$dir/node_modules/@stomp/stompjs/package.json" ] && [ -f "$dir/node_modules/@stomp/tcp-wrapper/package.json" ] &&
     [ -f "$dir/node_modules/mqtt/package.json" ] && [ -f "$dir/node_modules/ws/package.json" ] &&
-    [ -f "$dir/node_modules/puppeteer-core/package.json" ] && return 0
-  echo "deps.sh: npm install @stomp/stompjs @stomp/tcp-wrapper mqtt ws puppeteer-core into $dir" >&2
+    [ -f "$dir/node_modules/puppeteer-core/package.json" ] && [ -f "$dir/node_modules/rhea/package.json" ] && return 0
+  echo "deps.sh: npm install @stomp/stompjs @stomp/tcp-wrapper mqtt ws puppeteer-core rhea into $dir" >&2
   mkdir -p "$dir"
   # (puppeteer-core 24: the last for Debian 12's node 18; it drives Debian's chromium)
   npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stomp/stompjs@7 @stomp/tcp-wrapper@1 mqtt@5 ws@8 \
-    puppeteer-core@24 >&2
+    puppeteer-core@24 rhea@3 >&2
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -469,12 +469,12 @@ static bool has_token(mqr_str_t v, const char *t) {
   return false;
 }
 
-/* The subprotocols of MQTT and STOMP over WebSockets (Artemis's and mosquitto's names),
- * and the protocol each one is. */
+/* The subprotocols of MQTT, STOMP and AMQP over WebSockets (Artemis's and mosquitto's
+ * names; AMQP's WebSocket binding's), and the protocol each one is. */
 static const struct {
   const char *sub, *protocol;
-} subprotocols[] = {{"mqtt", "mqtt"},       {"mqttv3.1", "mqtt"},   {"v12.stomp", "stomp"},
-                    {"v11.stomp", "stomp"}, {"v10.stomp", "stomp"}, {"stomp", "stomp"}};
+} subprotocols[] = {{"mqtt", "mqtt"},       {"mqttv3.1", "mqtt"}, {"v12.stomp", "stomp"}, {"v11.stomp", "stomp"},
+                    {"v10.stomp", "stomp"}, {"stomp", "stomp"},   {"amqp", "amqp"}};
 
 /* A GET with Upgrade: websocket (RFC 6455 4.2): 101 and the connection becomes a
  * WebSocket for the head its subprotocol names (1), or refused and closed (-1). */
@@ -493,7 +493,7 @@ static int upgrade(mqr__conn_t *c, http_t *h) {
   else if (!header(h, "Sec-WebSocket-Key", &key) || key.len != 24 || key.ptr[22] != '=' || key.ptr[23] != '=')
     why = "Sec-WebSocket-Key is not 16 bytes in base64";
   else if (!header(h, "Sec-WebSocket-Protocol", &protocols))
-    why = "no Sec-WebSocket-Protocol: mqrd speaks mqtt, mqttv3.1, v10.stomp, v11.stomp and v12.stomp";
+    why = "no Sec-WebSocket-Protocol: mqrd speaks mqtt, mqttv3.1, v10.stomp, v11.stomp, v12.stomp and amqp";
   const char *sub = NULL;
   const mqr__head_t *to = NULL;
   for (size_t i = 0; why == NULL && to == NULL && i < sizeof subprotocols / sizeof *subprotocols; i++) {
@@ -502,7 +502,7 @@ static int upgrade(mqr__conn_t *c, http_t *h) {
       to = x, sub = subprotocols[i].sub;
   }
   if (why == NULL && to == NULL)
-    why = "none of its subprotocols is a protocol of this listener (mqtt, mqttv3.1, v1x.stomp)";
+    why = "none of its subprotocols is a protocol of this listener (mqtt, mqttv3.1, v1x.stomp, amqp)";
   if (why) {
     mqr__http_answer_t a = {.status = status};
     mqr__http_printf(&a.body, "%s\n", why);

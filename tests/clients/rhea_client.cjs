@@ -1,0 +1,114 @@
+// rhea (AMQP 1.0 for node) against mqrd, over TCP and over a WebSocket (subprotocol
+// "amqp", the ws package): sends settled once accepted, a queue and a topic by
+// capability, application properties, a FAIL address's rejection. Run by test_rhea.py:
+//   node rhea_client.cjs PORT
+// Exit 0 when every case passed; each failure is printed.
+"use strict";
+const rhea = require("rhea");
+const WebSocket = require("ws");
+
+const port = Number(process.argv[2]);
+let failures = 0;
+
+function check(cond, what) {
+  if (!cond) {
+    failures++;
+    console.log("FAIL " + what);
+  } else {
+    console.log("ok   " + what);
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(pred, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await sleep(20);
+  return pred();
+}
+
+// A connection, over TCP or a WebSocket, once opened.
+function connect(ws) {
+  return new Promise((resolve, reject) => {
+    const container = rhea.create_container({ id: "rhea-" + (ws ? "ws" : "tcp") });
+    const options = { reconnect: false };
+    if (ws) {
+      const factory = container.websocket_connect(WebSocket);
+      options.connection_details = factory("ws://127.0.0.1:" + port + "/", ["amqp"], {});
+    } else {
+      options.host = "127.0.0.1";
+      options.port = port;
+    }
+    const c = container.connect(options);
+    c.once("connection_open", () => resolve(c));
+    c.once("connection_error", (ctx) => reject(new Error(String(ctx.connection.error))));
+    c.once("disconnected", (ctx) => reject(new Error("disconnected: " + (ctx.error || ""))));
+  });
+}
+
+async function roundTrip(ws) {
+  const how = ws ? "websocket" : "tcp";
+  const c = await connect(ws);
+  const address = "rhea." + how;
+  const sender = c.open_sender({ target: { address, capabilities: ["queue"] } });
+  let accepted = 0;
+  sender.on("accepted", () => accepted++);
+  await waitFor(() => sender.sendable());
+  for (let i = 0; i < 10; i++)
+    sender.send({ body: "m" + i, durable: true, application_properties: { i, kind: how } });
+  check(await waitFor(() => accepted === 10), how + ": 10 durable sends accepted");
+  const got = [];
+  const receiver = c.open_receiver({ source: { address, capabilities: ["queue"] } });
+  receiver.on("message", (ctx) => got.push(ctx.message));
+  check(await waitFor(() => got.length === 10), how + ": 10 received");
+  check(got.map((m) => m.body).join(",") === "m0,m1,m2,m3,m4,m5,m6,m7,m8,m9", how + ": in order, bodies as sent");
+  check(got.every((m, i) => m.application_properties.i === i && m.application_properties.kind === how),
+    how + ": application properties");
+  check(got.every((m) => m.durable === true), how + ": durable");
+  c.close();
+}
+
+async function topic() {
+  const c = await connect(false);
+  const got = [[], []];
+  for (const k of [0, 1]) {
+    const r = c.open_receiver({ source: { address: "rhea.topic", capabilities: ["topic"] } });
+    r.on("message", (ctx) => got[k].push(ctx.message.body));
+  }
+  await sleep(200); // (both subscriptions attached)
+  const s = c.open_sender({ target: { address: "rhea.topic", capabilities: ["topic"] } });
+  await waitFor(() => s.sendable());
+  s.send({ body: "tick" });
+  check(await waitFor(() => got[0].length === 1 && got[1].length === 1), "topic: each subscriber gets it");
+  c.close();
+}
+
+async function rejected() {
+  const c = await connect(false);
+  const s = c.open_sender({ target: { address: "full.rhea", capabilities: ["queue"] } });
+  let accepted = 0, rejectedCount = 0, condition = "";
+  s.on("accepted", () => accepted++);
+  s.on("rejected", (ctx) => {
+    rejectedCount++;
+    condition = ctx.delivery.remote_state && ctx.delivery.remote_state.error ? ctx.delivery.remote_state.error.condition : "";
+  });
+  await waitFor(() => s.sendable());
+  for (let i = 0; i < 3; i++) s.send({ body: "x".repeat(600) });
+  check(await waitFor(() => accepted + rejectedCount === 3), "FAIL address: every send answered");
+  check(rejectedCount >= 1 && condition === "amqp:resource-limit-exceeded",
+    "FAIL address: rejected with amqp:resource-limit-exceeded (" + condition + ")");
+  c.close();
+}
+
+(async () => {
+  try {
+    await roundTrip(false);
+    await roundTrip(true);
+    await topic();
+    await rejected();
+  } catch (e) {
+    failures++;
+    console.log("FAIL " + e.stack);
+  }
+  process.exit(failures ? 1 : 0);
+})();
