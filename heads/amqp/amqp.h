@@ -93,6 +93,9 @@ void mqr__amqp_links_free(mqr__conn_t *c);
 /* message.c: the message decoded into a->msg as the broker's (its views into a->msg and
  * a->buf, valid until the next message); 0, or an error with err saying why. */
 #define MQR__AMQP_MAX_PROPS 64 /* application-properties of a message, at most (and a few more) */
+/* The property Artemis stamps with the sending connection's id (here its container id),
+ * which no-local compares; not given to AMQP consumers. */
+#define CONNECTION_ID "__AMQ_CID"
 typedef struct {
   mqr_broker_message_t m;
   mqr_str_t keys[MQR__AMQP_MAX_PROPS + 12];

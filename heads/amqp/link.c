@@ -19,6 +19,7 @@
 #include "amqp.h"
 
 #define SELECTOR "apache.org:selector-filter:string"
+#define NO_LOCAL "apache.org:no-local-filter:list"
 
 /* The credit a sending client is given, topped up when it falls to half. */
 #define WINDOW 1000
@@ -73,34 +74,59 @@ static int routing_of(pn_terminus_t *t) {
   return has_capability(t, "queue") ? MQR_ANYCAST : has_capability(t, "topic") ? MQR_MULTICAST : MQR_ROUTING_NONE;
 }
 
-/* The source's selector (the apache.org:selector-filter:string filter, by name or by its
- * code 0x468C00000004), or an empty string. */
-static mqr_str_t selector_of(pn_terminus_t *t) {
+/* The source's filters: its selector (the apache.org:selector-filter:string filter, by
+ * name or by its code 0x468C00000004; empty: none) and whether it asks for no-local
+ * (apache.org:no-local-filter:list, 0x468C00000003). */
+static mqr_str_t filters_of(pn_terminus_t *t, bool *no_local) {
   pn_data_t *d = pn_terminus_filter(t);
   mqr_str_t sel = mqr_str_n("", 0);
+  *no_local = false;
   pn_data_rewind(d);
   if (!pn_data_next(d) || pn_data_type(d) != PN_MAP) return sel;
   pn_data_enter(d);
   while (pn_data_next(d) && pn_data_next(d)) { /* key, then value */
     if (pn_data_type(d) != PN_DESCRIBED) continue;
     pn_data_enter(d);
-    bool ok = false;
+    bool selector = false, local = false;
     if (pn_data_next(d)) {
       if (pn_data_type(d) == PN_SYMBOL) {
         pn_bytes_t s = pn_data_get_symbol(d);
-        ok = s.size == strlen(SELECTOR) && memcmp(s.start, SELECTOR, s.size) == 0;
+        selector = s.size == strlen(SELECTOR) && memcmp(s.start, SELECTOR, s.size) == 0;
+        local = s.size == strlen(NO_LOCAL) && memcmp(s.start, NO_LOCAL, s.size) == 0;
       } else if (pn_data_type(d) == PN_ULONG) {
-        ok = pn_data_get_ulong(d) == 0x0000468C00000004ull;
+        selector = pn_data_get_ulong(d) == 0x0000468C00000004ull;
+        local = pn_data_get_ulong(d) == 0x0000468C00000003ull;
       }
     }
-    if (ok && pn_data_next(d) && pn_data_type(d) == PN_STRING) {
+    if (selector && pn_data_next(d) && pn_data_type(d) == PN_STRING) {
       pn_bytes_t s = pn_data_get_string(d);
       sel = mqr_str_n(s.start, s.size);
     }
+    *no_local |= local;
     pn_data_exit(d);
   }
   pn_data_exit(d);
   return sel;
+}
+
+/* The selector with no-local's condition, as Artemis adds it (the sending connection's
+ * container id, CONNECTION_ID, differs), into buf: the selector, or an empty view when it
+ * does not fit. */
+static mqr_str_t with_no_local(mqr_str_t sel, const char *container, char *buf, size_t cap) {
+  size_t k = 0;
+  int n = sel.len ? snprintf(buf, cap, "(%.*s) AND ", (int)sel.len, sel.ptr) : 0;
+  if (n < 0 || (size_t)n >= cap) return mqr_str_n("", 0);
+  k = (size_t)n;
+  n = snprintf(buf + k, cap - k, "(" CONNECTION_ID " IS NULL OR " CONNECTION_ID " <> '");
+  if (n < 0 || (size_t)n >= cap - k) return mqr_str_n("", 0);
+  k += (size_t)n;
+  for (const char *p = container ? container : ""; *p && k + 4 < cap; p++) {
+    if (*p == '\'') buf[k++] = '\''; /* (a quote doubled) */
+    buf[k++] = *p;
+  }
+  if (k + 3 >= cap) return mqr_str_n("", 0);
+  buf[k++] = '\'', buf[k++] = ')';
+  return mqr_str_n(buf, k);
 }
 
 /* A link refused: attached with no terminus, then detached with the condition. */
@@ -238,8 +264,15 @@ static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
     }
   }
   mqr_error_t err;
-  int rc = mqr__session_subscribe(&c->sess, addr, rt, queue, flags, selector_of(src), 0, ++a->next_sub, &consumer_ops,
-                                  lk, &lk->k, &err);
+  bool no_local;
+  char nlbuf[1024];
+  mqr_str_t sel = filters_of(src, &no_local);
+  if (no_local && (sel = with_no_local(sel, container, nlbuf, sizeof nlbuf)).len == 0) {
+    refuse(l, MQR_ELIMIT, "the selector and container id are too long for no-local");
+    return;
+  }
+  int rc =
+      mqr__session_subscribe(&c->sess, addr, rt, queue, flags, sel, 0, ++a->next_sub, &consumer_ops, lk, &lk->k, &err);
   if (rc == 0 && durable && (lk->subscription = mqr_malloc(queue.len + 1)) != NULL) { /* (a close unsubscribes) */
     memcpy(lk->subscription, queue.ptr, queue.len);
     lk->subscription[queue.len] = 0;
@@ -473,6 +506,11 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
   mqr_tail_t tail;
   mqr__send_t s;
+  const char *container = pn_connection_remote_container(pn_session_connection(pn_link_session(l)));
+  if (rc == 0 && container && *container) { /* (what no-local compares) */
+    in.keys[in.m.n_properties] = MQR_STR(CONNECTION_ID);
+    in.values[in.m.n_properties++] = mqr_value_string(mqr_str(container));
+  }
   if (rc == 0) {
     in.m.address = mqr_str(to);
     in.m.routing_type = lk ? lk->routing_type : MQR_ROUTING_NONE;

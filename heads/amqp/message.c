@@ -288,6 +288,7 @@ int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_c
       encoding = val.u.i;
       continue;
     }
+    if (mqr_str_eq(key, MQR_STR(CONNECTION_ID))) continue;
     if (val.type == MQR_VALUE_STRING && val.u.s.len < sizeof text && field(msg, key, val.u.s, text)) continue;
     if (!any) {
       pn_data_put_map(props);

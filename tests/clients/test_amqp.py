@@ -16,8 +16,8 @@ import time
 import unittest
 
 import stomp
-from proton import Data, Delivery, Message, symbol
-from proton.reactor import AtMostOnce, Container, DurableSubscription, LinkOption, Selector
+from proton import Data, Delivery, Described, Message, symbol
+from proton.reactor import AtMostOnce, Container, DurableSubscription, Filter, LinkOption, Selector
 from proton import ConnectionException
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
@@ -187,6 +187,22 @@ class Amqp(unittest.TestCase):
         self.assertEqual(r.receive(timeout=5).body, u"blue")
         r.accept()
         c.close()
+
+    def test_5b_no_local(self):
+        """A no-local subscriber gets no message its own connection (container) sent."""
+        c, other = connect_as("nl-client"), connect_as("nl-other")
+        nolocal = Filter({symbol("no-local"): Described(symbol("apache.org:no-local-filter:list"), [])})
+        r = c.create_receiver("nl.t", options=[Capability("topic"), nolocal], credit=10)
+        c.create_sender("nl.t", options=Capability("topic")).send(Message(body=u"mine"))
+        other.create_sender("nl.t", options=Capability("topic")).send(Message(body=u"theirs"))
+        m = r.receive(timeout=5)
+        r.accept()
+        self.assertEqual(m.body, u"theirs")
+        self.assertNotIn("__AMQ_CID", m.properties or {})  # (the broker's stamp, not an application property)
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)
+        c.close()
+        other.close()
 
     def test_6_to_and_from_stomp(self):
         st = stomp.Connection12([("127.0.0.1", BROKER.port)])
