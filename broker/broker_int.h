@@ -496,6 +496,10 @@ bool mqr__redeliver_take(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e);
 void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
 /* The same with bq pinned: false when a callback deleted it meanwhile (it is gone). */
 bool mqr__redeliver_pinned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken);
+/* Sends e (taken off its consumer, not on bq) to the dead-letter address at once, logged
+ * with why (AMQP's rejected outcome, as Artemis's reject); kept at the head of bq when the
+ * move fails. False when a callback deleted bq meanwhile. */
+bool mqr__redeliver_dead(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const char *why);
 void mqr__redeliver_init(mqr_broker_t *b);  /* the timer (one handle) */
 void mqr__redeliver_close(mqr_broker_t *b); /* the timer closes */
 /* Releases bq's held entries (with journal, as removed), and when the queue goes its

@@ -128,6 +128,10 @@ int mqr__consumer_ack_answer(mqr_broker_consumer_t *k, mqr__producer_t *p, int64
  * closes does: to the head of its queue, its delivery counted (a redelivery delay, the
  * dead-letter address after max-delivery-attempts). How many; 0 when not outstanding. */
 uint32_t mqr__consumer_nack(mqr_broker_consumer_t *k, int64_t delivery, bool cumulative);
+/* Takes delivery off k to the dead-letter address at once, whatever its count (AMQP's
+ * rejected outcome, as Artemis's reject; no dead-letter address: dropped, and logged). 1,
+ * or 0 (not outstanding). */
+uint32_t mqr__consumer_reject(mqr_broker_consumer_t *k, int64_t delivery);
 /* Gives delivery back uncounted (its client never handed it to its application, and is
  * stopping): its delivery count is taken back, k's credit goes to 0 (nothing more is
  * delivered to it until it grants more), then as mqr__consumer_nack. 1, or 0 (not

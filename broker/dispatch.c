@@ -426,6 +426,20 @@ uint32_t mqr__consumer_nack(mqr_broker_consumer_t *c, int64_t delivery, bool cum
   return n;
 }
 
+uint32_t mqr__consumer_reject(mqr_broker_consumer_t *c, int64_t delivery) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
+  if (e == NULL) return 0;
+  /* A non-destructive queue's copy has nothing to kill; a message fed from another node
+   * is the leader's to count. */
+  if (e->copy || (e->jbq && e->jbq->feed)) return mqr__consumer_nack(c, delivery, false);
+  mqr__bq_t *bq = c->bq;
+  unlink_unacked(c, e);
+  mqr__idx_del(c, e->delivery);
+  bq->in_flight--;
+  if (mqr__redeliver_dead(c->b, bq, e, "was rejected by its consumer")) mqr__dispatch(bq);
+  return 1;
+}
+
 uint32_t mqr__consumer_release(mqr_broker_consumer_t *c, int64_t delivery) {
   mqr__entry_t *e = mqr__idx_find(c, delivery);
   if (e == NULL) return 0;

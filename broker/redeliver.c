@@ -73,10 +73,11 @@ static void release(mqr_broker_t *b, mqr__entry_t *e) {
 
 /* ---- dead letters ------------------------------------------------------------------------- */
 
-/* Sends e's message to the dead-letter address (move.c); true when e is done with. */
-static bool dead_letter(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e) {
+/* Sends e's message to the dead-letter address (move.c), logged with why; true when e is
+ * done with. */
+static bool dead_letter(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const char *why) {
   const mqr_address_settings_t *s = settings_of(bq);
-  mqr__move_t to = {.why = "reached max-delivery-attempts",
+  mqr__move_t to = {.why = why,
                     .address = s->dead_letter_address,
                     .auto_create = s->auto_create_dead_letter_resources,
                     .prefix = s->dead_letter_queue_prefix,
@@ -142,6 +143,22 @@ static void due_cb(uv_timer_t *t) {
   if (b->n_held && !b->closing) uv_timer_start(&b->redeliver_timer, due_cb, b->held[0].due - now, 0);
 }
 
+/* e to the dead-letter address and done with (true), or kept (false: the move failed). */
+static bool killed(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const char *why) {
+  if (!dead_letter(b, bq, e, why)) return false;
+  bq->killed++;
+  bq->bytes -= e->msg->len;
+  if (e->jbq) mqr__durable_removed(b, e);
+  release(b, e);
+  return true;
+}
+
+bool mqr__redeliver_dead(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *e, const char *why) {
+  mqr__bq_pin(bq); /* (the dead-letter send's callbacks may delete the queue) */
+  if (!killed(b, bq, e, why)) bq->store.ops->push_front(&bq->store, e); /* kept: back at the head */
+  return mqr__bq_unpin(b, bq);
+}
+
 bool mqr__redeliver_pinned(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
   mqr__bq_pin(bq); /* (dead-letter sends' callbacks may delete the queue) */
   mqr__redeliver_run(b, bq, taken);
@@ -155,13 +172,7 @@ void mqr__redeliver_run(mqr_broker_t *b, mqr__bq_t *bq, mqr__entry_t *taken) {
     e->next = e->prev = NULL;
     const mqr_address_settings_t *s = settings_of(bq);
     if (exhausted(s, e)) {
-      if (dead_letter(b, bq, e)) {
-        bq->killed++;
-        bq->bytes -= e->msg->len;
-        if (e->jbq) mqr__durable_removed(b, e);
-        release(b, e);
-        continue;
-      }
+      if (killed(b, bq, e, "reached max-delivery-attempts")) continue;
     } else {
       uint64_t delay = delay_of(s, e->delivery_count);
       if (hold(b, bq, e, delay, HELD_REDELIVERY, NULL)) {

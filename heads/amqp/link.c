@@ -567,8 +567,8 @@ static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
       else if (mqr__consumer_release(lk->k, delivery))
         lk->credit = 0, credit_sync(lk);
       break;
-    case PN_REJECTED: mqr__consumer_nack(lk->k, delivery, false); break;
-    default: mqr_broker_ack(lk->k, delivery, false); break; /* accepted (or settled with no outcome) */
+    case PN_REJECTED: mqr__consumer_reject(lk->k, delivery); break; /* (to the dead letters, as Artemis) */
+    default: mqr_broker_ack(lk->k, delivery, false); break;         /* accepted (or settled with no outcome) */
     }
   }
   pn_delivery_settle(d);

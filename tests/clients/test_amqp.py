@@ -36,9 +36,11 @@ listeners:
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}
   'full.#': {max-size-bytes: 1KiB, address-full-policy: FAIL}
+  'rej.#': {dead-letter-address: dla.rej, max-delivery-attempts: -1}
 addresses:
   orders: {anycast: [orders]}
   prices: {multicast: []}
+  dla.rej: {anycast: [dla.rej]}
 """
 
 BROKER = None
@@ -152,6 +154,21 @@ class Amqp(unittest.TestCase):
         m = r.receive(timeout=5)
         self.assertEqual((m.body, m.delivery_count), (u"n", 1))
         r.accept()
+        c.close()
+
+    def test_3b_rejected_goes_to_the_dead_letters(self):
+        """rejected: to the dead-letter address at once, as Artemis's reject, whatever
+        max-delivery-attempts says (here unlimited)."""
+        c = connect()
+        c.create_sender("/queue/rej.q").send(Message(body=u"bad", properties={"k": 1}))
+        r = c.create_receiver("/queue/rej.q")
+        self.assertEqual(r.receive(timeout=5).body, u"bad")
+        r.reject()
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)  # not delivered again
+        m = c.create_receiver("/queue/dla.rej").receive(timeout=5)
+        self.assertEqual(m.body, u"bad")
+        self.assertEqual((m.properties["k"], m.properties["_AMQ_ORIG_QUEUE"]), (1, u"rej.q"))
         c.close()
 
     def test_4_at_most_once(self):
