@@ -283,9 +283,12 @@ class Amqp(unittest.TestCase):
         # bytes that are not AMQP after the header, a frame over max-frame-size, a bad
         # protocol id: each connection closed, the broker serving on
         big = b"AMQP\x00\x01\x00\x00" + (200000).to_bytes(4, "big") + b"\x02\x00\x00\x00"
-        for data in (b"AMQP\x00\x01\x00\x00garbage-garbage-garbage", big, b"AMQP\x09\x01\x00\x00"):
+        for data in (b"AMQP\x00\x01\x00\x00garbage-garbage-garbage", big):
             s, got = raw(BROKER.port, data, timeout=3)
+            self.assertIn(b"amqp:connection:framing-error", got, data[:20])  # (the close's condition)
             s.close()
+        s, got = raw(BROKER.port, b"AMQP\x09\x01\x00\x00", timeout=3)  # no such protocol id: closed
+        s.close()
         self.assertTrue(BROKER.alive())
         # a client that goes mid-frame
         s = socket.create_connection(("127.0.0.1", BROKER.port))
@@ -295,6 +298,46 @@ class Amqp(unittest.TestCase):
         c.create_sender("/queue/alive").send(Message(body=u"still here"))
         self.assertEqual(c.create_receiver("/queue/alive").receive(timeout=5).body, u"still here")
         c.close()
+
+    def test_8b_silent_clients_and_floods(self):
+        """A client silent past the idle timeout is closed with amqp:resource-limit-exceeded;
+        a link past the connection's 1024 is refused with the same; a channel past 255 closes
+        the connection (Proton's framing error); the broker serves on."""
+        other = Mqrd(sys.argv[1], CONFIG.replace("protocols: [mqr, stomp, amqp]",
+                                                 "protocols: [mqr, stomp, amqp]\n    idle-timeout: 1s"))
+        try:
+            body = b"\x00\x53\x10\xc0\x04\x01\xa1\x01x"  # open, container-id "x"
+            frame = (8 + len(body)).to_bytes(4, "big") + b"\x02\x00\x00\x00" + body
+            s = socket.create_connection(("127.0.0.1", other.port), timeout=10)
+            s.sendall(b"AMQP\x00\x01\x00\x00" + frame)
+            got, start = b"", time.time()
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+            self.assertIn(b"amqp:resource-limit-exceeded", got)
+            self.assertLess(time.time() - start, 5)
+            s.close()
+            # a begin on channel 300 (over channel-max 255)
+            begin = b"\x00\x53\x11\xc0\x0e\x04\x40\x52\x00\x70\x00\x00\x00\x64\x70\x00\x00\x00\x64"
+            frame2 = (8 + len(begin)).to_bytes(4, "big") + b"\x02\x00\x01\x2c" + begin
+            s, got = raw(other.port, b"AMQP\x00\x01\x00\x00" + frame + frame2, timeout=3)
+            s.close()
+            self.assertIn(b"amqp:connection:framing-error", got)
+            self.assertIn(b"above negotiated channel_max 255", got)
+            self.assertTrue(other.alive())
+        finally:
+            self.assertEqual(other.stop(), 0)
+        c = connect()
+        links = []
+        with self.assertRaises(LinkDetached) as e:
+            for i in range(1100):
+                links.append(c.create_receiver("/queue/flood", name="l%d" % i))
+        self.assertIn("resource-limit-exceeded", str(e.exception))
+        self.assertEqual(len(links), 1024)
+        c.close()
+        self.assertTrue(BROKER.alive())
 
     def test_9_anonymous_refused(self):
         other = Mqrd(sys.argv[1], CONFIG.replace("allow-anonymous: true", "allow-anonymous: false"))
