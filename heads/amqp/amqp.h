@@ -64,6 +64,8 @@ typedef struct {
   pn_message_t *msg; /* reused for each message in and out */
   uint8_t *buf;      /* a transfer's bytes, in and out */
   size_t cap;
+  uint8_t *abuf; /* a message's annotations, encoded again */
+  size_t acap;
 } amqp_t;
 
 /* head.c: the driver's events handled and its output written (after anything that may

@@ -291,6 +291,7 @@ static void release(mqr__conn_t *c) {
   if (a->msg) pn_message_free(a->msg);
   mqr_free(a->pending);
   mqr_free(a->buf);
+  mqr_free(a->abuf);
   mqr_free(a);
   c->hs = NULL;
 }

@@ -21,10 +21,33 @@
 #define PROP_SUBJECT "JMSType"
 #define PROP_REPLY_TO "JMSReplyTo"
 #define PROP_CONTENT_TYPE "content-type"
+/* The message annotations as they came (encoded), for AMQP consumers; a bytes property,
+ * so that STOMP and MQTT consumers are not given it. */
+#define ANNOTATIONS "JMS_AMQP_MESSAGE_ANNOTATIONS"
 
 /* JMS_AMQP_ORIGINAL_ENCODING's values, as Artemis's AMQPMessageSupport numbers them. */
 #define ENCODING "JMS_AMQP_ORIGINAL_ENCODING"
 enum { ENC_DATA = 2, ENC_SEQUENCE = 3, ENC_VALUE_STRING = 5, ENC_VALUE_BINARY = 6, ENC_VALUE_OTHER = 7 };
+
+/* d (from its start) encoded into *buf (grown as it needs): 0 with the bytes in *out (empty
+ * for an empty d), MQR_ENOMEM or MQR_EBADDATA. */
+static int encode(pn_data_t *d, uint8_t **buf, size_t *cap, mqr_str_t *out) {
+  pn_data_rewind(d);
+  *out = mqr_str_n("", 0);
+  if (pn_data_size(d) == 0) return 0;
+  for (;;) {
+    ssize_t len = *cap ? pn_data_encode(d, (char *)*buf, *cap) : PN_OVERFLOW;
+    if (len >= 0) {
+      *out = mqr_str_n((const char *)*buf, (size_t)len);
+      return 0;
+    }
+    if (len != PN_OVERFLOW) return MQR_EBADDATA;
+    size_t c = *cap ? *cap * 2 : 4096;
+    uint8_t *p = mqr_realloc(*buf, c);
+    if (p == NULL) return MQR_ENOMEM;
+    *buf = p, *cap = c;
+  }
+}
 
 int mqr__amqp_grow(amqp_t *a, size_t n) {
   if (n <= a->cap) return 0;
@@ -184,6 +207,14 @@ int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
       }
     }
     pn_data_exit(d);
+    /* kept whole, for AMQP consumers (Qpid JMS reads its message type and destination
+     * from x-opt-jms-*) */
+    mqr_str_t enc;
+    if (encode(d, &a->abuf, &a->acap, &enc) != 0) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
+    if (enc.len) {
+      in->keys[n] = MQR_STR(ANNOTATIONS);
+      in->values[n++] = mqr_value_bytes(enc);
+    }
   }
   /* the body */
   d = pn_message_body(msg);
@@ -200,15 +231,8 @@ int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
     } else if (t == PN_STRING && !inferred) {
       m->body = bytes_str(pn_data_get_string(d)), encoding = ENC_VALUE_STRING;
     } else { /* kept as its encoding */
-      pn_data_rewind(d);
-      ssize_t len;
-      for (;;) {
-        len = pn_data_encode(d, (char *)a->buf, a->cap);
-        if (len != PN_OVERFLOW) break;
-        if (mqr__amqp_grow(a, a->cap ? a->cap * 2 : 4096)) return mqr_error_set(err, MQR_ENOMEM, "out of memory");
-      }
-      if (len < 0) return mqr_error_set(err, MQR_EBADDATA, "a body that cannot be encoded again");
-      m->body = mqr_str_n((const char *)a->buf, (size_t)len);
+      int rc = encode(d, &a->buf, &a->cap, &m->body);
+      if (rc) return mqr_error_set(err, rc, rc == MQR_ENOMEM ? "out of memory" : "a body that cannot be encoded again");
       encoding = inferred ? ENC_SEQUENCE : ENC_VALUE_OTHER;
     }
   }
@@ -289,6 +313,10 @@ int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_c
       continue;
     }
     if (mqr_str_eq(key, MQR_STR(CONNECTION_ID))) continue;
+    if (mqr_str_eq(key, MQR_STR(ANNOTATIONS)) && val.type == MQR_VALUE_BYTES) {
+      if (pn_data_decode(pn_message_annotations(msg), val.u.s.ptr, val.u.s.len) < 0) return MQR_EBADDATA;
+      continue;
+    }
     if (val.type == MQR_VALUE_STRING && val.u.s.len < sizeof text && field(msg, key, val.u.s, text)) continue;
     if (!any) {
       pn_data_put_map(props);

@@ -246,9 +246,12 @@ class Amqp(unittest.TestCase):
         they were to AMQP, as Artemis's JMS names to STOMP."""
         c = connect()
         m = Message(body=u"p", id=u"m-1", correlation_id=42, subject=u"kind", reply_to=u"replies",
-                    content_type=u"text/plain", user_id=b"anonymous")
+                    content_type=u"text/plain", user_id=b"anonymous",
+                    annotations={symbol("x-opt-jms-msg-type"): 5, symbol("x-opt-jms-dest"): 0, symbol("x-opt-k"): u"v"})
         c.create_sender("/queue/props").send(m)
         got = c.create_receiver("/queue/props").receive(timeout=5)
+        self.assertEqual(got.annotations, {symbol("x-opt-jms-msg-type"): 5, symbol("x-opt-jms-dest"): 0,
+                                           symbol("x-opt-k"): u"v"})  # (kept as they came)
         self.assertEqual((got.id, got.correlation_id, got.subject, got.reply_to, got.content_type, got.user_id),
                          (u"m-1", u"42", u"kind", u"replies", u"text/plain", b"anonymous"))
         self.assertEqual(got.properties, None)  # (the fields are not application-properties)
