@@ -155,7 +155,7 @@ void mqr__conn_process(mqr__conn_t *c) {
     int r = pick_head(c);
     if (r < 0) return;
   }
-  while (c->head && !c->held && c->state != MQR__CONN_CLOSING && c->sess.producer.blocked_on == 0 && c->rbuf &&
+  while (c->head && !c->held && c->state != MQR__CONN_CLOSING && !mqr__conn_blocked(c) && c->rbuf &&
          !mqr__conn_output_full(c)) {
     if (budget-- == 0) {
       c->deferred = true;
@@ -178,7 +178,7 @@ void mqr__conn_process(mqr__conn_t *c) {
 }
 
 bool mqr__conn_holding(const mqr__conn_t *c) {
-  return c->sess.producer.blocked_on || mqr__conn_output_full(c) || c->deferred || c->held;
+  return mqr__conn_blocked(c) || mqr__conn_output_full(c) || c->deferred || c->held;
 }
 
 uv_buf_t mqr__conn_room(mqr__conn_t *c) { return c->ws ? mqr__ws_room(c) : mqr__conn_head_room(c); }
@@ -306,8 +306,15 @@ static mqr__conn_t *conn_of(mqr__producer_t *p) {
   return (mqr__conn_t *)(void *)((char *)p - offsetof(mqr__conn_t, sess.producer));
 }
 
-/* Every full address that paused this producer has room: read on, next pass. */
-static void producer_resume(mqr__producer_t *p) { mqr__conn_schedule(conn_of(p)); }
+/* Every full address that paused this producer has room: read on, next pass (or the
+ * head gives credit again). */
+static void producer_resume(mqr__producer_t *p) {
+  mqr__conn_t *c = conn_of(p);
+  if (c->head && c->head->credit_flow && c->head->unblocked && c->state != MQR__CONN_CLOSING)
+    c->head->unblocked(c);
+  else
+    mqr__conn_schedule(c);
+}
 
 static void producer_sent(mqr__producer_t *p, int64_t token, int status, const mqr_broker_receipt_t *r,
                           const mqr_error_t *err) {

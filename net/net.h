@@ -118,6 +118,13 @@ typedef struct mqr__head_s {
   void (*resume)(mqr__conn_t *c);
   /* The connection closes: its session has ended; the head frees c->hs (may be NULL). */
   void (*release)(mqr__conn_t *c);
+  /* A head that holds its producer back by a flow control of its own (AMQP's link credit)
+   * sets this: a send that lands on a full BLOCK address does not stop the connection's
+   * reads (its consumers' acknowledgements still come in); the head gives no more credit
+   * while c->sess.producer.blocked_on, and unblocked is called once every such address
+   * has room again. */
+  bool credit_flow;
+  void (*unblocked)(mqr__conn_t *c);
 } mqr__head_t;
 
 /* The heads (heads/heads.c): NULL after the last. */
@@ -261,6 +268,10 @@ void mqr__conn_head_received(mqr__conn_t *c);
 /* Whether the connection takes no frames now (its producer blocked, its output full, its
  * pass's budget spent, its head holding): something will process it when that ends. */
 bool mqr__conn_holding(const mqr__conn_t *c);
+/* Whether its producer's block stops its reads (not for a head with credit_flow). */
+static inline bool mqr__conn_blocked(const mqr__conn_t *c) {
+  return c->sess.producer.blocked_on && !(c->head && c->head->credit_flow);
+}
 /* ws.c: frames read (room, received), fed to the head while it has room (pump, pending:
  * some wait); a write's frame around the head's bytes; the close frame; the end. */
 uv_buf_t mqr__ws_room(mqr__conn_t *c);

@@ -138,7 +138,7 @@ void mqr__conn_written(mqr__wreq_t *w, int status) {
   }
   if (was_paused && !mqr__conn_paused(c)) {
     mqr__session_ready(&c->sess);
-    if (!c->reading && c->sess.producer.blocked_on == 0) mqr__conn_process(c); /* held for its output: read on */
+    if (!c->reading && !mqr__conn_blocked(c)) mqr__conn_process(c); /* held for its output: read on */
   }
 }
 
@@ -186,7 +186,7 @@ bool mqr__server_flush(mqr_broker_t *b) {
     list = c->next_resume;
     c->resume = false;
     c->deferred = false;
-    if (c->state == MQR__CONN_CLOSING || c->sess.producer.blocked_on) continue;
+    if (c->state == MQR__CONN_CLOSING || mqr__conn_blocked(c)) continue;
     if (c->held && c->head && c->head->resume) /* the head's work in slices */
       c->head->resume(c);
     else

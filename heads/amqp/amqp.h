@@ -90,6 +90,8 @@ void mqr__amqp_session_closed(mqr__conn_t *c, pn_session_t *s);
 void mqr__amqp_link_flow(mqr__conn_t *c, pn_link_t *l);
 void mqr__amqp_delivery(mqr__conn_t *c, pn_delivery_t *d);
 void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t *err);
+/* Every full BLOCK address its producer waited on has room: its sending links get credit. */
+void mqr__amqp_unblocked(mqr__conn_t *c);
 void mqr__amqp_links_free(mqr__conn_t *c);
 
 /* message.c: the message decoded into a->msg as the broker's (its views into a->msg and

@@ -320,4 +320,6 @@ const mqr__head_t mqr__amqp_head = {
     .bye = bye,
     .sent = sent,
     .release = release,
+    .credit_flow = true,
+    .unblocked = mqr__amqp_unblocked,
 };

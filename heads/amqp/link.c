@@ -24,6 +24,8 @@
 /* The credit a sending client is given, topped up when it falls to half. */
 #define WINDOW 1000
 
+static void top_up(mqr__conn_t *c, pn_link_t *l);
+
 static int64_t wall_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -322,7 +324,7 @@ static void attach_receiver(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   pn_terminus_copy(pn_link_target(l), tgt);
   pn_terminus_copy(pn_link_source(l), pn_link_remote_source(l));
   pn_link_open(l);
-  pn_link_flow(l, WINDOW);
+  top_up(c, l);
 }
 
 void mqr__amqp_link_open(mqr__conn_t *c, pn_link_t *l) {
@@ -464,6 +466,19 @@ void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t
   if (d) settle_in(d, status, err ? err->message : mqr_strerror(status));
 }
 
+/* The link the client sends on given credit again when it has used half (none while its
+ * connection's producer waits on a full BLOCK address: mqr__amqp_unblocked tops it up). */
+static void top_up(mqr__conn_t *c, pn_link_t *l) {
+  if (c->sess.producer.blocked_on == 0 && pn_link_credit(l) < WINDOW / 2) pn_link_flow(l, WINDOW - pn_link_credit(l));
+}
+
+void mqr__amqp_unblocked(mqr__conn_t *c) {
+  amqp_t *a = c->hs;
+  for (amqp_link_t *lk = a ? a->links : NULL; lk; lk = lk->next)
+    if (pn_link_is_receiver(lk->link) && (pn_link_state(lk->link) & PN_LOCAL_ACTIVE)) top_up(c, lk->link);
+  mqr__amqp_flush(c);
+}
+
 static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
   amqp_t *a = c->hs;
   amqp_link_t *lk = pn_link_get_context(l);
@@ -494,7 +509,7 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     pn_delivery_settle(d);
     d = NULL;
   }
-  if (pn_link_credit(l) < WINDOW / 2) pn_link_flow(l, WINDOW - pn_link_credit(l));
+  top_up(c, l);
   mqr_error_t err;
   amqp_in_t in = {.now_ms = wall_ms()};
   int rc = 0;

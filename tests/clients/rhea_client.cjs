@@ -100,8 +100,41 @@ async function rejected() {
   c.close();
 }
 
+// One connection that both sends to a small BLOCK address and consumes from it: the
+// producer is held by link credit, not by the connection's reads, so the consumer's
+// acknowledgements still come in, the address drains, and every send is accepted.
+async function blockedByCredit() {
+  const c = await connect(false);
+  const s = c.open_sender({ target: { address: "blk.rhea", capabilities: ["queue"] } });
+  const r = c.open_receiver({ source: { address: "blk.rhea", capabilities: ["queue"] }, autoaccept: false,
+    credit_window: 0 });
+  let accepted = 0, received = 0, sent = 0, minCredit = Infinity;
+  s.on("accepted", () => accepted++);
+  r.on("message", (ctx) => {
+    received++;
+    setTimeout(() => { ctx.delivery.accept(); r.add_credit(1); }, 1); // a consumer slower than its producer
+  });
+  r.add_credit(10);
+  const body = "b".repeat(1024);
+  const pump = () => {
+    while (sent < 3000 && s.sendable()) {
+      s.send({ body, durable: false });
+      sent++;
+    }
+    minCredit = Math.min(minCredit, s.credit);
+  };
+  s.on("sendable", pump);
+  pump();
+  check(await waitFor(() => accepted === 3000 && received === 3000, 60000),
+    "BLOCK by credit: 3000 sends through a 64 KiB address on one connection (accepted " + accepted + ", received " +
+      received + ")");
+  check(minCredit === 0, "BLOCK by credit: the producer ran out of credit while the address was full");
+  c.close();
+}
+
 (async () => {
   try {
+    await blockedByCredit();
     await roundTrip(false);
     await roundTrip(true);
     await topic();

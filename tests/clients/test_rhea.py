@@ -20,6 +20,7 @@ listeners:
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true}
   'full.#': {max-size-bytes: 1KiB, address-full-policy: FAIL}
+  'blk.#': {max-size-bytes: 64KiB, address-full-policy: BLOCK}
 """
 
 if __name__ == "__main__":
