@@ -169,6 +169,27 @@ def wait_for(pred, timeout=5.0):
     return pred()
 
 
+def run_node_client(mqrd, config, source_dir, package, script):
+    """Starts mqrd on config, runs the node client script (tests/clients/SCRIPT PORT) with
+    the npm packages of SOURCE_DIR/.deps/npm (package: one it needs), stops mqrd, and exits:
+    0 when the script passed and mqrd stopped cleanly."""
+    modules = os.path.join(source_dir, ".deps", "npm", "node_modules")
+    if not os.path.isdir(os.path.join(modules, package)):
+        print("no %s in %s: run scripts/deps.sh test" % (package, modules))
+        sys.exit(1)
+    broker = Mqrd(mqrd, config)
+    try:
+        env = dict(os.environ, NODE_PATH=modules)
+        run = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), script),
+                              str(broker.port)], env=env, timeout=120)
+    finally:
+        code = broker.stop()
+    if code != 0:
+        print("mqrd exited with %s:\n%s" % (code, broker.log_text()[-4000:]))
+        sys.exit(1)
+    sys.exit(run.returncode)
+
+
 def run_suite(config, module):
     """Starts mqrd (sys.argv[1]) on config, sets module.BROKER, runs the module's unittest
     cases, stops mqrd, and exits: 0 when every case passed and mqrd stopped cleanly."""

@@ -8,24 +8,7 @@ const rhea = require("rhea");
 const WebSocket = require("ws");
 
 const port = Number(process.argv[2]);
-let failures = 0;
-
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.log("FAIL " + what);
-  } else {
-    console.log("ok   " + what);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(pred, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!pred() && Date.now() < end) await sleep(20);
-  return pred();
-}
+const { check, sleep, waitFor, run } = require("./node_check.cjs");
 
 // A connection, over TCP or a WebSocket, once opened.
 function connect(ws) {
@@ -132,16 +115,4 @@ async function blockedByCredit() {
   c.close();
 }
 
-(async () => {
-  try {
-    await blockedByCredit();
-    await roundTrip(false);
-    await roundTrip(true);
-    await topic();
-    await rejected();
-  } catch (e) {
-    failures++;
-    console.log("FAIL " + e.stack);
-  }
-  process.exit(failures ? 1 : 0);
-})();
+run([blockedByCredit, () => roundTrip(false), () => roundTrip(true), topic, rejected]);

@@ -7,24 +7,7 @@ const { Client } = require("@stomp/stompjs");
 const { TCPWrapper } = require("@stomp/tcp-wrapper");
 
 const port = Number(process.argv[2]);
-let failures = 0;
-
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.log("FAIL " + what);
-  } else {
-    console.log("ok   " + what);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(pred, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!pred() && Date.now() < end) await sleep(20);
-  return pred();
-}
+const { check, sleep, waitFor, run } = require("./node_check.cjs");
 
 function connect(extra = {}) {
   return new Promise((resolve, reject) => {
@@ -140,14 +123,4 @@ async function selectors() {
   await c.deactivate();
 }
 
-(async () => {
-  for (const t of [ackModes, transactionsAndReceipts, heartBeats, selectors]) {
-    try {
-      await t();
-    } catch (e) {
-      failures++;
-      console.log("FAIL " + t.name + ": " + e.message);
-    }
-  }
-  process.exit(failures ? 1 : 0);
-})();
+run([ackModes, transactionsAndReceipts, heartBeats, selectors]);

@@ -5,11 +5,10 @@ cases are in stompjs_client.cjs. The npm packages are in .deps/npm of the source
 usage: test_stompjs.py MQRD SOURCE_DIR"""
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd  # noqa: E402
+from mqrd import run_node_client  # noqa: E402
 
 CONFIG = """
 security: {allow-anonymous: true}
@@ -23,18 +22,4 @@ address-settings:
 """
 
 if __name__ == "__main__":
-    modules = os.path.join(sys.argv[2], ".deps", "npm", "node_modules")
-    if not os.path.isdir(os.path.join(modules, "@stomp", "stompjs")):
-        print("no @stomp/stompjs in %s: run scripts/deps.sh test" % modules)
-        sys.exit(1)
-    broker = Mqrd(sys.argv[1], CONFIG)
-    try:
-        env = dict(os.environ, NODE_PATH=modules)
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stompjs_client.cjs")
-        run = subprocess.run(["node", script, str(broker.port)], env=env, timeout=120)
-    finally:
-        code = broker.stop()
-    if code != 0:
-        print("mqrd exited with %s:\n%s" % (code, broker.log_text()[-4000:]))
-        sys.exit(1)
-    sys.exit(run.returncode)
+    run_node_client(sys.argv[1], CONFIG, sys.argv[2], "@stomp/stompjs", "stompjs_client.cjs")

@@ -7,23 +7,10 @@ const fs = require("fs");
 const mqtt = require("mqtt");
 const WebSocket = require("ws");
 const { Client } = require("@stomp/stompjs");
+const { check, sleep, waitFor, run } = require("./node_check.cjs");
 
 const [port, tlsPort, caFile] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4]];
 const ca = fs.readFileSync(caFile);
-let failures = 0;
-
-function check(cond, what) {
-  if (!cond) failures++;
-  console.log((cond ? "ok   " : "FAIL ") + what);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(pred, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!pred() && Date.now() < end) await sleep(20);
-  return pred();
-}
-
 async function mqttCase(url, opts, what) {
   const got = [];
   const sub = mqtt.connect(url, { clientId: "js-sub-" + what, protocolVersion: 5, ...opts });
@@ -65,15 +52,9 @@ async function stompCase(url, opts, what) {
   await c.deactivate();
 }
 
-(async () => {
-  try {
-    await mqttCase(`ws://127.0.0.1:${port}/mqtt`, {}, "ws");
-    await mqttCase(`wss://localhost:${tlsPort}/mqtt`, { ca, rejectUnauthorized: true }, "wss");
-    await stompCase(`ws://127.0.0.1:${port}/stomp`, {}, "ws");
-    await stompCase(`wss://localhost:${tlsPort}/stomp`, { ca }, "wss");
-  } catch (e) {
-    failures++;
-    console.log("FAIL " + (e && e.stack ? e.stack : e));
-  }
-  process.exit(failures ? 1 : 0);
-})();
+run([
+  () => mqttCase(`ws://127.0.0.1:${port}/mqtt`, {}, "ws"),
+  () => mqttCase(`wss://localhost:${tlsPort}/mqtt`, { ca, rejectUnauthorized: true }, "wss"),
+  () => stompCase(`ws://127.0.0.1:${port}/stomp`, {}, "ws"),
+  () => stompCase(`wss://localhost:${tlsPort}/stomp`, { ca }, "wss"),
+]);
