@@ -10,6 +10,7 @@
  *              transfers in (sends, settled once the core answered) and out (a consumer
  *              per receiving link, link credit as its credit), dispositions
  *   message.c  an AMQP message to the broker's and back (docs/protocols.md's table)
+ *   txn.c      transactions: the coordinator link, held sends and acknowledgements
  *
  * docs/protocols.md says how AMQP maps onto the address model, as Artemis maps it. */
 #ifndef MQR_HEADS_AMQP_H
@@ -32,6 +33,7 @@ typedef struct amqp_link_s {
   mqr_broker_consumer_t *k;
   int64_t credit;
   bool settled;       /* its deliveries go pre-settled (at most once) */
+  bool coordinator;   /* the client's transaction coordinator (txn.c) */
   char *subscription; /* a durable subscription's queue: closing the link removes it */
   /* a link the client sends on: its target's address and routing type (empty: each
    * message's `to`, the anonymous relay) */
@@ -39,10 +41,36 @@ typedef struct amqp_link_s {
   int routing_type;
 } amqp_link_t;
 
-/* A transfer the core has not yet answered: settled with its outcome when it is. */
+/* A transaction (txn.c): its sends (each transfer's bytes, with where its link sends) and
+ * its acknowledgements, applied when it is committed. */
+typedef struct {
+  char *address; /* NULL: the message's `to` */
+  int routing_type;
+  uint8_t *bytes;
+  size_t len;
+} amqp_txn_send_t;
+typedef struct {
+  mqr_broker_consumer_t *k;
+  int64_t delivery;
+  pn_delivery_t *d;
+} amqp_txn_ack_t;
+typedef struct amqp_txn_s {
+  struct amqp_txn_s *next;
+  uint32_t id;
+  amqp_txn_send_t *sends;
+  uint32_t n_sends, cap_sends;
+  amqp_txn_ack_t *acks;
+  uint32_t n_acks, cap_acks;
+  bool committing; /* its sends went; the discharge waits for their answers */
+  bool failed;     /* one of them was refused */
+} amqp_txn_t;
+
+/* A transfer the core has not yet answered: settled with its outcome when it is (a
+ * commit's sends: txn set, and d, on the last, the discharge's). */
 typedef struct {
   int64_t token;
   pn_delivery_t *d; /* NULL once its link went */
+  amqp_txn_t *txn;
 } amqp_pending_t;
 
 typedef struct {
@@ -57,6 +85,8 @@ typedef struct {
   char user[128];
   amqp_link_t *links;
   uint32_t n_links;
+  amqp_txn_t *txns;
+  uint32_t next_txn;
   int64_t next_sub, next_dynamic;
   amqp_pending_t *pending; /* a ring, oldest first */
   uint32_t p_head, p_n, p_cap;
@@ -92,6 +122,25 @@ void mqr__amqp_delivery(mqr__conn_t *c, pn_delivery_t *d);
 void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t *err);
 /* Every full BLOCK address its producer waited on has room: its sending links get credit. */
 void mqr__amqp_unblocked(mqr__conn_t *c);
+/* A message's bytes sent (to address, or its `to`; from the connection's container) as a
+ * transfer on a link is: answered to d when the core answers (NULL: at most once, a
+ * refusal logged), or, for a commit's sends, counted in txn (its last, with d, settles the
+ * discharge). */
+void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const uint8_t *bytes, size_t len,
+                    pn_delivery_t *d, amqp_txn_t *txn);
+void mqr__amqp_settle_in(pn_delivery_t *d, int status, const char *text);
+
+#define MQR__AMQP_TXN_STATE 0x34 /* transactional-state, a delivery's state in a transaction */
+/* txn.c: the coordinator's transfers (declare, discharge); a transfer or an outcome in a
+ * transaction (the delivery's transactional state: true when it was one, and is held);
+ * a commit's end (its sends all answered); a link's acknowledgements forgotten (its
+ * consumer went); every transaction freed. */
+void mqr__amqp_txn_control(mqr__conn_t *c, pn_delivery_t *d, const uint8_t *bytes, size_t len);
+bool mqr__amqp_txn_transfer(mqr__conn_t *c, amqp_link_t *lk, pn_delivery_t *d, const uint8_t *bytes, size_t len);
+bool mqr__amqp_txn_outcome(mqr__conn_t *c, amqp_link_t *lk, pn_delivery_t *d, int64_t delivery);
+void mqr__amqp_txn_committed(mqr__conn_t *c, amqp_txn_t *txn, pn_delivery_t *discharge);
+void mqr__amqp_txn_forget(mqr__conn_t *c, mqr_broker_consumer_t *k);
+void mqr__amqp_txns_free(mqr__conn_t *c);
 void mqr__amqp_links_free(mqr__conn_t *c);
 
 /* message.c: the message decoded into a->msg as the broker's (its views into a->msg and

@@ -287,6 +287,7 @@ static void release(mqr__conn_t *c) {
   mqr__auth_cancel(a->auth);
   mqr__principal_release(a->who);
   mqr__amqp_links_free(c);
+  mqr__amqp_txns_free(c);
   if (a->open) pn_connection_driver_destroy(&a->driver);
   if (a->msg) pn_message_free(a->msg);
   mqr_free(a->pending);

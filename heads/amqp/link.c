@@ -342,10 +342,17 @@ void mqr__amqp_link_open(mqr__conn_t *c, pn_link_t *l) {
   lk->next = a->links, a->links = lk;
   a->n_links++;
   pn_link_set_context(l, lk);
-  if (pn_link_is_sender(l))
+  if (pn_link_is_sender(l)) {
     attach_sender(c, l, lk);
-  else
+  } else if (pn_terminus_get_type(pn_link_remote_target(l)) == PN_COORDINATOR) { /* transactions (txn.c) */
+    lk->coordinator = true;
+    pn_terminus_copy(pn_link_target(l), pn_link_remote_target(l));
+    pn_terminus_copy(pn_link_source(l), pn_link_remote_source(l));
+    pn_link_open(l);
+    top_up(c, l);
+  } else {
     attach_receiver(c, l, lk);
+  }
 }
 
 static void link_free(amqp_link_t *lk) {
@@ -364,7 +371,10 @@ static void link_drop(mqr__conn_t *c, pn_link_t *l) {
     amqp_pending_t *p = &a->pending[(a->p_head + i) % a->p_cap];
     if (p->d && pn_delivery_link(p->d) == l) p->d = NULL;
   }
-  if (lk->k) mqr__session_unsubscribe(&c->sess, lk->k);
+  if (lk->k) {
+    mqr__amqp_txn_forget(c, lk->k);
+    mqr__session_unsubscribe(&c->sess, lk->k);
+  }
   for (amqp_link_t **pp = &a->links; *pp; pp = &(*pp)->next)
     if (*pp == lk) {
       *pp = lk->next;
@@ -433,7 +443,7 @@ void mqr__amqp_link_flow(mqr__conn_t *c, pn_link_t *l) {
 
 /* ---- transfers in: sends ------------------------------------------------------------------------ */
 
-static void settle_in(pn_delivery_t *d, int status, const char *text) {
+void mqr__amqp_settle_in(pn_delivery_t *d, int status, const char *text) {
   if (status == 0) {
     pn_delivery_update(d, PN_ACCEPTED);
   } else {
@@ -445,7 +455,7 @@ static void settle_in(pn_delivery_t *d, int status, const char *text) {
   pn_delivery_settle(d);
 }
 
-static bool pend(amqp_t *a, int64_t token, pn_delivery_t *d) {
+static bool pend(amqp_t *a, int64_t token, pn_delivery_t *d, amqp_txn_t *txn) {
   if (a->p_n == a->p_cap) {
     uint32_t cap = a->p_cap ? a->p_cap * 2 : 64;
     amqp_pending_t *p = mqr_malloc(cap * sizeof *p);
@@ -454,16 +464,21 @@ static bool pend(amqp_t *a, int64_t token, pn_delivery_t *d) {
     mqr_free(a->pending);
     a->pending = p, a->p_cap = cap, a->p_head = 0;
   }
-  a->pending[(a->p_head + a->p_n++) % a->p_cap] = (amqp_pending_t){token, d};
+  a->pending[(a->p_head + a->p_n++) % a->p_cap] = (amqp_pending_t){token, d, txn};
   return true;
 }
 
 void mqr__amqp_sent(mqr__conn_t *c, int64_t token, int status, const mqr_error_t *err) {
   amqp_t *a = c->hs;
   if (token == 0 || a->p_n == 0 || a->pending[a->p_head].token != token) return;
-  pn_delivery_t *d = a->pending[a->p_head].d;
+  amqp_pending_t p = a->pending[a->p_head];
   a->p_head = (a->p_head + 1) % a->p_cap, a->p_n--;
-  if (d) settle_in(d, status, err ? err->message : mqr_strerror(status));
+  if (p.txn) { /* a commit's send; the last settles the discharge */
+    p.txn->failed |= status != 0;
+    if (p.d) mqr__amqp_txn_committed(c, p.txn, p.d);
+  } else if (p.d) {
+    mqr__amqp_settle_in(p.d, status, err ? err->message : mqr_strerror(status));
+  }
 }
 
 /* The link the client sends on given credit again when it has used half (none while its
@@ -477,6 +492,61 @@ void mqr__amqp_unblocked(mqr__conn_t *c) {
   for (amqp_link_t *lk = a ? a->links : NULL; lk; lk = lk->next)
     if (pn_link_is_receiver(lk->link) && (pn_link_state(lk->link) & PN_LOCAL_ACTIVE)) top_up(c, lk->link);
   mqr__amqp_flush(c);
+}
+
+/* A send refused with no one to tell: logged. */
+static void dropped(mqr__conn_t *c, const char *why) {
+  mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): an AMQP transfer sent settled was dropped: %s",
+           (long long)c->sess.id, c->peer, why);
+}
+
+void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const uint8_t *bytes, size_t len,
+                    pn_delivery_t *d, amqp_txn_t *txn) {
+  amqp_t *a = c->hs;
+  mqr_error_t err;
+  amqp_in_t in = {.now_ms = wall_ms()};
+  int rc = 0;
+  if (pn_message_decode(a->msg, (const char *)bytes, len) != 0)
+    rc = mqr_error_set(&err, MQR_EBADDATA, "the transfer is not an AMQP message");
+  if (rc == 0) rc = mqr__amqp_from_message(a, &in, &err);
+  const char *to = address ? address : pn_message_get_address(a->msg);
+  if (rc == 0 && (to == NULL || *to == 0))
+    rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
+  mqr_tail_t tail;
+  mqr__send_t s;
+  const char *container = pn_connection_remote_container(a->driver.connection);
+  if (rc == 0 && container && *container) { /* (what no-local compares) */
+    in.keys[in.m.n_properties] = MQR_STR(CONNECTION_ID);
+    in.values[in.m.n_properties++] = mqr_value_string(mqr_str(container));
+  }
+  if (rc == 0) {
+    in.m.address = mqr_str(to);
+    in.m.routing_type = routing_type;
+    rc = mqr__send_from_message(&in.m, &tail, &s, &err);
+  }
+  int64_t token = 0;
+  if (rc == 0 && (d || txn) && !pend(a, token = ++a->next_token, d, txn))
+    rc = mqr_error_set(&err, MQR_ENOMEM, "out of memory");
+  if (rc == 0) {
+    s.prefixes = &c->l->cfg->prefixes;
+    s.producer = &c->sess.producer;
+    s.who = c->sess.who;
+    s.token = token;
+    struct mqr__acct_s *blocked = NULL;
+    mqr_broker_receipt_t r;
+    rc = mqr__do_send(c->b, &s, &r, &blocked, &err);
+    if (blocked) mqr__producer_block(&c->sess.producer, blocked);
+    if (rc == MQR__PENDING) return; /* answered at head.c's sent */
+    if (token) a->p_n--;            /* answered now: the pending one last is this one */
+  }
+  if (txn) { /* (a commit's send) */
+    txn->failed |= rc != 0;
+    if (d) mqr__amqp_txn_committed(c, txn, d);
+  } else if (d) {
+    mqr__amqp_settle_in(d, rc, rc ? err.message : "");
+  } else if (rc) {
+    dropped(c, err.message);
+  }
 }
 
 static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
@@ -500,65 +570,23 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
   bool settled = pn_delivery_settled(d); /* pre-settled by the client: at most once, no outcome */
   if (mqr__amqp_grow(a, n + 1)) {
     pn_link_advance(l);
-    settle_in(d, MQR_ENOMEM, "out of memory");
+    mqr__amqp_settle_in(d, MQR_ENOMEM, "out of memory");
     return;
   }
   ssize_t got = pn_link_recv(l, (char *)a->buf, n);
   pn_link_advance(l);
+  top_up(c, l);
+  if (got < 0) got = 0;
+  if (lk && lk->coordinator) {
+    mqr__amqp_txn_control(c, d, a->buf, (size_t)got);
+    return;
+  }
+  if (lk && mqr__amqp_txn_transfer(c, lk, d, a->buf, (size_t)got)) return; /* (held until its commit) */
   if (settled) { /* (the client asked for no outcome: the bytes are ours) */
     pn_delivery_settle(d);
     d = NULL;
   }
-  top_up(c, l);
-  mqr_error_t err;
-  amqp_in_t in = {.now_ms = wall_ms()};
-  int rc = 0;
-  if (got < 0 || pn_message_decode(a->msg, (const char *)a->buf, (size_t)got) != 0)
-    rc = mqr_error_set(&err, MQR_EBADDATA, "the transfer is not an AMQP message");
-  if (rc == 0) rc = mqr__amqp_from_message(a, &in, &err);
-  const char *to = lk && lk->address ? lk->address : pn_message_get_address(a->msg);
-  if (rc == 0 && (to == NULL || *to == 0))
-    rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
-  mqr_tail_t tail;
-  mqr__send_t s;
-  const char *container = pn_connection_remote_container(pn_session_connection(pn_link_session(l)));
-  if (rc == 0 && container && *container) { /* (what no-local compares) */
-    in.keys[in.m.n_properties] = MQR_STR(CONNECTION_ID);
-    in.values[in.m.n_properties++] = mqr_value_string(mqr_str(container));
-  }
-  if (rc == 0) {
-    in.m.address = mqr_str(to);
-    in.m.routing_type = lk ? lk->routing_type : MQR_ROUTING_NONE;
-    rc = mqr__send_from_message(&in.m, &tail, &s, &err);
-  }
-  if (rc) {
-    if (d)
-      settle_in(d, rc, err.message);
-    else /* (a transfer the client settled: no one to tell but the log) */
-      mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): an AMQP transfer sent settled was dropped: %s",
-               (long long)c->sess.id, c->peer, err.message);
-    return;
-  }
-  int64_t token = settled ? 0 : ++a->next_token;
-  if (token && !pend(a, token, d)) {
-    settle_in(d, MQR_ENOMEM, "out of memory");
-    return;
-  }
-  s.prefixes = &c->l->cfg->prefixes;
-  s.producer = &c->sess.producer;
-  s.who = c->sess.who;
-  s.token = token;
-  struct mqr__acct_s *blocked = NULL;
-  mqr_broker_receipt_t r;
-  rc = mqr__do_send(c->b, &s, &r, &blocked, &err);
-  if (blocked) mqr__producer_block(&c->sess.producer, blocked);
-  if (rc == MQR__PENDING) return; /* settled at head.c's sent */
-  if (token) a->p_n--;            /* answered now: the pending one last is this one */
-  if (d)
-    settle_in(d, rc, rc ? err.message : "");
-  else if (rc)
-    mqr__log(c->b, MQR_LOG_WARN, "connection %lld (%s): an AMQP transfer sent settled was dropped: %s",
-             (long long)c->sess.id, c->peer, err.message);
+  mqr__amqp_send(c, lk ? lk->address : NULL, lk ? lk->routing_type : MQR_ROUTING_NONE, a->buf, (size_t)got, d, NULL);
 }
 
 /* ---- dispositions of deliveries out ------------------------------------------------------------- */
@@ -570,6 +598,12 @@ static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
   pn_delivery_tag_t tag = pn_delivery_tag(d);
   int64_t delivery = 0;
   if (tag.size == sizeof delivery) memcpy(&delivery, tag.start, sizeof delivery);
+  if (lk && lk->k && delivery && pn_delivery_remote_state(d) == MQR__AMQP_TXN_STATE) {
+    if (mqr__amqp_txn_outcome(c, lk, d, delivery)) return; /* (applied, and settled, at its discharge) */
+    if (mqr__consumer_release(lk->k, delivery)) lk->credit = 0, credit_sync(lk); /* (no such transaction: back) */
+    pn_delivery_settle(d);
+    return;
+  }
   if (lk && lk->k && delivery && !lk->settled) {
     pn_disposition_t *disp = pn_delivery_remote(d);
     switch (pn_delivery_remote_state(d)) {

@@ -19,6 +19,7 @@ import stomp
 from proton import Data, Delivery, Described, Message, symbol
 from proton.reactor import AtMostOnce, Container, DurableSubscription, Filter, LinkOption, Selector
 from proton import ConnectionException
+from proton.handlers import MessagingHandler, TransactionHandler
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -435,6 +436,124 @@ class Subscriptions(unittest.TestCase):
         finally:
             self.assertEqual(b.stop(), 0)
             shutil.rmtree(data, ignore_errors=True)
+
+
+class TxSend(MessagingHandler, TransactionHandler):
+    """Sends n messages in a transaction, then commits it (or aborts it): .done says how it ended."""
+
+    def __init__(self, address, n, commit):
+        super(TxSend, self).__init__()
+        self.address, self.n, self.commit, self.done = address, n, commit, None
+
+    def on_start(self, event):
+        self.conn = event.container.connect("amqp://127.0.0.1:%d" % BROKER.port)
+        self.sender = event.container.create_sender(self.conn, self.address)
+        event.container.declare_transaction(self.conn, handler=self)
+        self.timer = event.container.schedule(10, self)  # (a hang is a failure, not a stuck test)
+
+    def on_timer_task(self, event):
+        if self.done is None:
+            self.done = "timed out"
+            self.conn.close()
+
+    def on_transaction_declared(self, event):
+        for i in range(self.n):
+            event.transaction.send(self.sender, Message(body=u"t%d" % i, durable=True))
+        if self.commit:
+            event.transaction.commit()
+        else:
+            event.transaction.abort()
+
+    def end(self, how):
+        self.done = how
+        self.timer.cancel()
+        self.conn.close()
+
+    def on_transaction_committed(self, event):
+        self.end("committed")
+
+    def on_transaction_aborted(self, event):
+        self.end("aborted")
+
+    def on_transaction_commit_failed(self, event):
+        self.end("commit failed")
+
+
+class TxReceive(MessagingHandler, TransactionHandler):
+    """Receives n messages and accepts them in a transaction, then commits or aborts it."""
+
+    def __init__(self, address, n, commit):
+        super(TxReceive, self).__init__(prefetch=0, auto_accept=False)
+        self.address, self.n, self.commit, self.done, self.got = address, n, commit, None, []
+
+    def on_start(self, event):
+        self.conn = event.container.connect("amqp://127.0.0.1:%d" % BROKER.port)
+        self.receiver = event.container.create_receiver(self.conn, self.address)
+        event.container.declare_transaction(self.conn, handler=self)
+        self.timer = event.container.schedule(10, self)
+
+    def on_timer_task(self, event):
+        if self.done is None:
+            self.done = "timed out"
+            self.conn.close()
+
+    def on_transaction_declared(self, event):
+        self.txn = event.transaction
+        self.receiver.flow(self.n)
+
+    def on_message(self, event):
+        self.got.append(event.message.body)
+        self.txn.accept(event.delivery)
+        if len(self.got) == self.n:
+            self.txn.commit() if self.commit else self.txn.abort()
+
+    def end(self, how):
+        self.done = how
+        self.timer.cancel()
+        self.conn.close()
+
+    def on_transaction_committed(self, event):
+        self.end("committed")
+
+    def on_transaction_aborted(self, event):
+        self.end("aborted")
+
+
+class Transactions(unittest.TestCase):
+    def run_handler(self, h):
+        Container(h).run()
+        return h.done
+
+    def test_1_sends_committed_and_rolled_back(self):
+        self.assertEqual(self.run_handler(TxSend("/queue/tx.s", 2, commit=False)), "aborted")
+        self.assertEqual(self.run_handler(TxSend("/queue/tx.s", 3, commit=True)), "committed")
+        c = connect()
+        r = c.create_receiver("/queue/tx.s")
+        got = []
+        for _ in range(3):
+            got.append(r.receive(timeout=5).body)
+            r.accept()
+        self.assertEqual(got, [u"t0", u"t1", u"t2"])  # the aborted two never went
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)
+        c.close()
+
+    def test_2_acknowledgements_committed_and_rolled_back(self):
+        c = connect()
+        s = c.create_sender("/queue/tx.r")
+        for i in range(2):
+            s.send(Message(body=u"r%d" % i))
+        c.close()
+        h = TxReceive("/queue/tx.r", 2, commit=False)
+        self.assertEqual(self.run_handler(h), "aborted")
+        self.assertEqual(h.got, [u"r0", u"r1"])
+        h = TxReceive("/queue/tx.r", 2, commit=True)  # back after the rollback: again, counted
+        self.assertEqual(self.run_handler(h), "committed")
+        self.assertEqual(h.got, [u"r0", u"r1"])
+        c = connect()
+        with self.assertRaises(Exception):
+            c.create_receiver("/queue/tx.r").receive(timeout=0.5)  # acknowledged by the commit
+        c.close()
 
 
 if __name__ == "__main__":
