@@ -1,7 +1,7 @@
-"""Across protocols, on one listener of all three: a message sent by each head (the
-native protocol through `mqr send`, STOMP through stomp.py, MQTT through paho) is
-received by each head with its body, properties and headers mapped as
-docs/protocols.md says.
+"""Across protocols, on one listener of all four: a message sent by each head (the
+native protocol through `mqr send`, STOMP through stomp.py, MQTT through paho, AMQP
+through python3-qpid-proton) is received by each head with its body, properties and
+headers mapped as docs/protocols.md says.
 
 usage: test_across.py MQRD MQR"""
 
@@ -16,6 +16,9 @@ import paho.mqtt.client as mqtt
 import stomp
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from proton import Data, Message, symbol
+from proton.reactor import LinkOption
+from proton.utils import BlockingConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mqrd import run_suite, wait_for  # noqa: E402
@@ -25,18 +28,29 @@ security: {allow-anonymous: true}
 listeners:
   - name: all
     port: 0
-    protocols: [mqr, mqtt, stomp]
+    protocols: [mqr, mqtt, stomp, amqp]
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true}
 """
 
 BROKER, MQR = None, None
-HEADS = ("mqr", "stomp", "mqtt")
+HEADS = ("mqr", "stomp", "mqtt", "amqp")
 BODY = "caf\u00e9 body"
 
 
 def url():
     return "tcp://127.0.0.1:%d" % BROKER.port
+
+
+class Topic(LinkOption):
+    """An AMQP link's capability `topic`: the address as MULTICAST."""
+
+    def apply(self, link):
+        t = link.source if link.is_receiver else link.target
+        t.capabilities.put_array(False, Data.SYMBOL)
+        t.capabilities.enter()
+        t.capabilities.put_symbol(symbol("topic"))
+        t.capabilities.exit()
 
 
 class Receiver:
@@ -60,6 +74,9 @@ class Receiver:
             self.c.connect(wait=True)
             self.c.subscribe(destination=address, id="1", ack="auto", headers={"subscription-type": "MULTICAST"})
             time.sleep(0.3)
+        elif head == "amqp":
+            self.c = BlockingConnection(url().replace("tcp://", "amqp://"), timeout=10)
+            self.r = self.c.create_receiver(address, options=Topic())
         else:
             self.c = mqtt.Client(client_id="across-" + address, protocol=mqtt.MQTTv5)
             self.c.on_message = lambda c, u, m: self.got.append(m)
@@ -74,6 +91,14 @@ class Receiver:
             out, _ = self.proc.communicate(timeout=15)
             m = json.loads(out.splitlines()[0])
             return m["body"], {k: str(v) for k, v in m["properties"].items()}
+        if self.head == "amqp":
+            m = self.r.receive(timeout=5)
+            self.r.accept()
+            self.c.close()
+            props = {k: str(v) for k, v in (m.properties or {}).items()}
+            if m.content_type:
+                props["content-type"] = m.content_type
+            return (m.body.decode() if isinstance(m.body, bytes) else m.body), props
         assert wait_for(lambda: self.got, 5), "nothing received by " + self.head
         if self.head == "stomp":
             self.c.disconnect()
@@ -99,6 +124,11 @@ def send(head, address):
         c.send(destination=address, body=BODY, content_type="text/plain",
                headers={"color": "red", "destination-type": "MULTICAST"}, receipt="r")
         c.disconnect()
+    elif head == "amqp":
+        c = BlockingConnection(url().replace("tcp://", "amqp://"), timeout=10)
+        c.create_sender(address, options=Topic()).send(Message(body=BODY, properties={"color": "red"},
+                                                               content_type="text/plain"))
+        c.close()
     else:
         c = mqtt.Client(client_id="across-pub", protocol=mqtt.MQTTv5)
         c.connect("127.0.0.1", BROKER.port)
