@@ -32,6 +32,8 @@ static bool sasl_init_server(pn_transport_t *t) {
 static void sasl_outcome(mqr__conn_t *c) {
   amqp_t *a = c->hs;
   pn_transport_t *t = a->driver.transport;
+  for (char *p = a->user; *p; p++) /* (a name from the wire, for the log: printable) */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
   if (a->auth_status == 0)
     pnx_sasl_set_succeeded(t, a->user, NULL);
   else {
@@ -117,14 +119,19 @@ static void log_condition(mqr__conn_t *c, pn_condition_t *cond, const char *what
  * SASL), then the broker's Open. */
 static void on_open(mqr__conn_t *c, pn_connection_t *pc) {
   amqp_t *a = c->hs;
-  if (!a->auth_done) { /* no SASL layer: an anonymous client, if the broker takes them */
+  if (!a->auth_done || a->auth_status != 0 || a->who == NULL) {
+    /* no SASL layer: an anonymous client, if the broker takes them (and never one whose
+     * SASL failed: Proton does not open it, and it is not taken for anyone here either) */
     mqr__principal_t *who = NULL;
     mqr__auth_t *none; /* (anonymous: answered now) */
-    int rc = mqr__authenticate(c->b, mqr_str_n("", 0), mqr_str_n("", 0), c->peer, NULL, NULL, &who, &none);
+    int rc = a->auth_done
+                 ? MQR_EAUTH
+                 : mqr__authenticate(c->b, mqr_str_n("", 0), mqr_str_n("", 0), c->peer, NULL, NULL, &who, &none);
     if (rc != 0) {
       pn_condition_t *cond = pn_connection_condition(pc);
       pn_condition_set_name(cond, "amqp:unauthorized-access");
-      pn_condition_set_description(cond, "anonymous clients are not allowed: authenticate with SASL");
+      pn_condition_set_description(cond, a->auth_done ? "not authenticated"
+                                                      : "anonymous clients are not allowed: authenticate with SASL");
       pn_connection_open(pc);
       pn_connection_close(pc);
       return;
