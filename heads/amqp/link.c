@@ -289,6 +289,7 @@ static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   if (name == NULL || *name == 0) { /* (the subscription found: its address, as a durable topic) */
     char ab[512];
     snprintf(ab, sizeof ab, "%.*s", (int)addr.len, addr.ptr);
+    pn_terminus_set_type(pn_link_source(l), PN_SOURCE); /* (the client's was none: a null source) */
     pn_terminus_set_address(pn_link_source(l), ab);
     pn_terminus_set_durability(pn_link_source(l), PN_DELIVERIES);
     pn_terminus_set_expiry_policy(pn_link_source(l), PN_EXPIRE_NEVER);

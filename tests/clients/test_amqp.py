@@ -372,7 +372,17 @@ class Subscriptions(unittest.TestCase):
             got.append(r.receive(timeout=5).body)
             r.accept()
         self.assertEqual(got, [u"n0", u"n1", u"n2"])
+        detach(c, r)
+        # Qpid JMS's unsubscribe: a link of the subscription's name with no source address
+        # finds it (the answer's source names its address), and closing it removes it
+        c = connect_as("jms-client")
+        r = c.create_receiver(None, name="sub1")
+        self.assertEqual((r.remote_source.address, r.remote_source.durability), (u"news", 2))
         r.close()  # closed: unsubscribed
+        c.close()
+        c = connect_as("jms-client")
+        with self.assertRaises(LinkDetached):
+            c.create_receiver(None, name="sub1")  # gone
         c.close()
         p = connect()
         p.create_sender("news", options=Capability("topic")).send(Message(body=u"after"))
