@@ -593,7 +593,6 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
 /* ---- dispositions of deliveries out ------------------------------------------------------------- */
 
 static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
-  (void)c;
   amqp_link_t *lk = pn_link_get_context(l);
   if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
   pn_delivery_tag_t tag = pn_delivery_tag(d);

@@ -265,18 +265,31 @@ static void put_property(pn_message_t *msg, pn_data_t *props, mqr_str_t key, con
 /* A string property that is a field of the message's (the group-id, the properties
  * section's): set there (buf: room for its text) and true; false: an application property. */
 static bool field(pn_message_t *msg, mqr_str_t key, mqr_str_t v, char *buf) {
-  memcpy(buf, v.ptr, v.len);
-  buf[v.len] = 0;
-  if (mqr_str_eq(key, MQR_STR(MQR_PROP_GROUP))) return pn_message_set_group_id(msg, buf), true;
-  if (mqr_str_eq(key, MQR_STR(PROP_SUBJECT))) return pn_message_set_subject(msg, buf), true;
-  if (mqr_str_eq(key, MQR_STR(PROP_REPLY_TO))) return pn_message_set_reply_to(msg, buf), true;
-  if (mqr_str_eq(key, MQR_STR(PROP_CONTENT_TYPE))) return pn_message_set_content_type(msg, buf), true;
-  bool mid = mqr_str_eq(key, MQR_STR(PROP_MESSAGE_ID)), cid = mqr_str_eq(key, MQR_STR(PROP_CORRELATION_ID));
-  if (!mid && !cid) return false;
-  pn_data_t *d = mid ? pn_message_id(msg) : pn_message_correlation_id(msg);
-  pn_data_clear(d);
-  pn_data_put_string(d, pn_bytes(v.len, v.ptr));
-  return true;
+#define F(name) name, sizeof name - 1
+  static const struct {
+    const char *name;
+    size_t len;
+    int (*set)(pn_message_t *, const char *); /* NULL: an id, set as a string */
+    pn_data_t *(*id)(pn_message_t *);
+  } fields[] = {
+      {F(MQR_PROP_GROUP), pn_message_set_group_id, NULL}, {F(PROP_SUBJECT), pn_message_set_subject, NULL},
+      {F(PROP_REPLY_TO), pn_message_set_reply_to, NULL},  {F(PROP_CONTENT_TYPE), pn_message_set_content_type, NULL},
+      {F(PROP_MESSAGE_ID), NULL, pn_message_id},          {F(PROP_CORRELATION_ID), NULL, pn_message_correlation_id}};
+#undef F
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    if (!mqr_str_eq(key, mqr_str_n(fields[i].name, fields[i].len))) continue;
+    if (fields[i].set) { /* (Proton takes NUL-terminated text: copied only for a field) */
+      memcpy(buf, v.ptr, v.len);
+      buf[v.len] = 0;
+      fields[i].set(msg, buf);
+    } else {
+      pn_data_t *d = fields[i].id(msg);
+      pn_data_clear(d);
+      pn_data_put_string(d, pn_bytes(v.len, v.ptr));
+    }
+    return true;
+  }
+  return false;
 }
 
 int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_count, int64_t now_ms) {

@@ -448,16 +448,17 @@ class Subscriptions(unittest.TestCase):
             shutil.rmtree(data, ignore_errors=True)
 
 
-class TxSend(MessagingHandler, TransactionHandler):
-    """Sends n messages in a transaction, then commits it (or aborts it): .done says how it ended."""
+class TxClient(MessagingHandler, TransactionHandler):
+    """A client of one connection that declares a transaction (link: its link on the
+    connection), then commits or aborts it: .done says how it ended."""
 
-    def __init__(self, address, n, commit):
-        super(TxSend, self).__init__()
+    def __init__(self, address, n, commit, **kw):
+        super(TxClient, self).__init__(**kw)
         self.address, self.n, self.commit, self.done = address, n, commit, None
 
     def on_start(self, event):
         self.conn = event.container.connect("amqp://127.0.0.1:%d" % BROKER.port)
-        self.sender = event.container.create_sender(self.conn, self.address)
+        self.link(event.container)
         event.container.declare_transaction(self.conn, handler=self)
         self.timer = event.container.schedule(10, self)  # (a hang is a failure, not a stuck test)
 
@@ -466,13 +467,8 @@ class TxSend(MessagingHandler, TransactionHandler):
             self.done = "timed out"
             self.conn.close()
 
-    def on_transaction_declared(self, event):
-        for i in range(self.n):
-            event.transaction.send(self.sender, Message(body=u"t%d" % i, durable=True))
-        if self.commit:
-            event.transaction.commit()
-        else:
-            event.transaction.abort()
+    def discharge(self, txn):
+        txn.commit() if self.commit else txn.abort()
 
     def end(self, how):
         self.done = how
@@ -489,23 +485,27 @@ class TxSend(MessagingHandler, TransactionHandler):
         self.end("commit failed")
 
 
-class TxReceive(MessagingHandler, TransactionHandler):
+class TxSend(TxClient):
+    """Sends n messages in a transaction, then commits it (or aborts it)."""
+
+    def link(self, container):
+        self.sender = container.create_sender(self.conn, self.address)
+
+    def on_transaction_declared(self, event):
+        for i in range(self.n):
+            event.transaction.send(self.sender, Message(body=u"t%d" % i, durable=True))
+        self.discharge(event.transaction)
+
+
+class TxReceive(TxClient):
     """Receives n messages and accepts them in a transaction, then commits or aborts it."""
 
     def __init__(self, address, n, commit):
-        super(TxReceive, self).__init__(prefetch=0, auto_accept=False)
-        self.address, self.n, self.commit, self.done, self.got = address, n, commit, None, []
+        super(TxReceive, self).__init__(address, n, commit, prefetch=0, auto_accept=False)
+        self.got = []
 
-    def on_start(self, event):
-        self.conn = event.container.connect("amqp://127.0.0.1:%d" % BROKER.port)
-        self.receiver = event.container.create_receiver(self.conn, self.address)
-        event.container.declare_transaction(self.conn, handler=self)
-        self.timer = event.container.schedule(10, self)
-
-    def on_timer_task(self, event):
-        if self.done is None:
-            self.done = "timed out"
-            self.conn.close()
+    def link(self, container):
+        self.receiver = container.create_receiver(self.conn, self.address)
 
     def on_transaction_declared(self, event):
         self.txn = event.transaction
@@ -515,18 +515,7 @@ class TxReceive(MessagingHandler, TransactionHandler):
         self.got.append(event.message.body)
         self.txn.accept(event.delivery)
         if len(self.got) == self.n:
-            self.txn.commit() if self.commit else self.txn.abort()
-
-    def end(self, how):
-        self.done = how
-        self.timer.cancel()
-        self.conn.close()
-
-    def on_transaction_committed(self, event):
-        self.end("committed")
-
-    def on_transaction_aborted(self, event):
-        self.end("aborted")
+            self.discharge(self.txn)
 
 
 class Transactions(unittest.TestCase):
