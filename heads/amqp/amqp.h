@@ -143,8 +143,8 @@ void mqr__amqp_txn_forget(mqr__conn_t *c, mqr_broker_consumer_t *k);
 void mqr__amqp_txns_free(mqr__conn_t *c);
 void mqr__amqp_links_free(mqr__conn_t *c);
 
-/* message.c: the message decoded into a->msg as the broker's (its views into a->msg and
- * a->buf, valid until the next message); 0, or an error with err saying why. */
+/* message.c: a transfer's bytes decoded as the broker's message (its views into a->msg
+ * and bytes, valid until the next message); 0, or an error with err saying why. */
 #define MQR__AMQP_MAX_PROPS 64 /* application-properties of a message, at most (and a few more) */
 /* The property Artemis stamps with the sending connection's id (here its container id),
  * which no-local compares; not given to AMQP consumers. */
@@ -155,10 +155,14 @@ typedef struct {
   mqr_value_t values[MQR__AMQP_MAX_PROPS + 12];
   char ids[2][80]; /* message-id and correlation-id as text, when they are not strings */
   int64_t now_ms;
+  bool direct;    /* the body was viewed in the transfer's bytes: */
+  mqr_str_t body; /* it, */
+  int encoding;   /* and how it came */
 } amqp_in_t;
-int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err);
-/* The stored message of e, its delivery count, as an AMQP message encoded into a->buf:
- * its length, or an error (MQR_ENOMEM, MQR_EBADDATA). */
-int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *m, int32_t delivery_count, int64_t now_ms);
+int mqr__amqp_decode(amqp_t *a, const uint8_t *bytes, size_t len, amqp_in_t *in, mqr_error_t *err);
+/* The stored message of e, its delivery count, as an AMQP message: its encoding's length in
+ * a->buf, the rest of it in *body (a view of the stored body; empty when a->buf holds it
+ * all), or an error (MQR_ENOMEM, MQR_EBADDATA). */
+int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *m, int32_t delivery_count, int64_t now_ms, mqr_str_t *body);
 
 #endif

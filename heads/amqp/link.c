@@ -157,13 +157,15 @@ static bool ready(const mqr_broker_consumer_t *k) {
 static int deliver(mqr_broker_consumer_t *k, mqr__entry_t *e) {
   amqp_link_t *lk = mqr__consumer_ctx(k);
   amqp_t *a = lk->c->hs;
-  int64_t len = mqr__amqp_to_message(a, e->msg, e->delivery_count, wall_ms());
+  mqr_str_t body;
+  int64_t len = mqr__amqp_to_message(a, e->msg, e->delivery_count, wall_ms(), &body);
   if (len == MQR_ENOMEM) return MQR_ENOMEM;
   if (len < 0) return MQR_ELIMIT;
   int64_t tag = e->delivery;
   pn_delivery_t *d = pn_delivery(lk->link, pn_dtag((const char *)&tag, sizeof tag));
   if (d == NULL) return MQR_ENOMEM;
   pn_link_send(lk->link, (const char *)a->buf, (size_t)len);
+  if (body.len) pn_link_send(lk->link, body.ptr, body.len);
   pn_link_advance(lk->link);
   if (lk->credit > 0) lk->credit--;
   if (lk->settled) { /* at most once: gone as it is written */
@@ -506,10 +508,7 @@ void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const
   amqp_t *a = c->hs;
   mqr_error_t err;
   amqp_in_t in = {.now_ms = wall_ms()};
-  int rc = 0;
-  if (pn_message_decode(a->msg, (const char *)bytes, len) != 0)
-    rc = mqr_error_set(&err, MQR_EBADDATA, "the transfer is not an AMQP message");
-  if (rc == 0) rc = mqr__amqp_from_message(a, &in, &err);
+  int rc = mqr__amqp_decode(a, bytes, len, &in, &err);
   const char *to = address ? address : pn_message_get_address(a->msg);
   if (rc == 0 && (to == NULL || *to == 0))
     rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");

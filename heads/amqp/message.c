@@ -128,7 +128,7 @@ static bool id_text(pn_data_t *d, char *buf, size_t cap, mqr_str_t *out) {
   return true;
 }
 
-int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
+static int from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
   pn_message_t *msg = a->msg;
   mqr_broker_message_t *m = &in->m;
   size_t n = 0;
@@ -221,7 +221,9 @@ int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
   pn_data_rewind(d);
   int encoding = ENC_DATA;
   m->body = mqr_str_n("", 0);
-  if (pn_data_next(d)) {
+  if (in->direct) {
+    m->body = in->body, encoding = in->encoding;
+  } else if (pn_data_next(d)) {
     pn_type_t t = pn_data_type(d);
     bool inferred = pn_message_is_inferred(msg);
     if (t == PN_BINARY && inferred) {
@@ -244,6 +246,61 @@ int mqr__amqp_from_message(amqp_t *a, amqp_in_t *in, mqr_error_t *err) {
   m->property_values = in->values;
   m->n_properties = n;
   return 0;
+}
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The length of the section at p[0..n) when it is one that comes before the body (header,
+ * delivery or message annotations, properties, application-properties: a list or a map
+ * under its short descriptor), read from its size; 0 otherwise. Its content is Proton's to
+ * decode: this only finds where the body begins. */
+static size_t head_section(const uint8_t *p, size_t n) {
+  if (n < 4 || p[0] != 0x00 || p[1] != 0x53 || p[2] < 0x70 || p[2] > 0x74) return 0;
+  switch (p[3]) {
+  case 0x45: return 4; /* list0 */
+  case 0xc0:
+  case 0xc1: return n >= 5 && (size_t)p[4] <= n - 5 ? 5 + (size_t)p[4] : 0;
+  case 0xd0:
+  case 0xd1: return n >= 8 && be32(p + 4) <= n - 8 ? 8 + (size_t)be32(p + 4) : 0;
+  default: return 0;
+  }
+}
+
+/* Whether p[0..n), the rest of the message, is one body section the broker takes as bytes
+ * (a data section, or an amqp-value of binary or string) and nothing after it: then its
+ * bytes are viewed where they are, not copied through Proton's data. */
+static bool direct_body(const uint8_t *p, size_t n, mqr_str_t *body, int *encoding) {
+  if (n < 5 || p[0] != 0x00 || p[1] != 0x53 || (p[2] != 0x75 && p[2] != 0x77)) return false;
+  size_t h, len;
+  switch (p[3]) {
+  case 0xa0: /* vbin8, str8-utf8 */
+  case 0xa1: h = 5, len = p[4]; break;
+  case 0xb0: /* vbin32, str32-utf8 */
+  case 0xb1:
+    if (n < 8) return false;
+    h = 8, len = be32(p + 4);
+    break;
+  default: return false;
+  }
+  if (len != n - h) return false; /* (more sections after it: Proton's) */
+  bool text = p[3] & 1;
+  if (p[2] == 0x75 && text) return false; /* (a data section holds binary) */
+  *encoding = p[2] == 0x75 ? ENC_DATA : text ? ENC_VALUE_STRING : ENC_VALUE_BINARY;
+  *body = mqr_str_n((const char *)p + h, len);
+  return true;
+}
+
+int mqr__amqp_decode(amqp_t *a, const uint8_t *bytes, size_t len, amqp_in_t *in, mqr_error_t *err) {
+  size_t off = 0, k;
+  while (off < len && (k = head_section(bytes + off, len - off)) > 0) off += k;
+  in->direct = off < len && direct_body(bytes + off, len - off, &in->body, &in->encoding);
+  size_t n = in->direct ? off : len;
+  pn_message_clear(a->msg); /* (Proton's decode sets only the sections that came) */
+  if (len == 0 || (n > 0 && pn_message_decode(a->msg, (const char *)bytes, n) != 0))
+    return mqr_error_set(err, MQR_EBADDATA, "the transfer is not an AMQP message");
+  return from_message(a, in, err);
 }
 
 /* A property of the stored message as an application-property (or the group-id). */
@@ -292,7 +349,7 @@ static bool field(pn_message_t *msg, mqr_str_t key, mqr_str_t v, char *buf) {
   return false;
 }
 
-int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_count, int64_t now_ms) {
+int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_count, int64_t now_ms, mqr_str_t *body) {
   mqr_stored_view_t sv;
   mqr_tail_view_t tv;
   if (mqr_message_read_stored(sm->data, sm->len, &sv, NULL) != 0 ||
@@ -339,24 +396,35 @@ int64_t mqr__amqp_to_message(amqp_t *a, const mqr__msg_t *sm, int32_t delivery_c
     put_property(msg, props, key, &val);
   }
   if (any) pn_data_exit(props);
-  pn_data_t *body = pn_message_body(msg);
-  switch (encoding) {
-  case ENC_VALUE_STRING: pn_data_put_string(body, pn_bytes(tv.body.len, tv.body.ptr)); break;
-  case ENC_VALUE_BINARY: pn_data_put_binary(body, pn_bytes(tv.body.len, tv.body.ptr)); break;
-  case ENC_SEQUENCE:
-  case ENC_VALUE_OTHER:
-    if (pn_data_decode(body, tv.body.ptr, tv.body.len) < 0) return MQR_EBADDATA;
+  /* The body: one of bytes or text is written after the sections Proton encodes, as its
+   * section's head here and its bytes where they are stored (*body); any other is
+   * Proton's. */
+  bool direct = encoding != ENC_SEQUENCE && encoding != ENC_VALUE_OTHER;
+  if (!direct) {
+    if (pn_data_decode(pn_message_body(msg), tv.body.ptr, tv.body.len) < 0) return MQR_EBADDATA;
     pn_message_set_inferred(msg, encoding == ENC_SEQUENCE);
-    break;
-  default:
-    pn_data_put_binary(body, pn_bytes(tv.body.len, tv.body.ptr));
-    pn_message_set_inferred(msg, true); /* (a data section) */
   }
+  *body = mqr_str_n("", 0);
   for (;;) {
-    size_t size = a->cap;
-    int rc = a->cap ? pn_message_encode(msg, (char *)a->buf, &size) : PN_OVERFLOW;
-    if (rc == 0) return (int64_t)size;
-    if (rc != PN_OVERFLOW) return MQR_EBADDATA;
-    if (mqr__amqp_grow(a, a->cap ? a->cap * 2 : 4096)) return MQR_ENOMEM;
+    size_t size = a->cap > 8 ? a->cap - 8 : 0; /* (room for the body section's head) */
+    int rc = size ? pn_message_encode(msg, (char *)a->buf, &size) : PN_OVERFLOW;
+    if (rc == PN_OVERFLOW) {
+      if (mqr__amqp_grow(a, a->cap ? a->cap * 2 : 4096)) return MQR_ENOMEM;
+      continue;
+    }
+    if (rc != 0) return MQR_EBADDATA;
+    if (!direct) return (int64_t)size;
+    uint8_t *p = a->buf + size;
+    bool is_text = encoding == ENC_VALUE_STRING;
+    *p++ = 0x00, *p++ = 0x53, *p++ = encoding == ENC_DATA ? 0x75 : 0x77; /* data, amqp-value */
+    if (tv.body.len < 256) {
+      *p++ = is_text ? 0xa1 : 0xa0, *p++ = (uint8_t)tv.body.len;
+    } else {
+      uint32_t n = (uint32_t)tv.body.len;
+      *p++ = is_text ? 0xb1 : 0xb0, *p++ = (uint8_t)(n >> 24), *p++ = (uint8_t)(n >> 16), *p++ = (uint8_t)(n >> 8);
+      *p++ = (uint8_t)n;
+    }
+    *body = tv.body;
+    return (int64_t)(p - a->buf);
   }
 }

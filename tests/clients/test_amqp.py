@@ -271,6 +271,29 @@ class Amqp(unittest.TestCase):
         st.disconnect()
         c.close()
 
+    def test_6c_each_message_its_own_sections(self):
+        """A message without a header, properties or annotations, sent after one with them
+        on the same link, gets none of the first's; bodies of bytes and text, short and
+        long (the head views them in the transfer), come back as they were sent."""
+        c = connect()
+        s = c.create_sender("/queue/own")
+        s.send(Message(body=u"first", id=u"m-1", subject=u"kind", durable=True, priority=9, ttl=60,
+                       properties={u"colour": u"red"}, annotations={symbol("x-opt-k"): u"v"}))
+        bodies = [(b"x" * 70000, True), (u"\u00e9" * 300, False), (b"ab", False), (b"", True), (u"short", False)]
+        for body, inferred in bodies:
+            s.send(Message(body=body, inferred=inferred))
+        r = c.create_receiver("/queue/own")
+        first = r.receive(timeout=5)
+        r.accept()
+        self.assertEqual((first.subject, first.properties, first.priority), (u"kind", {u"colour": u"red"}, 9))
+        for body, inferred in bodies:
+            got = r.receive(timeout=5)
+            r.accept()
+            self.assertEqual((got.body, got.inferred), (body, inferred))
+            self.assertEqual((got.id, got.subject, got.properties, got.annotations), (None, None, None, None))
+            self.assertEqual((got.durable, got.priority, got.ttl), (False, 4, 0))
+        c.close()
+
     def test_7_refused_sends_and_links(self):
         c = connect()
         s = c.create_sender("/queue/full.q")
