@@ -282,6 +282,9 @@ struct mqr_broker_s {
   mqr__pool_t entries, consumers;
   mqr__msg_t *msg_free[MQR__MSG_CLASSES];
   uint32_t msg_n_free[MQR__MSG_CLASSES];
+  uint32_t msg_live[MQR__MSG_CLASSES];    /* messages of each class alive */
+  uint32_t msg_peak[MQR__MSG_CLASSES][2]; /* the most alive at once, this period and the last */
+  uint64_t msg_period_ms;                 /* when this period began (store.c) */
   mqr__bq_t *queues;
   mqr__acct_t *accts;
   mqr__session_t inproc;                   /* in-process consumers' */

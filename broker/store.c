@@ -45,12 +45,35 @@ void mqr__pool_free(mqr__pool_t *p) {
 
 /* ---- messages --------------------------------------------------------------------------- */
 
-/* Each class keeps up to this many bytes of free messages (and at least 4 of them). */
+/* Each class keeps up to this many bytes of free messages (and at least 4 of them), or,
+ * when more of its messages were alive at once in this period or the last (PEAK_MS each),
+ * that many: a backlog that comes and goes (a producer a window ahead of its consumer) is
+ * then made from what the last one freed, and a peak's memory goes back to the allocator
+ * once it is two periods old. */
 #define MSG_CACHE_BYTES (8u << 20)
+#define PEAK_MS 10000
 
-static uint32_t class_cap(int cls) {
+static uint32_t class_cap(const mqr_broker_t *b, int cls) {
   size_t n = MSG_CACHE_BYTES / mqr__msg_class_size(cls);
-  return n < 4 ? 4 : (uint32_t)n;
+  uint32_t keep = n < 4 ? 4 : (uint32_t)n;
+  const uint32_t *peak = b->msg_peak[cls];
+  uint32_t p = peak[0] > peak[1] ? peak[0] : peak[1];
+  return p > keep ? p : keep;
+}
+
+/* A new period: this one's peaks become the last's, and each class keeps no more free
+ * messages than its cap now says. */
+static void new_period(mqr_broker_t *b, uint64_t now) {
+  b->msg_period_ms = now;
+  for (int cls = 0; cls < MQR__MSG_CLASSES; cls++) {
+    b->msg_peak[cls][1] = b->msg_peak[cls][0];
+    b->msg_peak[cls][0] = b->msg_live[cls];
+    for (uint32_t cap = class_cap(b, cls); b->msg_n_free[cls] > cap; b->msg_n_free[cls]--) {
+      mqr__msg_t *m = b->msg_free[cls];
+      b->msg_free[cls] = m->next_free;
+      mqr_free(m);
+    }
+  }
 }
 
 mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
@@ -63,6 +86,7 @@ mqr__msg_t *mqr__msg_alloc(mqr_broker_t *b, size_t len) {
   } else if ((m = mqr_malloc(sizeof *m + mqr__msg_class_size(cls))) == NULL) {
     return NULL;
   }
+  if (++b->msg_live[cls] > b->msg_peak[cls][0]) b->msg_peak[cls][0] = b->msg_live[cls];
   m->refs = 0;
   m->len = (uint32_t)len;
   m->cls = (uint8_t)cls;
@@ -91,7 +115,10 @@ void mqr__msg_release(mqr_broker_t *b, mqr__msg_t *m) {
       mqr__acct_release(a); /* below the limit again */
   }
   if (b->global_blocked && (int64_t)b->stats.bytes < b->global_max) mqr__global_release(b);
-  if (b->msg_n_free[m->cls] >= class_cap(m->cls)) {
+  if (b->msg_live[m->cls]) b->msg_live[m->cls]--;
+  uint64_t now = uv_now(b->loop);
+  if (now - b->msg_period_ms >= PEAK_MS) new_period(b, now);
+  if (b->msg_n_free[m->cls] >= class_cap(b, m->cls)) {
     mqr_free(m);
     return;
   }

@@ -240,9 +240,8 @@ void mqr__server_free(mqr_broker_t *b) {
   mqr_free(net->listeners);
   for (const mqr__head_t *const *h = mqr__heads; *h; h++)
     if ((*h)->free && *mqr__head_slot(b, *h)) (*h)->free(b);
-  while (net->wreq_free) {
-    mqr__wreq_t *w = net->wreq_free;
-    net->wreq_free = w->next_free;
+  for (mqr__wreq_t *w; (w = net->wreq_free ? net->wreq_free : net->wreq_big) != NULL;) {
+    *(w == net->wreq_free ? &net->wreq_free : &net->wreq_big) = w->next_free;
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);

@@ -177,6 +177,7 @@ struct mqr__conn_s {
   size_t in_flight;    /* bytes handed to the transport and not yet written */
   uint32_t writes;     /* writes not yet called back */
   bool dirty, resume, closed;
+  bool big_out;  /* its writes grew past 1 MiB of own bytes: it takes a big request first (write.c) */
   bool deferred; /* stopped after its share of frames in a pass: goes on in the next */
   bool held;     /* its head waits for something (an authentication): no frame is taken, nothing read */
   uint64_t opened_ms, heard_ms, progress_ms; /* uv_now of: accept; last bytes read; last write done */
@@ -187,6 +188,8 @@ struct mqr__conn_s {
 };
 
 #define MQR__READ_CHUNK 65536
+/* Write requests past 1 MiB of own bytes kept for reuse, at most (write.c). */
+#define MQR__WREQ_BIG_KEEP 4
 /* A stored message (or body) of at most this many bytes is copied into a write's own
  * bytes rather than written from the store: copying it costs less than an iovec of its
  * own, and a write of many small messages is then one buffer (libuv allocates an array
@@ -291,6 +294,8 @@ struct mqr__net_s {
   mqr__conn_t *dirty, *resume; /* connections with writes, or frames to handle, next pass */
   mqr__wreq_t *wreq_free;      /* write requests keep their arrays between uses */
   uint32_t n_wreq_free;
+  mqr__wreq_t *wreq_big; /* and those whose own bytes grew past 1 MiB, apart (MQR__WREQ_BIG_KEEP at most) */
+  uint32_t n_wreq_big;
   void *rbuf_free; /* read buffers of MQR__READ_CHUNK bytes */
   uint32_t n_rbuf_free;
   uv_timer_t tick;              /* timeouts, heartbeats, paused peers gone */

@@ -8,13 +8,17 @@
 
 /* ---- writes ------------------------------------------------------------------------------- */
 
+#define WREQ_BIG (1u << 20)
+
 mqr__wreq_t *mqr__conn_out(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->out) return c->out;
-  mqr__wreq_t *w = c->net->wreq_free;
-  if (w) {
-    c->net->wreq_free = w->next_free;
-    c->net->n_wreq_free--;
+  struct mqr__net_s *net = c->net;
+  mqr__wreq_t *w;
+  if ((w = c->big_out && net->wreq_big ? net->wreq_big : net->wreq_free ? net->wreq_free : net->wreq_big)) {
+    bool big = w == net->wreq_big;
+    *(big ? &net->wreq_big : &net->wreq_free) = w->next_free;
+    (*(big ? &net->n_wreq_big : &net->n_wreq_free))--;
   } else if ((w = mqr_calloc(1, sizeof *w)) == NULL) {
     return NULL;
   }
@@ -51,6 +55,7 @@ uint8_t *mqr__conn_reserve(mqr__conn_t *c, size_t n, size_t *off) {
   if (w == NULL) return NULL;
   if (w->cap_bytes - w->n_bytes < n) {
     size_t ncap = w->cap_bytes ? w->cap_bytes * 2 : 4096;
+    if (ncap > WREQ_BIG) c->big_out = true;
     while (ncap - w->n_bytes < n) ncap *= 2;
     uint8_t *nb = mqr_realloc(w->bytes, ncap);
     if (nb == NULL) return NULL;
@@ -98,14 +103,19 @@ bool mqr__conn_output_full(const mqr__conn_t *c) {
 
 bool mqr__conn_paused(const mqr__conn_t *c) { return c->state == MQR__CONN_CLOSING || mqr__conn_output_full(c); }
 
-/* A request done with: its messages released, its arrays kept for the next. */
+/* A request done with: its messages released, its arrays kept for the next (up to 64 of
+ * them, and apart up to MQR__WREQ_BIG_KEEP whose own bytes grew past WREQ_BIG, which
+ * connections that write that much take first: a head that copies its deliveries, as
+ * AMQP's copies Proton's output, fills one to about max_pending_write on every pass, and
+ * would otherwise grow a small one there each time). */
 void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
   struct mqr__net_s *net = mqr__net(b);
   for (uint32_t i = 0; i < w->n_msgs; i++) mqr__msg_release(b, w->msgs[i]);
   w->n_msgs = w->n_segs = 0;
   w->n_bytes = w->total = 0;
   w->conn = NULL;
-  if (net->n_wreq_free >= 64 || w->cap_bytes > (1u << 20)) {
+  bool big = w->cap_bytes > WREQ_BIG;
+  if (big ? net->n_wreq_big >= MQR__WREQ_BIG_KEEP : net->n_wreq_free >= 64) {
     mqr_free(w->segs);
     mqr_free(w->bytes);
     mqr_free(w->msgs);
@@ -113,9 +123,9 @@ void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
     mqr_free(w);
     return;
   }
-  w->next_free = net->wreq_free;
-  net->wreq_free = w;
-  net->n_wreq_free++;
+  w->next_free = big ? net->wreq_big : net->wreq_free;
+  *(big ? &net->wreq_big : &net->wreq_free) = w;
+  (*(big ? &net->n_wreq_big : &net->n_wreq_free))++;
 }
 
 void mqr__conn_written(mqr__wreq_t *w, int status) {
