@@ -11,7 +11,7 @@ run=(build-essential cmake pkg-config libuv1-dev libjemalloc-dev libjansson-dev 
   libhttp-parser-dev libwslay-dev libraft-dev liblz4-dev binutils libqpid-proton11-dev)
 test=("${run[@]}" openssl python3-cryptography libcmocka-dev clang libclang-rt-14-dev python3 python3-avro libavro-dev binutils groff-base systemd
   libc6-dev-i386-cross libc6-dev-arm64-cross python3-stomp python3-paho-mqtt python3-qpid-proton mosquitto-clients python3-prometheus-client curl chromium)
-bench=("${test[@]}" libnats-dev nats-server gnuplot-nox mosquitto activemq)
+bench=("${test[@]}" libnats-dev nats-server gnuplot-nox mosquitto activemq rabbitmq-server)
 case "$what" in
   run) packages=("${run[@]}") ;;
   test) packages=("${test[@]}") ;;
@@ -72,4 +72,9 @@ until $sudo flock -n /var/lib/apt/lists/lock true 2>/dev/null; do
 done
 "${apt[@]}" update -q
 "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}"
+# amqp.loopback starts a RabbitMQ node of its own, on 127.0.0.1 and ephemeral ports. The
+# package's own service (and epmd's), listening on every address, is not left running.
+if [[ " ${missing[*]} " == *" rabbitmq-server "* ]] && [ -d /run/systemd/system ]; then
+  $sudo systemctl disable --now rabbitmq-server.service epmd.socket epmd.service >/dev/null 2>&1 || true
+fi
 npm_deps
