@@ -110,6 +110,7 @@ static void free_broker(mqr_broker_t *b) {
         mqr__pool_put(&b->entries, u);
       }
       mqr__idx_clear(c);
+      mqr_free(c->refused);
       mqr__pool_put(&b->consumers, c);
     }
     mqr_queue_set_data(bq->q, NULL);

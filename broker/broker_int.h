@@ -118,6 +118,7 @@ typedef struct mqr__bq_s {
   struct mqr_broker_consumer_s **consumers;
   uint32_t n_consumers, cap_consumers, rr;
   uint32_t n_selective; /* consumers with a selector: dispatch then scans (select.c) */
+  uint32_t n_refusing;  /* consumers that refused a message for good: dispatch scans too */
   bool priorities;      /* its consumers' priorities differ: consumers[] is by priority, highest first */
   bool exclusive;       /* one consumer (the first) takes everything (kinds.c) */
   int64_t ring_size;    /* -1: no ring */
@@ -180,6 +181,8 @@ struct mqr_broker_consumer_s {
   uint32_t idx_mask, idx_n; /* idx_mask + 1 slots; 0 before the first delivery */
   bool closing;             /* unsubscribed while its queue was dispatching */
   int64_t too_big;          /* the id of a message its head refused for good: held for others */
+  int64_t *refused;         /* ids of messages its client refused for good (AMQP's undeliverable-here), */
+  uint32_t n_refused;       /* the last MQR__REFUSED_MAX at most: never given to it again (dispatch.c) */
   mqr_filter_t *selector;   /* only messages it matches come to it (NULL: all) */
   int32_t priority;         /* consumer-priority: higher levels are served first (dispatch.c) */
   mqr__entry_t *nd_at;      /* a non-destructive queue: the last store entry it was given (NULL: before the head) */

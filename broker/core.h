@@ -137,6 +137,13 @@ uint32_t mqr__consumer_reject(mqr_broker_consumer_t *k, int64_t delivery);
  * delivered to it until it grants more), then as mqr__consumer_nack. 1, or 0 (not
  * outstanding). */
 uint32_t mqr__consumer_release(mqr_broker_consumer_t *k, int64_t delivery);
+/* Keeps delivery's message from k for good (AMQP's modified outcome with
+ * undeliverable-here, as Artemis's rejectConsumer): it goes back to the queue, counted
+ * (as mqr__consumer_nack) or not (as mqr__consumer_release), and is never given to k
+ * again while it is one of the last MQR__REFUSED_MAX k refused; k's other consumers
+ * may take it, and k goes on with the messages after it. 1, or 0 (not outstanding). */
+#define MQR__REFUSED_MAX 1024
+uint32_t mqr__consumer_refuse(mqr_broker_consumer_t *k, int64_t delivery, bool counted);
 /* The delivery number of message message_id outstanding at k (the oldest), or 0. */
 int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *k, int64_t message_id);
 /* The session's consumer of subscription id, or NULL. */

@@ -23,8 +23,16 @@ static inline bool count_pending(mqr__bq_t *bq, const mqr__entry_t *e) {
   return b->persist && b->persist->update_pending(b, bq, e->useq);
 }
 
+/* Whether c refused the message with this id for good. */
+static bool refuses(const mqr_broker_consumer_t *c, int64_t id) {
+  for (uint32_t i = 0; i < c->n_refused; i++)
+    if (c->refused[i] == id) return true;
+  return false;
+}
+
 static bool can_take(const mqr_broker_consumer_t *c, const mqr__entry_t *head) {
-  return c->credit > 0 && !c->closing && c->ops->ready(c) && head->msg->id != c->too_big;
+  return c->credit > 0 && !c->closing && c->ops->ready(c) && head->msg->id != c->too_big &&
+         (c->n_refused == 0 || !refuses(c, head->msg->id));
 }
 
 /* Hands e, out of the store, to c (whose index has room): 0, or the head's refusal with
@@ -322,7 +330,7 @@ bool mqr__dispatch_gone(mqr__bq_t *bq) {
     bq->again = false;
     if (bq->store.nd)
       dispatch_nd(bq);
-    else if (bq->n_selective || bq->grouping)
+    else if (bq->n_selective || bq->grouping || bq->n_refusing)
       dispatch_selective(bq);
     else
       dispatch_head(bq);
@@ -446,6 +454,21 @@ uint32_t mqr__consumer_release(mqr_broker_consumer_t *c, int64_t delivery) {
   if (e->delivery_count > 0) e->delivery_count--; /* (a new leader may count it: higher, never lower) */
   c->credit = 0;                                  /* (it stops taking: not delivered straight back to it) */
   return mqr__consumer_nack(c, delivery, false);
+}
+
+uint32_t mqr__consumer_refuse(mqr_broker_consumer_t *c, int64_t delivery, bool counted) {
+  mqr__entry_t *e = mqr__idx_find(c, delivery);
+  if (e == NULL) return 0;
+  if (!e->copy && !refuses(c, e->msg->id)) { /* (a non-destructive queue's consumer has gone past it) */
+    if (c->refused == NULL && (c->refused = mqr_malloc(MQR__REFUSED_MAX * sizeof *c->refused)) == NULL)
+      return counted ? mqr__consumer_nack(c, delivery, false) : mqr__consumer_release(c, delivery);
+    if (c->n_refused == MQR__REFUSED_MAX) /* the oldest forgotten */
+      memmove(c->refused, c->refused + 1, (MQR__REFUSED_MAX - 1) * sizeof *c->refused), c->n_refused--;
+    else if (c->n_refused == 0)
+      c->bq->n_refusing++; /* (the queue is walked past what it refused) */
+    c->refused[c->n_refused++] = e->msg->id;
+  }
+  return counted ? mqr__consumer_nack(c, delivery, false) : mqr__consumer_release(c, delivery);
 }
 
 int64_t mqr__consumer_delivery_of(const mqr_broker_consumer_t *c, int64_t message_id) {

@@ -324,7 +324,9 @@ bool mqr__consumer_close(mqr_broker_consumer_t *c) {
   if (bq->feed) mqr__feed_consumers(b, bq); /* (the last: what it brought goes with it) */
   mqr__group_forget(bq, c);                 /* its groups go to whoever takes their next message */
   bq->n_selective -= c->selector != NULL;
+  bq->n_refusing -= c->n_refused != 0;
   mqr_filter_free(c->selector);
+  mqr_free(c->refused);
   mqr__pool_put(&b->consumers, c);
   if (taken && !mqr__redeliver_pinned(b, bq, taken)) return true;
   if (bq->temporary && bq->n_consumers == 0) { /* its address too, when the broker made it for the subscription */

@@ -609,11 +609,15 @@ static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     case PN_RELEASED: /* back to the queue, uncounted */
       if (mqr__consumer_release(lk->k, delivery)) lk->credit = 0, credit_sync(lk);
       break;
-    case PN_MODIFIED:
-      if (pn_disposition_is_failed(disp))
+    case PN_MODIFIED: /* back, counted when delivery-failed; with undeliverable-here, never to this link again */
+      if (pn_disposition_is_undeliverable(disp)) {
+        bool failed = pn_disposition_is_failed(disp);
+        if (mqr__consumer_refuse(lk->k, delivery, failed) && !failed) lk->credit = 0, credit_sync(lk);
+      } else if (pn_disposition_is_failed(disp)) {
         mqr__consumer_nack(lk->k, delivery, false);
-      else if (mqr__consumer_release(lk->k, delivery))
+      } else if (mqr__consumer_release(lk->k, delivery)) {
         lk->credit = 0, credit_sync(lk);
+      }
       break;
     case PN_REJECTED: mqr__consumer_reject(lk->k, delivery); break; /* (to the dead letters, as Artemis) */
     default: mqr_broker_ack(lk->k, delivery, false); break;         /* accepted (or settled with no outcome) */

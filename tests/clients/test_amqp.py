@@ -77,10 +77,12 @@ def detach(c, r):
     c.close()
 
 
-def modified_failed(r):
-    """The receiver's last delivery settled as modified with delivery-failed."""
+def modified_failed(r, undeliverable=False):
+    """The receiver's last delivery settled as modified with delivery-failed (or, with
+    undeliverable, undeliverable-here and not delivery-failed)."""
     d = r.fetcher.unsettled.popleft()
-    d.local.failed = True
+    d.local.failed = not undeliverable
+    d.local.undeliverable = undeliverable
     d.update(Delivery.MODIFIED)
     d.settle()
 
@@ -155,6 +157,28 @@ class Amqp(unittest.TestCase):
         m = r.receive(timeout=5)
         self.assertEqual((m.body, m.delivery_count), (u"n", 1))
         r.accept()
+        c.close()
+
+    def test_3c_undeliverable_here(self):
+        """modified with undeliverable-here: the message is never given to that link again,
+        as Artemis keeps it from that consumer; the link goes on with the messages after
+        it, and another link takes it, uncounted."""
+        c = connect()
+        s = c.create_sender("/queue/undeliverable")
+        s.send(Message(body=u"m1"))
+        a = c.create_receiver("/queue/undeliverable", credit=10)
+        self.assertEqual(a.receive(timeout=5).body, u"m1")
+        modified_failed(a, undeliverable=True)
+        s.send(Message(body=u"m2"))
+        m = a.receive(timeout=5)
+        self.assertEqual(m.body, u"m2")  # (past m1, which waits in the queue for another)
+        a.accept()
+        with self.assertRaises(Exception):
+            a.receive(timeout=0.5)  # never m1 again
+        b = connect().create_receiver("/queue/undeliverable")
+        m = b.receive(timeout=5)
+        self.assertEqual((m.body, m.delivery_count), (u"m1", 0))
+        b.accept()
         c.close()
 
     def test_3b_rejected_goes_to_the_dead_letters(self):
