@@ -89,6 +89,17 @@ void mqr__session_init(mqr_broker_t *b, mqr__session_t *s, const mqr__producer_o
  * session that ends with its connection): not durable, and what its consumer had not
  * acknowledged goes with it, not back to it first. */
 #define MQR__SUB_TEMPORARY 2u
+/* Artemis's JMS subscriptions (STOMP's and AMQP's): a MULTICAST subscription queue (not
+ * address::queue) is made with the selector as its filter, so that it keeps only what
+ * the selector matches, and its consumer has none of its own. Without it the selector
+ * is the consumer's, what it does not match staying in the queue for others (the native
+ * protocol's, and the cluster's feeds, which select for several consumers of a queue). */
+#define MQR__SUB_FILTER 4u
+/* With MQR__SUB_FILTER, AMQP's rule for a named one found with another filter (not the
+ * config's): made anew when it has no consumers (its messages going with it: a JMS
+ * subscriber that changes its selector changes its subscription), else refused
+ * (MQR_EQUEUEINUSE). Without it (STOMP's), such a queue is taken as it is. */
+#define MQR__SUB_RENEW 8u
 
 /* Subscribes for session s (NULL: the broker's in-process consumers) as a SUBSCRIBE
  * frame does (mqr_broker_subscribe has the rules; flags: MQR__SUB_*); the consumer's

@@ -15,9 +15,46 @@ static mqr_str_t temp_name(mqr_broker_t *b, mqr_str_t target, char *buf, size_t 
   return mqr_str_n(buf, (size_t)n);
 }
 
+/* Whether a (trimmed) filter text is the same as another. */
+static bool same_filter(mqr_str_t a, mqr_str_t b) {
+  while (a.len && (a.ptr[0] == ' ' || a.ptr[a.len - 1] == ' '))
+    a = a.ptr[0] == ' ' ? mqr_str_n(a.ptr + 1, a.len - 1) : mqr_str_n(a.ptr, a.len - 1);
+  while (b.len && (b.ptr[0] == ' ' || b.ptr[b.len - 1] == ' '))
+    b = b.ptr[0] == ' ' ? mqr_str_n(b.ptr + 1, b.len - 1) : mqr_str_n(b.ptr, b.len - 1);
+  return mqr_str_eq(a, b);
+}
+
+/* MQR__SUB_RENEW's subscription queue q found: kept when its filter is the selector (or
+ * it is the config's), else made anew when it has no consumers, else refused. 0 with
+ * *out NULL when q is gone; or an error. */
+static int subscription_filter(mqr_broker_t *b, mqr_queue_t *q, mqr_str_t selector, mqr_queue_t **out,
+                               mqr_error_t *err) {
+  mqr__bq_t *bq = mqr_queue_data(q);
+  *out = q;
+  if ((bq && bq->configured) || same_filter(mqr_queue_filter(q), selector)) return 0;
+  mqr_str_t name = mqr_queue_name(q);
+  if (mqr_queue_consumer_count(q) || (bq && bq->pins))
+    return mqr_error_set(err, MQR_EQUEUEINUSE,
+                         "subscription '%.*s' has consumers with another selector: it cannot be made anew",
+                         (int)name.len, name.ptr);
+  if (bq == NULL) {
+    *out = NULL;
+    return mqr_router_remove_queue(&b->router, name, err);
+  }
+  int rc = mqr__durable_queue_deleted(b, bq);
+  if (rc)
+    return mqr_error_set(err, rc, "subscription '%.*s' with another selector is kept: %s", (int)name.len, name.ptr,
+                         mqr_strerror(rc));
+  mqr__queue_drop(b, bq);
+  *out = NULL;
+  return 0;
+}
+
 static int find_or_make_queue(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t target, int rt, mqr_str_t queue,
-                              unsigned flags, bool *temporary, mqr_queue_t **out, mqr_error_t *err) {
+                              unsigned flags, mqr_str_t selector, bool *filtered, bool *temporary, mqr_queue_t **out,
+                              mqr_error_t *err) {
   *temporary = false;
+  *filtered = false;
   mqr_str_t address = target, qname = queue;
   const char *sep = NULL;
   for (size_t i = 0; i + 1 < target.len; i++)
@@ -62,14 +99,28 @@ static int find_or_make_queue(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t 
     }
   }
   mqr_queue_t *q = mqr_router_find_queue(&b->router, qname);
+  bool sub = !sep && rt == MQR_MULTICAST && (flags & MQR__SUB_FILTER); /* the selector is the queue's filter */
   if (q) {
     if (!mqr_str_eq(mqr_address_name(mqr_queue_address(q)), address) || (int)mqr_queue_routing_type(q) != rt)
       return mqr_error_set(err, MQR_EQUEUEEXISTS, "queue '%.*s' exists on address '%.*s' as %s", (int)qname.len,
                            qname.ptr, (int)mqr_address_name(mqr_queue_address(q)).len,
                            mqr_address_name(mqr_queue_address(q)).ptr,
                            mqr_routing_type_name(mqr_queue_routing_type(q)));
-    *out = q;
-    return 0;
+    if (!sub) {
+      *out = q;
+      return 0;
+    }
+    mqr__bq_t *bq = mqr_queue_data(q);
+    if (!(flags & MQR__SUB_RENEW)) { /* (STOMP: as it is, as Artemis takes it) */
+      *filtered = true;
+      *out = q;
+      return 0;
+    }
+    int rc = subscription_filter(b, q, selector, out, err);
+    if (rc || *out) {
+      *filtered = rc == 0 && !(bq && bq->configured);
+      return rc;
+    }
   }
   mqr_address_settings_t st;
   mqr_router_resolve_settings(&b->router, address, &st);
@@ -81,6 +132,7 @@ static int find_or_make_queue(mqr_broker_t *b, mqr__principal_t *who, mqr_str_t 
   mqr_queue_config_init(&cfg, qname, address, (mqr_routing_type_t)rt);
   mqr_queue_config_defaults(&cfg, &st);
   cfg.durable = !*temporary;
+  if (sub) cfg.filter = selector, *filtered = true;
   /* A subscription queue the client named (a durable subscription: STOMP's, an MQTT
    * session's, address::queue) stays until it is unsubscribed by name, as Artemis makes
    * it; the others are the broker's (auto-delete takes them). */
@@ -157,9 +209,14 @@ int mqr__session_subscribe(mqr__session_t *s, mqr_str_t target, int rt, mqr_str_
   if (rc) return mqr_error_set(err, rc, "selector: %s", ferr.message);
   bool temporary = false;
   mqr_queue_t *q = NULL;
-  if ((rc = find_or_make_queue(b, s->who, target, rt, queue, flags, &temporary, &q, err)) != 0) {
+  bool filtered;
+  if ((rc = find_or_make_queue(b, s->who, target, rt, queue, flags, selector, &filtered, &temporary, &q, err)) != 0) {
     mqr_filter_free(sel);
     return rc;
+  }
+  if (filtered) { /* (the queue holds only what it matches) */
+    mqr_filter_free(sel);
+    sel = NULL;
   }
   mqr__bq_t *bq = mqr__bq_of(b, q);
   if (bq && bq->drop_pending) {

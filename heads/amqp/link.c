@@ -234,7 +234,8 @@ static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   mqr_str_t addr, queue = mqr_str_n("", 0);
   int rt = MQR_ROUTING_NONE;
   unsigned flags = 0;
-  bool durable = false;
+  bool durable = false, found = false;
+  mqr_str_t found_filter = mqr_str_n("", 0);
   if (pn_terminus_is_dynamic(src)) { /* a temporary queue of its own (request/reply), gone with the link */
     snprintf(dyn, sizeof dyn, "amqp.dynamic.%lld.%lld", (long long)c->sess.id, (long long)++a->next_dynamic);
     addr = queue = mqr_str(dyn);
@@ -246,7 +247,8 @@ static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
       return;
     }
     addr = mqr_address_name(mqr_queue_address(q)), queue = mqr_str(qbuf);
-    rt = MQR_MULTICAST, durable = true;
+    rt = MQR_MULTICAST, durable = found = true;
+    found_filter = mqr_queue_filter(q); /* (attached as it is, not made anew without its selector) */
   } else {
     addr = mqr_str(name);
     mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
@@ -270,13 +272,14 @@ static void attach_sender(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   mqr_error_t err;
   bool no_local;
   char nlbuf[1024];
-  mqr_str_t sel = filters_of(src, &no_local);
+  mqr_str_t sel = found ? found_filter : filters_of(src, &no_local);
+  if (found) no_local = false;
   if (no_local && (sel = with_no_local(sel, container, nlbuf, sizeof nlbuf)).len == 0) {
     refuse(l, MQR_ELIMIT, "the selector and container id are too long for no-local");
     return;
   }
-  int rc =
-      mqr__session_subscribe(&c->sess, addr, rt, queue, flags, sel, 0, ++a->next_sub, &consumer_ops, lk, &lk->k, &err);
+  int rc = mqr__session_subscribe(&c->sess, addr, rt, queue, flags | MQR__SUB_FILTER | MQR__SUB_RENEW, sel, 0,
+                                  ++a->next_sub, &consumer_ops, lk, &lk->k, &err);
   if (rc == 0 && durable && (lk->subscription = mqr_malloc(queue.len + 1)) != NULL) { /* (a close unsubscribes) */
     memcpy(lk->subscription, queue.ptr, queue.len);
     lk->subscription[queue.len] = 0;

@@ -272,8 +272,8 @@ void mqr__stomp_on_subscribe(mqr__conn_t *c, const mqr__stomp_frame_t *f) {
   sub->c = c;
   mqr_error_t err;
   int rc =
-      mqr__session_subscribe(&c->sess, target, rt, queue, 0, sel ? *sel : MQR_STR(""), mqr__options(c->b)->max_credit,
-                             sub->num, &mqr__stomp_consumer_ops, sub, &sub->k, &err);
+      mqr__session_subscribe(&c->sess, target, rt, queue, MQR__SUB_FILTER, sel ? *sel : MQR_STR(""),
+                             mqr__options(c->b)->max_credit, sub->num, &mqr__stomp_consumer_ops, sub, &sub->k, &err);
   if (rc) {
     mqr_free(sub);
     mqr__stomp_error(c, f, mqr_err_name(rc), "%s", err.message);

@@ -23,7 +23,7 @@ from proton.handlers import MessagingHandler, TransactionHandler
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import Mqrd, raw, run_suite  # noqa: E402
+from mqrd import Mqrd, raw, run_mqr, run_suite  # noqa: E402
 
 CONFIG = """
 security: {allow-anonymous: true}
@@ -493,6 +493,50 @@ class Subscriptions(unittest.TestCase):
         finally:
             self.assertEqual(b.stop(), 0)
             shutil.rmtree(data, ignore_errors=True)
+
+
+class SubscriptionFilters(unittest.TestCase):
+    def test_1_the_selector_is_the_subscriptions_filter(self):
+        """A durable subscription's selector is its queue's filter, as Artemis makes it: what
+        it does not match is not kept for it. Attached again with another selector while
+        it has a consumer: refused; with none, the subscription is made anew, what it held
+        going with the old one."""
+        mqr = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "cli", "mqr")
+        url = "tcp://127.0.0.1:%d" % BROKER.port
+
+        def attach(c, selector):
+            return c.create_receiver("weather", name="sel-sub",
+                                     options=[DurableSubscription(), Capability("topic"), Selector(selector)])
+
+        c = connect_as("sel-client")
+        detach(c, attach(c, u"kind = 'rain'"))
+        p = connect()
+        s = p.create_sender("weather", options=Capability("topic"))
+        for kind in (u"sun", u"rain", u"sun"):
+            s.send(Message(body=kind, properties={u"kind": kind}, durable=True))
+        held = run_mqr(mqr, "queue", "--url", url, "--json", "browse", "sel-client.sel-sub").stdout.strip().splitlines()
+        self.assertEqual(len(held), 1, held)  # the rain alone
+        c = connect_as("sel-client")
+        r = attach(c, u"kind = 'rain'")
+        self.assertEqual(r.receive(timeout=5).body, u"rain")
+        r.accept()
+        other = connect_as("sel-client")
+        with self.assertRaises(LinkDetached) as e:
+            attach(other, u"kind = 'sun'")
+        self.assertIn("another selector", str(e.exception))
+        other.close()
+        detach(c, r)
+        s.send(Message(body=u"rain", properties={u"kind": u"rain"}, durable=True))  # held for the old one
+        c = connect_as("sel-client")
+        r = attach(c, u"kind = 'sun'")
+        s.send(Message(body=u"sun", properties={u"kind": u"sun"}, durable=True))
+        self.assertEqual(r.receive(timeout=5).body, u"sun")  # (not the rain the old one held)
+        r.accept()
+        with self.assertRaises(Exception):
+            r.receive(timeout=0.5)
+        r.close()  # (unsubscribed)
+        c.close()
+        p.close()
 
 
 class TxClient(MessagingHandler, TransactionHandler):

@@ -16,7 +16,7 @@ import unittest
 import stomp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mqrd import held_by_tcp, raw, reset, run_suite, wait_for  # noqa: E402
+from mqrd import held_by_tcp, raw, reset, run_mqr, run_suite, wait_for  # noqa: E402
 
 CONFIG = """
 security: {allow-anonymous: true}
@@ -258,6 +258,31 @@ class Stomp(unittest.TestCase):
         time.sleep(0.4)
         self.assertEqual(l.messages, [])  # the subscription was deleted: a new one starts empty
         c.unsubscribe(id="d", headers={"durable-subscription-name": "sub1"})
+        c.disconnect()
+
+    def test_durable_subscription_keeps_what_its_selector_matches(self):
+        """The selector of a durable subscription is its queue's filter, as Artemis makes
+        it: what it does not match is not kept for it while its subscriber is away."""
+        mqr = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "cli", "mqr")
+        c, l = connect(headers={"client-id": "app2"})
+        c.subscribe(destination="/topic/weather", id="d", ack="client-individual",
+                    headers={"durable-subscription-name": "rain", "selector": "kind = 'rain'"})
+        c.disconnect()
+        p, _ = connect()
+        for kind in ("sun", "rain", "sun"):
+            p.send(destination="/topic/weather", body=kind, headers={"kind": kind, "persistent": "true"})
+        p.disconnect()
+        held = run_mqr(mqr, "queue", "--url", "tcp://127.0.0.1:%d" % BROKER.port, "--json", "browse",
+                       "app2.rain").stdout.strip().splitlines()
+        self.assertEqual(len(held), 1, held)
+        c, l = connect(headers={"client-id": "app2"})
+        c.subscribe(destination="/topic/weather", id="d", ack="client-individual",
+                    headers={"durable-subscription-name": "rain", "selector": "kind = 'rain'"})
+        got = l.wait(1)
+        self.assertEqual([m.body for m in got], ["rain"])
+        ack(c, "1.2", got[0])
+        c.unsubscribe(id="d", headers={"durable-subscription-name": "rain"}, receipt="gone")
+        wait_for(lambda: "gone" in l.receipts)
         c.disconnect()
 
     def test_destination_types(self):
