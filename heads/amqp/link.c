@@ -46,6 +46,8 @@ static const char *condition_of(int rc) {
   case MQR_EINVAL:
   case MQR_ESYNTAX: return "amqp:invalid-field";
   case MQR_EBADDATA: return "amqp:decode-error";
+  case MQR_EQUEUEINUSE: /* (a subscription with consumers attached with another selector: Artemis's) */
+  case MQR_EQUEUEEXISTS: return "amqp:illegal-state";
   default: return "amqp:internal-error";
   }
 }

@@ -523,6 +523,7 @@ class SubscriptionFilters(unittest.TestCase):
         other = connect_as("sel-client")
         with self.assertRaises(LinkDetached) as e:
             attach(other, u"kind = 'sun'")
+        self.assertIn("amqp:illegal-state", str(e.exception))
         self.assertIn("another selector", str(e.exception))
         other.close()
         detach(c, r)
