@@ -571,6 +571,15 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     return;
   }
   if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return; /* (the rest to come: Proton keeps it) */
+  if (pn_link_credit(l) < 1) { /* a transfer past the credit given (Proton counts, and lets it in) */
+    pn_condition_t *cond = pn_link_condition(l);
+    pn_condition_set_name(cond, "amqp:link:transfer-limit-exceeded");
+    pn_condition_set_description(cond, "a transfer came without link credit");
+    link_drop(c, l);
+    pn_link_close(l);
+    pn_link_free(l);
+    return;
+  }
   size_t n = pn_delivery_pending(d);
   bool settled = pn_delivery_settled(d); /* pre-settled by the client: at most once, no outcome */
   if (mqr__amqp_grow(a, n + 1)) {

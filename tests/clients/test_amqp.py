@@ -37,6 +37,7 @@ listeners:
 address-settings:
   '#': {auto-create-addresses: true, auto-create-queues: true, max-delivery-attempts: -1}
   'full.#': {max-size-bytes: 1KiB, address-full-policy: FAIL}
+  'blocked.#': {max-size-bytes: 1KiB, address-full-policy: BLOCK}
   'rej.#': {dead-letter-address: dla.rej, max-delivery-attempts: -1}
 addresses:
   orders: {anycast: [orders]}
@@ -387,6 +388,59 @@ class Amqp(unittest.TestCase):
                 links.append(c.create_receiver("/queue/flood", name="l%d" % i))
         self.assertIn("resource-limit-exceeded", str(e.exception))
         self.assertEqual(len(links), 1024)
+        c.close()
+        self.assertTrue(BROKER.alive())
+
+    def test_8c_transfers_past_the_credit(self):
+        """A client that sends past the link credit it was given has its link detached with
+        amqp:link:transfer-limit-exceeded: to a full BLOCK address, whose links get no more
+        credit, 1100 transfers on the 1000 given; what came within it was sent, and the
+        broker serves on."""
+        def described(code, items):
+            body = bytes([len(items)]) + b"".join(items)
+            return b"\x00\x53" + bytes([code]) + b"\xc0" + bytes([len(body)]) + body
+
+        def frame(body):
+            return (8 + len(body)).to_bytes(4, "big") + b"\x02\x00\x00\x00" + body
+
+        address = b"/queue/blocked.abuse"
+        out = b"AMQP\x00\x01\x00\x00" + frame(described(0x10, [b"\xa1\x01x"]))  # open
+        out += frame(described(0x11, [b"\x40", b"\x43", b"\x70\x00\x01\x00\x00", b"\x70\x00\x01\x00\x00"]))  # begin
+        target = b"\x00\x53\x29\xc0" + bytes([len(address) + 3, 1]) + b"\xa1" + bytes([len(address)]) + address
+        out += frame(described(0x12, [b"\xa1\x01l", b"\x43", b"\x42", b"\x50\x01", b"\x40", b"\x00\x53\x28\x45",
+                                      target, b"\x40", b"\x40", b"\x43"]))  # attach: a sender, settled
+        s = socket.create_connection(("127.0.0.1", BROKER.port), timeout=10)
+        s.sendall(out)
+        got = b""
+        while b"\x00\x53\x13" not in got:  # (the broker's begin and attach, then its flow: the credit)
+            got += s.recv(65536)
+        out = b""
+        for i in range(1100):  # transfer, settled, with an amqp-value "x"
+            out += frame(described(0x14, [b"\x43", b"\x70" + i.to_bytes(4, "big"), b"\xa0\x04" + i.to_bytes(4, "big"),
+                                          b"\x43", b"\x41"]) + b"\x00\x53\x77\xa1\x01x")
+        s.sendall(out)
+        s.settimeout(3)
+        try:
+            while b"transfer-limit-exceeded" not in got:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        except socket.timeout:
+            pass
+        s.close()
+        self.assertIn(b"amqp:link:transfer-limit-exceeded", got)
+        c = connect()
+        r = c.create_receiver("/queue/blocked.abuse", credit=1100)
+        n = 0
+        try:
+            while True:
+                r.receive(timeout=1)
+                r.accept()
+                n += 1
+        except Exception:
+            pass
+        self.assertEqual(n, 1000)
         c.close()
         self.assertTrue(BROKER.alive())
 
