@@ -160,6 +160,12 @@ typedef struct {
   int encoding;   /* and how it came */
 } amqp_in_t;
 int mqr__amqp_decode(amqp_t *a, const uint8_t *bytes, size_t len, amqp_in_t *in, mqr_error_t *err);
+
+/* manage.c: Artemis's management messages. Whether address is the management address;
+ * the request in carried out and answered to its reply-to: 0, or MQR_EPERM (no manage
+ * on the management address: nothing done, err says why). */
+bool mqr__amqp_is_management(mqr_str_t address);
+int mqr__amqp_manage(mqr__conn_t *c, const amqp_in_t *in, mqr_error_t *err);
 /* The stored message of e, its delivery count, as an AMQP message: its encoding's length in
  * a->buf, the rest of it in *body (a view of the stored body; empty when a->buf holds it
  * all), or an error (MQR_ENOMEM, MQR_EBADDATA). */

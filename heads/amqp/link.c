@@ -319,8 +319,8 @@ static void attach_receiver(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
     mqr_str_t addr = mqr_str(name);
     int rt = MQR_ROUTING_NONE;
     mqr_prefixes_strip(&c->l->cfg->prefixes, &addr, &rt);
-    mqr_error_t err;
-    if (!mqr__session_may(&c->sess, MQR_PERM_SEND, addr, &err)) {
+    mqr_error_t err; /* (the management address takes manage, as Artemis checks it) */
+    if (!mqr__session_may(&c->sess, mqr__amqp_is_management(addr) ? MQR_PERM_MANAGE : MQR_PERM_SEND, addr, &err)) {
       refuse(l, MQR_EPERM, err.message);
       return;
     }
@@ -517,6 +517,18 @@ void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const
   const char *to = address ? address : pn_message_get_address(a->msg);
   if (rc == 0 && (to == NULL || *to == 0))
     rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
+  if (rc == 0 && mqr__amqp_is_management(mqr_str(to))) { /* carried out, not routed (manage.c) */
+    rc = mqr__amqp_manage(c, &in, &err);
+    if (txn) {
+      txn->failed |= rc != 0;
+      if (d) mqr__amqp_txn_committed(c, txn, d);
+    } else if (d) {
+      mqr__amqp_settle_in(d, rc, rc ? err.message : "");
+    } else if (rc) {
+      dropped(c, err.message);
+    }
+    return;
+  }
   mqr_tail_t tail;
   mqr__send_t s;
   const char *container = pn_connection_remote_container(a->driver.connection);

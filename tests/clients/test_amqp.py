@@ -7,6 +7,7 @@ broker and its other clients go on.
 
 usage: test_amqp.py MQRD"""
 
+import json
 import os
 import shutil
 import socket
@@ -592,6 +593,82 @@ class SubscriptionFilters(unittest.TestCase):
         r.close()  # (unsubscribed)
         c.close()
         p.close()
+
+
+class Management(unittest.TestCase):
+    """Artemis's management messages: a request to activemq.management, answered on its
+    reply-to with _AMQ_OperationSucceeded and a JSON array of the result."""
+
+    def ask(self, c, replies, resource, operation=None, attribute=None, params=None, id=u"req-1"):
+        if not hasattr(c, "management"):  # (one link: Proton names a link by its container and address)
+            c.management = c.create_sender("activemq.management")
+        props = {u"_AMQ_ResourceName": resource}
+        if operation:
+            props[u"_AMQ_OperationName"] = operation
+        if attribute:
+            props[u"_AMQ_Attribute"] = attribute
+        c.management.send(
+            Message(body=json.dumps(params or []), id=id, reply_to=replies.link.remote_source.address,
+                    properties=props))
+        m = replies.receive(timeout=5)
+        replies.accept()
+        return m.properties[u"_AMQ_OperationSucceeded"], json.loads(m.body), m.correlation_id
+
+    def test_1_queues_and_addresses(self):
+        c = connect()
+        replies = c.create_receiver(None, dynamic=True)
+        ok, body, corr = self.ask(c, replies, u"broker", u"createQueue",
+                                  params=[json.dumps({"name": "mq1", "address": "mq1", "routing-type": "ANYCAST",
+                                                      "durable": False})], id=u"make-mq1")
+        self.assertEqual((ok, body, corr), (True, [None], u"make-mq1"))
+        self.assertEqual(self.ask(c, replies, u"broker", u"createQueue", params=["mq2", "ANYCAST", "mq2", "", False])[:2],
+                         (True, [None]))
+        s = c.create_sender("mq1")
+        for i in range(3):
+            s.send(Message(body=u"m%d" % i))
+        self.assertEqual(self.ask(c, replies, u"queue.mq1", attribute=u"messageCount")[:2], (True, [3]))
+        ok, body, _ = self.ask(c, replies, u"broker", u"getQueueNames")
+        self.assertTrue(ok and "mq1" in body[0] and "mq2" in body[0], body)
+        self.assertEqual(self.ask(c, replies, u"queue.mq1", u"pause")[:2], (True, [None]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq1", attribute=u"paused")[:2], (True, [True]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq1", u"resume")[:2], (True, [None]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq1", u"moveMessages", params=["", "mq2"])[:2], (True, [3]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq2", u"countMessages")[:2], (True, [3]))
+        self.assertEqual(self.ask(c, replies, u"address.mq2", attribute=u"queueNames")[:2], (True, [["mq2"]]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq2", u"removeAllMessages")[:2], (True, [3]))
+        self.assertEqual(self.ask(c, replies, u"queue.mq2", attribute=u"messageCount")[:2], (True, [0]))
+        self.assertEqual(self.ask(c, replies, u"broker", u"destroyQueue", params=["mq1"])[:2], (True, [None]))
+        ok, body, _ = self.ask(c, replies, u"queue.mq1", attribute=u"messageCount")
+        self.assertFalse(ok)
+        self.assertIn("does not exist", body[0])
+        ok, body, _ = self.ask(c, replies, u"queue.mq2", u"explode")
+        self.assertFalse(ok)
+        self.assertIn("no operation", body[0])
+        ok, body, _ = self.ask(c, replies, u"nothing", u"getQueueNames")
+        self.assertFalse(ok)
+        c.close()
+
+    def test_2_manage_is_needed(self):
+        """Without manage on activemq.management: the link to it refused at attach, and a
+        request through the anonymous relay rejected, both amqp:unauthorized-access."""
+        other = Mqrd(sys.argv[1], CONFIG.replace(
+            "security: {allow-anonymous: true}",
+            "security:\n  allow-anonymous: true\n  anonymous-roles: [guest]\n  security-settings:\n"
+            "    '#': {send: [guest], consume: [guest], create-non-durable-queue: [guest], create-address: [guest]}"))
+        try:
+            c = connect(other.port)
+            with self.assertRaises(LinkDetached) as e:
+                c.create_sender("activemq.management")
+            self.assertIn("unauthorized-access", str(e.exception))
+            relay = c.create_sender(None)
+            m = Message(body=u"[]", address=u"activemq.management",
+                        properties={u"_AMQ_ResourceName": u"broker", u"_AMQ_OperationName": u"getQueueNames"})
+            with self.assertRaises(SendException) as e:
+                relay.send(m)
+            self.assertEqual(e.exception.state, Delivery.REJECTED)
+            c.close()
+        finally:
+            self.assertEqual(other.stop(), 0)
 
 
 class TxClient(MessagingHandler, TransactionHandler):
