@@ -508,6 +508,41 @@ static void dropped(mqr__conn_t *c, const char *why) {
            (long long)c->sess.id, c->peer, why);
 }
 
+/* The decoded message in, to `to`, through the send path (rc, as it came, and err): true
+ * when the core answers later (head.c's sent), false when *rc is the answer. */
+static bool route(mqr__conn_t *c, amqp_in_t *in, const char *to, int routing_type, pn_delivery_t *d, amqp_txn_t *txn,
+                  int *rc, mqr_error_t *err) {
+  amqp_t *a = c->hs;
+  mqr_tail_t tail;
+  mqr__send_t s;
+  const char *container = pn_connection_remote_container(a->driver.connection);
+  if (*rc == 0 && container && *container) { /* (what no-local compares) */
+    in->keys[in->m.n_properties] = MQR_STR(CONNECTION_ID);
+    in->values[in->m.n_properties++] = mqr_value_string(mqr_str(container));
+  }
+  if (*rc == 0) {
+    in->m.address = mqr_str(to);
+    in->m.routing_type = routing_type;
+    *rc = mqr__send_from_message(&in->m, &tail, &s, err);
+  }
+  int64_t token = 0;
+  if (*rc == 0 && (d || txn) && !pend(a, token = ++a->next_token, d, txn))
+    *rc = mqr_error_set(err, MQR_ENOMEM, "out of memory");
+  if (*rc == 0) {
+    s.prefixes = &c->l->cfg->prefixes;
+    s.producer = &c->sess.producer;
+    s.who = c->sess.who;
+    s.token = token;
+    struct mqr__acct_s *blocked = NULL;
+    mqr_broker_receipt_t r;
+    *rc = mqr__do_send(c->b, &s, &r, &blocked, err);
+    if (blocked) mqr__producer_block(&c->sess.producer, blocked);
+    if (*rc == MQR__PENDING) return true;
+    if (token) a->p_n--; /* answered now: the pending one last is this one */
+  }
+  return false;
+}
+
 void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const uint8_t *bytes, size_t len,
                     pn_delivery_t *d, amqp_txn_t *txn) {
   amqp_t *a = c->hs;
@@ -517,45 +552,10 @@ void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const
   const char *to = address ? address : pn_message_get_address(a->msg);
   if (rc == 0 && (to == NULL || *to == 0))
     rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
-  if (rc == 0 && mqr__amqp_is_management(mqr_str(to))) { /* carried out, not routed (manage.c) */
-    rc = mqr__amqp_manage(c, &in, &err);
-    if (txn) {
-      txn->failed |= rc != 0;
-      if (d) mqr__amqp_txn_committed(c, txn, d);
-    } else if (d) {
-      mqr__amqp_settle_in(d, rc, rc ? err.message : "");
-    } else if (rc) {
-      dropped(c, err.message);
-    }
-    return;
-  }
-  mqr_tail_t tail;
-  mqr__send_t s;
-  const char *container = pn_connection_remote_container(a->driver.connection);
-  if (rc == 0 && container && *container) { /* (what no-local compares) */
-    in.keys[in.m.n_properties] = MQR_STR(CONNECTION_ID);
-    in.values[in.m.n_properties++] = mqr_value_string(mqr_str(container));
-  }
-  if (rc == 0) {
-    in.m.address = mqr_str(to);
-    in.m.routing_type = routing_type;
-    rc = mqr__send_from_message(&in.m, &tail, &s, &err);
-  }
-  int64_t token = 0;
-  if (rc == 0 && (d || txn) && !pend(a, token = ++a->next_token, d, txn))
-    rc = mqr_error_set(&err, MQR_ENOMEM, "out of memory");
-  if (rc == 0) {
-    s.prefixes = &c->l->cfg->prefixes;
-    s.producer = &c->sess.producer;
-    s.who = c->sess.who;
-    s.token = token;
-    struct mqr__acct_s *blocked = NULL;
-    mqr_broker_receipt_t r;
-    rc = mqr__do_send(c->b, &s, &r, &blocked, &err);
-    if (blocked) mqr__producer_block(&c->sess.producer, blocked);
-    if (rc == MQR__PENDING) return; /* answered at head.c's sent */
-    if (token) a->p_n--;            /* answered now: the pending one last is this one */
-  }
+  if (rc == 0 && mqr__amqp_is_management(mqr_str(to)))
+    rc = mqr__amqp_manage(c, &in, &err); /* carried out, not routed (manage.c) */
+  else if (route(c, &in, to, routing_type, d, txn, &rc, &err))
+    return;  /* answered at head.c's sent */
   if (txn) { /* (a commit's send) */
     txn->failed |= rc != 0;
     if (d) mqr__amqp_txn_committed(c, txn, d);

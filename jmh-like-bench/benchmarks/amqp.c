@@ -238,23 +238,9 @@ static int start_broker(mqr_bench_ctx_t *c, st_t *s) {
 
 /* ---- the client ----------------------------------------------------------------------------- */
 
-static int dial(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
-
 /* A connection with one session and one link, sender or receiver, on address. */
 static int open_side(st_t *s, side_t *x, bool sender, const char *address) {
-  if ((x->fd = dial(s->port)) < 0) return -1;
+  if ((x->fd = bench_dial(s->port)) < 0) return -1;
   if (pn_connection_driver_init(&x->d, NULL, NULL) != 0) return -1;
   x->inited = true;
   pn_sasl_allowed_mechs(pn_sasl(x->d.transport), "ANONYMOUS");

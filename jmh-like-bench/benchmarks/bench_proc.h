@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,6 +54,22 @@ static inline bool bench_cluster_config(const char *path, int port, const char *
           "cluster: {node-id: %d, bind: \"127.0.0.1:%d\", groups: %d, peers: [%s]%s}\n",
           port, dir, node, addresses, node, raft, groups, peers, more);
   return fclose(f) == 0;
+}
+
+/* A non-blocking TCP connection to 127.0.0.1:port with TCP_NODELAY, as the raw clients
+ * (heads.c, amqp.c) use it; -1 when refused. */
+static inline int bench_dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
 }
 
 /* Starts a broker's process with its output discarded (or, with MQR_BENCH_BROKER_LOG

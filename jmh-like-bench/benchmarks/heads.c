@@ -197,20 +197,6 @@ static void put(conn_t *c, const void *p, size_t n) {
   c->out_len += n;
 }
 
-static int dial(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
-
 /* TLS: pump's writes and reads through OpenSSL (which makes the handshake on the way). */
 static int tls_pump(conn_t *c) {
   c->want_write = false;
@@ -586,7 +572,8 @@ static int setup(mqr_bench_ctx_t *c) {
   if (s->tls && !bench_make_cert()) return mqr_bench_fail(c, "the openssl tool could not make a certificate");
   if (start_broker(c, s) != 0) return -1;
   if (s->impl == 2) uv_run(&s->loop, UV_RUN_NOWAIT);
-  if ((s->pub.fd = dial(s->port)) < 0 || (s->sub.fd = dial(s->port)) < 0) return mqr_bench_fail(c, "connect");
+  if ((s->pub.fd = bench_dial(s->port)) < 0 || (s->sub.fd = bench_dial(s->port)) < 0)
+    return mqr_bench_fail(c, "connect");
   if (s->ws && (ws_upgrade(s, &s->pub) != 0 || ws_upgrade(s, &s->sub) != 0))
     return mqr_bench_fail(c, "the WebSocket upgrade was refused");
   if (s->tls) { /* the handshakes are made by the first pumps */
