@@ -326,7 +326,7 @@ static long mqtt_read(conn_t *c, uint8_t type) {
     if (t == 3 && (c->in[at] & 0x06)) { /* QoS 1: its PUBACK */
       size_t tl = (size_t)p[0] << 8 | p[1];
       uint8_t ack[4] = {0x40, 2, p[2 + tl], p[3 + tl]};
-      put(c, ack, 4);
+      packet(c, sizeof ack), put(c, ack, sizeof ack); /* (over ws, in a frame of its own) */
     }
     if (t == type || (type == 0 && handshake)) count++;
     at += i + 1 + len;
