@@ -13,9 +13,15 @@
 
 /* ---- packet ids in flight ------------------------------------------------------------------------ */
 
+/* An id's home slot in a table of mask + 1. Ids are handed out in sequence, so their own
+ * value would put the ones in flight in one run as long as the window: each removal
+ * would then walk the whole run (out_del). Times an odd constant, modulo a power of two,
+ * they are spread over the table. */
+static inline uint32_t out_home(uint16_t id, uint32_t mask) { return ((uint32_t)id * 0x9E3779B1u) & mask; }
+
 static mqtt_out_t *out_find(mqtt_session_t *ss, uint16_t id) {
   if (ss->out_cap == 0 || id == 0) return NULL;
-  for (uint32_t i = id & (ss->out_cap - 1);; i = (i + 1) & (ss->out_cap - 1)) {
+  for (uint32_t i = out_home(id, ss->out_cap - 1);; i = (i + 1) & (ss->out_cap - 1)) {
     if (ss->out[i].id == id) return &ss->out[i];
     if (ss->out[i].id == 0) return NULL;
   }
@@ -31,13 +37,13 @@ static mqtt_out_t *out_add(mqtt_session_t *ss, uint16_t id) {
     ss->out_cap = cap;
     for (uint32_t i = 0; i < oc; i++)
       if (old[i].id) {
-        uint32_t k = old[i].id & (cap - 1);
+        uint32_t k = out_home(old[i].id, cap - 1);
         while (t[k].id) k = (k + 1) & (cap - 1);
         t[k] = old[i];
       }
     mqr_free(old);
   }
-  uint32_t k = id & (ss->out_cap - 1);
+  uint32_t k = out_home(id, ss->out_cap - 1);
   while (ss->out[k].id) k = (k + 1) & (ss->out_cap - 1);
   ss->out[k] = (mqtt_out_t){id, 0, NULL, 0, 0};
   ss->out_n++;
@@ -50,7 +56,7 @@ static void out_del(mqtt_session_t *ss, mqtt_out_t *o) {
   ss->out[i].id = 0;
   ss->out_n--;
   for (uint32_t j = (i + 1) & mask; ss->out[j].id; j = (j + 1) & mask) {
-    uint32_t home = ss->out[j].id & mask;
+    uint32_t home = out_home(ss->out[j].id, mask);
     if (((j - home) & mask) >= ((j - i) & mask)) { /* its home is at or before the hole */
       ss->out[i] = ss->out[j];
       ss->out[j].id = 0;
@@ -351,12 +357,17 @@ void mqr__mqtt_subs_end(mqr_broker_t *b, mqtt_session_t *ss) {
 
 void mqr__mqtt_resend_releases(mqr__conn_t *c, mqtt_session_t *ss) {
   mqtt_conn_t *mc = c->hs;
-  for (uint32_t i = 0; i < ss->out_cap; i++)
-    if (ss->out[i].id && ss->out[i].state == OUT_RELEASED) {
-      uint8_t buf[16];
-      size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, ss->out[i].id, 0, NULL);
-      if (mqr__mqtt_out(c, buf, n) != 0) return;
-    }
+  /* In the order of their ids from the oldest ([MQTT-4.6.0-3]): ids are handed out in
+   * sequence, so the oldest is the one after the last given, round the 16-bit space (the
+   * table's order is the hash's). */
+  for (uint32_t k = 1; ss->out_n && k <= 65535; k++) {
+    uint16_t id = (uint16_t)(((uint32_t)ss->next_id + k - 1) % 65535 + 1);
+    mqtt_out_t *o = out_find(ss, id);
+    if (o == NULL || o->state != OUT_RELEASED) continue;
+    uint8_t buf[16];
+    size_t n = mqr__mqtt_put_ack(buf, sizeof buf, mc->level, MQR__MQTT_PUBREL, id, 0, NULL);
+    if (mqr__mqtt_out(c, buf, n) != 0) return;
+  }
 }
 
 /* ---- PUBACK, PUBREC, PUBCOMP -------------------------------------------------------------------- */
