@@ -459,9 +459,9 @@ uint32_t mqr__consumer_release(mqr_broker_consumer_t *c, int64_t delivery) {
 uint32_t mqr__consumer_refuse(mqr_broker_consumer_t *c, int64_t delivery, bool counted) {
   mqr__entry_t *e = mqr__idx_find(c, delivery);
   if (e == NULL) return 0;
-  if (!e->copy && !refuses(c, e->msg->id)) { /* (a non-destructive queue's consumer has gone past it) */
-    if (c->refused == NULL && (c->refused = mqr_malloc(MQR__REFUSED_MAX * sizeof *c->refused)) == NULL)
-      return counted ? mqr__consumer_nack(c, delivery, false) : mqr__consumer_release(c, delivery);
+  /* (a non-destructive queue's consumer has gone past it; without memory, it is only given back) */
+  if (!e->copy && !refuses(c, e->msg->id) &&
+      (c->refused || (c->refused = mqr_malloc(MQR__REFUSED_MAX * sizeof *c->refused)) != NULL)) {
     if (c->n_refused == MQR__REFUSED_MAX) /* the oldest forgotten */
       memmove(c->refused, c->refused + 1, (MQR__REFUSED_MAX - 1) * sizeof *c->refused), c->n_refused--;
     else if (c->n_refused == 0)

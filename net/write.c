@@ -14,10 +14,10 @@ mqr__wreq_t *mqr__conn_out(mqr__conn_t *c) {
   mqr_broker_t *b = c->b;
   if (c->out) return c->out;
   struct mqr__net_s *net = c->net;
-  mqr__wreq_t *w;
-  if ((w = c->big_out && net->wreq_big ? net->wreq_big : net->wreq_free ? net->wreq_free : net->wreq_big)) {
-    bool big = w == net->wreq_big;
-    *(big ? &net->wreq_big : &net->wreq_free) = w->next_free;
+  bool big = (c->big_out && net->wreq_big) || net->wreq_free == NULL; /* (the list it takes from) */
+  mqr__wreq_t **list = big ? &net->wreq_big : &net->wreq_free, *w = *list;
+  if (w) {
+    *list = w->next_free;
     (*(big ? &net->n_wreq_big : &net->n_wreq_free))--;
   } else if ((w = mqr_calloc(1, sizeof *w)) == NULL) {
     return NULL;
@@ -123,8 +123,9 @@ void mqr__wreq_recycle(mqr_broker_t *b, mqr__wreq_t *w) {
     mqr_free(w);
     return;
   }
-  w->next_free = big ? net->wreq_big : net->wreq_free;
-  *(big ? &net->wreq_big : &net->wreq_free) = w;
+  mqr__wreq_t **list = big ? &net->wreq_big : &net->wreq_free;
+  w->next_free = *list;
+  *list = w;
   (*(big ? &net->n_wreq_big : &net->n_wreq_free))++;
 }
 

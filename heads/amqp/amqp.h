@@ -87,6 +87,7 @@ typedef struct {
   uint32_t n_links;
   amqp_txn_t *txns;
   uint32_t next_txn;
+  mqr_str_t container; /* the client's container id (Proton's, for the connection's life; empty: none) */
   int64_t next_sub, next_dynamic;
   amqp_pending_t *pending; /* a ring, oldest first */
   uint32_t p_head, p_n, p_cap;
@@ -129,6 +130,8 @@ void mqr__amqp_unblocked(mqr__conn_t *c);
 void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const uint8_t *bytes, size_t len,
                     pn_delivery_t *d, amqp_txn_t *txn);
 void mqr__amqp_settle_in(pn_delivery_t *d, int status, const char *text);
+/* A copy of s (mqr_malloc'd), or NULL for want of memory. */
+char *mqr__amqp_copy_str(const char *s);
 
 #define MQR__AMQP_TXN_STATE 0x34 /* transactional-state, a delivery's state in a transaction */
 /* txn.c: the coordinator's transfers (declare, discharge); a transfer or an outcome in a

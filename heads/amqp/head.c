@@ -119,6 +119,8 @@ static void log_condition(mqr__conn_t *c, pn_condition_t *cond, const char *what
  * SASL), then the broker's Open. */
 static void on_open(mqr__conn_t *c, pn_connection_t *pc) {
   amqp_t *a = c->hs;
+  const char *container = pn_connection_remote_container(pc);
+  a->container = mqr_str(container ? container : "");
   if (!a->auth_done || a->auth_status != 0 || a->who == NULL) {
     /* no SASL layer: an anonymous client, if the broker takes them (and never one whose
      * SASL failed: Proton does not open it, and it is not taken for anyone here either) */

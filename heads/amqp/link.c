@@ -142,7 +142,7 @@ static void refuse(pn_link_t *l, int rc, const char *text) {
   pn_link_close(l);
 }
 
-static char *copy_str(const char *s) {
+char *mqr__amqp_copy_str(const char *s) {
   size_t n = strlen(s);
   char *p = mqr_malloc(n + 1);
   if (p) memcpy(p, s, n + 1);
@@ -312,7 +312,7 @@ static void attach_receiver(mqr__conn_t *c, pn_link_t *l, amqp_link_t *lk) {
   pn_terminus_t *tgt = pn_link_remote_target(l);
   const char *name = pn_terminus_get_address(tgt);
   if (name && *name) {
-    if ((lk->address = copy_str(name)) == NULL) {
+    if ((lk->address = mqr__amqp_copy_str(name)) == NULL) {
       refuse(l, MQR_ENOMEM, "out of memory");
       return;
     }
@@ -510,18 +510,17 @@ static void dropped(mqr__conn_t *c, const char *why) {
 
 /* The decoded message in, to `to`, through the send path (rc, as it came, and err): true
  * when the core answers later (head.c's sent), false when *rc is the answer. */
-static bool route(mqr__conn_t *c, amqp_in_t *in, const char *to, int routing_type, pn_delivery_t *d, amqp_txn_t *txn,
+static bool route(mqr__conn_t *c, amqp_in_t *in, mqr_str_t to, int routing_type, pn_delivery_t *d, amqp_txn_t *txn,
                   int *rc, mqr_error_t *err) {
   amqp_t *a = c->hs;
   mqr_tail_t tail;
   mqr__send_t s;
-  const char *container = pn_connection_remote_container(a->driver.connection);
-  if (*rc == 0 && container && *container) { /* (what no-local compares) */
+  if (*rc == 0 && a->container.len) { /* (what no-local compares) */
     in->keys[in->m.n_properties] = MQR_STR(CONNECTION_ID);
-    in->values[in->m.n_properties++] = mqr_value_string(mqr_str(container));
+    in->values[in->m.n_properties++] = mqr_value_string(a->container);
   }
   if (*rc == 0) {
-    in->m.address = mqr_str(to);
+    in->m.address = to;
     in->m.routing_type = routing_type;
     *rc = mqr__send_from_message(&in->m, &tail, &s, err);
   }
@@ -549,10 +548,11 @@ void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const
   mqr_error_t err;
   amqp_in_t in = {.now_ms = wall_ms()};
   int rc = mqr__amqp_decode(a, bytes, len, &in, &err);
-  const char *to = address ? address : pn_message_get_address(a->msg);
-  if (rc == 0 && (to == NULL || *to == 0))
+  const char *name = address ? address : pn_message_get_address(a->msg);
+  mqr_str_t to = mqr_str(name ? name : "");
+  if (rc == 0 && to.len == 0)
     rc = mqr_error_set(&err, MQR_EINVAL, "a message on an anonymous link names its address in `to`");
-  if (rc == 0 && mqr__amqp_is_management(mqr_str(to)))
+  if (rc == 0 && mqr__amqp_is_management(to))
     rc = mqr__amqp_manage(c, &in, &err); /* carried out, not routed (manage.c) */
   else if (route(c, &in, to, routing_type, d, txn, &rc, &err))
     return;  /* answered at head.c's sent */
@@ -566,6 +566,16 @@ void mqr__amqp_send(mqr__conn_t *c, const char *address, int routing_type, const
   }
 }
 
+/* The client's link closed by the broker with condition name (text: why). */
+static void detach(mqr__conn_t *c, pn_link_t *l, const char *name, const char *text) {
+  pn_condition_t *cond = pn_link_condition(l);
+  pn_condition_set_name(cond, name);
+  pn_condition_set_description(cond, text);
+  link_drop(c, l);
+  pn_link_close(l);
+  pn_link_free(l);
+}
+
 static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
   amqp_t *a = c->hs;
   amqp_link_t *lk = pn_link_get_context(l);
@@ -574,22 +584,13 @@ static void receive(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     return;
   }
   if (pn_delivery_partial(d) && pn_delivery_pending(d) > MQR__AMQP_MAX_MESSAGE) { /* (Proton would keep it all) */
-    pn_condition_t *cond = pn_link_condition(l);
-    pn_condition_set_name(cond, "amqp:link:message-size-exceeded");
-    pn_condition_set_description(cond, "a message is at most " MQR__AMQP_STR(MQR__AMQP_MAX_MESSAGE) " bytes");
-    link_drop(c, l);
-    pn_link_close(l);
-    pn_link_free(l);
+    detach(c, l, "amqp:link:message-size-exceeded",
+           "a message is at most " MQR__AMQP_STR(MQR__AMQP_MAX_MESSAGE) " bytes");
     return;
   }
   if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return; /* (the rest to come: Proton keeps it) */
   if (pn_link_credit(l) < 1) { /* a transfer past the credit given (Proton counts, and lets it in) */
-    pn_condition_t *cond = pn_link_condition(l);
-    pn_condition_set_name(cond, "amqp:link:transfer-limit-exceeded");
-    pn_condition_set_description(cond, "a transfer came without link credit");
-    link_drop(c, l);
-    pn_link_close(l);
-    pn_link_free(l);
+    detach(c, l, "amqp:link:transfer-limit-exceeded", "a transfer came without link credit");
     return;
   }
   size_t n = pn_delivery_pending(d);
@@ -635,16 +636,14 @@ static void outcome(mqr__conn_t *c, pn_link_t *l, pn_delivery_t *d) {
     case PN_RELEASED: /* back to the queue, uncounted */
       if (mqr__consumer_release(lk->k, delivery)) lk->credit = 0, credit_sync(lk);
       break;
-    case PN_MODIFIED: /* back, counted when delivery-failed; with undeliverable-here, never to this link again */
-      if (pn_disposition_is_undeliverable(disp)) {
-        bool failed = pn_disposition_is_failed(disp);
-        if (mqr__consumer_refuse(lk->k, delivery, failed) && !failed) lk->credit = 0, credit_sync(lk);
-      } else if (pn_disposition_is_failed(disp)) {
-        mqr__consumer_nack(lk->k, delivery, false);
-      } else if (mqr__consumer_release(lk->k, delivery)) {
-        lk->credit = 0, credit_sync(lk);
-      }
+    case PN_MODIFIED: { /* back, counted when delivery-failed; with undeliverable-here, never to this link again */
+      bool failed = pn_disposition_is_failed(disp);
+      uint32_t back = pn_disposition_is_undeliverable(disp) ? mqr__consumer_refuse(lk->k, delivery, failed)
+                      : failed                              ? mqr__consumer_nack(lk->k, delivery, false)
+                                                            : mqr__consumer_release(lk->k, delivery);
+      if (back && !failed) lk->credit = 0, credit_sync(lk); /* (a release took its credit to 0) */
       break;
+    }
     case PN_REJECTED: mqr__consumer_reject(lk->k, delivery); break; /* (to the dead letters, as Artemis) */
     default: mqr_broker_ack(lk->k, delivery, false); break;         /* accepted (or settled with no outcome) */
     }

@@ -42,17 +42,14 @@ static const char *param_text(json_t *v, char *buf, size_t cap) {
 
 static json_t *str_json(mqr_str_t s) { return json_stringn(s.ptr ? s.ptr : "", s.len); }
 
-typedef struct {
-  json_t *names;
-} names_t;
-
+/* Each queue's or address's name into the JSON array arg. */
 static int queue_name(void *arg, const mqr_broker_queue_info_t *q) {
-  json_array_append_new(((names_t *)arg)->names, str_json(q->name));
+  json_array_append_new(arg, str_json(q->name));
   return 0;
 }
 
 static int address_name(void *arg, const mqr_broker_address_info_t *a) {
-  json_array_append_new(((names_t *)arg)->names, str_json(a->name));
+  json_array_append_new(arg, str_json(a->name));
   return 0;
 }
 
@@ -83,11 +80,14 @@ static int broker_op(mqr_broker_t *b, const char *op, json_t *p, json_t **result
   char t0[64], t1[64];
   const char *a0 = n > 0 ? param_text(json_array_get(p, 0), t0, sizeof t0) : NULL;
   const char *a1 = n > 1 ? param_text(json_array_get(p, 1), t1, sizeof t1) : NULL;
-  if (is(op, "getQueueNames") || is(op, "queueNames") || is(op, "getAddressNames") || is(op, "addressNames")) {
-    names_t x = {json_array()};
-    bool queues = strstr(op, "ueue") != NULL;
-    mqr_broker_foreach_stats(b, false, queues ? NULL : address_name, queues ? queue_name : NULL, &x);
-    *result = x.names;
+  if (is(op, "getQueueNames") || is(op, "queueNames")) {
+    *result = json_array();
+    mqr_broker_foreach_stats(b, false, NULL, queue_name, *result);
+    return 0;
+  }
+  if (is(op, "getAddressNames") || is(op, "addressNames")) {
+    *result = json_array();
+    mqr_broker_foreach_stats(b, false, address_name, NULL, *result);
     return 0;
   }
   if (is(op, "getVersion") || is(op, "version")) {

@@ -67,13 +67,20 @@ static pn_bytes_t state_txn(pn_delivery_t *d, uint64_t *outcome) {
   return id;
 }
 
-/* d answered with a transactional state naming t, outcome accepted. */
-static void answer_accepted(pn_delivery_t *d, const amqp_txn_t *t) {
+/* d's local state as a list whose first field is t's id (declared, transactional-state),
+ * entered: the caller puts the rest, then exits. */
+static pn_data_t *state_of(pn_delivery_t *d, const amqp_txn_t *t) {
   pn_data_t *data = pn_disposition_data(pn_delivery_local(d));
   pn_data_clear(data);
   pn_data_put_list(data);
   pn_data_enter(data);
   pn_data_put_binary(data, pn_bytes(4, (const char *)&t->id));
+  return data;
+}
+
+/* d answered with a transactional state naming t, outcome accepted. */
+static void answer_accepted(pn_delivery_t *d, const amqp_txn_t *t) {
+  pn_data_t *data = state_of(d, t);
   pn_data_put_described(data);
   pn_data_enter(data);
   pn_data_put_ulong(data, ACCEPTED);
@@ -102,12 +109,7 @@ static void declare(mqr__conn_t *c, pn_delivery_t *d) {
   }
   t->id = ++a->next_txn;
   t->next = a->txns, a->txns = t;
-  pn_data_t *data = pn_disposition_data(pn_delivery_local(d));
-  pn_data_clear(data);
-  pn_data_put_list(data);
-  pn_data_enter(data);
-  pn_data_put_binary(data, pn_bytes(4, (const char *)&t->id));
-  pn_data_exit(data);
+  pn_data_exit(state_of(d, t));
   pn_delivery_update(d, DECLARED);
   pn_delivery_settle(d);
 }
@@ -172,7 +174,8 @@ static void discharge(mqr__conn_t *c, pn_delivery_t *d, pn_data_t *args) {
 
 void mqr__amqp_txn_control(mqr__conn_t *c, pn_delivery_t *d, const uint8_t *bytes, size_t len) {
   amqp_t *a = c->hs;
-  if (pn_message_decode(a->msg, (const char *)bytes, len) != 0) {
+  pn_message_clear(a->msg); /* (Proton's decode sets only the sections that came) */
+  if (len == 0 || pn_message_decode(a->msg, (const char *)bytes, len) != 0) {
     reject(d, "amqp:decode-error", "the coordinator's transfer is not an AMQP message");
     return;
   }
@@ -220,9 +223,8 @@ bool mqr__amqp_txn_transfer(mqr__conn_t *c, amqp_link_t *lk, pn_delivery_t *d, c
     return true;
   }
   amqp_txn_send_t *s = &t->sends[t->n_sends];
-  *s = (amqp_txn_send_t){NULL, lk->routing_type, mqr_malloc(len ? len : 1), len};
-  if (lk->address && (s->address = mqr_malloc(strlen(lk->address) + 1)) != NULL)
-    memcpy(s->address, lk->address, strlen(lk->address) + 1);
+  *s = (amqp_txn_send_t){lk->address ? mqr__amqp_copy_str(lk->address) : NULL, lk->routing_type,
+                         mqr_malloc(len ? len : 1), len};
   if (s->bytes == NULL || (lk->address && s->address == NULL)) {
     mqr_free(s->bytes), mqr_free(s->address);
     reject(d, "amqp:resource-limit-exceeded", "out of memory");
